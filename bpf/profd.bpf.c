@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * profd.bpf.c - profd's BPF programs.
+ *
+ * Owns: the cpu-clock sampler (perf_event), the process lifecycle
+ * tracepoints (tp_btf sched_process_exec / sched_process_exit), and the
+ * instantiation of the unwinder chain for perf_event and kprobe-type
+ * (uprobe/USDT) programs.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "stack.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+PROFD_DEFINE_UNWINDERS(perf, "perf_event")
+PROFD_DEFINE_UNWINDERS(kprobe, "kprobe")
+
+static __always_inline bool pid_wanted(__u32 pid)
+{
+	return !cfg_filter_pids || bpf_map_lookup_elem(&pid_filter, &pid);
+}
+
+SEC("perf_event")
+int profd_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
+
+	count(PROFD_CNT_SAMPLES);
+	if (!(__u32)id && !cfg_include_idle) {
+		count(PROFD_CNT_IDLE_SKIPPED);
+		return 0;
+	}
+	if (!pid_wanted(pid)) {
+		count(PROFD_CNT_FILTERED);
+		return 0;
+	}
+	return capture_stack(ctx, &unwind_progs_perf, PROFD_ORIGIN_CPU_CLOCK, 0);
+}
+
+static __always_inline void proc_event(__u32 type, struct task_struct *p)
+{
+	struct profd_proc_event *e;
+
+	if (!pid_wanted(p->tgid))
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(PROFD_CNT_PROC_EVENT_LOST);
+		return;
+	}
+	e->type = type;
+	e->pid = p->tgid;
+	e->ktime_ns = bpf_ktime_get_ns();
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	proc_event(PROFD_EVENT_PROC_EXEC, p);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(profd_proc_exit, struct task_struct *p)
+{
+	/* The process ends with its last thread: signal->live hit zero. */
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	proc_event(PROFD_EVENT_PROC_EXIT, p);
+	return 0;
+}

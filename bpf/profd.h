@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * profd.h - the contract between profd's BPF programs and user space.
+ *
+ * Owns: the event record formats that travel through the `events` ringbuf,
+ * the per-CPU scratch state the tail-called unwinder chain works on, the
+ * indices of that chain in its program arrays, the named drop/error
+ * counters, and the configuration the loader writes into .rodata.
+ *
+ * Every record starts with a __u32 event type (enum profd_event_type), so
+ * one reader thread dispatches CPU samples, process lifecycle events and
+ * (later) GPU/NVTX events on one path.
+ */
+#ifndef PROFD_BPF_PROFD_H
+#define PROFD_BPF_PROFD_H
+
+#ifndef __VMLINUX_H__	/* user space; BPF code gets the types from vmlinux.h */
+#include <linux/types.h>
+#endif
+
+#define PROFD_TASK_COMM_LEN	16
+/* Kernel stacks: the kernel's own limit (sysctl kernel.perf_event_max_stack). */
+#define PROFD_MAX_KERNEL_FRAMES	127
+/* User stacks: hard upper bound of --max-stack-depth. */
+#define PROFD_MAX_USER_FRAMES	512
+#define PROFD_MAX_IPS		(PROFD_MAX_KERNEL_FRAMES + PROFD_MAX_USER_FRAMES)
+/* Scratch IP slots: a power of two >= PROFD_MAX_IPS, so BPF can mask indices. */
+#define PROFD_SCRATCH_IPS	1024
+/* Frames one frame-pointer program invocation walks before tail-calling itself. */
+#define PROFD_FP_FRAMES_PER_PROG	64
+
+enum profd_event_type {
+	PROFD_EVENT_SAMPLE = 1,		/* struct profd_sample (+ ips) */
+	PROFD_EVENT_PROC_EXEC = 2,	/* struct profd_proc_event */
+	PROFD_EVENT_PROC_EXIT = 3,	/* struct profd_proc_event */
+};
+
+/* Where a sample came from (struct profd_sample.origin). */
+enum profd_sample_origin {
+	PROFD_ORIGIN_CPU_CLOCK = 1,	/* perf_event program, cpu-clock timer */
+	PROFD_ORIGIN_PROBE = 2,		/* uprobe/USDT program (e.g. GPU launch) */
+};
+
+/* Flags in struct profd_sample.flags. */
+#define PROFD_SAMPLE_USER_TRUNCATED	(1u << 0) /* user walk hit max depth */
+#define PROFD_SAMPLE_USER_ERROR		(1u << 1) /* user walk stopped on a read error */
+#define PROFD_SAMPLE_KERNEL_MODE	(1u << 2) /* interrupted in kernel mode */
+#define PROFD_SAMPLE_NO_USER		(1u << 3) /* kernel thread: no user stack */
+
+/*
+ * One CPU stack sample. Followed in the record by kernel_len kernel IPs
+ * (leaf first), then user_len user IPs (leaf first), each a __u64. The
+ * first IP of each part is where the CPU was; the others are return
+ * addresses (symbolize them at address - 1, the call instruction).
+ */
+struct profd_sample {
+	__u32 type;		/* PROFD_EVENT_SAMPLE */
+	__u32 origin;		/* enum profd_sample_origin */
+	__u32 pid;		/* thread group id (user-visible PID) */
+	__u32 tid;		/* thread id */
+	__u32 cpu;
+	__u32 flags;		/* PROFD_SAMPLE_* */
+	__u64 ktime_ns;		/* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	__u64 cookie;		/* origin-specific (probe: correlation id) */
+	__u16 kernel_len;
+	__u16 user_len;
+	__u32 _pad;
+	char comm[PROFD_TASK_COMM_LEN];	/* thread name (task->comm) */
+	/* followed by __u64 ips[kernel_len + user_len] */
+};
+
+/* Process lifecycle (sched tracepoints). */
+struct profd_proc_event {
+	__u32 type;		/* PROFD_EVENT_PROC_{EXEC,EXIT} */
+	__u32 pid;		/* thread group id */
+	__u64 ktime_ns;
+	char comm[PROFD_TASK_COMM_LEN];
+};
+
+/*
+ * Per-CPU scratch state of one stack capture. The entry program fills the
+ * header and regs, each unwinder in the chain appends frames and tail-calls
+ * the next one, and the emit program copies the finished record to the
+ * ringbuf. Layout: the sample header directly followed by the IP array, so
+ * the record can be output with one copy.
+ */
+struct profd_unwind_state {
+	/* user registers where the user walk resumes */
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 tail_calls;	/* unwinder tail calls taken so far */
+	__u32 max_user_frames;	/* depth limit for this capture */
+	struct profd_sample sample;	/* 64 bytes: ips[] follows directly */
+	__u64 ips[PROFD_SCRATCH_IPS];
+};
+
+/* Slots of the unwinder chain's program arrays (one array per program type). */
+enum profd_unwinder_prog {
+	PROFD_PROG_UNWIND_FP = 0,	/* frame-pointer walk */
+	PROFD_PROG_UNWIND_DWARF = 1,	/* reserved: DWARF CFI tables */
+	PROFD_PROG_UNWIND_PYTHON = 2,	/* reserved: CPython frames */
+	PROFD_PROG_EMIT = 3,		/* copy the record to the ringbuf */
+	PROFD_PROG_MAX = 4,
+};
+
+/*
+ * Named counters of loss and error, one per-CPU array slot each. User space
+ * sums them and reports each by name (status line, profile comments).
+ * Names: profd_counter_names[] in src/tracer/counters.c.
+ */
+enum profd_counter {
+	PROFD_CNT_SAMPLES = 0,		/* perf_event program runs */
+	PROFD_CNT_IDLE_SKIPPED,		/* pid 0 dropped (not a loss) */
+	PROFD_CNT_FILTERED,		/* not in --pid set (not a loss) */
+	PROFD_CNT_RINGBUF_FULL,		/* record dropped: ringbuf full */
+	PROFD_CNT_KERNEL_STACK_ERR,	/* bpf_get_stack failed */
+	PROFD_CNT_USER_READ_ERR,	/* user stack read faulted */
+	PROFD_CNT_USER_TRUNCATED,	/* user stack longer than the limit */
+	PROFD_CNT_TAIL_CALL_FAILED,	/* chain broken: record lost */
+	PROFD_CNT_NO_SCRATCH,		/* per-CPU scratch lookup failed */
+	PROFD_CNT_PROC_EVENT_LOST,	/* lifecycle event dropped: ringbuf full */
+	PROFD_CNT_MAX,
+};
+
+#endif /* PROFD_BPF_PROFD_H */

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * stack.bpf.h - stack capture: one routine and the unwinder chain.
+ *
+ * Owns: capture_stack(), the single entry used by the perf_event sampler
+ * and by uprobe/USDT programs, and the tail-called unwinder chain
+ * (FP -> [DWARF] -> [Python] -> emit) over the per-CPU scratch state.
+ *
+ * Tail calls only reach programs of the caller's type, so the chain is
+ * instantiated once per program type with PROFD_DEFINE_UNWINDERS(); the
+ * step bodies are shared inline functions. A new unwinder is one more
+ * step function, one more slot in enum profd_unwinder_prog, and one more
+ * line in the macro.
+ */
+#ifndef PROFD_BPF_STACK_BPF_H
+#define PROFD_BPF_STACK_BPF_H
+
+#include "maps.bpf.h"
+
+/* Upper bound of tail calls one capture may spend in the FP walker. */
+#define PROFD_FP_MAX_TAIL_CALLS \
+	((PROFD_MAX_USER_FRAMES + PROFD_FP_FRAMES_PER_PROG - 1) / PROFD_FP_FRAMES_PER_PROG)
+
+#define PF_KTHREAD_FLAG 0x00200000	/* include/linux/sched.h PF_KTHREAD */
+
+/*
+ * capture_stack - start a stack capture of the current task from @ctx.
+ *
+ * Fills the scratch header (pid, tid, cpu, comm, time, @origin, @cookie)
+ * and the kernel stack, loads the task's user registers, and tail-calls
+ * the first unwinder of @progs. Returns only when the chain could not be
+ * entered (counted); the caller then returns 0.
+ */
+static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
+					 __u64 cookie)
+{
+	struct profd_unwind_state *st = unwind_state();
+	struct task_struct *task;
+	struct pt_regs *regs;
+	__u64 id = bpf_get_current_pid_tgid();
+	long n;
+
+	if (!st) {
+		count(PROFD_CNT_NO_SCRATCH);
+		return 0;
+	}
+	st->sample.type = PROFD_EVENT_SAMPLE;
+	st->sample.origin = origin;
+	st->sample.pid = id >> 32;
+	st->sample.tid = (__u32)id;
+	st->sample.cpu = bpf_get_smp_processor_id();
+	st->sample.flags = 0;
+	st->sample.ktime_ns = bpf_ktime_get_ns();
+	st->sample.cookie = cookie;
+	st->sample.user_len = 0;
+	st->sample._pad = 0;
+	bpf_get_current_comm(st->sample.comm, sizeof(st->sample.comm));
+	st->tail_calls = 0;
+	st->max_user_frames = cfg_max_user_frames;
+	if (st->max_user_frames > PROFD_MAX_USER_FRAMES)
+		st->max_user_frames = PROFD_MAX_USER_FRAMES;
+
+	n = bpf_get_stack(ctx, st->ips, PROFD_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	if (n < 0) {
+		count(PROFD_CNT_KERNEL_STACK_ERR);
+		n = 0;
+	}
+	st->sample.kernel_len = n / sizeof(__u64);
+	if (n > 0)
+		st->sample.flags |= PROFD_SAMPLE_KERNEL_MODE;
+
+	task = bpf_get_current_task_btf();
+	if (task->flags & PF_KTHREAD_FLAG) {
+		st->sample.flags |= PROFD_SAMPLE_NO_USER;
+		bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
+		count(PROFD_CNT_TAIL_CALL_FAILED);
+		return 0;
+	}
+	/* The user registers saved at kernel entry (interrupt or syscall). */
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	st->ip = BPF_CORE_READ(regs, ip);
+	st->sp = BPF_CORE_READ(regs, sp);
+	st->bp = BPF_CORE_READ(regs, bp);
+
+	bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
+	count(PROFD_CNT_TAIL_CALL_FAILED);
+	return 0;
+}
+
+/*
+ * put_ip - store @ip in scratch slot @idx. The barrier stops the compiler
+ * from folding the mask into a strength-reduced pointer the verifier
+ * cannot bound.
+ */
+static __always_inline void put_ip(struct profd_unwind_state *st, __u32 idx,
+				   __u64 ip)
+{
+	barrier_var(idx);
+	st->ips[idx & (PROFD_SCRATCH_IPS - 1)] = ip;
+}
+
+/*
+ * unwind_fp_step - walk up to PROFD_FP_FRAMES_PER_PROG frame-pointer
+ * frames: record ip, then ip = [bp + 8], bp = [bp]. Ends at bp == 0, a
+ * zero return address, a frame that does not move up the stack, a read
+ * fault (flagged and counted) or the depth limit (flagged, counted; user
+ * space adds a "[truncated]" frame). Continues itself by tail call.
+ */
+static __always_inline int unwind_fp_step(void *ctx, void *progs)
+{
+	struct profd_unwind_state *st = unwind_state();
+	__u32 n, base, i;
+	bool done = false;
+	__u64 frame[2];
+
+	if (!st)
+		return 0;
+	n = st->sample.user_len;
+	base = st->sample.kernel_len;
+
+	for (i = 0; i < PROFD_FP_FRAMES_PER_PROG; i++) {
+		__u32 idx = base + n;
+
+		if (n >= st->max_user_frames) {
+			st->sample.flags |= PROFD_SAMPLE_USER_TRUNCATED;
+			count(PROFD_CNT_USER_TRUNCATED);
+			done = true;
+			break;
+		}
+		if (idx >= PROFD_MAX_IPS) {
+			done = true;
+			break;
+		}
+		put_ip(st, idx, st->ip);
+		n++;
+		if (!st->bp) {
+			done = true;
+			break;
+		}
+		if (bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp)) {
+			st->sample.flags |= PROFD_SAMPLE_USER_ERROR;
+			count(PROFD_CNT_USER_READ_ERR);
+			done = true;
+			break;
+		}
+		if (!frame[1] || (frame[0] && frame[0] <= st->bp)) {
+			/* bottom reached: keep the last return address */
+			idx = base + n;
+			if (frame[1] && n < st->max_user_frames &&
+			    idx < PROFD_MAX_IPS) {
+				put_ip(st, idx, frame[1]);
+				n++;
+			}
+			done = true;
+			break;
+		}
+		st->ip = frame[1];
+		st->sp = st->bp + 16;
+		st->bp = frame[0];
+	}
+	st->sample.user_len = n;
+	if (!done && st->tail_calls < PROFD_FP_MAX_TAIL_CALLS) {
+		st->tail_calls++;
+		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
+	}
+	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
+	count(PROFD_CNT_TAIL_CALL_FAILED);
+	return 0;
+}
+
+/* emit_sample - copy the finished record from scratch to the ringbuf. */
+static __always_inline int emit_sample(void)
+{
+	struct profd_unwind_state *st = unwind_state();
+	__u64 nips, size;
+
+	if (!st)
+		return 0;
+	nips = (__u64)st->sample.kernel_len + st->sample.user_len;
+	if (nips > PROFD_MAX_IPS)
+		nips = PROFD_MAX_IPS;
+	size = sizeof(struct profd_sample) + nips * sizeof(__u64);
+	if (bpf_ringbuf_output(&events, &st->sample, size, 0))
+		count(PROFD_CNT_RINGBUF_FULL);
+	return 0;
+}
+
+/*
+ * PROFD_DEFINE_UNWINDERS(kind, sec) - the chain for one program type:
+ * programs unwind_fp_<kind> and emit_<kind>, and the program array
+ * unwind_progs_<kind> that links them (filled at load by libbpf).
+ */
+#define PROFD_DEFINE_UNWINDERS(kind, sec)					\
+	SEC(sec) int unwind_fp_##kind(void *ctx);				\
+	SEC(sec) int emit_##kind(void *ctx);					\
+	struct {								\
+		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);				\
+		__uint(max_entries, PROFD_PROG_MAX);				\
+		__type(key, __u32);						\
+		__array(values, int(void *));					\
+	} unwind_progs_##kind SEC(".maps") = {					\
+		.values = {							\
+			[PROFD_PROG_UNWIND_FP] = (void *)&unwind_fp_##kind,	\
+			[PROFD_PROG_EMIT] = (void *)&emit_##kind,		\
+		},								\
+	};									\
+	SEC(sec) int unwind_fp_##kind(void *ctx)				\
+	{									\
+		return unwind_fp_step(ctx, &unwind_progs_##kind);		\
+	}									\
+	SEC(sec) int emit_##kind(void *ctx)					\
+	{									\
+		return emit_sample();						\
+	}
+
+#endif /* PROFD_BPF_STACK_BPF_H */

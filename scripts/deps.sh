@@ -1,0 +1,30 @@
+#!/bin/sh
+# deps.sh - install the Debian 12 packages profd needs to build, run and
+# test, when they are missing. Needs root (apt-get). Idempotent and quiet
+# when everything is present.
+set -eu
+
+BUILD="make clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
+protobuf-c-compiler libprotobuf-c-dev pkg-config gcc g++ libstdc++-12-dev"
+TEST="python3 python3-pytest protobuf-compiler linux-perf chromium
+golang-go golang-github-google-pprof-dev"
+
+want="$BUILD"
+[ "${1:-}" = "--test" ] && want="$BUILD $TEST"
+
+missing=""
+for p in $want; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: missing packages:$missing — run as root (apt-get install)" >&2
+	exit 1
+fi
+echo "deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

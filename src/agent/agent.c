@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * agent.c - one profd run (see agent.h).
+ *
+ * Threads: the reader thread polls the ringbuf and turns every record into
+ * process-table updates and aggregated stacks; the main thread keeps the
+ * interval clock, waits for signals, and at each interval end swaps the
+ * aggregation table and builds/writes the profile without stopping the
+ * reader.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "aggregate/aggregate.h"
+#include "output/flamegraph.h"
+#include "output/pprof.h"
+#include "proc/process.h"
+#include "symbol/kallsyms.h"
+#include "symbol/kernel_notes.h"
+#include "symbol/symbolizer.h"
+#include "tracer/counters.h"
+#include "tracer/preflight.h"
+#include "tracer/tracer.h"
+
+#define MAX_STACKS_PER_INTERVAL (1u << 20)
+#define REAP_EVERY_NS (1000ULL * 1000 * 1000)
+#define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
+
+/* User-space counters of loss and error, reported beside the BPF ones. */
+enum agent_counter {
+	AGENT_CNT_RECORDS_MALFORMED,	/* record shorter than its header says */
+	AGENT_CNT_AGGREGATION_FULL,	/* sample dropped: stack table full/OOM */
+	AGENT_CNT_MAPS_READ_ERRORS,	/* process gone before maps were read */
+	AGENT_CNT_ELF_OPEN_ERRORS,	/* mapping file unreadable or not ELF */
+	AGENT_CNT_WRITE_ERRORS,		/* profile or flame graph not written */
+	AGENT_CNT_MAX,
+};
+
+static const char *const agent_counter_names[AGENT_CNT_MAX] = {
+	[AGENT_CNT_RECORDS_MALFORMED] = "records_malformed",
+	[AGENT_CNT_AGGREGATION_FULL] = "aggregation_full",
+	[AGENT_CNT_MAPS_READ_ERRORS] = "maps_read_error",
+	[AGENT_CNT_ELF_OPEN_ERRORS] = "elf_open_error",
+	[AGENT_CNT_WRITE_ERRORS] = "write_error",
+};
+
+struct agent {
+	const struct agent_config *cfg;
+	struct tracer *tracer;
+	struct symbolizer *sym;
+	pthread_mutex_t sym_lock;
+	struct process_table *procs;	/* reader thread only */
+	struct kallsyms *ksyms;
+	char kernel_build_id[128];
+	struct flamegraph *flame;
+
+	pthread_mutex_t agg_lock;	/* guards cur, counters, procs_stats */
+	struct aggregate *cur;
+	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
+	struct process_table_stats procs_stats;
+
+	volatile int stop_reader;
+	pthread_t reader;
+	int reader_err;
+
+	uint64_t bpf_prev[PROFD_CNT_MAX];
+	uint64_t agent_prev[AGENT_CNT_MAX];
+	uint64_t run_start_mono;
+	unsigned int intervals;
+	uint64_t total_samples;
+};
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* reader thread */
+
+static void handle_sample(struct agent *ag, const struct profd_sample *s,
+			  const uint64_t *ips, uint64_t now)
+{
+	struct proc_snapshot *snap;
+	struct process *p = process_get(ag->procs, s->pid, now);
+	const char *comm;
+
+	if (p) {
+		p->last_sample_ns = now;
+		/* Open every user frame's object while the process lives. */
+		for (int pass = 0; pass < 2; pass++) {
+			snap = p->snap;
+			for (uint32_t i = 0; i < s->user_len; i++) {
+				uint64_t ip = ips[s->kernel_len + i];
+
+				process_find_mapping(ag->procs, p, i ? ip - 1 : ip, now);
+			}
+			if (p->snap == snap)
+				break;	/* no re-read happened mid-walk */
+		}
+	}
+	snap = p ? p->snap : NULL;
+	comm = p && p->comm[0] ? p->comm : s->comm;
+
+	pthread_mutex_lock(&ag->agg_lock);
+	if (aggregate_add(ag->cur, s->pid, s->tid, comm, s->comm, snap,
+			  s->flags, ips, s->kernel_len, s->user_len))
+		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
+	pthread_mutex_unlock(&ag->agg_lock);
+
+	if (ag->cfg->verbose > 1)
+		fprintf(stderr, "profd: sample pid=%u tid=%u comm=%s k=%u u=%u\n",
+			s->pid, s->tid, s->comm, s->kernel_len, s->user_len);
+}
+
+static int on_event(void *ctx, const void *data, size_t size)
+{
+	struct agent *ag = ctx;
+	uint32_t type = *(const uint32_t *)data;
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	switch (type) {
+	case PROFD_EVENT_SAMPLE: {
+		const struct profd_sample *s = data;
+
+		if (size < sizeof(*s) ||
+		    size < sizeof(*s) + ((size_t)s->kernel_len + s->user_len) * 8 ||
+		    s->kernel_len > PROFD_MAX_KERNEL_FRAMES ||
+		    s->user_len > PROFD_MAX_USER_FRAMES)
+			goto malformed;
+		handle_sample(ag, s, (const uint64_t *)(s + 1), now);
+		return 0;
+	}
+	case PROFD_EVENT_PROC_EXEC:
+	case PROFD_EVENT_PROC_EXIT: {
+		const struct profd_proc_event *e = data;
+		char comm[PROFD_TASK_COMM_LEN + 1] = { 0 };
+
+		if (size < sizeof(*e))
+			goto malformed;
+		memcpy(comm, e->comm, PROFD_TASK_COMM_LEN);
+		if (type == PROFD_EVENT_PROC_EXEC)
+			process_exec(ag->procs, e->pid, comm);
+		else
+			process_exit(ag->procs, e->pid);
+		return 0;
+	}
+	default:
+		goto malformed;
+	}
+malformed:
+	pthread_mutex_lock(&ag->agg_lock);
+	ag->counters[AGENT_CNT_RECORDS_MALFORMED]++;
+	pthread_mutex_unlock(&ag->agg_lock);
+	return 0;
+}
+
+static void publish_proc_stats(struct agent *ag)
+{
+	struct process_table_stats st;
+
+	process_table_stats(ag->procs, &st);
+	pthread_mutex_lock(&ag->agg_lock);
+	ag->procs_stats = st;
+	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
+	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
+	pthread_mutex_unlock(&ag->agg_lock);
+}
+
+static void *reader_main(void *arg)
+{
+	struct agent *ag = arg;
+	uint64_t last_reap = now_ns(CLOCK_MONOTONIC);
+
+	while (!__atomic_load_n(&ag->stop_reader, __ATOMIC_ACQUIRE)) {
+		int n = tracer_poll(ag->tracer, 100);
+		uint64_t now;
+
+		if (n < 0) {
+			ag->reader_err = n;
+			fprintf(stderr, "profd: error: reading the ringbuf: %s\n",
+				strerror(-n));
+			break;
+		}
+		now = now_ns(CLOCK_MONOTONIC);
+		if (now - last_reap >= REAP_EVERY_NS) {
+			process_table_reap(ag->procs, now, IDLE_PROCESS_NS);
+			last_reap = now;
+		}
+		publish_proc_stats(ag);
+	}
+	/* Sampling is off: whatever is left in the ringbuf is the last data. */
+	tracer_drain(ag->tracer);
+	publish_proc_stats(ag);
+	return NULL;
+}
+
+/* interval flush */
+
+static int output_path(const char *dir, uint64_t start_ns, char *out, size_t len)
+{
+	time_t secs = start_ns / 1000000000ULL;
+	struct tm tm;
+	char stamp[32];
+
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	for (int i = 0; i < 1000; i++) {
+		if (i)
+			snprintf(out, len, "%s/cpu-%s-%d.pb.gz", dir, stamp, i);
+		else
+			snprintf(out, len, "%s/cpu-%s.pb.gz", dir, stamp);
+		if (access(out, F_OK))
+			return 0;
+	}
+	return -EEXIST;
+}
+
+/* Build the comments: version, config, and every counter by name. */
+static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
+			     const uint64_t *agent_delta, char comments[][96],
+			     uint32_t *n)
+{
+	char host[64] = "";
+
+	gethostname(host, sizeof(host) - 1);
+	snprintf(comments[(*n)++], 96, "profd %s on %s", PROFD_VERSION, host);
+	snprintf(comments[(*n)++], 96, "sampling_frequency_hz=%u",
+		 ag->cfg->frequency_hz);
+	for (int c = 0; c < PROFD_CNT_MAX; c++)
+		snprintf(comments[(*n)++], 96, "%s.%s=%llu",
+			 profd_counter_is_drop(c) ? "drop" : "stat",
+			 profd_counter_name(c), (unsigned long long)bpf_delta[c]);
+	for (int c = 0; c < AGENT_CNT_MAX; c++)
+		snprintf(comments[(*n)++], 96, "drop.%s=%llu",
+			 agent_counter_names[c],
+			 (unsigned long long)agent_delta[c]);
+}
+
+static void status_line(struct agent *ag, const struct aggregate *a,
+			const uint64_t *bpf_delta, const uint64_t *agent_delta,
+			uint64_t processes, const char *path, int write_err)
+{
+	char drops[512] = "";
+	uint64_t total_drops = 0;
+	size_t off = 0;
+
+	for (int c = 0; c < PROFD_CNT_MAX; c++) {
+		if (!profd_counter_is_drop(c))
+			continue;
+		total_drops += bpf_delta[c];
+		if (bpf_delta[c] && off < sizeof(drops))
+			off += snprintf(drops + off, sizeof(drops) - off, " %s=%llu",
+					profd_counter_name(c),
+					(unsigned long long)bpf_delta[c]);
+	}
+	for (int c = 0; c < AGENT_CNT_MAX; c++) {
+		total_drops += agent_delta[c];
+		if (agent_delta[c] && off < sizeof(drops))
+			off += snprintf(drops + off, sizeof(drops) - off, " %s=%llu",
+					agent_counter_names[c],
+					(unsigned long long)agent_delta[c]);
+	}
+	fprintf(stderr, "profd: interval %u: %llu samples, %llu stacks, "
+		"%llu processes, %llu dropped%s%s%s, %s %s\n", ag->intervals,
+		(unsigned long long)a->nsamples, (unsigned long long)a->nstacks,
+		(unsigned long long)processes, (unsigned long long)total_drops,
+		off ? " (" : "", drops + (off ? 1 : 0), off ? ")" : "",
+		write_err ? "FAILED to write" : "wrote", path);
+}
+
+static void flush(struct agent *ag)
+{
+	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 }, bpf_delta[PROFD_CNT_MAX];
+	uint64_t agent_now[AGENT_CNT_MAX], agent_delta[AGENT_CNT_MAX];
+	uint64_t end = now_ns(CLOCK_REALTIME), processes;
+	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 4][96];
+	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 4];
+	char path[PATH_MAX], flame_path[PATH_MAX];
+	struct aggregate *a, *fresh = aggregate_new(MAX_STACKS_PER_INTERVAL, end);
+	struct profile *p;
+	uint32_t ncomments = 0;
+	int err = 0;
+
+	if (!fresh)
+		return;	/* keep aggregating into the current table */
+	pthread_mutex_lock(&ag->agg_lock);
+	a = ag->cur;
+	ag->cur = fresh;
+	memcpy(agent_now, ag->counters, sizeof(agent_now));
+	processes = ag->procs_stats.processes;
+	pthread_mutex_unlock(&ag->agg_lock);
+
+	tracer_read_counters(ag->tracer, bpf_now);
+	for (int c = 0; c < PROFD_CNT_MAX; c++)
+		bpf_delta[c] = bpf_now[c] - ag->bpf_prev[c];
+	for (int c = 0; c < AGENT_CNT_MAX; c++)
+		agent_delta[c] = agent_now[c] - ag->agent_prev[c];
+	memcpy(ag->bpf_prev, bpf_now, sizeof(bpf_now));
+	memcpy(ag->agent_prev, agent_now, sizeof(agent_now));
+	ag->intervals++;
+	ag->total_samples += a->nsamples;
+
+	counter_comments(ag, bpf_delta, agent_delta, comments, &ncomments);
+	for (uint32_t i = 0; i < ncomments; i++)
+		comment_ptrs[i] = comments[i];
+
+	struct build_opts bo = {
+		.period_ns = 1000000000ULL / ag->cfg->frequency_hz,
+		.end_ns = end,
+		.ksyms = ag->ksyms,
+		.kernel_build_id = ag->kernel_build_id,
+		.sym_lock = &ag->sym_lock,
+		.comments = comment_ptrs,
+		.ncomments = ncomments,
+	};
+	p = aggregate_build_profile(a, &bo);
+	if (!p || output_path(ag->cfg->output_dir, a->start_ns, path, sizeof(path))) {
+		err = -ENOMEM;
+		snprintf(path, sizeof(path), "(no profile)");
+	} else {
+		err = pprof_write(p, path);
+		if (!err)
+			flamegraph_add_profile(ag->flame, p, 0);
+	}
+	snprintf(flame_path, sizeof(flame_path), "%s/flamegraph.html",
+		 ag->cfg->output_dir);
+	if (!err)
+		err = flamegraph_write_html(ag->flame, flame_path,
+					    "profd CPU flame graph", "samples");
+	if (err) {
+		pthread_mutex_lock(&ag->agg_lock);
+		ag->counters[AGENT_CNT_WRITE_ERRORS]++;
+		pthread_mutex_unlock(&ag->agg_lock);
+		fprintf(stderr, "profd: error: writing %s: %s\n", path, strerror(-err));
+	}
+	status_line(ag, a, bpf_delta, agent_delta, processes, path, err);
+	profile_free(p);
+	aggregate_free(a);
+}
+
+/* run */
+
+static int make_dir(const char *dir)
+{
+	char tmp[PATH_MAX];
+
+	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -errno;
+	if (access(tmp, W_OK | X_OK))
+		return -errno;
+	return 0;
+}
+
+static bool pids_alive(const struct agent_config *cfg)
+{
+	char path[64];
+
+	for (size_t i = 0; i < cfg->npids; i++) {
+		snprintf(path, sizeof(path), "/proc/%d", cfg->pids[i]);
+		if (!access(path, F_OK))
+			return true;
+	}
+	return false;
+}
+
+static int agent_setup(struct agent *ag)
+{
+	const struct agent_config *cfg = ag->cfg;
+	struct tracer_opts to = {
+		.frequency_hz = cfg->frequency_hz,
+		.pids = cfg->pids,
+		.npids = cfg->npids,
+		.include_idle = cfg->include_idle,
+		.max_stack_depth = cfg->max_stack_depth,
+		.ringbuf_bytes = 8u << 20,
+	};
+	int err;
+
+	if (preflight_check(cfg->check_kernel_version))
+		return -1;
+	err = make_dir(cfg->output_dir);
+	if (err) {
+		fprintf(stderr, "profd: error: cannot create output directory %s: %s\n",
+			cfg->output_dir, strerror(-err));
+		return -1;
+	}
+	ag->ksyms = kallsyms_load("/proc/kallsyms", &err);
+	if (!ag->ksyms)
+		fprintf(stderr, "profd: warning: no kernel symbols from /proc/kallsyms "
+			"(%s): kernel frames stay addresses\n", strerror(-err));
+	kernel_build_id("/sys/kernel/notes", ag->kernel_build_id,
+			sizeof(ag->kernel_build_id));
+	ag->sym = symbolizer_new();
+	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
+	ag->flame = flamegraph_new();
+	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, now_ns(CLOCK_REALTIME));
+	if (!ag->procs || !ag->flame || !ag->cur) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
+	ag->tracer = tracer_open(&to, on_event, ag);
+	if (!ag->tracer)
+		return -1;
+	return 0;
+}
+
+static void agent_teardown(struct agent *ag)
+{
+	tracer_close(ag->tracer);
+	aggregate_free(ag->cur);
+	process_table_free(ag->procs);
+	symbolizer_free(ag->sym);
+	flamegraph_free(ag->flame);
+	kallsyms_free(ag->ksyms);
+}
+
+/* Wait for a signal until @deadline (CLOCK_MONOTONIC ns); true if one came. */
+static bool wait_signal(const sigset_t *set, uint64_t deadline, int *sig)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t left = deadline > now ? deadline - now : 0;
+	struct timespec ts = {
+		.tv_sec = left / 1000000000ULL,
+		.tv_nsec = left % 1000000000ULL,
+	};
+	int s = sigtimedwait(set, NULL, &ts);
+
+	if (s > 0) {
+		*sig = s;
+		return true;
+	}
+	return false;
+}
+
+int agent_run(const struct agent_config *cfg)
+{
+	struct agent ag = { .cfg = cfg };
+	uint64_t start, next_flush, end, interval_ns, now;
+	sigset_t set;
+	int sig = 0, ret = 1;
+	bool stop = false;
+
+	pthread_mutex_init(&ag.sym_lock, NULL);
+	pthread_mutex_init(&ag.agg_lock, NULL);
+	/* Block the stop signals in every thread; the main thread waits on them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	if (agent_setup(&ag))
+		goto out;
+	if (pthread_create(&ag.reader, NULL, reader_main, &ag)) {
+		fprintf(stderr, "profd: error: cannot start the reader thread\n");
+		goto out;
+	}
+	start = now_ns(CLOCK_MONOTONIC);
+	interval_ns = (uint64_t)cfg->interval_s * 1000000000ULL;
+	end = cfg->duration_s ? start + (uint64_t)cfg->duration_s * 1000000000ULL : UINT64_MAX;
+	next_flush = start + interval_ns;
+	fprintf(stderr, "profd: sampling %u CPUs at %u Hz%s, writing to %s\n",
+		tracer_ncpus(ag.tracer), cfg->frequency_hz,
+		cfg->npids ? " (--pid)" : "", cfg->output_dir);
+
+	while (!stop) {
+		uint64_t deadline = next_flush < end ? next_flush : end;
+
+		/* wake at least once a second to notice --pid targets exiting */
+		now = now_ns(CLOCK_MONOTONIC);
+		if (deadline > now + 1000000000ULL)
+			deadline = now + 1000000000ULL;
+		if (wait_signal(&set, deadline, &sig)) {
+			fprintf(stderr, "profd: %s: writing what was collected\n",
+				strsignal(sig));
+			break;
+		}
+		if (ag.reader_err)
+			break;
+		now = now_ns(CLOCK_MONOTONIC);
+		if (now >= end)
+			break;
+		if (cfg->npids && !pids_alive(cfg)) {
+			fprintf(stderr, "profd: every --pid process exited\n");
+			stop = true;
+		} else if (now >= next_flush) {
+			flush(&ag);
+			next_flush += interval_ns;
+			if (next_flush <= now)
+				next_flush = now + interval_ns;
+		}
+	}
+	/* Stop sampling, let the reader drain the ringbuf, write the rest. */
+	tracer_set_sampling(ag.tracer, false);
+	__atomic_store_n(&ag.stop_reader, 1, __ATOMIC_RELEASE);
+	pthread_join(ag.reader, NULL);
+	flush(&ag);
+	fprintf(stderr, "profd: done: %llu samples in %u profiles; flame graph: %s/flamegraph.html\n",
+		(unsigned long long)ag.total_samples, ag.intervals, cfg->output_dir);
+	ret = ag.reader_err ? 1 : 0;
+out:
+	agent_teardown(&ag);
+	return ret;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * agent.h - one profd run: configuration and the run loop.
+ *
+ * Owns: the wiring of tracer -> reader thread -> process table ->
+ * aggregation -> profile building -> writers, the interval clock, signal
+ * handling (SIGINT/SIGTERM flush what was collected) and the status line.
+ */
+#ifndef PROFD_AGENT_AGENT_H
+#define PROFD_AGENT_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define PROFD_VERSION "0.1.0"
+
+struct agent_config {
+	unsigned int frequency_hz;	/* --sampling-frequency, 1..1000 */
+	unsigned int duration_s;	/* --duration, 0 = until a signal */
+	unsigned int interval_s;	/* --profile-interval, >= 1 */
+	const char *output_dir;		/* --output-dir */
+	pid_t *pids;			/* --pid, NULL = every process */
+	size_t npids;
+	int verbose;			/* --verbose count: 1 details, 2 every sample */
+	bool include_idle;		/* --include-idle */
+	unsigned int max_stack_depth;	/* --max-stack-depth, user frames */
+	bool check_kernel_version;	/* !--no-kernel-version-check */
+};
+
+/*
+ * agent_run - run profd with @cfg until the duration ends, every --pid
+ * process exited, or SIGINT/SIGTERM arrives; every interval writes
+ * OUTPUT_DIR/cpu-<UTC time>.pb.gz and OUTPUT_DIR/flamegraph.html.
+ * Returns the process exit code (0 on success, 1 on a start-up error
+ * already printed as one line).
+ */
+int agent_run(const struct agent_config *cfg);
+
+#endif /* PROFD_AGENT_AGENT_H */

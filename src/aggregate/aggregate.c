@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * aggregate.c - per-interval table of distinct stacks (see aggregate.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate/aggregate.h"
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+struct aggregate *aggregate_new(uint64_t max_stacks, uint64_t start_ns)
+{
+	struct aggregate *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->nbuckets = 4096;
+	a->buckets = calloc(a->nbuckets, sizeof(*a->buckets));
+	if (!a->buckets) {
+		free(a);
+		return NULL;
+	}
+	a->max_stacks = max_stacks;
+	a->start_ns = start_ns;
+	return a;
+}
+
+void aggregate_free(struct aggregate *a)
+{
+	if (!a)
+		return;
+	for (uint32_t b = 0; b < a->nbuckets; b++) {
+		struct agg_stack *s = a->buckets[b], *next;
+
+		for (; s; s = next) {
+			next = s->next;
+			proc_snapshot_put(s->snap);
+			free(s);
+		}
+	}
+	free(a->buckets);
+	free(a);
+}
+
+static void grow(struct aggregate *a)
+{
+	uint32_t nb = a->nbuckets * 2;
+	struct agg_stack **buckets = calloc(nb, sizeof(*buckets));
+
+	if (!buckets)
+		return;	/* keep going with longer chains */
+	for (uint32_t b = 0; b < a->nbuckets; b++) {
+		struct agg_stack *s = a->buckets[b], *next;
+
+		for (; s; s = next) {
+			next = s->next;
+			s->next = buckets[s->hash & (nb - 1)];
+			buckets[s->hash & (nb - 1)] = s;
+		}
+	}
+	free(a->buckets);
+	a->buckets = buckets;
+	a->nbuckets = nb;
+}
+
+int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
+		  const char *comm, const char *thread_name,
+		  struct proc_snapshot *snap, uint32_t flags,
+		  const uint64_t *ips, uint16_t nkernel, uint16_t nuser)
+{
+	uint32_t nips = (uint32_t)nkernel + nuser;
+	char c[PROCESS_COMM_LEN] = { 0 }, t[PROCESS_COMM_LEN] = { 0 };
+	uint64_t h = mix(mix(mix(pid, tid), (uintptr_t)snap), flags);
+	struct agg_stack *s;
+
+	strncpy(c, comm, sizeof(c) - 1);
+	strncpy(t, thread_name, sizeof(t) - 1);
+	h = mix(h, ((uint64_t)nkernel << 16) | nuser);
+	for (uint32_t i = 0; i < nips; i++)
+		h = mix(h, ips[i]);
+	for (size_t i = 0; i < sizeof(c); i += 8) {
+		uint64_t v1, v2;
+
+		memcpy(&v1, c + i, 8);
+		memcpy(&v2, t + i, 8);
+		h = mix(mix(h, v1), v2);
+	}
+
+	a->nsamples++;
+	for (s = a->buckets[h & (a->nbuckets - 1)]; s; s = s->next) {
+		if (s->hash == h && s->pid == pid && s->tid == tid &&
+		    s->snap == snap && s->flags == flags &&
+		    s->nkernel == nkernel && s->nuser == nuser &&
+		    !memcmp(s->comm, c, sizeof(c)) &&
+		    !memcmp(s->thread_name, t, sizeof(t)) &&
+		    !memcmp(s->ips, ips, nips * sizeof(*ips))) {
+			s->count++;
+			return 0;
+		}
+	}
+	if (a->nstacks >= a->max_stacks) {
+		a->dropped++;
+		return -ENOSPC;
+	}
+	s = malloc(sizeof(*s) + nips * sizeof(*ips));
+	if (!s) {
+		a->dropped++;
+		return -ENOMEM;
+	}
+	s->hash = h;
+	s->pid = pid;
+	s->tid = tid;
+	memcpy(s->comm, c, sizeof(c));
+	memcpy(s->thread_name, t, sizeof(t));
+	s->snap = proc_snapshot_get(snap);
+	s->flags = flags;
+	s->count = 1;
+	s->nkernel = nkernel;
+	s->nuser = nuser;
+	memcpy(s->ips, ips, nips * sizeof(*ips));
+	s->next = a->buckets[h & (a->nbuckets - 1)];
+	a->buckets[h & (a->nbuckets - 1)] = s;
+	if (++a->nstacks > (uint64_t)a->nbuckets * 2)
+		grow(a);
+	return 0;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * aggregate.h - per-interval aggregation of stack samples.
+ *
+ * Owns: the table of distinct stacks of one interval, keyed by (pid, tid,
+ * thread name, process name, mappings snapshot, flags, IPs), each with a
+ * count. The reader thread adds to the current table; at the end of an
+ * interval the agent swaps in a fresh one and hands the full one to
+ * aggregate_build_profile(), which symbolizes every distinct stack once.
+ */
+#ifndef PROFD_AGGREGATE_AGGREGATE_H
+#define PROFD_AGGREGATE_AGGREGATE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "proc/process.h"
+#include "profile/profile.h"
+#include "symbol/kallsyms.h"
+
+struct agg_stack {
+	uint64_t hash;
+	pid_t pid;
+	pid_t tid;
+	char comm[PROCESS_COMM_LEN];		/* process name */
+	char thread_name[PROCESS_COMM_LEN];
+	struct proc_snapshot *snap;		/* ref held; NULL if never read */
+	uint32_t flags;				/* PROFD_SAMPLE_* */
+	uint64_t count;
+	uint16_t nkernel;
+	uint16_t nuser;
+	struct agg_stack *next;
+	uint64_t ips[];				/* kernel then user, leaf first */
+};
+
+struct aggregate {
+	struct agg_stack **buckets;
+	uint32_t nbuckets;
+	uint64_t nstacks;	/* distinct stacks */
+	uint64_t max_stacks;	/* bound: new stacks beyond it are dropped (counted) */
+	uint64_t nsamples;	/* samples added */
+	uint64_t dropped;	/* samples lost to the bound or OOM */
+	uint64_t start_ns;	/* CLOCK_REALTIME of the interval start */
+};
+
+/*
+ * aggregate_new - an empty table holding at most @max_stacks distinct
+ * stacks; @start_ns is the interval's wall-clock start (Unix ns).
+ */
+struct aggregate *aggregate_new(uint64_t max_stacks, uint64_t start_ns);
+
+/* aggregate_free - free the table and drop its snapshot references. */
+void aggregate_free(struct aggregate *a);
+
+/*
+ * aggregate_add - count one sample. @ips holds @nkernel kernel then @nuser
+ * user addresses, leaf first. @snap may be NULL (a reference is taken).
+ * Returns 0, or -ENOSPC/-ENOMEM when the sample was dropped (counted).
+ */
+int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
+		  const char *comm, const char *thread_name,
+		  struct proc_snapshot *snap, uint32_t flags,
+		  const uint64_t *ips, uint16_t nkernel, uint16_t nuser);
+
+struct build_opts {
+	uint64_t period_ns;		/* 1e9 / sampling frequency */
+	uint64_t end_ns;		/* CLOCK_REALTIME of the interval end */
+	const struct kallsyms *ksyms;	/* NULL: kernel frames unresolved */
+	const char *kernel_build_id;	/* hex or "" */
+	pthread_mutex_t *sym_lock;	/* serializes symbolizer use */
+	const char *const *comments;	/* copied into the profile */
+	uint32_t ncomments;
+};
+
+/*
+ * aggregate_build_profile - the pprof-model profile of @a: sample types
+ * samples/count and cpu/nanoseconds, period type cpu/nanoseconds, one
+ * sample per distinct stack with labels pid, tid (numeric), comm,
+ * thread_name (string); kernel frames under a "[kernel.kallsyms]"
+ * mapping; user frames under their file's mapping, symbolized through the
+ * snapshot's ELF objects; truncated stacks end in a "[truncated]" frame.
+ * Returns a new profile (caller frees) or NULL on out of memory.
+ */
+struct profile *aggregate_build_profile(const struct aggregate *a,
+					const struct build_opts *o);
+
+#endif /* PROFD_AGGREGATE_AGGREGATE_H */

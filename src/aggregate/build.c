@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * build.c - turning one interval's stacks into a pprof-model profile.
+ *
+ * Owns: the symbolization of every distinct stack (kallsyms for kernel
+ * frames, the snapshot's ELF objects for user frames) and the mapping,
+ * function, location and label layout of profd's CPU profiles.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate/aggregate.h"
+#include "bpf/profd.h"
+
+#define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
+#define KERNEL_START 0xffff800000000000ULL
+
+/* (snapshot, mapping index) -> profile mapping id, open addressing. */
+struct mapping_key {
+	const struct proc_snapshot *snap;
+	int idx;
+	uint32_t id;
+};
+
+struct build {
+	struct profile *p;
+	const struct build_opts *o;
+	struct mapping_key *mkeys;
+	uint32_t mcap, mn;
+	uint32_t kernel_mapping;
+	uint32_t truncated_location;
+	uint32_t *locs;		/* scratch: location ids of one stack */
+};
+
+static uint64_t key_hash(const struct proc_snapshot *snap, int idx)
+{
+	uint64_t h = (uintptr_t)snap * 0x9e3779b97f4a7c15ULL ^ (uint64_t)idx;
+
+	return h ^ (h >> 29);
+}
+
+static int mkeys_grow(struct build *b)
+{
+	uint32_t ncap = b->mcap ? b->mcap * 2 : 256;
+	struct mapping_key *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < b->mcap; i++) {
+		uint32_t j;
+
+		if (!b->mkeys[i].id)
+			continue;
+		j = key_hash(b->mkeys[i].snap, b->mkeys[i].idx) & (ncap - 1);
+		while (n[j].id)
+			j = (j + 1) & (ncap - 1);
+		n[j] = b->mkeys[i];
+	}
+	free(b->mkeys);
+	b->mkeys = n;
+	b->mcap = ncap;
+	return 0;
+}
+
+static uint32_t user_mapping_id(struct build *b, struct proc_snapshot *snap,
+				int idx)
+{
+	const struct proc_mapping *m = &snap->maps.v[idx];
+	struct sym_object *obj = snap->objs[idx];
+	uint32_t j;
+
+	if ((b->mn + 1) * 2 > b->mcap && mkeys_grow(b))
+		return 0;
+	j = key_hash(snap, idx) & (b->mcap - 1);
+	while (b->mkeys[j].id) {
+		if (b->mkeys[j].snap == snap && b->mkeys[j].idx == idx)
+			return b->mkeys[j].id;
+		j = (j + 1) & (b->mcap - 1);
+	}
+	b->mkeys[j].snap = snap;
+	b->mkeys[j].idx = idx;
+	b->mkeys[j].id = profile_add_mapping(b->p, m->start, m->end, m->offset,
+					     m->path[0] ? m->path : "[anon]",
+					     obj ? sym_object_build_id(obj) : "");
+	if (b->mkeys[j].id)
+		b->mn++;
+	return b->mkeys[j].id;
+}
+
+static uint32_t kernel_location(struct build *b, uint64_t ip, bool leaf)
+{
+	const struct ksym *ks = NULL;
+	uint32_t fn = 0;
+	char name[256];
+
+	if (b->o->ksyms)
+		ks = kallsyms_lookup(b->o->ksyms, leaf ? ip : ip - 1);
+	if (ks) {
+		if (ks->module && ks->module[0]) {
+			snprintf(name, sizeof(name), "%s [%s]", ks->name, ks->module);
+			fn = profile_function_id(b->p, name, ks->name, "");
+		} else {
+			fn = profile_function_id(b->p, ks->name, ks->name, "");
+		}
+	}
+	return profile_location_id(b->p, b->kernel_mapping, ip, fn, 0);
+}
+
+static uint32_t user_location(struct build *b, struct proc_snapshot *snap,
+			      uint64_t ip, bool leaf)
+{
+	uint64_t lookup = leaf ? ip : ip - 1;
+	const struct proc_mapping *m;
+	struct sym_result r;
+	uint32_t mapping_id, fn = 0;
+	int idx, ret;
+
+	m = snap ? proc_maps_find(&snap->maps, lookup) : NULL;
+	if (!m)
+		return profile_location_id(b->p, 0, ip, 0, 0);
+	idx = m - snap->maps.v;
+	mapping_id = user_mapping_id(b, snap, idx);
+	if (snap->objs[idx]) {
+		pthread_mutex_lock(b->o->sym_lock);
+		ret = sym_object_resolve(snap->objs[idx],
+					 lookup - m->start + m->offset, &r);
+		if (!ret)
+			fn = profile_function_id(b->p, r.name, r.system_name, "");
+		pthread_mutex_unlock(b->o->sym_lock);
+	}
+	return profile_location_id(b->p, mapping_id, ip, fn, 0);
+}
+
+static int add_stack(struct build *b, const struct agg_stack *s)
+{
+	uint32_t n = 0, nips = (uint32_t)s->nkernel + s->nuser;
+	struct profile_label labels[4] = {
+		{ .key = "pid", .num = s->pid },
+		{ .key = "tid", .num = s->tid },
+		{ .key = "comm", .str = s->comm },
+		{ .key = "thread_name", .str = s->thread_name },
+	};
+	int64_t values[2] = {
+		(int64_t)s->count,
+		(int64_t)(s->count * b->o->period_ns),
+	};
+
+	for (uint32_t i = 0; i < s->nkernel; i++)
+		b->locs[n++] = kernel_location(b, s->ips[i], i == 0);
+	for (uint32_t i = s->nkernel; i < nips; i++)
+		b->locs[n++] = user_location(b, s->snap, s->ips[i],
+					     i == s->nkernel);
+	if (s->flags & PROFD_SAMPLE_USER_TRUNCATED)
+		b->locs[n++] = b->truncated_location;
+	for (uint32_t i = 0; i < n; i++)
+		if (!b->locs[i])
+			return -ENOMEM;
+	return profile_add_sample(b->p, b->locs, n, values, labels, 4);
+}
+
+struct profile *aggregate_build_profile(const struct aggregate *a,
+					const struct build_opts *o)
+{
+	struct build b = { .o = o };
+	struct profile *p = profile_new();
+	int ret = -ENOMEM;
+
+	if (!p)
+		return NULL;
+	b.p = p;
+	b.locs = malloc((PROFD_MAX_IPS + 1) * sizeof(*b.locs));
+	if (!b.locs)
+		goto out;
+	if (profile_add_sample_type(p, "samples", "count") ||
+	    profile_add_sample_type(p, "cpu", "nanoseconds"))
+		goto out;
+	p->period_type.type = profile_intern(p, "cpu");
+	p->period_type.unit = profile_intern(p, "nanoseconds");
+	p->period = o->period_ns;
+	p->time_nanos = a->start_ns;
+	p->duration_nanos = o->end_ns > a->start_ns ? o->end_ns - a->start_ns : 0;
+	for (uint32_t i = 0; i < o->ncomments; i++)
+		if (profile_add_comment(p, o->comments[i]))
+			goto out;
+
+	b.kernel_mapping = profile_add_mapping(p, KERNEL_START, UINT64_MAX, 0,
+					       KERNEL_MAPPING_NAME,
+					       o->kernel_build_id);
+	b.truncated_location = profile_location_id(
+		p, 0, 0, profile_function_id(p, "[truncated]", "[truncated]", ""), 0);
+	if (!b.kernel_mapping || !b.truncated_location)
+		goto out;
+
+	for (uint32_t i = 0; i < a->nbuckets; i++) {
+		for (const struct agg_stack *s = a->buckets[i]; s; s = s->next) {
+			ret = add_stack(&b, s);
+			if (ret)
+				goto out;
+		}
+	}
+	ret = 0;
+out:
+	free(b.mkeys);
+	free(b.locs);
+	if (ret) {
+		profile_free(p);
+		return NULL;
+	}
+	return p;
+}

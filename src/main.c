@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * main.c - profd's command line (argp): parse and validate flags, then
+ * hand over to agent_run().
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "bpf/profd.h"
+
+const char *argp_program_version = "profd " PROFD_VERSION;
+const char *argp_program_bug_address = "the profd issue tracker";
+
+static const char doc[] =
+"profd -- whole-system continuous CPU profiler (eBPF)\n"
+"\n"
+"Samples every process on every online CPU with the cpu-clock perf event,\n"
+"captures kernel and user stacks in BPF, and writes one gzipped pprof\n"
+"profile per interval (DIR/cpu-<UTC time>.pb.gz) plus a self-contained\n"
+"flame graph of the whole run (DIR/flamegraph.html). Needs root (or\n"
+"CAP_BPF + CAP_PERFMON) and a kernel >= 5.15 with BTF.\n"
+"\v"
+"EXAMPLES:\n"
+"  profd --duration 10\n"
+"      record the whole machine for 10 s into ./profd-out\n"
+"  profd --pid 1234,1240 --sampling-frequency 99 --output-dir /tmp/p\n"
+"      profile two processes (all their threads) at 99 Hz until Ctrl-C\n"
+"  profd --profile-interval 60 --output-dir /var/lib/profd\n"
+"      run continuously, one profile per minute\n"
+"  pprof -top profd-out/cpu-*.pb.gz\n"
+"      read a profile with Google's pprof\n"
+"\n"
+"SIGINT/SIGTERM stop profd after writing the partial interval and the\n"
+"flame graph. Exit status: 0 on success, 1 on a start-up error, 64 on a\n"
+"usage error.";
+
+enum {
+	OPT_FREQ = 'F',
+	OPT_DURATION = 'd',
+	OPT_INTERVAL = 'i',
+	OPT_OUTPUT = 'o',
+	OPT_PID = 'p',
+	OPT_VERBOSE = 'v',
+	OPT_INCLUDE_IDLE = 0x100,
+	OPT_MAX_DEPTH,
+	OPT_NO_KVER,
+};
+
+static const struct argp_option options[] = {
+	{ "sampling-frequency", OPT_FREQ, "HZ", 0,
+	  "Samples per second on each CPU, 1-1000 (default 19)", 0 },
+	{ "duration", OPT_DURATION, "SECONDS", 0,
+	  "Stop after SECONDS (default 0: until SIGINT/SIGTERM)", 0 },
+	{ "profile-interval", OPT_INTERVAL, "SECONDS", 0,
+	  "Write one profile every SECONDS, 1-86400 (default 10)", 0 },
+	{ "output-dir", OPT_OUTPUT, "DIR", 0,
+	  "Where profiles and the flame graph go (default ./profd-out)", 0 },
+	{ "pid", OPT_PID, "PID[,PID...]", 0,
+	  "Profile only these processes (all their threads); stop when all exited", 0 },
+	{ "verbose", OPT_VERBOSE, NULL, 0,
+	  "More output (repeat for a line per sample)", 0 },
+	{ "include-idle", OPT_INCLUDE_IDLE, NULL, 0,
+	  "Keep samples of the idle task (pid 0)", 0 },
+	{ "max-stack-depth", OPT_MAX_DEPTH, "FRAMES", 0,
+	  "User frames per stack, 1-512 (default 256); deeper stacks end in [truncated]", 0 },
+	{ "no-kernel-version-check", OPT_NO_KVER, NULL, 0,
+	  "Do not refuse kernels older than 5.15", 0 },
+	{ 0 },
+};
+
+struct args {
+	struct agent_config cfg;
+	pid_t pids[1024];
+};
+
+/* Parse an unsigned decimal in [min, max]; -1 on anything else. */
+static long parse_uint(const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	return v;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct args *a = state->input;
+	long v;
+
+	switch (key) {
+	case OPT_FREQ:
+		v = parse_uint(arg, 1, 1000);
+		if (v < 0)
+			argp_error(state, "--sampling-frequency must be 1-1000 Hz, got '%s'", arg);
+		a->cfg.frequency_hz = v;
+		break;
+	case OPT_DURATION:
+		v = parse_uint(arg, 0, 365L * 86400);
+		if (v < 0)
+			argp_error(state, "--duration must be a number of seconds >= 0, got '%s'", arg);
+		a->cfg.duration_s = v;
+		break;
+	case OPT_INTERVAL:
+		v = parse_uint(arg, 1, 86400);
+		if (v < 0)
+			argp_error(state, "--profile-interval must be 1-86400 seconds, got '%s'", arg);
+		a->cfg.interval_s = v;
+		break;
+	case OPT_OUTPUT:
+		if (!*arg)
+			argp_error(state, "--output-dir must not be empty");
+		a->cfg.output_dir = arg;
+		break;
+	case OPT_PID: {
+		char *copy = strdup(arg), *tok, *save = NULL;
+
+		if (!copy)
+			argp_failure(state, 1, ENOMEM, "--pid");
+		for (tok = strtok_r(copy, ",", &save); tok;
+		     tok = strtok_r(NULL, ",", &save)) {
+			v = parse_uint(tok, 1, INT_MAX);
+			if (v < 0)
+				argp_error(state, "--pid takes PID[,PID...], got '%s'", arg);
+			if (a->cfg.npids >= sizeof(a->pids) / sizeof(a->pids[0]))
+				argp_error(state, "--pid: at most %zu processes",
+					   sizeof(a->pids) / sizeof(a->pids[0]));
+			if (kill((pid_t)v, 0) && errno == ESRCH)
+				argp_failure(state, 1, 0, "error: --pid %ld: no such process", v);
+			a->pids[a->cfg.npids++] = (pid_t)v;
+		}
+		free(copy);
+		if (!a->cfg.npids)
+			argp_error(state, "--pid takes PID[,PID...], got '%s'", arg);
+		a->cfg.pids = a->pids;
+		break;
+	}
+	case OPT_VERBOSE:
+		a->cfg.verbose++;
+		break;
+	case OPT_INCLUDE_IDLE:
+		a->cfg.include_idle = true;
+		break;
+	case OPT_MAX_DEPTH:
+		v = parse_uint(arg, 1, PROFD_MAX_USER_FRAMES);
+		if (v < 0)
+			argp_error(state, "--max-stack-depth must be 1-%d, got '%s'",
+				   PROFD_MAX_USER_FRAMES, arg);
+		a->cfg.max_stack_depth = v;
+		break;
+	case OPT_NO_KVER:
+		a->cfg.check_kernel_version = false;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct args a = {
+		.cfg = {
+			.frequency_hz = 19,
+			.interval_s = 10,
+			.output_dir = "profd-out",
+			.max_stack_depth = 256,
+			.check_kernel_version = true,
+		},
+	};
+	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
+
+	argp_err_exit_status = 64;	/* EX_USAGE */
+	if (argp_parse(&argp, argc, argv, 0, NULL, &a))
+		return 64;
+	return agent_run(&a.cfg);
+}

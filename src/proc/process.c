@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * process.c - the table of processes seen in samples (see process.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc/process.h"
+
+#define NBUCKETS 4096
+
+struct process_table {
+	struct process *buckets[NBUCKETS];
+	struct symbolizer *sym;
+	pthread_mutex_t *sym_lock;
+	struct process_table_stats stats;
+};
+
+struct proc_snapshot *proc_snapshot_get(struct proc_snapshot *s)
+{
+	if (s)
+		__atomic_add_fetch(&s->refcnt, 1, __ATOMIC_RELAXED);
+	return s;
+}
+
+void proc_snapshot_put(struct proc_snapshot *s)
+{
+	if (!s || __atomic_sub_fetch(&s->refcnt, 1, __ATOMIC_ACQ_REL))
+		return;
+	pthread_mutex_lock(s->sym_lock);
+	for (size_t i = 0; i < s->maps.n; i++)
+		sym_object_put(s->objs[i]);
+	pthread_mutex_unlock(s->sym_lock);
+	proc_maps_free(&s->maps);
+	free(s->objs);
+	free(s->objs_tried);
+	free(s);
+}
+
+struct process_table *process_table_new(struct symbolizer *sym,
+					pthread_mutex_t *sym_lock)
+{
+	struct process_table *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->sym = sym;
+	pt->sym_lock = sym_lock;
+	return pt;
+}
+
+static void process_free(struct process *p)
+{
+	proc_snapshot_put(p->snap);
+	free(p);
+}
+
+void process_table_free(struct process_table *pt)
+{
+	if (!pt)
+		return;
+	for (int b = 0; b < NBUCKETS; b++) {
+		struct process *p = pt->buckets[b], *next;
+
+		for (; p; p = next) {
+			next = p->next;
+			process_free(p);
+		}
+	}
+	free(pt);
+}
+
+static struct process **slot_of(struct process_table *pt, pid_t pid)
+{
+	struct process **pp = &pt->buckets[(uint32_t)pid % NBUCKETS];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void read_comm(pid_t pid, char *comm)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, PROCESS_COMM_LEN - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+}
+
+/* Read the maps into a new snapshot; keep the old one if the read fails. */
+static int refresh(struct process_table *pt, struct process *p, uint64_t now)
+{
+	struct proc_snapshot *s = calloc(1, sizeof(*s));
+	int ret;
+
+	p->refreshed_ns = now;
+	p->stale = false;
+	if (!s)
+		return -ENOMEM;
+	pt->stats.maps_reads++;
+	ret = proc_maps_read(p->pid, &s->maps);
+	if (ret) {
+		free(s);
+		pt->stats.maps_read_errors++;
+		if (ret == -ENOENT || ret == -ESRCH)
+			p->gone = true;
+		return ret;
+	}
+	s->objs = calloc(s->maps.n ? s->maps.n : 1, sizeof(*s->objs));
+	s->objs_tried = calloc(s->maps.n ? s->maps.n : 1, sizeof(*s->objs_tried));
+	if (!s->objs || !s->objs_tried) {
+		proc_maps_free(&s->maps);
+		free(s->objs);
+		free(s->objs_tried);
+		free(s);
+		return -ENOMEM;
+	}
+	s->refcnt = 1;
+	s->pid = p->pid;
+	s->sym = pt->sym;
+	s->sym_lock = pt->sym_lock;
+	proc_snapshot_put(p->snap);
+	p->snap = s;
+	return 0;
+}
+
+struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now)
+{
+	struct process **pp = slot_of(pt, pid), *p = *pp;
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	read_comm(pid, p->comm);
+	refresh(pt, p, now);
+	*pp = p;
+	pt->stats.processes++;
+	return p;
+}
+
+static void open_object(struct process_table *pt, struct proc_snapshot *s,
+			int idx)
+{
+	const struct proc_mapping *m = &s->maps.v[idx];
+	int err = 0;
+
+	s->objs_tried[idx] = true;
+	if (!m->executable || m->special || !m->path[0])
+		return;
+	pthread_mutex_lock(pt->sym_lock);
+	s->objs[idx] = symbolizer_get(pt->sym, s->pid, m, &err);
+	pthread_mutex_unlock(pt->sym_lock);
+	if (!s->objs[idx])
+		pt->stats.elf_open_errors++;
+}
+
+static int lookup(struct proc_snapshot *s, uint64_t addr)
+{
+	const struct proc_mapping *m;
+
+	if (!s)
+		return -1;
+	m = proc_maps_find(&s->maps, addr);
+	return m ? (int)(m - s->maps.v) : -1;
+}
+
+int process_find_mapping(struct process_table *pt, struct process *p,
+			 uint64_t addr, uint64_t now)
+{
+	int idx = p->stale ? -1 : lookup(p->snap, addr);
+
+	if (idx < 0 && !p->gone && !p->exited &&
+	    (p->stale || !p->snap || now - p->refreshed_ns >= PROCESS_REFRESH_MIN_NS)) {
+		refresh(pt, p, now);
+		idx = lookup(p->snap, addr);
+	}
+	if (idx >= 0 && !p->snap->objs_tried[idx])
+		open_object(pt, p->snap, idx);
+	return idx;
+}
+
+void process_exec(struct process_table *pt, pid_t pid, const char *comm)
+{
+	struct process *p = *slot_of(pt, pid);
+
+	if (!p)
+		return;	/* read on first sample */
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	p->stale = true;
+}
+
+void process_exit(struct process_table *pt, pid_t pid)
+{
+	struct process *p = *slot_of(pt, pid);
+
+	if (p)
+		p->exited = true;
+}
+
+static bool proc_alive(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	return access(path, F_OK) == 0;
+}
+
+void process_table_reap(struct process_table *pt, uint64_t now,
+			uint64_t idle_ns)
+{
+	for (int b = 0; b < NBUCKETS; b++) {
+		struct process **pp = &pt->buckets[b];
+
+		while (*pp) {
+			struct process *p = *pp;
+			bool drop = p->exited || p->gone ||
+				    (now - p->last_sample_ns > idle_ns &&
+				     !proc_alive(p->pid));
+
+			if (!drop) {
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			process_free(p);
+			pt->stats.processes--;
+		}
+	}
+	pthread_mutex_lock(pt->sym_lock);
+	symbolizer_trim(pt->sym);
+	pthread_mutex_unlock(pt->sym_lock);
+}
+
+void process_table_stats(const struct process_table *pt,
+			 struct process_table_stats *out)
+{
+	*out = pt->stats;
+}

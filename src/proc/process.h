@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * process.h - the table of processes seen in samples.
+ *
+ * Owns: per-process state (name, a snapshot of its mappings, the ELF
+ * objects behind them, exit status) and the policy of when mappings are
+ * re-read: on first sight, after exec, and when a sampled address lies
+ * outside every known mapping (at most once per PROCESS_REFRESH_MIN_NS).
+ *
+ * Threads: the table is used by the reader thread only. Snapshots are
+ * immutable once published and reference counted, so samples aggregated
+ * under one stay symbolizable after the process exited or re-read its
+ * maps. Every call into the symbolizer is made under `sym_lock` (see
+ * process_table_new), which the profile writer takes too.
+ */
+#ifndef PROFD_PROC_PROCESS_H
+#define PROFD_PROC_PROCESS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc/maps.h"
+#include "symbol/symbolizer.h"
+
+#define PROCESS_COMM_LEN 16
+#define PROCESS_REFRESH_MIN_NS (250ULL * 1000 * 1000)
+
+/* One read of /proc/PID/maps and the ELF objects of its mappings. */
+struct proc_snapshot {
+	int refcnt;			/* atomic */
+	pid_t pid;
+	struct proc_maps maps;
+	/* per mapping: NULL = not opened yet; objs_tried marks failures */
+	struct sym_object **objs;
+	bool *objs_tried;
+	struct symbolizer *sym;		/* for releasing objs */
+	pthread_mutex_t *sym_lock;
+};
+
+struct process {
+	pid_t pid;
+	char comm[PROCESS_COMM_LEN];	/* process name: main thread's comm */
+	struct proc_snapshot *snap;	/* NULL until read; never NULL after a read succeeded */
+	uint64_t refreshed_ns;		/* CLOCK_MONOTONIC of the last read */
+	bool stale;			/* exec seen: re-read at the next sample */
+	bool exited;			/* exit seen: reaped after the next flush */
+	bool gone;			/* /proc/PID vanished before we read it */
+	uint64_t last_sample_ns;
+	struct process *next;		/* hash chain */
+};
+
+struct process_table_stats {
+	uint64_t processes;		/* in the table now */
+	uint64_t maps_reads;		/* /proc/PID/maps reads */
+	uint64_t maps_read_errors;	/* process gone before its maps were read */
+	uint64_t elf_open_errors;	/* mappings whose file could not be opened */
+};
+
+struct process_table;
+
+/*
+ * process_table_new - an empty table using symbolizer @sym, whose calls
+ * are serialized by @sym_lock. NULL on out of memory.
+ */
+struct process_table *process_table_new(struct symbolizer *sym,
+					pthread_mutex_t *sym_lock);
+
+/* process_table_free - free the table; snapshots live on while referenced. */
+void process_table_free(struct process_table *pt);
+
+/*
+ * process_get - the process @pid, created on first sight (reads its comm
+ * and maps; if it is already gone the entry is kept with gone = true so
+ * its samples still count). @now_ns is CLOCK_MONOTONIC. NULL on OOM.
+ */
+struct process *process_get(struct process_table *pt, pid_t pid,
+			    uint64_t now_ns);
+
+/*
+ * process_find_mapping - index of the mapping of @p containing @addr,
+ * re-reading the maps (rate limited) when @addr is outside all of them
+ * or the process exec'd. Opens the mapping's ELF object on first use.
+ * Returns the index into p->snap->maps.v, or -1.
+ */
+int process_find_mapping(struct process_table *pt, struct process *p,
+			 uint64_t addr, uint64_t now_ns);
+
+/* process_exec - exec seen: new name, mappings to re-read. */
+void process_exec(struct process_table *pt, pid_t pid, const char *comm);
+
+/* process_exit - exit seen: the entry is reaped by process_table_reap(). */
+void process_exit(struct process_table *pt, pid_t pid);
+
+/*
+ * process_table_reap - drop processes that exited (and those not sampled
+ * for @idle_ns whose /proc entry is gone), and unreferenced ELF objects.
+ * Call after a flush so their last samples were written first.
+ */
+void process_table_reap(struct process_table *pt, uint64_t now_ns,
+			uint64_t idle_ns);
+
+void process_table_stats(const struct process_table *pt,
+			 struct process_table_stats *out);
+
+/* proc_snapshot_get/put - take/drop a reference (put frees at zero). */
+struct proc_snapshot *proc_snapshot_get(struct proc_snapshot *s);
+void proc_snapshot_put(struct proc_snapshot *s);
+
+#endif /* PROFD_PROC_PROCESS_H */

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kallsyms.h - kernel symbols from /proc/kallsyms (modules included).
+ *
+ * Owns: a sorted table of kernel text symbols and the address lookup.
+ */
+#ifndef PROFD_SYMBOL_KALLSYMS_H
+#define PROFD_SYMBOL_KALLSYMS_H
+
+#include <stdint.h>
+
+struct ksym {
+	uint64_t addr;
+	const char *name;	/* owned by the table */
+	const char *module;	/* "" for vmlinux, else the module name */
+};
+
+struct kallsyms;
+
+/*
+ * kallsyms_load - parse @path (normally "/proc/kallsyms"), keeping text
+ * symbols (t/T/w/W). Returns NULL and *@err = -EPERM when every address
+ * reads as zero (kptr_restrict; needs root/CAP_SYSLOG), -ENOENT, -ENOMEM.
+ */
+struct kallsyms *kallsyms_load(const char *path, int *err);
+
+void kallsyms_free(struct kallsyms *k);
+
+/* kallsyms_lookup - the symbol at or below @addr, or NULL if below all. */
+const struct ksym *kallsyms_lookup(const struct kallsyms *k, uint64_t addr);
+
+/* kallsyms_count - number of symbols held. */
+uint64_t kallsyms_count(const struct kallsyms *k);
+
+#endif /* PROFD_SYMBOL_KALLSYMS_H */

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * symbolizer.h - cached user-space symbolization.
+ *
+ * Owns: the cache of ELF objects keyed by file identity (device, inode)
+ * — never by path — and, per object, a cache of resolved addresses.
+ * Files are opened through /proc/PID/map_files/START-END (works for
+ * deleted files and containers), falling back to /proc/PID/root/PATH.
+ * Objects are reference counted: a process holds a reference for each of
+ * its mappings, so a file stays open until no process that mapped it is
+ * left to write out.
+ */
+#ifndef PROFD_SYMBOL_SYMBOLIZER_H
+#define PROFD_SYMBOL_SYMBOLIZER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc/maps.h"
+
+struct symbolizer;
+struct sym_object;
+
+struct sym_result {
+	const char *name;	/* demangled (or as-is when not C++); owned by the object */
+	const char *system_name;/* as in the symbol table; owned by the object */
+	uint64_t sym_vaddr;	/* ELF virtual address of the symbol's start */
+};
+
+/* symbolizer_new - an empty cache. NULL on out of memory. */
+struct symbolizer *symbolizer_new(void);
+
+/* symbolizer_free - drop the cache; objects still referenced stay valid until put. */
+void symbolizer_free(struct symbolizer *s);
+
+/*
+ * symbolizer_get - a new reference to the object mapped by @m in process
+ * @pid, opening it on first use (keyed by m->dev_major/minor + m->inode).
+ * Returns NULL with *@err < 0 for anonymous/special mappings (-EINVAL),
+ * unreadable files (-errno) or non-ELF files (-ENOEXEC); failures are
+ * remembered per identity so they are not retried on every sample.
+ */
+struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
+				  const struct proc_mapping *m, int *err);
+
+/*
+ * symbolizer_trim - free every cached object that no one holds a
+ * reference to (their names become invalid), and forget remembered open
+ * failures so those files are tried again. Call it now and then (e.g.
+ * after each write-out); referenced objects are untouched.
+ */
+void symbolizer_trim(struct symbolizer *s);
+
+/* sym_object_get/put - take/drop a reference. put(NULL) is fine. */
+struct sym_object *sym_object_get(struct sym_object *o);
+void sym_object_put(struct sym_object *o);
+
+/* sym_object_build_id - lowercase hex GNU build ID, "" if none. */
+const char *sym_object_build_id(const struct sym_object *o);
+
+/*
+ * sym_object_resolve - the function containing file offset @file_offset
+ * (runtime address - mapping start + mapping offset). Results, misses
+ * included, are cached per offset. Returns 0 and fills @out, or -ENOENT.
+ */
+int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
+		       struct sym_result *out);
+
+/* symbolizer_stats - objects cached and open-failure count, for status. */
+void symbolizer_stats(const struct symbolizer *s, uint64_t *objects,
+		      uint64_t *open_errors);
+
+#endif /* PROFD_SYMBOL_SYMBOLIZER_H */

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * counters.c - names of the BPF-side counters (see counters.h).
+ */
+#include "tracer/counters.h"
+
+static const char *const names[PROFD_CNT_MAX] = {
+	[PROFD_CNT_SAMPLES] = "bpf_samples",
+	[PROFD_CNT_IDLE_SKIPPED] = "idle_skipped",
+	[PROFD_CNT_FILTERED] = "pid_filtered",
+	[PROFD_CNT_RINGBUF_FULL] = "ringbuf_full",
+	[PROFD_CNT_KERNEL_STACK_ERR] = "kernel_stack_error",
+	[PROFD_CNT_USER_READ_ERR] = "user_stack_read_error",
+	[PROFD_CNT_USER_TRUNCATED] = "user_stack_truncated",
+	[PROFD_CNT_TAIL_CALL_FAILED] = "tail_call_failed",
+	[PROFD_CNT_NO_SCRATCH] = "no_scratch",
+	[PROFD_CNT_PROC_EVENT_LOST] = "proc_event_lost",
+};
+
+const char *profd_counter_name(enum profd_counter c)
+{
+	return (unsigned)c < PROFD_CNT_MAX && names[c] ? names[c] : "unknown";
+}
+
+bool profd_counter_is_drop(enum profd_counter c)
+{
+	switch (c) {
+	case PROFD_CNT_SAMPLES:
+	case PROFD_CNT_IDLE_SKIPPED:
+	case PROFD_CNT_FILTERED:
+		return false;
+	default:
+		return true;
+	}
+}

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tracer.c - loading and running profd's BPF programs (see tracer.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
+
+#include "profd.skel.h"
+#include "tracer/tracer.h"
+
+struct tracer {
+	struct profd_bpf *skel;
+	struct ring_buffer *rb;
+	int ncpus_possible;
+	int *perf_fds;			/* per possible CPU, -1 if not open */
+	struct bpf_link **perf_links;
+	unsigned int nsampled;
+	tracer_event_fn fn;
+	void *ctx;
+};
+
+int parse_cpu_list(const char *s, bool *online, int n)
+{
+	char *end;
+
+	memset(online, 0, n * sizeof(*online));
+	while (*s && *s != '\n') {
+		long a = strtol(s, &end, 10), b;
+
+		if (end == s || a < 0)
+			return -EINVAL;
+		b = a;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			if (end == s + 1 || b < a)
+				return -EINVAL;
+			s = end;
+		}
+		for (long c = a; c <= b && c < n; c++)
+			online[c] = true;
+		if (*s == ',')
+			s++;
+		else if (*s && *s != '\n')
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int read_online_cpus(bool *online, int n)
+{
+	char buf[4096];
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	int ret = -EIO;
+
+	if (!f)
+		return -errno;
+	if (fgets(buf, sizeof(buf), f))
+		ret = parse_cpu_list(buf, online, n);
+	fclose(f);
+	return ret;
+}
+
+static int perf_event_open_cpu_clock(int cpu, unsigned int hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		/* cpu-clock counts nanoseconds: a fixed period, not freq mode */
+		.sample_period = 1000000000ULL / hz,
+		.disabled = 1,
+	};
+
+	return syscall(SYS_perf_event_open, &attr, -1, cpu, -1,
+		       PERF_FLAG_FD_CLOEXEC);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+
+	if (size < sizeof(__u32))
+		return 0;
+	return t->fn(t->ctx, data, size);
+}
+
+/* libbpf's messages (verifier log included) only with PROFD_LIBBPF_DEBUG. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt,
+			va_list ap)
+{
+	return getenv("PROFD_LIBBPF_DEBUG") ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+static int setup_pid_filter(struct tracer *t, const struct tracer_opts *o)
+{
+	int fd = bpf_map__fd(t->skel->maps.pid_filter);
+	__u8 one = 1;
+
+	for (size_t i = 0; i < o->npids; i++) {
+		__u32 pid = o->pids[i];
+
+		if (bpf_map_update_elem(fd, &pid, &one, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+static int attach_samplers(struct tracer *t, const struct tracer_opts *o)
+{
+	bool *online = calloc(t->ncpus_possible, sizeof(*online));
+	int ret = 0, last_err = 0;
+
+	if (!online)
+		return -ENOMEM;
+	ret = read_online_cpus(online, t->ncpus_possible);
+	if (ret) {
+		fprintf(stderr, "profd: error: cannot read /sys/devices/system/cpu/online: %s\n",
+			strerror(-ret));
+		goto out;
+	}
+	for (int cpu = 0; cpu < t->ncpus_possible; cpu++) {
+		int fd;
+
+		if (!online[cpu])
+			continue;
+		fd = perf_event_open_cpu_clock(cpu, o->frequency_hz);
+		if (fd < 0) {
+			last_err = -errno;
+			fprintf(stderr, "profd: warning: no cpu-clock event on CPU %d: %s\n",
+				cpu, strerror(errno));
+			continue;
+		}
+		t->perf_fds[cpu] = fd;
+		t->perf_links[cpu] = bpf_program__attach_perf_event(
+			t->skel->progs.profd_sample, fd);
+		if (!t->perf_links[cpu]) {
+			last_err = -errno;
+			fprintf(stderr, "profd: warning: cannot attach the sampler on CPU %d: %s\n",
+				cpu, strerror(errno));
+			close(fd);
+			t->perf_fds[cpu] = -1;
+			continue;
+		}
+		t->nsampled++;
+	}
+	if (!t->nsampled) {
+		fprintf(stderr, "profd: error: no CPU could be sampled (%s): "
+			"check kernel.perf_event_paranoid and CAP_PERFMON\n",
+			strerror(-last_err));
+		ret = last_err ? last_err : -ENODEV;
+	}
+out:
+	free(online);
+	return ret;
+}
+
+struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
+			   void *ctx)
+{
+	struct tracer *t = calloc(1, sizeof(*t));
+	int err;
+
+	if (!t)
+		return NULL;
+	t->fn = fn;
+	t->ctx = ctx;
+	libbpf_set_print(libbpf_print);
+
+	t->ncpus_possible = libbpf_num_possible_cpus();
+	if (t->ncpus_possible <= 0)
+		goto fail;
+	t->perf_fds = malloc(t->ncpus_possible * sizeof(*t->perf_fds));
+	t->perf_links = calloc(t->ncpus_possible, sizeof(*t->perf_links));
+	if (!t->perf_fds || !t->perf_links)
+		goto fail;
+	for (int i = 0; i < t->ncpus_possible; i++)
+		t->perf_fds[i] = -1;
+
+	t->skel = profd_bpf__open();
+	if (!t->skel) {
+		fprintf(stderr, "profd: error: cannot open the BPF object: %s\n",
+			strerror(errno));
+		goto fail;
+	}
+	t->skel->rodata->cfg_filter_pids = o->npids > 0;
+	t->skel->rodata->cfg_include_idle = o->include_idle;
+	t->skel->rodata->cfg_max_user_frames = o->max_stack_depth;
+	if (o->ringbuf_bytes)
+		bpf_map__set_max_entries(t->skel->maps.events, o->ringbuf_bytes);
+	if (o->npids)
+		bpf_map__set_max_entries(t->skel->maps.pid_filter, o->npids);
+
+	err = profd_bpf__load(t->skel);
+	if (err) {
+		fprintf(stderr, "profd: error: loading the BPF programs failed: %s "
+			"(set PROFD_LIBBPF_DEBUG=1 for the verifier log)\n",
+			strerror(-err));
+		goto fail;
+	}
+	err = setup_pid_filter(t, o);
+	if (err) {
+		fprintf(stderr, "profd: error: cannot fill the PID filter: %s\n",
+			strerror(-err));
+		goto fail;
+	}
+	t->skel->links.profd_proc_exec =
+		bpf_program__attach(t->skel->progs.profd_proc_exec);
+	t->skel->links.profd_proc_exit =
+		bpf_program__attach(t->skel->progs.profd_proc_exit);
+	if (!t->skel->links.profd_proc_exec || !t->skel->links.profd_proc_exit) {
+		fprintf(stderr, "profd: error: cannot attach the sched tracepoints: %s\n",
+			strerror(errno));
+		goto fail;
+	}
+	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_record,
+				 t, NULL);
+	if (!t->rb) {
+		fprintf(stderr, "profd: error: cannot open the events ringbuf: %s\n",
+			strerror(errno));
+		goto fail;
+	}
+	if (attach_samplers(t, o))
+		goto fail;
+	if (tracer_set_sampling(t, true)) {
+		fprintf(stderr, "profd: error: cannot enable the perf events: %s\n",
+			strerror(errno));
+		goto fail;
+	}
+	return t;
+fail:
+	tracer_close(t);
+	return NULL;
+}
+
+int tracer_poll(struct tracer *t, int timeout_ms)
+{
+	int n = ring_buffer__poll(t->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+int tracer_drain(struct tracer *t)
+{
+	return ring_buffer__consume(t->rb);
+}
+
+int tracer_set_sampling(struct tracer *t, bool on)
+{
+	int ret = 0;
+
+	for (int cpu = 0; cpu < t->ncpus_possible; cpu++) {
+		if (t->perf_fds[cpu] < 0)
+			continue;
+		if (ioctl(t->perf_fds[cpu],
+			  on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) &&
+		    !ret)
+			ret = -errno;
+	}
+	return ret;
+}
+
+int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX])
+{
+	int fd = bpf_map__fd(t->skel->maps.counters);
+	__u64 *vals = calloc(t->ncpus_possible, sizeof(*vals));
+
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < PROFD_CNT_MAX; k++) {
+		out[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (int c = 0; c < t->ncpus_possible; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+	return 0;
+}
+
+unsigned int tracer_ncpus(const struct tracer *t)
+{
+	return t->nsampled;
+}
+
+void tracer_close(struct tracer *t)
+{
+	if (!t)
+		return;
+	if (t->perf_links) {
+		for (int cpu = 0; cpu < t->ncpus_possible; cpu++)
+			bpf_link__destroy(t->perf_links[cpu]);
+	}
+	if (t->perf_fds) {
+		for (int cpu = 0; cpu < t->ncpus_possible; cpu++)
+			if (t->perf_fds[cpu] >= 0)
+				close(t->perf_fds[cpu]);
+	}
+	ring_buffer__free(t->rb);
+	profd_bpf__destroy(t->skel);
+	free(t->perf_links);
+	free(t->perf_fds);
+	free(t);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tracer.h - loading and running profd's BPF programs.
+ *
+ * Owns: the libbpf skeleton (bpf/profd.bpf.c), one software cpu-clock
+ * perf event per online CPU with the sampler attached, the lifecycle
+ * tracepoints, the `events` ringbuf consumer and the BPF counters.
+ */
+#ifndef PROFD_TRACER_TRACER_H
+#define PROFD_TRACER_TRACER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "bpf/profd.h"
+
+struct tracer_opts {
+	unsigned int frequency_hz;	/* samples per second per CPU */
+	const pid_t *pids;		/* NULL: every process */
+	size_t npids;
+	bool include_idle;		/* keep pid 0 samples */
+	unsigned int max_stack_depth;	/* user frames, <= PROFD_MAX_USER_FRAMES */
+	unsigned int ringbuf_bytes;	/* power of two, >= page size */
+};
+
+/*
+ * Called on the polling thread for every ringbuf record; @data starts with
+ * a __u32 enum profd_event_type. Return 0 to go on.
+ */
+typedef int (*tracer_event_fn)(void *ctx, const void *data, size_t size);
+
+struct tracer;
+
+/*
+ * tracer_open - load the BPF programs and attach them (sampling starts at
+ * once). Prints one "profd: error: ..." line and returns NULL on failure.
+ */
+struct tracer *tracer_open(const struct tracer_opts *opts, tracer_event_fn fn,
+			   void *ctx);
+
+/*
+ * tracer_poll - wait up to @timeout_ms for records and hand them to the
+ * callback. Returns the number consumed, or a negative errno (-EINTR is
+ * not an error).
+ */
+int tracer_poll(struct tracer *t, int timeout_ms);
+
+/* tracer_drain - consume whatever is in the ringbuf without waiting. */
+int tracer_drain(struct tracer *t);
+
+/*
+ * tracer_set_sampling - enable or disable the perf events (no reload).
+ * Returns 0 or the first negative errno.
+ */
+int tracer_set_sampling(struct tracer *t, bool on);
+
+/* tracer_read_counters - sum each BPF counter over CPUs into @out. */
+int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX]);
+
+/* tracer_ncpus - number of CPUs sampled (online at start). */
+unsigned int tracer_ncpus(const struct tracer *t);
+
+/* tracer_close - detach and free everything. NULL is fine. */
+void tracer_close(struct tracer *t);
+
+/*
+ * parse_cpu_list - parse a kernel CPU list ("0-3,5") into @online (array
+ * of @n bools, true for listed CPUs). Returns 0 or -EINVAL.
+ */
+int parse_cpu_list(const char *s, bool *online, int n);
+
+#endif /* PROFD_TRACER_TRACER_H */
