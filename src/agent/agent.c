@@ -373,15 +373,30 @@ static int make_dir(const char *dir)
 	return 0;
 }
 
+/* A process is alive while /proc/PID/stat exists and it is not a zombie. */
+static bool pid_alive(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	FILE *f;
+	bool alive = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fgets(buf, sizeof(buf), f)) {
+		paren = strrchr(buf, ')');	/* comm may hold spaces and ')' */
+		alive = paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+	}
+	fclose(f);
+	return alive;
+}
+
 static bool pids_alive(const struct agent_config *cfg)
 {
-	char path[64];
-
-	for (size_t i = 0; i < cfg->npids; i++) {
-		snprintf(path, sizeof(path), "/proc/%d", cfg->pids[i]);
-		if (!access(path, F_OK))
+	for (size_t i = 0; i < cfg->npids; i++)
+		if (pid_alive(cfg->pids[i]))
 			return true;
-	}
 	return false;
 }
 
