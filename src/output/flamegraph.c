@@ -21,16 +21,16 @@
  * 0.1% of the zoomed frame, so 100k-node trees stay fast.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "output/flamegraph.h"
+#include "output/flamegraph_page.h"
+#include "util/atomic_file.h"
+#include "util/hash.h"
 
 #define KERNEL_MAPPING	"[kernel.kallsyms]"
 
@@ -68,30 +68,17 @@ struct flamegraph {
 	struct fg_slots name_set;	/* name -> index */
 };
 
-static uint64_t hash_bytes(const void *data, size_t len, uint64_t h)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++) {	/* FNV-1a */
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-#define HASH_SEED 0xcbf29ce484222325ULL
-
 static uint64_t name_hash(const char *s)
 {
-	return hash_bytes(s, strlen(s), HASH_SEED);
+	return fnv1a_str(s);
 }
 
 static uint64_t child_hash(uint32_t parent, uint32_t name, uint8_t kind)
 {
-	uint64_t h = hash_bytes(&parent, sizeof(parent), HASH_SEED);
+	uint64_t h = fnv1a(&parent, sizeof(parent), FNV1A_SEED);
 
-	h = hash_bytes(&name, sizeof(name), h);
-	return hash_bytes(&kind, sizeof(kind), h);
+	h = fnv1a(&name, sizeof(name), h);
+	return fnv1a(&kind, sizeof(kind), h);
 }
 
 static uint64_t slot_hash(const struct flamegraph *fg, struct fg_slots *set,
@@ -578,330 +565,6 @@ static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
 	free(kids);
 	return 0;
 }
-
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/* Write @len bytes to @path via a temp file and rename. 0 or -errno. */
-static int write_file_atomic(const char *path, const void *data, size_t len)
-{
-	char *tmp;
-	int fd, err;
-
-	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
-		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		free(tmp);
-		return err;
-	}
-	err = write_all(fd, data, len);
-	if (!err && fchmod(fd, 0644))
-		err = -errno;
-	if (!err && fsync(fd))
-		err = -errno;
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	free(tmp);
-	return err;
-}
-
-/* The page up to the <title>: document head and stylesheet. */
-static const char page_head[] =
-	"<!DOCTYPE html>\n"
-	"<html lang=\"en\">\n"
-	"<head>\n"
-	"<meta charset=\"utf-8\">\n"
-	"<meta http-equiv=\"Content-Security-Policy\"\n"
-	" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n"
-	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-	"<style>\n"
-	"body{margin:0;padding:8px 10px;font:12px/1.4 sans-serif;color:#222;\n"
-	" background:#fafafa}\n"
-	"#hdr{display:flex;flex-wrap:wrap;align-items:center;gap:8px;margin-bottom:6px}\n"
-	"#hdr h1{font-size:15px;margin:0 12px 0 0;font-weight:600}\n"
-	"#hdr input{width:22em;padding:2px 4px;font:inherit}\n"
-	"#hdr button{font:inherit;padding:1px 8px}\n"
-	"#match{color:#a0208e;font-weight:600}\n"
-	"#fg{position:relative;width:100%;overflow:hidden;border-top:1px solid #ddd}\n"
-	".f{position:absolute;height:16px;box-sizing:border-box;padding:0 2px;\n"
-	" border:1px solid #fafafa;border-width:0 1px 1px 0;overflow:hidden;\n"
-	" white-space:nowrap;text-overflow:ellipsis;font:11px/15px monospace;\n"
-	" cursor:pointer;color:#000}\n"
-	".f:hover{border-color:#222}\n"
-	".f.a{opacity:.55}\n"
-	".f.m{background:#e040fb !important;color:#fff}\n"
-	"#status{margin-top:6px;min-height:1.4em;font:11px monospace;\n"
-	" white-space:pre;overflow:hidden;text-overflow:ellipsis}\n"
-	"#legend span{display:inline-block;padding:0 6px;margin-right:4px;\n"
-	" font:11px monospace}\n"
-	"</style>\n";
-
-/*
- * The page after the data block: body and script. The script reads the
- * tree from #fg-data; state lives in the URL: #s=<search>&z=<frame>.
- */
-static const char page_tail[] =
-	"</script>\n"
-	"</head>\n"
-	"<body>\n"
-	"<div id=\"hdr\"><h1 id=\"title\"></h1>\n"
-	"<input id=\"search\" type=\"search\" placeholder=\"Search (regex or text)\"\n"
-	" autocomplete=\"off\" spellcheck=\"false\">\n"
-	"<button id=\"reset\" type=\"button\">Reset zoom</button>\n"
-	"<span id=\"match\"></span>\n"
-	"<span id=\"legend\"><span style=\"background:#ef8a3a\">user</span><span\n"
-	" style=\"background:#5fa8d3\">kernel</span><span\n"
-	" style=\"background:#b9b0d6\">process</span></span></div>\n"
-	"<div id=\"fg\"></div>\n"
-	"<div id=\"status\"></div>\n"
-	"<script>\n"
-	"(function () {\n"
-	"'use strict';\n"
-	"var D = JSON.parse(document.getElementById('fg-data').textContent);\n"
-	"var names = D.names, raw = D.nodes, N = raw.length / 4, unit = D.unit || '';\n"
-	"var ROW = 16, MINFRAC = 0.001;\n"
-	"var KINDS = ['root', 'process', 'user', 'kernel'];\n"
-	"var nm = new Uint32Array(N), val = new Float64Array(N), kind = new Uint8Array(N);\n"
-	"var end = new Uint32Array(N), dep = new Uint32Array(N), xs = new Float64Array(N);\n"
-	"var par = new Int32Array(N), nx = new Float64Array(N), rem = new Uint32Array(N);\n"
-	"var stack = [], i;\n"
-	"\n"
-	"/* Nodes come in preorder as (name, value, kind, child count). */\n"
-	"for (i = 0; i < N; i++) {\n"
-	"	var nc = raw[4 * i + 3];\n"
-	"	nm[i] = raw[4 * i]; val[i] = raw[4 * i + 1]; kind[i] = raw[4 * i + 2];\n"
-	"	if (stack.length) {\n"
-	"		var p = stack[stack.length - 1];\n"
-	"		par[i] = p; dep[i] = dep[p] + 1;\n"
-	"		xs[i] = nx[p]; nx[p] += val[i]; rem[p]--;\n"
-	"	} else {\n"
-	"		par[i] = -1;\n"
-	"	}\n"
-	"	nx[i] = xs[i]; rem[i] = nc;\n"
-	"	if (nc > 0) {\n"
-	"		stack.push(i);\n"
-	"	} else {\n"
-	"		end[i] = i + 1;\n"
-	"		while (stack.length && rem[stack[stack.length - 1]] === 0)\n"
-	"			end[stack.pop()] = i + 1;\n"
-	"	}\n"
-	"}\n"
-	"while (stack.length)\n"
-	"	end[stack.pop()] = N;\n"
-	"\n"
-	"var total = N ? val[0] : 0, zoom = 0, nameHit = null, lastQuery = '';\n"
-	"var fg = document.getElementById('fg'), status = document.getElementById('status');\n"
-	"var matchEl = document.getElementById('match');\n"
-	"var searchEl = document.getElementById('search');\n"
-	"document.getElementById('title').textContent = D.title || '';\n"
-	"\n"
-	"function fmt(v) {\n"
-	"	var s = Math.round(v).toString(), o = '';\n"
-	"	while (s.length > 3) { o = ',' + s.slice(-3) + o; s = s.slice(0, -3); }\n"
-	"	return s + o;\n"
-	"}\n"
-	"function pct(v, of) { return of > 0 ? (100 * v / of).toFixed(2) : '0.00'; }\n"
-	"function hash(s) {\n"
-	"	var h = 2166136261;\n"
-	"	for (var j = 0; j < s.length; j++) {\n"
-	"		h ^= s.charCodeAt(j);\n"
-	"		h = Math.imul(h, 16777619);\n"
-	"	}\n"
-	"	return (h >>> 0) / 4294967296;\n"
-	"}\n"
-	"function colour(name, k) {\n"
-	"	var r = hash(name), r2 = hash(name + '.');\n"
-	"	if (k === 3) /* kernel: blues */\n"
-	"		return 'hsl(' + Math.round(195 + 25 * r) + ',' +\n"
-	"			Math.round(55 + 20 * r2) + '%,' + Math.round(62 + 12 * r) + '%)';\n"
-	"	if (k === 1) /* process: lavender */\n"
-	"		return 'hsl(' + Math.round(245 + 20 * r) + ',30%,' +\n"
-	"			Math.round(74 + 8 * r2) + '%)';\n"
-	"	if (k === 0)\n"
-	"		return '#c8c8c8';\n"
-	"	/* user: warm, as in flamegraph.pl */\n"
-	"	return 'rgb(' + Math.round(205 + 50 * r2) + ',' + Math.round(230 * r) + ',' +\n"
-	"		Math.round(55 * r2) + ')';\n"
-	"}\n"
-	"function describe(u) {\n"
-	"	var s = names[nm[u]] + '\\n' + fmt(val[u]) + ' ' + unit + ' (' +\n"
-	"		pct(val[u], total) + '% of all';\n"
-	"	if (zoom && u !== zoom && dep[u] > dep[zoom])\n"
-	"		s += ', ' + pct(val[u], val[zoom]) + '% of zoomed';\n"
-	"	s += ')';\n"
-	"	if (end[u] > u + 1) {\n"
-	"		var self = val[u], c = u + 1;\n"
-	"		for (; c < end[u]; c = end[c])\n"
-	"			self -= val[c];\n"
-	"		s += ', self ' + fmt(self);\n"
-	"	}\n"
-	"	return s + ' [' + KINDS[kind[u]] + ']';\n"
-	"}\n"
-	"function hit(u) {\n"
-	"	return nameHit !== null && nameHit[nm[u]] === 1 && kind[u] !== 0;\n"
-	"}\n"
-	"function frame(u, left, width, cls, frag) {\n"
-	"	var e = document.createElement('div'), name = names[nm[u]];\n"
-	"	e.className = cls;\n"
-	"	e.style.left = left + '%';\n"
-	"	e.style.width = width + '%';\n"
-	"	e.style.bottom = (dep[u] * ROW) + 'px';\n"
-	"	if (!hit(u))\n"
-	"		e.style.background = colour(name, kind[u]);\n"
-	"	e.setAttribute('data-name', name);\n"
-	"	e.setAttribute('data-kind', KINDS[kind[u]]);\n"
-	"	e.setAttribute('data-i', u);\n"
-	"	e.title = describe(u);\n"
-	"	e.textContent = name;\n"
-	"	frag.appendChild(e);\n"
-	"}\n"
-	"function render() {\n"
-	"	var frag = document.createDocumentFragment(), z = zoom;\n"
-	"	var zx = xs[z], zw = val[z] || 1, minw = zw * MINFRAC, maxd = dep[z];\n"
-	"	var a, todo = [z], u, c, cls, drawn = 0, n0;\n"
-	"	for (a = par[z]; a >= 0; a = par[a], drawn++)\n"
-	"		frame(a, 0, 100, 'f a', frag);\n"
-	"	while (todo.length) {\n"
-	"		u = todo.pop();\n"
-	"		if (val[u] < minw || val[u] <= 0)\n"
-	"			continue;\n"
-	"		cls = 'f';\n"
-	"		if (kind[u] === 3) cls += ' k';\n"
-	"		if (hit(u)) cls += ' m';\n"
-	"		frame(u, 100 * (xs[u] - zx) / zw, 100 * val[u] / zw, cls, frag);\n"
-	"		drawn++;\n"
-	"		if (dep[u] > maxd) maxd = dep[u];\n"
-	"		/* Push children right to left: the DOM reads left to right. */\n"
-	"		n0 = todo.length;\n"
-	"		for (c = u + 1; c < end[u]; c = end[c])\n"
-	"			todo.push(c);\n"
-	"		for (c = todo.length - 1; n0 < c; n0++, c--) {\n"
-	"			var t = todo[n0]; todo[n0] = todo[c]; todo[c] = t;\n"
-	"		}\n"
-	"	}\n"
-	"	fg.textContent = '';\n"
-	"	fg.style.height = ((maxd + 1) * ROW) + 'px';\n"
-	"	fg.setAttribute('data-nodes', N);\n"
-	"	fg.setAttribute('data-drawn', drawn);\n"
-	"	fg.appendChild(frag);\n"
-	"}\n"
-	"function matcher(q) {\n"
-	"	var flags = q === q.toLowerCase() ? 'i' : '';\n"
-	"	try {\n"
-	"		var re = new RegExp(q, flags);\n"
-	"		return function (s) { return re.test(s); };\n"
-	"	} catch (e) {\n"
-	"		var lq = flags ? q.toLowerCase() : q;\n"
-	"		return function (s) {\n"
-	"			return (flags ? s.toLowerCase() : s).indexOf(lq) >= 0;\n"
-	"		};\n"
-	"	}\n"
-	"}\n"
-	"function search(q) {\n"
-	"	lastQuery = q;\n"
-	"	if (!q) {\n"
-	"		nameHit = null;\n"
-	"		matchEl.textContent = '';\n"
-	"		return;\n"
-	"	}\n"
-	"	var m = matcher(q), hit = new Uint8Array(names.length), j, sum = 0;\n"
-	"	for (j = 0; j < names.length; j++)\n"
-	"		hit[j] = m(names[j]) ? 1 : 0;\n"
-	"	/* Count a match once, not again for matches nested below it. */\n"
-	"	for (j = 0; j < N;) {\n"
-	"		if (hit[nm[j]] && kind[j] !== 0) {\n"
-	"			sum += val[j];\n"
-	"			j = end[j];\n"
-	"		} else {\n"
-	"			j++;\n"
-	"		}\n"
-	"	}\n"
-	"	nameHit = hit;\n"
-	"	matchEl.setAttribute('data-matched', sum);\n"
-	"	matchEl.textContent = 'Matched: ' + pct(sum, total) + '% (' + fmt(sum) +\n"
-	"		' ' + unit + ')';\n"
-	"}\n"
-	"function saveHash() {\n"
-	"	var h = [];\n"
-	"	if (lastQuery) h.push('s=' + encodeURIComponent(lastQuery));\n"
-	"	if (zoom) h.push('z=' + zoom);\n"
-	"	try {\n"
-	"		history.replaceState(null, '', h.length ? '#' + h.join('&') :\n"
-	"				     location.pathname + location.search);\n"
-	"	} catch (e) {}\n"
-	"}\n"
-	"function setZoom(u) {\n"
-	"	zoom = u >= 0 && u < N ? u : 0;\n"
-	"	render();\n"
-	"	saveHash();\n"
-	"}\n"
-	"fg.addEventListener('click', function (ev) {\n"
-	"	var t = ev.target.closest('.f');\n"
-	"	if (t) setZoom(+t.getAttribute('data-i'));\n"
-	"});\n"
-	"fg.addEventListener('mouseover', function (ev) {\n"
-	"	var t = ev.target.closest('.f');\n"
-	"	status.textContent = t ? t.title.replace(/\\n/g, '  ') : '';\n"
-	"});\n"
-	"document.getElementById('reset').addEventListener('click', function () {\n"
-	"	setZoom(0);\n"
-	"});\n"
-	"var timer = 0;\n"
-	"searchEl.addEventListener('input', function () {\n"
-	"	clearTimeout(timer);\n"
-	"	timer = setTimeout(function () {\n"
-	"		search(searchEl.value);\n"
-	"		render();\n"
-	"		saveHash();\n"
-	"	}, 120);\n"
-	"});\n"
-	"document.addEventListener('keydown', function (ev) {\n"
-	"	if (ev.key === 'Escape') {\n"
-	"		searchEl.value = '';\n"
-	"		search('');\n"
-	"		setZoom(0);\n"
-	"	} else if ((ev.ctrlKey || ev.metaKey) && ev.key === 'f') {\n"
-	"		ev.preventDefault();\n"
-	"		searchEl.focus();\n"
-	"	}\n"
-	"});\n"
-	"\n"
-	"/* State from the URL: #s=<search>&z=<frame index>. */\n"
-	"location.hash.replace(/^#/, '').split('&').forEach(function (kv) {\n"
-	"	var k = kv.split('=')[0], v = kv.slice(k.length + 1);\n"
-	"	try { v = decodeURIComponent(v); } catch (e) {}\n"
-	"	if (k === 's') { searchEl.value = v; search(v); }\n"
-	"	else if (k === 'z') zoom = +v >= 0 && +v < N ? +v : 0;\n"
-	"});\n"
-	"if (N)\n"
-	"	render();\n"
-	"else\n"
-	"	status.textContent = 'No samples.';\n"
-	"})();\n"
-	"</script>\n"
-	"</body>\n"
-	"</html>\n";
 
 int flamegraph_write_html(const struct flamegraph *fg, const char *path,
 			  const char *title, const char *unit)

@@ -27,7 +27,7 @@ void flamegraph_free(struct flamegraph *fg);
  * is the sample's "comm" label (process name) when present. Frame names:
  * the function name, else "[unknown] 0xADDR (file)"; kernel frames keep
  * their names and are marked so the page colours them apart.
- * Returns 0 or -ENOMEM.
+ * Returns 0, -EINVAL if @value_index >= p->nsample_types, or -ENOMEM.
  */
 int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 			   uint32_t value_index);

@@ -14,16 +14,14 @@
  * where the layout allows it, and are freed together after packing.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "profile.pb-c.h"
 #include "output/pprof.h"
+#include "util/atomic_file.h"
 
 /* String table of the message: strs[0] is "", slots hold index + 1. */
 struct strtab {
@@ -395,24 +393,6 @@ out:
 	return err;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /* Stream @len bytes of @data through gzip into @fd. Returns 0 or -errno. */
 static int gzip_to_fd(int fd, const uint8_t *data, size_t len)
 {
@@ -452,39 +432,16 @@ out:
 
 int pprof_write(const struct profile *p, const char *path)
 {
+	struct atomic_file af;
 	uint8_t *buf = NULL;
-	char *tmp = NULL;
 	size_t len;
-	int fd = -1, err;
+	int err;
 
 	err = pprof_encode(p, &buf, &len);
-	if (err)
-		return err;
-	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0) {
-		tmp = NULL;
-		err = -ENOMEM;
-		goto out;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
-	err = gzip_to_fd(fd, buf, len);
-	if (!err && fchmod(fd, 0644))
-		err = -errno;
-	/* Data on disk before the rename makes it visible. */
-	if (!err && fsync(fd))
-		err = -errno;
-	if (close(fd) && !err)
-		err = -errno;
-	fd = -1;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-out:
-	free(tmp);
+	if (!err)
+		err = atomic_file_begin(&af, path);
+	if (!err)
+		err = atomic_file_commit(&af, gzip_to_fd(af.fd, buf, len));
 	free(buf);
 	return err;
 }

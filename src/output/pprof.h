@@ -16,13 +16,14 @@
 
 /*
  * pprof_encode - serialize @p (uncompressed protobuf). On success *@buf is
- * a malloc'd buffer of *@len bytes the caller frees. Returns 0 or -ENOMEM.
+ * a malloc'd buffer of *@len bytes the caller frees. Returns 0, -ENOMEM,
+ * or -EINVAL for ids out of range or too many sample types.
  */
 int pprof_encode(const struct profile *p, uint8_t **buf, size_t *len);
 
 /*
  * pprof_write - write @p gzipped to @path, atomically (temp file + rename).
- * Returns 0 or a negative errno.
+ * Returns 0, -EINVAL (see pprof_encode) or a negative errno.
  */
 int pprof_write(const struct profile *p, const char *path);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "profile/profile.h"
+#include "util/hash.h"
 
 /* Open-addressing set of 1-based ids; hashing and equality by callback. */
 struct idset {
@@ -30,23 +31,9 @@ struct profile_index {
 	struct idset locations;
 };
 
-static uint64_t hash_bytes(const void *data, size_t len, uint64_t h)
-{
-	const unsigned char *p = data;
-
-	/* FNV-1a */
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-#define HASH_SEED 0xcbf29ce484222325ULL
-
 static uint64_t hash_u64(uint64_t v, uint64_t h)
 {
-	return hash_bytes(&v, sizeof(v), h);
+	return fnv1a(&v, sizeof(v), h);
 }
 
 typedef bool (*idset_eq_fn)(const void *ctx, uint32_t id, const void *key);
@@ -127,7 +114,7 @@ static int grow_array(void **arr, uint32_t *cap, uint32_t n, size_t elem)
 
 static uint64_t str_hash(const char *s)
 {
-	return hash_bytes(s, strlen(s), HASH_SEED);
+	return fnv1a_str(s);
 }
 
 static uint64_t strtab_hash_id(const void *ctx, uint32_t id)
@@ -173,7 +160,7 @@ const char *profile_intern(struct profile *p, const char *s)
 /* Interned strings compare by pointer. */
 static uint64_t function_hash(const struct profile_function *f)
 {
-	uint64_t h = hash_u64((uintptr_t)f->name, HASH_SEED);
+	uint64_t h = hash_u64((uintptr_t)f->name, FNV1A_SEED);
 
 	h = hash_u64((uintptr_t)f->system_name, h);
 	return hash_u64((uintptr_t)f->filename, h);
@@ -224,7 +211,7 @@ uint32_t profile_function_id(struct profile *p, const char *name,
 
 static uint64_t location_hash(const struct profile_location *l)
 {
-	uint64_t h = hash_u64(l->mapping_id, HASH_SEED);
+	uint64_t h = hash_u64(l->mapping_id, FNV1A_SEED);
 
 	h = hash_u64(l->address, h);
 	h = hash_u64(l->function_id, h);
@@ -393,7 +380,9 @@ int profile_add_sample(struct profile *p, const uint32_t *location_ids,
 		if (labels[i].num_unit)
 			s->labels[i].num_unit =
 				profile_intern(p, labels[i].num_unit);
-		if (!s->labels[i].key) {
+		if (!s->labels[i].key ||
+		    (labels[i].str && !s->labels[i].str) ||
+		    (labels[i].num_unit && !s->labels[i].num_unit)) {
 			free(s->location_ids);
 			return -ENOMEM;
 		}
