@@ -35,7 +35,7 @@ void elf_file_free(struct elf_file *f);
 /* elf_file_build_id - lowercase hex GNU build ID, "" if none. Owned by @f. */
 const char *elf_file_build_id(const struct elf_file *f);
 
-/* elf_file_is_pie_or_dyn - true for ET_DYN (PIE executables, libraries). */
+/* elf_file_is_dyn - true for ET_DYN (PIE executables, libraries). */
 bool elf_file_is_dyn(const struct elf_file *f);
 
 /*

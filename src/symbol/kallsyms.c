@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kallsyms.c - kernel symbols from /proc/kallsyms (see kallsyms.h).
+ *
+ * Owns: reading the file (its size reads as 0, so it is read to EOF in a
+ * loop), one pass over the lines
+ *   ffffffff81000000 T _stext
+ *   ffffffffc0a01000 t nf_hook\t[nf_tables]
+ * keeping text symbols, and the table sorted by address. Names and
+ * module names live in the one buffer the file was read into: the parser
+ * writes a NUL over each separator, so there is no copy per symbol.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbol/kallsyms.h"
+
+struct kallsyms {
+	struct ksym *syms;
+	size_t n;
+	char *text;		/* the file; names point into it */
+};
+
+/* Read all of @path into a NUL-terminated malloc'd buffer. */
+static int read_file(const char *path, char **out, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	int fd, err = 0;
+	char *buf;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (cap - n < 65536 + 1) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static const signed char hexdigit[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5,
+	['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+	['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
+static bool is_text_type(char t)
+{
+	return t == 't' || t == 'T' || t == 'w' || t == 'W';
+}
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* Same address: keep file order (names point into the buffer). */
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/*
+ * Parse the buffer in place. Each kept line gets its name (and module)
+ * NUL-terminated inside @text. Sets *@nonzero when any address is not 0.
+ */
+static int parse(struct kallsyms *k, char *text, size_t len, bool *nonzero)
+{
+	char *p = text, *end = text + len;
+	size_t cap = 1 << 16;
+
+	k->syms = malloc(cap * sizeof(*k->syms));
+	if (!k->syms)
+		return -ENOMEM;
+	*nonzero = false;
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *eol = nl ? nl : end, *name, *mod = NULL, *q;
+		uint64_t addr = 0;
+		int digits = 0, d;
+		char type;
+
+		while (p < eol && (d = hexdigit[(unsigned char)*p]) && digits < 16) {
+			addr = (addr << 4) | (uint64_t)(d - 1);
+			digits++;
+			p++;
+		}
+		if (!digits || eol - p < 4 || p[0] != ' ' || p[2] != ' ')
+			goto next;
+		if (addr)
+			*nonzero = true;
+		type = p[1];
+		if (!is_text_type(type))
+			goto next;
+		name = p + 3;
+		/* "name" or "name\t[module]" */
+		for (q = name; q < eol && *q != '\t' && *q != ' '; q++)
+			;
+		if (q == name)
+			goto next;
+		if (q < eol) {
+			char *m = q + 1, *close;
+
+			while (m < eol && (*m == ' ' || *m == '\t'))
+				m++;
+			if (m < eol && *m == '[') {
+				close = memchr(m, ']', (size_t)(eol - m));
+				if (close) {
+					*close = '\0';
+					mod = m + 1;
+				}
+			}
+		}
+		*q = '\0';
+		if (k->n == cap) {
+			struct ksym *nv = realloc(k->syms,
+						  2 * cap * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			k->syms = nv;
+			cap *= 2;
+		}
+		k->syms[k->n++] = (struct ksym){
+			.addr = addr,
+			.name = name,
+			.module = mod ? mod : "",
+		};
+next:
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+/*
+ * kallsyms_load - see kallsyms.h. The table owns one buffer of the
+ * file's size plus 24 bytes per text symbol.
+ */
+struct kallsyms *kallsyms_load(const char *path, int *err)
+{
+	struct kallsyms *k;
+	bool nonzero;
+	size_t len = 0;
+	int ret;
+
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	ret = read_file(path, &k->text, &len);
+	if (ret)
+		goto fail;
+	ret = parse(k, k->text, len, &nonzero);
+	if (ret)
+		goto fail;
+	if (k->n && !nonzero) {
+		ret = -EPERM;
+		goto fail;
+	}
+	qsort(k->syms, k->n, sizeof(*k->syms), cmp_ksym);
+	return k;
+
+fail:
+	kallsyms_free(k);
+	*err = ret;
+	return NULL;
+}
+
+/* kallsyms_free - free @k and every name it handed out. NULL is fine. */
+void kallsyms_free(struct kallsyms *k)
+{
+	if (!k)
+		return;
+	free(k->syms);
+	free(k->text);
+	free(k);
+}
+
+/*
+ * kallsyms_lookup - see kallsyms.h. Of several symbols at the same
+ * address, the first in file order is returned. Result owned by @k.
+ */
+const struct ksym *kallsyms_lookup(const struct kallsyms *k, uint64_t addr)
+{
+	size_t lo = 0, hi = k->n;
+	uint64_t a;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	/* Back up to the first symbol at that address. */
+	a = k->syms[--lo].addr;
+	while (lo && k->syms[lo - 1].addr == a)
+		lo--;
+	return &k->syms[lo];
+}
+
+/* kallsyms_count - see kallsyms.h. */
+uint64_t kallsyms_count(const struct kallsyms *k)
+{
+	return k->n;
+}

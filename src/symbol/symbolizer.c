@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * symbolizer.c - cached user-space symbolization (see symbolizer.h).
+ *
+ * Owns: a chained hash of nodes keyed by file identity (device major,
+ * minor, inode). A node is either an open object (an elf_file plus its
+ * caches) or a remembered open failure. Per object:
+ *   - an open-addressing map file offset -> result (hits and misses),
+ *     emptied wholesale when it grows past OFFSET_CACHE_MAX entries;
+ *   - an open-addressing map symbol name -> demangled name, so every
+ *     name handed out stays valid for the object's lifetime (the offset
+ *     map may be emptied, these strings are not).
+ *
+ * Lifetime: the hash does not hold a reference. An object whose count
+ * drops to 0 stays cached for reuse until symbolizer_trim(); after
+ * symbolizer_free() the last sym_object_put() frees it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "symbol/demangle.h"
+#include "symbol/elf_file.h"
+#include "symbol/symbolizer.h"
+
+#define OFFSET_CACHE_MAX	65536	/* entries per object */
+#define BUCKETS_MIN		256
+
+struct id_key {
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint64_t inode;
+};
+
+enum slot_state { SLOT_EMPTY, SLOT_HIT, SLOT_MISS };
+
+struct off_slot {
+	uint64_t offset;
+	const char *name;
+	const char *system_name;
+	uint64_t sym_vaddr;
+	uint8_t state;		/* enum slot_state */
+};
+
+struct name_slot {
+	const char *system_name;	/* key: owned by the elf_file */
+	char *name;			/* demangled, or NULL: same as key */
+};
+
+struct sym_object {
+	struct symbolizer *owner;	/* NULL once the symbolizer is freed */
+	struct sym_object *next;	/* hash chain */
+	struct id_key key;
+	int err;			/* failure node when < 0 */
+	unsigned int refs;
+	struct elf_file *ef;
+
+	struct off_slot *offs;
+	uint32_t offs_cap, offs_n;	/* cap: power of two */
+	struct name_slot *names;
+	uint32_t names_cap, names_n;
+};
+
+struct symbolizer {
+	struct sym_object **buckets;
+	size_t nbuckets;	/* power of two */
+	size_t nnodes;
+	uint64_t nobjects;
+	uint64_t open_errors;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	/* splitmix64 finalizer */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t key_hash(const struct id_key *k)
+{
+	return mix64(k->inode ^ mix64(((uint64_t)k->dev_major << 32) |
+				      k->dev_minor));
+}
+
+static bool key_eq(const struct id_key *a, const struct id_key *b)
+{
+	return a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+	       a->inode == b->inode;
+}
+
+/* symbolizer_new - see symbolizer.h. */
+struct symbolizer *symbolizer_new(void)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->buckets = calloc(BUCKETS_MIN, sizeof(*s->buckets));
+	if (!s->buckets) {
+		free(s);
+		return NULL;
+	}
+	s->nbuckets = BUCKETS_MIN;
+	return s;
+}
+
+static void object_destroy(struct sym_object *o)
+{
+	uint32_t i;
+
+	for (i = 0; i < o->names_cap; i++)
+		free(o->names[i].name);
+	free(o->names);
+	free(o->offs);
+	elf_file_free(o->ef);
+	free(o);
+}
+
+/*
+ * symbolizer_free - see symbolizer.h. Failure records and unreferenced
+ * objects go now; referenced ones are detached and freed by their last
+ * sym_object_put().
+ */
+void symbolizer_free(struct symbolizer *s)
+{
+	size_t b;
+
+	if (!s)
+		return;
+	for (b = 0; b < s->nbuckets; b++) {
+		struct sym_object *o = s->buckets[b], *next;
+
+		for (; o; o = next) {
+			next = o->next;
+			o->next = NULL;
+			o->owner = NULL;
+			if (!o->refs)
+				object_destroy(o);
+		}
+	}
+	free(s->buckets);
+	free(s);
+}
+
+/*
+ * symbolizer_trim - see symbolizer.h. Frees cached objects nobody holds a
+ * reference to, and forgets remembered open failures so they are retried
+ * (a process that exited mid-open, a file fixed since).
+ */
+void symbolizer_trim(struct symbolizer *s)
+{
+	size_t b;
+
+	for (b = 0; b < s->nbuckets; b++) {
+		struct sym_object **pp = &s->buckets[b];
+
+		while (*pp) {
+			struct sym_object *o = *pp;
+
+			if (o->refs) {
+				pp = &o->next;
+				continue;
+			}
+			*pp = o->next;
+			s->nnodes--;
+			if (!o->err)
+				s->nobjects--;
+			object_destroy(o);
+		}
+	}
+}
+
+static struct sym_object *find_node(struct symbolizer *s,
+				    const struct id_key *k)
+{
+	struct sym_object *o = s->buckets[key_hash(k) & (s->nbuckets - 1)];
+
+	for (; o; o = o->next)
+		if (key_eq(&o->key, k))
+			return o;
+	return NULL;
+}
+
+static void grow_buckets(struct symbolizer *s)
+{
+	size_t n = s->nbuckets * 2, b;
+	struct sym_object **nb = calloc(n, sizeof(*nb));
+
+	if (!nb)
+		return;		/* longer chains, still correct */
+	for (b = 0; b < s->nbuckets; b++) {
+		struct sym_object *o = s->buckets[b], *next;
+
+		for (; o; o = next) {
+			size_t i = key_hash(&o->key) & (n - 1);
+
+			next = o->next;
+			o->next = nb[i];
+			nb[i] = o;
+		}
+	}
+	free(s->buckets);
+	s->buckets = nb;
+	s->nbuckets = n;
+}
+
+static void insert_node(struct symbolizer *s, struct sym_object *o)
+{
+	size_t i;
+
+	if (s->nnodes >= s->nbuckets)
+		grow_buckets(s);
+	i = key_hash(&o->key) & (s->nbuckets - 1);
+	o->next = s->buckets[i];
+	s->buckets[i] = o;
+	s->nnodes++;
+	if (!o->err)
+		s->nobjects++;
+}
+
+static bool same_file(const struct stat *st, const struct proc_mapping *m)
+{
+	return S_ISREG(st->st_mode) && st->st_ino == m->inode &&
+	       major(st->st_dev) == m->dev_major &&
+	       minor(st->st_dev) == m->dev_minor;
+}
+
+/*
+ * Open the file behind @m for reading. First the kernel's own link to the
+ * mapped file, /proc/PID/map_files/START-END (needs CAP_SYS_ADMIN; works
+ * for deleted files and other mount namespaces), then the path inside
+ * the process's root, accepted only if it is still the same inode.
+ * Non-regular files (mapped devices) are refused before any open().
+ * Returns an fd or -errno.
+ */
+static int open_mapping(pid_t pid, const struct proc_mapping *m)
+{
+	struct stat st;
+	char *path;
+	int fd, err;
+
+	if (asprintf(&path, "/proc/%d/map_files/%llx-%llx", (int)pid,
+		     (unsigned long long)m->start,
+		     (unsigned long long)m->end) < 0)
+		return -ENOMEM;
+	if (!stat(path, &st)) {
+		if (!S_ISREG(st.st_mode)) {
+			free(path);
+			return -ENOEXEC;
+		}
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		free(path);
+		if (fd >= 0)
+			return fd;
+	} else {
+		free(path);
+	}
+	err = -errno;
+	if (m->path[0] != '/')
+		return err;
+
+	if (asprintf(&path, "/proc/%d/root%s", (int)pid, m->path) < 0)
+		return -ENOMEM;
+	if (stat(path, &st)) {
+		err = -errno;
+		free(path);
+		return err;
+	}
+	if (!same_file(&st, m)) {
+		free(path);
+		return S_ISREG(st.st_mode) ? -ESTALE : -ENOEXEC;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	err = -errno;
+	free(path);
+	if (fd < 0)
+		return err;
+	/* Replaced between stat and open? */
+	if (fstat(fd, &st) || !same_file(&st, m)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * symbolizer_get - see symbolizer.h. The ELF headers are read here; the
+ * symbol table on the first sym_object_resolve().
+ */
+struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
+				  const struct proc_mapping *m, int *err)
+{
+	struct id_key k = {
+		.dev_major = m->dev_major,
+		.dev_minor = m->dev_minor,
+		.inode = m->inode,
+	};
+	struct sym_object *o;
+	int fd, ret = 0;
+
+	if (!m->inode || m->special || !m->path || !m->path[0]) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	o = find_node(s, &k);
+	if (o) {
+		if (o->err) {
+			*err = o->err;
+			return NULL;
+		}
+		o->refs++;
+		return o;
+	}
+
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	o->key = k;
+	o->owner = s;
+	fd = open_mapping(pid, m);
+	if (fd < 0)
+		ret = fd;
+	else
+		o->ef = elf_file_open_fd(fd, &ret);
+	if (!o->ef) {
+		if (ret == -ENOMEM) {	/* not a property of the file */
+			free(o);
+			*err = ret;
+			return NULL;
+		}
+		o->err = ret < 0 ? ret : -EIO;
+		s->open_errors++;
+		insert_node(s, o);
+		*err = o->err;
+		return NULL;
+	}
+	o->refs = 1;
+	insert_node(s, o);
+	return o;
+}
+
+/* sym_object_get - see symbolizer.h. Returns @o. */
+struct sym_object *sym_object_get(struct sym_object *o)
+{
+	if (o)
+		o->refs++;
+	return o;
+}
+
+/*
+ * sym_object_put - see symbolizer.h. At 0 references the object stays
+ * cached (symbolizer_trim frees it) unless its symbolizer is gone.
+ */
+void sym_object_put(struct sym_object *o)
+{
+	if (!o || !o->refs)
+		return;
+	if (--o->refs)
+		return;
+	if (!o->owner)
+		object_destroy(o);
+}
+
+/* sym_object_build_id - see symbolizer.h. Owned by @o. */
+const char *sym_object_build_id(const struct sym_object *o)
+{
+	return elf_file_build_id(o->ef);
+}
+
+/* ---- per-object caches ---- */
+
+static uint64_t ptr_hash(const void *p)
+{
+	return mix64((uint64_t)(uintptr_t)p);
+}
+
+static struct off_slot *off_find(struct sym_object *o, uint64_t off)
+{
+	uint32_t mask = o->offs_cap - 1, i;
+
+	if (!o->offs_cap)
+		return NULL;
+	for (i = (uint32_t)mix64(off) & mask;; i = (i + 1) & mask) {
+		struct off_slot *sl = &o->offs[i];
+
+		if (sl->state == SLOT_EMPTY)
+			return NULL;
+		if (sl->offset == off)
+			return sl;
+	}
+}
+
+static void off_put_slot(struct off_slot *tab, uint32_t cap,
+			 const struct off_slot *v)
+{
+	uint32_t mask = cap - 1, i;
+
+	for (i = (uint32_t)mix64(v->offset) & mask;
+	     tab[i].state != SLOT_EMPTY; i = (i + 1) & mask)
+		;
+	tab[i] = *v;
+}
+
+/* Remember @v (not present yet). Silently drops it on out of memory. */
+static void off_insert(struct sym_object *o, const struct off_slot *v)
+{
+	if (o->offs_n >= OFFSET_CACHE_MAX) {
+		memset(o->offs, 0, o->offs_cap * sizeof(*o->offs));
+		o->offs_n = 0;
+	}
+	/* Keep the load at or under one half. */
+	if ((o->offs_n + 1) * 2 > o->offs_cap) {
+		uint32_t ncap = o->offs_cap ? o->offs_cap * 2 : 64, i;
+		struct off_slot *nt = calloc(ncap, sizeof(*nt));
+
+		if (!nt)
+			return;
+		for (i = 0; i < o->offs_cap; i++)
+			if (o->offs[i].state != SLOT_EMPTY)
+				off_put_slot(nt, ncap, &o->offs[i]);
+		free(o->offs);
+		o->offs = nt;
+		o->offs_cap = ncap;
+	}
+	off_put_slot(o->offs, o->offs_cap, v);
+	o->offs_n++;
+}
+
+/*
+ * The display name of @sys (a name owned by o->ef): its demangled form,
+ * computed once and kept for the object's lifetime, or @sys itself.
+ */
+static const char *display_name(struct sym_object *o, const char *sys)
+{
+	uint32_t mask, i;
+	char *dem;
+
+	if (o->names_cap) {
+		mask = o->names_cap - 1;
+		for (i = (uint32_t)ptr_hash(sys) & mask;
+		     o->names[i].system_name; i = (i + 1) & mask)
+			if (o->names[i].system_name == sys)
+				return o->names[i].name ? o->names[i].name :
+							  sys;
+	}
+	if ((o->names_n + 1) * 2 > o->names_cap) {
+		uint32_t ncap = o->names_cap ? o->names_cap * 2 : 64, j;
+		struct name_slot *nt = calloc(ncap, sizeof(*nt));
+
+		if (!nt)
+			return sys;
+		for (j = 0; j < o->names_cap; j++) {
+			struct name_slot *sl = &o->names[j];
+
+			if (!sl->system_name)
+				continue;
+			for (i = (uint32_t)ptr_hash(sl->system_name) & (ncap - 1);
+			     nt[i].system_name; i = (i + 1) & (ncap - 1))
+				;
+			nt[i] = *sl;
+		}
+		free(o->names);
+		o->names = nt;
+		o->names_cap = ncap;
+	}
+	mask = o->names_cap - 1;
+	for (i = (uint32_t)ptr_hash(sys) & mask; o->names[i].system_name;
+	     i = (i + 1) & mask)
+		;
+	dem = demangle(sys);
+	o->names[i].system_name = sys;
+	o->names[i].name = dem;
+	o->names_n++;
+	return dem ? dem : sys;
+}
+
+/*
+ * sym_object_resolve - see symbolizer.h. The strings in @out stay valid
+ * until @o is freed.
+ */
+int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
+		       struct sym_result *out)
+{
+	struct off_slot *sl = off_find(o, file_offset);
+	struct off_slot v = { .offset = file_offset, .state = SLOT_MISS };
+	uint64_t vaddr;
+
+	if (!sl) {
+		if (!elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {
+			v.system_name = elf_file_lookup(o->ef, vaddr,
+							&v.sym_vaddr);
+			if (v.system_name) {
+				v.name = display_name(o, v.system_name);
+				v.state = SLOT_HIT;
+			}
+		}
+		off_insert(o, &v);
+		sl = &v;
+	}
+	if (sl->state != SLOT_HIT)
+		return -ENOENT;
+	out->name = sl->name;
+	out->system_name = sl->system_name;
+	out->sym_vaddr = sl->sym_vaddr;
+	return 0;
+}
+
+/*
+ * symbolizer_stats - see symbolizer.h. @open_errors counts failed opens
+ * since creation (each identity once until a trim forgets it).
+ */
+void symbolizer_stats(const struct symbolizer *s, uint64_t *objects,
+		      uint64_t *open_errors)
+{
+	if (objects)
+		*objects = s->nobjects;
+	if (open_errors)
+		*open_errors = s->open_errors;
+}
