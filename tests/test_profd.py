@@ -11,6 +11,7 @@ import pytest
 
 from conftest import BUILD, ROOT
 from pprof_traces import comments, pprof_traces
+from test_output import dump_dom, parse_dom
 
 WORKLOADS = ["chain", "syscalls", "burner"]
 FREQ = "99"
@@ -95,7 +96,24 @@ def test_chain_has_exact_stack(profd_bin, pprof, workloads, tmp_path):
     s = samples[0]["labels"]
     assert s["comm"] == "chain" and s["thread_name"] == "chain"
     assert s["tid"] == str(work.pid)
-    assert os.path.exists(tmp_path / "flamegraph.html")
+
+
+def test_flamegraph_of_a_real_run_renders(profd_bin, chromium, workloads, tmp_path):
+    work = subprocess.Popen([workloads["chain"], "5"])
+    try:
+        time.sleep(0.3)
+        rc, err, _ = run_profd(profd_bin, tmp_path / "out", "--duration", "3",
+                               "--sampling-frequency", FREQ)
+    finally:
+        work.kill()
+        work.wait()
+    assert rc == 0, err
+    dom = parse_dom(dump_dom(chromium, str(tmp_path / "out" / "flamegraph.html"), tmp_path))
+    drawn = {f["data-name"]: f for f in dom.frames}
+    # the workload is the hottest thing on this machine: its whole chain is drawn
+    for name in ["chain", "main", "chain_a", "chain_b", "chain_c", "chain_d", "chain_e"]:
+        assert name in drawn, sorted(drawn)[:40]
+        assert name in drawn[name]["_text"]
 
 
 def test_syscall_loop_has_kernel_frames(profd_bin, pprof, workloads, tmp_path):
