@@ -4,10 +4,14 @@
 # when everything is present.
 set -eu
 
-BUILD="make clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
-protobuf-c-compiler libprotobuf-c-dev pkg-config gcc g++ libstdc++-12-dev"
-TEST="python3 python3-pytest protobuf-compiler linux-perf chromium
-golang-go golang-github-google-pprof-dev"
+BUILD="make gcc g++ clang bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
+protobuf-c-compiler libprotobuf-c-dev"
+# Tests: pytest, the oracles (protoc, Google's pprof built from Debian's
+# source, chromium, binutils' readelf/nm/c++filt), libc's detached debug
+# symbols, util-linux's setpriv/unshare/setarch; perf for bench/.
+TEST="python3 python3-pytest protobuf-compiler golang-go
+golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
+linux-perf"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"
