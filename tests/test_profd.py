@@ -247,3 +247,78 @@ def test_unprivileged_user_gets_clear_error(profd_bin, tmp_path):
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "root" in lines[0] and "CAP_BPF" in lines[0], lines
+
+
+def test_deleted_binary_still_symbolized(profd_bin, pprof, workloads, tmp_path):
+    exe = tmp_path / "chain-deleted"
+    exe.write_bytes(open(workloads["chain"], "rb").read())
+    exe.chmod(0o755)
+    work = subprocess.Popen([str(exe), "6"])
+    try:
+        time.sleep(0.3)
+        exe.unlink()
+        rc, err, paths = run_profd(profd_bin, tmp_path / "out", "--duration", "4",
+                                   "--sampling-frequency", FREQ, "--pid", str(work.pid))
+    finally:
+        work.kill()
+        work.wait()
+    assert rc == 0, err
+    samples = samples_of(pprof, paths, lambda l: True)
+    want = ["chain_e", "chain_d", "chain_c", "chain_b", "chain_a", "main"]
+    good, total = share(samples, lambda s: user_to_main(s["frames"]) == want)
+    assert total >= 50 and good >= 0.95 * total, (good, total, samples[:3])
+
+
+def test_binary_in_private_mount_namespace(profd_bin, pprof, workloads, tmp_path):
+    """Like a container: the binary lives on a tmpfs only its namespace sees."""
+    script = ("mount -t tmpfs none /mnt && cp {src} /mnt/chain-ns && "
+              "exec /mnt/chain-ns 6").format(src=workloads["chain"])
+    work = subprocess.Popen(["unshare", "-m", "--propagation", "private",
+                             "sh", "-c", script])
+    try:
+        time.sleep(0.5)
+        assert not os.path.exists("/mnt/chain-ns")
+        rc, err, paths = run_profd(profd_bin, tmp_path, "--duration", "4",
+                                   "--sampling-frequency", FREQ)
+    finally:
+        work.kill()
+        work.wait()
+    assert rc == 0, err
+    samples = samples_of(pprof, paths, lambda l: l.get("comm") == "chain-ns")
+    want = ["chain_e", "chain_d", "chain_c", "chain_b", "chain_a", "main"]
+    good, total = share(samples, lambda s: user_to_main(s["frames"]) == want)
+    assert total >= 50 and good >= 0.95 * total, (good, total, samples[:3])
+    raw = subprocess.run([pprof, "-raw", "-symbolize=none", paths[0]],
+                         capture_output=True, text=True).stdout
+    assert "/mnt/chain-ns" in raw   # the mapping keeps the path the process saw
+
+
+def test_reused_pid_gets_the_new_process_maps(profd_bin, pprof, workloads, tmp_path):
+    """A PID freed by an exited process and handed to the next exec must not
+    be symbolized with the old process's mappings."""
+    prof = subprocess.Popen([profd_bin, "--output-dir", str(tmp_path), "--duration", "7",
+                             "--sampling-frequency", FREQ], stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    reused = None
+    for _ in range(5):
+        first = subprocess.Popen([workloads["chain"], "1.5"])
+        first.wait()
+        # ask the kernel to hand out the same PID next (pid namespaces: ns_last_pid)
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(first.pid - 1))
+        second = subprocess.Popen([workloads["burner"], "2500"])
+        if second.pid == first.pid:
+            reused = second
+            break
+        second.kill()
+        second.wait()
+    assert reused, "could not get the same PID twice"
+    reused.wait()
+    _, err = prof.communicate(timeout=30)
+    assert prof.returncode == 0, err
+    paths = sorted(glob.glob(str(tmp_path / "cpu-*.pb.gz")))
+    samples = samples_of(pprof, paths, lambda l: l.get("pid") == str(reused.pid)
+                         and l.get("comm") == "burner")
+    good, total = share(samples, lambda s: user_to_main(s["frames"]) ==
+                        ["burn_inner", "burn_outer", "main"])
+    assert total >= 50 and good >= 0.9 * total, (good, total, samples[:3])

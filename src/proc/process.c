@@ -138,20 +138,38 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	return 0;
 }
 
+/*
+ * The PID of an exited process was reused: everything after its exit
+ * event belongs to the new process (one ringbuf keeps them in order).
+ */
+static void reset(struct process *p)
+{
+	proc_snapshot_put(p->snap);
+	p->snap = NULL;
+	p->exited = false;
+	p->gone = false;
+	p->stale = false;
+	p->comm[0] = '\0';
+}
+
 struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now)
 {
 	struct process **pp = slot_of(pt, pid), *p = *pp;
 
-	if (p)
+	if (p && !p->exited)
 		return p;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	p->pid = pid;
+	if (p) {
+		reset(p);
+	} else {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		p->pid = pid;
+		*pp = p;
+		pt->stats.processes++;
+	}
 	read_comm(pid, p->comm);
 	refresh(pt, p, now);
-	*pp = p;
-	pt->stats.processes++;
 	return p;
 }
 
@@ -202,6 +220,8 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 
 	if (!p)
 		return;	/* read on first sample */
+	if (p->exited)
+		reset(p);
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	p->stale = true;
 }
