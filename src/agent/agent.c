@@ -42,6 +42,7 @@ enum agent_counter {
 	AGENT_CNT_MAPS_READ_ERRORS,	/* process gone before maps were read */
 	AGENT_CNT_ELF_OPEN_ERRORS,	/* mapping file unreadable or not ELF */
 	AGENT_CNT_WRITE_ERRORS,		/* profile or flame graph not written */
+	AGENT_CNT_FLAMEGRAPH_TRUNCATED,	/* flame graph full: path cut short */
 	AGENT_CNT_MAX,
 };
 
@@ -51,6 +52,7 @@ static const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_MAPS_READ_ERRORS] = "maps_read_error",
 	[AGENT_CNT_ELF_OPEN_ERRORS] = "elf_open_error",
 	[AGENT_CNT_WRITE_ERRORS] = "write_error",
+	[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = "flamegraph_truncated",
 };
 
 struct agent {
@@ -333,6 +335,10 @@ static void flush(struct agent *ag)
 		err = pprof_write(p, path);
 		if (!err)
 			flamegraph_add_profile(ag->flame, p, 0);
+		pthread_mutex_lock(&ag->agg_lock);
+		ag->counters[AGENT_CNT_FLAMEGRAPH_TRUNCATED] =
+			flamegraph_truncated(ag->flame);
+		pthread_mutex_unlock(&ag->agg_lock);
 	}
 	snprintf(flame_path, sizeof(flame_path), "%s/flamegraph.html",
 		 ag->cfg->output_dir);
@@ -429,7 +435,7 @@ static int agent_setup(struct agent *ag)
 			sizeof(ag->kernel_build_id));
 	ag->sym = symbolizer_new();
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
-	ag->flame = flamegraph_new();
+	ag->flame = flamegraph_new(0);
 	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, now_ns(CLOCK_REALTIME));
 	if (!ag->procs || !ag->flame || !ag->cur) {
 		fprintf(stderr, "profd: error: out of memory\n");

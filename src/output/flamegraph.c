@@ -61,6 +61,8 @@ struct fg_slots {
 struct flamegraph {
 	struct fg_node *nodes;
 	uint32_t nnodes, cap_nodes;
+	uint32_t max_nodes;		/* bound on memory over a long run */
+	uint64_t truncated;		/* samples whose path was cut at the bound */
 	struct fg_slots children;	/* (parent, name, kind) -> node */
 
 	char **names;
@@ -177,6 +179,8 @@ static int64_t fg_child(struct flamegraph *fg, uint32_t parent, uint32_t name,
 		if (n->parent == parent && n->name == name && n->kind == kind)
 			return set->slots[j] - 1;
 	}
+	if (fg->nnodes >= fg->max_nodes)
+		return -ENOSPC;
 	if (grow((void **)&fg->nodes, &fg->cap_nodes, fg->nnodes,
 		 sizeof(*fg->nodes)))
 		return -ENOMEM;
@@ -192,12 +196,13 @@ static int64_t fg_child(struct flamegraph *fg, uint32_t parent, uint32_t name,
 	return fg->nnodes - 1;
 }
 
-struct flamegraph *flamegraph_new(void)
+struct flamegraph *flamegraph_new(uint32_t max_nodes)
 {
 	struct flamegraph *fg = calloc(1, sizeof(*fg));
 
 	if (!fg)
 		return NULL;
+	fg->max_nodes = max_nodes ? max_nodes : FLAMEGRAPH_DEFAULT_MAX_NODES;
 	/* Node 0: the root, named "all" (name index 0). */
 	if (fg_intern(fg, "all") != 0 ||
 	    grow((void **)&fg->nodes, &fg->cap_nodes, 0, sizeof(*fg->nodes))) {
@@ -226,6 +231,11 @@ void flamegraph_free(struct flamegraph *fg)
 uint64_t flamegraph_total(const struct flamegraph *fg)
 {
 	return fg->nodes[0].value;
+}
+
+uint64_t flamegraph_truncated(const struct flamegraph *fg)
+{
+	return fg->truncated;
 }
 
 static bool is_kernel_mapping(const struct profile_mapping *m)
@@ -316,6 +326,10 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 			idx = fg_intern(fg, comm);
 			if (idx >= 0)
 				node = fg_child(fg, 0, idx, FG_PROCESS);
+			if (node == -ENOSPC) {
+				fg->truncated++;
+				goto add;
+			}
 			if (idx < 0 || node < 0) {
 				err = -ENOMEM;
 				goto out;
@@ -331,12 +345,18 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 			if (idx >= 0)
 				node = fg_child(fg, node, idx,
 						kinds[id] ? kinds[id] : FG_USER);
+			if (node == -ENOSPC) {
+				/* Tree full: the weight stays on the known prefix. */
+				fg->truncated++;
+				break;
+			}
 			if (idx < 0 || node < 0) {
 				err = -ENOMEM;
 				goto out;
 			}
 			path[depth++] = node;
 		}
+add:
 		fg->nodes[0].value += w;
 		for (uint32_t j = 0; j < depth; j++)
 			fg->nodes[path[j]].value += w;

@@ -16,8 +16,16 @@
 
 struct flamegraph;
 
-/* flamegraph_new - an empty tree. NULL on out of memory. */
-struct flamegraph *flamegraph_new(void);
+/* Frames kept by default: about 8 MiB of tree, whatever the run's length. */
+#define FLAMEGRAPH_DEFAULT_MAX_NODES (256u * 1024)
+
+/*
+ * flamegraph_new - an empty tree of at most @max_nodes frames (0: the
+ * default). Once full, a sample whose path needs a new frame adds its
+ * weight to the part of the path that exists (counted, see
+ * flamegraph_truncated). NULL on out of memory.
+ */
+struct flamegraph *flamegraph_new(uint32_t max_nodes);
 
 void flamegraph_free(struct flamegraph *fg);
 
@@ -41,5 +49,8 @@ int flamegraph_write_html(const struct flamegraph *fg, const char *path,
 
 /* flamegraph_total - sum of weights merged so far. */
 uint64_t flamegraph_total(const struct flamegraph *fg);
+
+/* flamegraph_truncated - samples whose path was cut at the node bound. */
+uint64_t flamegraph_truncated(const struct flamegraph *fg);
 
 #endif /* PROFD_OUTPUT_FLAMEGRAPH_H */

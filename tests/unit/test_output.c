@@ -158,7 +158,7 @@ static struct profile *realistic_profile(void)
 static int write_realistic(const char *pprof_path, const char *html_path)
 {
 	struct profile *p = realistic_profile();
-	struct flamegraph *fg = flamegraph_new();
+	struct flamegraph *fg = flamegraph_new(0);
 	uint8_t *buf;
 	size_t len;
 	int err;
@@ -182,6 +182,16 @@ static int write_realistic(const char *pprof_path, const char *html_path)
 	/* Merging the same profile again doubles every weight. */
 	CHECK(flamegraph_add_profile(fg, p, 0) == 0);
 	CHECK(flamegraph_total(fg) == 2 * 17);
+	CHECK(flamegraph_truncated(fg) == 0);
+	{
+		/* A bounded tree keeps every weight on the paths it has. */
+		struct flamegraph *small = flamegraph_new(4);
+
+		CHECK(small && flamegraph_add_profile(small, p, 0) == 0);
+		CHECK(flamegraph_total(small) == 17);
+		CHECK(flamegraph_truncated(small) > 0);
+		flamegraph_free(small);
+	}
 	err = flamegraph_write_html(fg, html_path, "profd test: myapp", "samples");
 	if (err) {
 		fprintf(stderr, "flamegraph_write_html %s: %s\n", html_path,
@@ -207,7 +217,7 @@ static const char *const hostile[] = {
 static int write_hostile(const char *html_path)
 {
 	struct profile *p = profile_new();
-	struct flamegraph *fg = flamegraph_new();
+	struct flamegraph *fg = flamegraph_new(0);
 	size_t n = sizeof(hostile) / sizeof(hostile[0]);
 	uint32_t m, ids[2];
 	int64_t v;
@@ -245,7 +255,7 @@ static int write_hostile(const char *html_path)
 static int write_big(long nodes, const char *html_path)
 {
 	struct profile *p = profile_new();
-	struct flamegraph *fg = flamegraph_new();
+	struct flamegraph *fg = flamegraph_new(0);
 	struct profile_label l;
 	uint32_t m, ids[16], depth = 1;
 	long leaves = nodes * 9 / 10, span = 10;
