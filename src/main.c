@@ -65,7 +65,7 @@ static const struct argp_option options[] = {
 	{ "pid", OPT_PID, "PID[,PID...]", 0,
 	  "Profile only these processes (all their threads); stop when all exited", 0 },
 	{ "verbose", OPT_VERBOSE, NULL, 0,
-	  "More output (repeat for a line per sample)", 0 },
+	  "More output: libbpf warnings; -vv the BPF verifier log; -vvv a line per sample", 0 },
 	{ "include-idle", OPT_INCLUDE_IDLE, NULL, 0,
 	  "Keep samples of the idle task (pid 0)", 0 },
 	{ "max-stack-depth", OPT_MAX_DEPTH, "FRAMES", 0,

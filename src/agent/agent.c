@@ -121,7 +121,7 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
 	pthread_mutex_unlock(&ag->agg_lock);
 
-	if (ag->cfg->verbose > 1)
+	if (ag->cfg->verbose > 2)
 		fprintf(stderr, "profd: sample pid=%u tid=%u comm=%s k=%u u=%u\n",
 			s->pid, s->tid, s->comm, s->kernel_len, s->user_len);
 }
@@ -416,6 +416,7 @@ static int agent_setup(struct agent *ag)
 		.include_idle = cfg->include_idle,
 		.max_stack_depth = cfg->max_stack_depth,
 		.ringbuf_bytes = 8u << 20,
+		.verbose = cfg->verbose,
 	};
 	int err;
 

@@ -22,7 +22,7 @@ struct agent_config {
 	const char *output_dir;		/* --output-dir */
 	pid_t *pids;			/* --pid, NULL = every process */
 	size_t npids;
-	int verbose;			/* --verbose count: 1 details, 2 every sample */
+	int verbose;			/* -v: libbpf warnings, -vv: its log, -vvv: every sample */
 	bool include_idle;		/* --include-idle */
 	unsigned int max_stack_depth;	/* --max-stack-depth, user frames */
 	bool check_kernel_version;	/* !--no-kernel-version-check */

@@ -93,11 +93,18 @@ static int on_record(void *ctx, void *data, size_t size)
 	return t->fn(t->ctx, data, size);
 }
 
-/* libbpf's messages (verifier log included) only with PROFD_LIBBPF_DEBUG. */
+/* libbpf's messages: warnings with --verbose, everything (the verifier
+ * log included) with -vv or PROFD_LIBBPF_DEBUG set. */
+static int libbpf_verbose;
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt,
 			va_list ap)
 {
-	return getenv("PROFD_LIBBPF_DEBUG") ? vfprintf(stderr, fmt, ap) : 0;
+	int want = getenv("PROFD_LIBBPF_DEBUG") ? 2 : libbpf_verbose;
+
+	if ((level == LIBBPF_WARN && want >= 1) || want >= 2)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
 }
 
 static int setup_pid_filter(struct tracer *t, const struct tracer_opts *o)
@@ -173,6 +180,7 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 		return NULL;
 	t->fn = fn;
 	t->ctx = ctx;
+	libbpf_verbose = o->verbose;
 	libbpf_set_print(libbpf_print);
 
 	t->ncpus_possible = libbpf_num_possible_cpus();
@@ -202,7 +210,7 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 	err = profd_bpf__load(t->skel);
 	if (err) {
 		fprintf(stderr, "profd: error: loading the BPF programs failed: %s "
-			"(set PROFD_LIBBPF_DEBUG=1 for the verifier log)\n",
+			"(run with -vv for the verifier log)\n",
 			strerror(-err));
 		goto fail;
 	}

@@ -24,6 +24,7 @@ struct tracer_opts {
 	bool include_idle;		/* keep pid 0 samples */
 	unsigned int max_stack_depth;	/* user frames, <= PROFD_MAX_USER_FRAMES */
 	unsigned int ringbuf_bytes;	/* power of two, >= page size */
+	int verbose;			/* 1: libbpf warnings, 2: its debug log too */
 };
 
 /*
