@@ -8,6 +8,11 @@ are compiled here with gcc/g++, as PIE and as non-PIE, stripped and not.
 Live processes are resolved through /proc/PID/map_files, also after their
 binary is deleted, and through /proc/PID/root when map_files is denied.
 Corrupt ELF files (truncated, byte-flipped) must never crash the reader.
+
+Separate debug files (libc6-dbg's /usr/lib/debug/.build-id/..., and
+.gnu_debuglink files made here with objcopy) are checked against readelf
+of the debug file itself; the vDSO against readelf of a copy dumped from
+/proc/PID/mem; kallsyms bounds against the _etext/_einittext markers.
 """
 import bisect
 import os
@@ -16,6 +21,7 @@ import re
 import shutil
 import signal
 import subprocess
+import zlib
 
 import pytest
 
@@ -250,10 +256,13 @@ def parse_results(lines):
 
 
 class Oracle:
-    """What a correct lookup returns, derived from readelf only."""
+    """What a correct lookup returns, derived from readelf only: of @path,
+    plus the .symtab of each of @extra (its separate debug files)."""
 
-    def __init__(self, path):
+    def __init__(self, path, extra=()):
         self.syms = readelf_funcs(path)
+        for e in extra:
+            self.syms += [s for s in readelf_funcs(e) if s.symtab]
         self.by_addr = {}
         for s in self.syms:
             self.by_addr.setdefault(s.value, []).append(s)
@@ -298,8 +307,8 @@ class Oracle:
         return self.starts[i] if i < len(self.starts) else None
 
 
-def check_against_oracle(path, sample=None):
-    oracle = Oracle(path)
+def check_against_oracle(path, sample=None, extra=()):
+    oracle = Oracle(path, extra)
     want = oracle.queries(sample)
     assert want, f"{path}: no function symbols per readelf"
     build_id, got = symbolize(path, sorted(want))
@@ -404,12 +413,27 @@ def _system_lib(name):
     return None
 
 
+def build_id_debug_path(path):
+    """Where a build-ID-indexed debug file for @path would be, per readelf."""
+    bid = readelf_build_id(path)
+    return f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug" if bid \
+        else None
+
+
+def symtab_of(path):
+    return ".symtab" in run(["readelf", "-SW", path])
+
+
 @pytest.mark.parametrize("lib", ["libc.so.6", "libstdc++.so.6", "libz.so.1"])
 def test_system_library_sample(lib):
     path = _system_lib(lib)
     if not path:
         pytest.skip(f"{lib} not installed")
-    check_against_oracle(path, sample=300)
+    # Installed debug files are used: the oracle includes their .symtab.
+    dbg = build_id_debug_path(path)
+    extra = [dbg] if dbg and os.path.exists(dbg) and not symtab_of(path) \
+        else []
+    check_against_oracle(path, sample=300, extra=extra)
 
 
 def _serve(path):
@@ -757,17 +781,528 @@ def test_kallsyms_synthetic(tmp_path):
     assert rc == 1 and lines == ["error -1"]    # -EPERM
 
 
-def test_kallsyms_load_time(tmp_path):
-    """Parsing a real-sized kallsyms (~100k+ lines) takes under 100 ms;
-    the kernel's own generation of /proc/kallsyms is not counted."""
-    copy = str(tmp_path / "kallsyms")
-    shutil.copy("/proc/kallsyms", copy)
-    best = None
-    for _ in range(3):
-        rc, lines, _ = symbolize_kallsyms([], copy)
-        if rc:
-            pytest.skip("kallsyms unreadable")
-        ms = float(lines[0].split()[2])
-        best = ms if best is None else min(best, ms)
-    print(f"kallsyms: {lines[0].split()[1]} symbols parsed in {best} ms")
-    assert best < 100
+# --- separate debug files -------------------------------------------------
+
+def symbolize_full(path, addrs, *flags):
+    """test_symbolize on an ELF file: (build_id, {addr: result}, stderr)."""
+    p = subprocess.run([TEST_SYM, *flags, path] + [hex(a) for a in addrs],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines and lines[0].startswith("build-id"), p.stdout
+    return lines[0].split()[1] if len(lines[0].split()) > 1 else "", \
+        parse_results(lines[1:]), p.stderr
+
+
+def debug_used(stderr):
+    m = re.search(r"^debug (\S+)$", stderr, re.M)
+    assert m, stderr
+    return None if m.group(1) == "-" else m.group(1)
+
+
+def _libc_with_debug():
+    path = _system_lib("libc.so.6")
+    if not path:
+        pytest.skip("libc.so.6 not found")
+    if symtab_of(path):
+        pytest.skip("this libc has its own .symtab")
+    dbg = build_id_debug_path(path)
+    if not dbg or not os.path.exists(dbg):
+        pytest.skip("no debug file for libc (libc6-dbg) installed")
+    assert readelf_build_id(dbg) == readelf_build_id(path)
+    return path, dbg
+
+
+def _debug_only_statics(path, dbg):
+    """{vaddr: Sym}: sized LOCAL functions of the debug file's .symtab at
+    addresses where the object's own .dynsym has no function."""
+    dyn = {s.value for s in readelf_funcs(path)}
+    out = {}
+    for s in readelf_funcs(dbg):
+        if s.symtab and s.bind == "LOCAL" and s.size and s.value not in dyn:
+            out.setdefault(s.value, s)
+    return out
+
+
+def _static_probes(oracle, statics, n, seed):
+    """{probe vaddr: symbol start} for a sample of @statics (always with
+    __libc_start_call_main): start, middle and last byte, where no other
+    symbol starts in between."""
+    pick = sorted(random.Random(seed).sample(sorted(statics),
+                                             min(n, len(statics))))
+    pick += [a for a, s in statics.items()
+             if s.name == "__libc_start_call_main"]
+    probes = {}
+    for a in pick:
+        nxt = oracle._next_start(a)
+        size = statics[a].size
+        for p in (a, a + size // 2, a + size - 1):
+            if nxt is None or p < nxt:
+                probes[p] = a
+    return probes
+
+
+def test_debug_file_libc_statics():
+    """Static functions of Debian's stripped libc come from libc6-dbg's
+    /usr/lib/debug/.build-id file, per readelf of that file."""
+    path, dbg = _libc_with_debug()
+    oracle = Oracle(path, [dbg])
+    statics = _debug_only_statics(path, dbg)
+    names = {s.name for s in statics.values()}
+    assert "__libc_start_call_main" in names
+    probes = _static_probes(oracle, statics, 60, 5)
+    bid, got, err = symbolize_full(path, sorted(probes))
+    assert debug_used(err) == dbg
+    assert bid == readelf_build_id(path)
+    bad = [f"{p:#x}: want {sorted(oracle.names_at(a))} @ {a:#x}, got "
+           f"{got.get(p)}" for p, a in sorted(probes.items())
+           if got.get(p) is None or got[p][1] != a or
+           got[p][0] not in oracle.names_at(a)]
+    assert not bad, "\n".join(bad[:20])
+    # Without the debug file these names are nowhere.
+    _, bare, err = symbolize_full(path, sorted(set(probes.values())),
+                                  "--no-debug")
+    assert debug_used(err) is None
+    for a in set(probes.values()):
+        assert bare[a] is None or bare[a][0] != statics[a].name, hex(a)
+
+
+def _load_bias(pid, path):
+    """Runtime address minus ELF vaddr for @path mapped in @pid, from
+    /proc/PID/maps and readelf -l (the PT_LOAD at file offset 0)."""
+    v0 = None
+    for line in run(["readelf", "-lW", path]).splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD" and int(f[1], 16) == 0:
+            v0 = int(f[2], 16)
+            break
+    assert v0 is not None, path
+    for line in open(f"/proc/{pid}/maps"):
+        f = line.split()
+        if len(f) >= 6 and int(f[2], 16) == 0 and \
+                os.path.realpath(f[5]) == os.path.realpath(path):
+            return int(f[0].split("-")[0], 16) - v0
+    raise AssertionError(f"{path} not mapped in {pid}")
+
+
+def test_debug_file_libc_statics_live(progs):
+    """The same through a live process (--pid): the symbolizer looks for
+    libc's debug file under /proc/PID/root, then on the host."""
+    path, dbg = _libc_with_debug()
+    oracle = Oracle(path, [dbg])
+    statics = _debug_only_statics(path, dbg)
+    probes = _static_probes(oracle, statics, 30, 9)
+    p, _ = _serve(progs["c_pie"])
+    try:
+        bias = _load_bias(p.pid, path)
+        got = symbolize_pid(p.pid, [bias + v for v in probes])
+    finally:
+        _stop(p)
+    for v, a in probes.items():
+        g = got[bias + v]
+        assert isinstance(g, tuple) and g[1] == a and \
+            g[0] in oracle.names_at(a), (hex(v), sorted(oracle.names_at(a)),
+                                         g)
+
+
+def _debuglink_crc(path):
+    """The CRC stored in @path's .gnu_debuglink, per readelf -x."""
+    raw = b""
+    for line in run(["readelf", "-x", ".gnu_debuglink", path]).splitlines():
+        m = re.match(r"\s+0x[0-9a-f]+ ((?:[0-9a-f]{2,8} ){1,4})", line)
+        if m:
+            raw += bytes.fromhex(m.group(1).replace(" ", ""))
+    name = raw.split(b"\0", 1)[0]
+    off = (len(name) + 4) & ~3
+    return name.decode(), int.from_bytes(raw[off:off + 4], "little")
+
+
+def _make_debuglinked(src, tmp_path, debug_src=None):
+    """Strip @src into tmp_path/app/demo with a .gnu_debuglink to
+    "demo.debug", made (objcopy --only-keep-debug) from @debug_src or
+    @src. Returns (stripped path, staged debug file)."""
+    app, stage = tmp_path / "app", tmp_path / "stage"
+    app.mkdir(exist_ok=True)
+    stage.mkdir(exist_ok=True)
+    dbg = stage / "demo.debug"
+    run(["objcopy", "--only-keep-debug", debug_src or src, str(dbg)])
+    exe = app / "demo"
+    run(["strip", "--strip-all", "-o", str(exe), src])
+    run(["objcopy", f"--add-gnu-debuglink={dbg}", str(exe)])
+    assert not symtab_of(str(exe))
+    name, crc = _debuglink_crc(str(exe))
+    assert name == "demo.debug"
+    assert crc == zlib.crc32(dbg.read_bytes())
+    return exe, dbg
+
+
+def _place(dbg, dest_dir):
+    """Copy @dbg into @dest_dir, creating it; returns (path, top dir
+    created or None) for the caller to remove."""
+    top = None
+    d = dest_dir
+    while not os.path.exists(d):
+        top = d
+        d = os.path.dirname(d)
+    os.makedirs(dest_dir, exist_ok=True)
+    dest = os.path.join(dest_dir, "demo.debug")
+    shutil.copy(dbg, dest)
+    return dest, top
+
+
+@pytest.mark.parametrize("where", ["same-dir", ".debug", "usr-lib-debug"])
+def test_debuglink_places(progs, tmp_path, where):
+    exe, dbg = _make_debuglinked(progs["c_pie"], tmp_path)
+    app = str(exe.parent)
+    dest_dir = {"same-dir": app, ".debug": os.path.join(app, ".debug"),
+                "usr-lib-debug": "/usr/lib/debug" + app}[where]
+    dest, top = _place(dbg, dest_dir)
+    try:
+        _, _, err = symbolize_full(str(exe), [])
+        assert debug_used(err) == dest
+        check_against_oracle(str(exe), extra=[dest])
+        full = Oracle(progs["c_pie"])
+        beta = next(s.value for s in full.syms
+                    if s.name == "demo_beta_static")
+        _, got, _ = symbolize_full(str(exe), [beta, beta + 1])
+        assert got[beta] == ("demo_beta_static", beta)
+        assert got[beta + 1] == ("demo_beta_static", beta)
+    finally:
+        if where == "usr-lib-debug":
+            shutil.rmtree(top or dest_dir)
+
+
+def test_debuglink_crc_mismatch_rejected(progs, tmp_path):
+    """Same build ID, CRC off (bytes appended after the link was made):
+    not used; the original bytes again: used."""
+    exe, dbg = _make_debuglinked(progs["c_pie"], tmp_path)
+    dest, _ = _place(dbg, str(exe.parent))
+    full = Oracle(progs["c_pie"])
+    beta = next(s.value for s in full.syms if s.name == "demo_beta_static")
+    good = open(dest, "rb").read()
+    with open(dest, "ab") as f:
+        f.write(b"\0" * 16)
+    assert readelf_build_id(dest) == readelf_build_id(str(exe))
+    _, got, err = symbolize_full(str(exe), [beta])
+    assert debug_used(err) is None
+    assert got[beta] is None or got[beta][0] != "demo_beta_static"
+    open(dest, "wb").write(good)
+    _, got, err = symbolize_full(str(exe), [beta])
+    assert debug_used(err) == dest
+    assert got[beta] == ("demo_beta_static", beta)
+
+
+def test_debuglink_build_id_mismatch_rejected(progs, tmp_path):
+    """A debug file whose CRC matches the link but whose build ID is
+    another build's (same source at -O1) is not used."""
+    src = tmp_path / "demo.c"
+    src.write_text(C_SRC)
+    other = str(tmp_path / "demo_o1")
+    run(["gcc", "-O1", "-g", "-fPIE", "-pie", "-o", other, str(src)])
+    exe, dbg = _make_debuglinked(progs["c_pie"], tmp_path, debug_src=other)
+    assert readelf_build_id(str(dbg)) != readelf_build_id(str(exe))
+    dest, _ = _place(dbg, str(exe.parent))
+    full = Oracle(progs["c_pie"])
+    beta = next(s.value for s in full.syms if s.name == "demo_beta_static")
+    _, got, err = symbolize_full(str(exe), [beta])
+    assert debug_used(err) is None
+    assert got[beta] is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="needs root and unshare")
+def test_debuglink_in_process_mount_namespace(progs, tmp_path):
+    """The debug file exists only in the process's mount namespace (a
+    tmpfs over APP/.debug): found through /proc/PID/root, not on the
+    host."""
+    exe, dbg = _make_debuglinked(progs["c_pie"], tmp_path)
+    dotdebug = exe.parent / ".debug"
+    dotdebug.mkdir()
+    script = (f"mount -t tmpfs profd-test {dotdebug} && "
+              f"cp {dbg} {dotdebug}/ && exec {exe} --serve")
+    p = subprocess.Popen(["unshare", "-m", "--propagation", "private",
+                          "sh", "-c", script], stdout=subprocess.PIPE,
+                         text=True)
+    runtime = {}
+    try:
+        for line in p.stdout:
+            line = line.strip()
+            if line == "ready":
+                break
+            name, addr = line.split()
+            runtime[name] = int(addr, 16)
+        if "demo_beta_static" not in runtime:
+            pytest.skip("could not mount in a new mount namespace")
+        dbg.unlink()
+        assert not os.listdir(dotdebug)     # the host sees nothing
+        _, _, err = symbolize_full(str(exe), [])
+        assert debug_used(err) is None
+        full = Oracle(progs["c_pie"])
+        beta = next(s.value for s in full.syms
+                    if s.name == "demo_beta_static")
+        a = runtime["demo_beta_static"]
+        got = symbolize_pid(p.pid, [a, a + 1])
+        assert got[a] == ("demo_beta_static", beta), got
+        assert got[a + 1] == ("demo_beta_static", beta), got
+    finally:
+        _stop(p)
+
+
+# --- vDSO -----------------------------------------------------------------
+
+VDSO_SRC = r"""
+#include <stdio.h>
+#include <time.h>
+
+int main(void)
+{
+	struct timespec ts;
+
+	printf("ready\n");
+	fflush(stdout);
+	for (;;)
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+}
+"""
+
+
+def _vdso_range(pid):
+    for line in open(f"/proc/{pid}/maps"):
+        if line.rstrip().endswith("[vdso]"):
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            return lo, hi
+    return None
+
+
+def test_vdso_symbols_live(tmp_path):
+    """Addresses in a process's [vdso] resolve like readelf says for a
+    copy of that vDSO read from /proc/PID/mem."""
+    src = tmp_path / "clock.c"
+    src.write_text(VDSO_SRC)
+    exe = str(tmp_path / "clock")
+    run(["gcc", "-O2", "-o", exe, str(src)])
+    p = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        rng = _vdso_range(p.pid)
+        if not rng:
+            pytest.skip("no [vdso] mapping")
+        lo, hi = rng
+        with open(f"/proc/{p.pid}/mem", "rb") as f:
+            f.seek(lo)
+            image = f.read(hi - lo)
+        dump = str(tmp_path / "vdso.so")
+        open(dump, "wb").write(image)
+        oracle = Oracle(dump)
+        by_name = {s.name: s.value for s in oracle.syms}
+        assert "clock_gettime" in by_name or \
+            "__vdso_clock_gettime" in by_name, sorted(by_name)
+        bias = lo - next(
+            int(f[2], 16) for f in (l.split() for l in
+                                    run(["readelf", "-lW", dump]).splitlines())
+            if f and f[0] == "LOAD" and int(f[1], 16) == 0)
+        want = oracle.queries()
+        cg = by_name.get("__vdso_clock_gettime", by_name.get("clock_gettime"))
+        got = symbolize_pid(p.pid, [bias + v for v in want] +
+                            [bias + cg + 1])
+    finally:
+        _stop(p)
+    bad = []
+    for v, exp in sorted(want.items()):
+        g = got[bias + v]
+        if exp is None:
+            if isinstance(g, tuple):
+                bad.append(f"{v:#x}: want no symbol, got {g}")
+        elif not isinstance(g, tuple) or g[1] != exp[1] or \
+                g[0] not in exp[0]:
+            bad.append(f"{v:#x}: want {sorted(exp[0])} @ {exp[1]:#x}, "
+                       f"got {g}")
+    assert not bad, "\n".join(bad)
+    g = got[bias + cg + 1]
+    assert g[0] in ("__vdso_clock_gettime", "clock_gettime") and g[1] == cg
+    # The dumped copy read as a file agrees too (build ID included).
+    check_against_oracle(dump)
+
+
+# --- a cached object whose inode now holds another file -------------------
+
+class Session:
+    """test_symbolize --session: one symbolizer across requests."""
+
+    def __init__(self, prefix=()):
+        self.p = subprocess.Popen(list(prefix) + [TEST_SYM, "--session"],
+                                  stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+
+    def ask(self, pid, addrs):
+        self.p.stdin.write(f"{pid} " + " ".join(hex(a) for a in addrs) +
+                           "\n")
+        self.p.stdin.flush()
+        out = {}
+        for line in self.p.stdout:
+            line = line.strip()
+            if line == "end":
+                return out
+            addr, rest = line.split(" ", 1)
+            if rest.startswith("?"):
+                out[int(addr, 16)] = rest
+            else:
+                name, start = rest.rsplit(" ", 1)
+                out[int(addr, 16)] = (name, int(start, 16))
+        raise AssertionError("test_symbolize --session died")
+
+    def close(self):
+        self.p.stdin.close()
+        assert self.p.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize("via", ["map_files", "proc_root"])
+def test_reused_inode_gets_new_symbols(progs, tmp_path, via):
+    """One symbolizer sees program A at (dev, inode); A exits, the file is
+    rewritten in place with program B (same inode), B runs: B's symbols
+    come out, not A's cached ones."""
+    prefix = ()
+    if via == "proc_root":
+        if not _can_drop_caps():
+            pytest.skip("needs root and setpriv")
+        prefix = NO_MAP_FILES
+    path = str(tmp_path / "victim")
+    shutil.copy(progs["c_pie"], path)
+    ino = os.stat(path).st_ino
+    a_oracle, b_oracle = Oracle(progs["c_pie"]), Oracle(progs["cxx_pie"])
+    s = Session(prefix)
+    try:
+        p, rt = _serve(path)
+        try:
+            if via == "proc_root":
+                mf = os.listdir(f"/proc/{p.pid}/map_files")[0]
+                r = subprocess.run(NO_MAP_FILES + [
+                    "cat", f"/proc/{p.pid}/map_files/{mf}"],
+                    capture_output=True)
+                if r.returncode == 0:
+                    pytest.skip("map_files readable without CAP_SYS_ADMIN")
+            a = rt["demo_gamma"]
+            want = next(x.value for x in a_oracle.syms
+                        if x.name == "demo_gamma")
+            assert s.ask(p.pid, [a])[a] == ("demo_gamma", want)
+        finally:
+            _stop(p)
+        with open(path, "r+b") as f:
+            f.truncate(0)
+            f.write(open(progs["cxx_pie"], "rb").read())
+        assert os.stat(path).st_ino == ino
+        p, rt = _serve(path)
+        try:
+            b = rt["twice_int"] + 2
+            want = next(x.value for x in b_oracle.syms
+                        if b_oracle.demangled[x.name] ==
+                        "int ns::twice<int>(int)")
+            assert s.ask(p.pid, [b])[b] == ("int ns::twice<int>(int)", want)
+            # And again, now from the fresh cache entry.
+            assert s.ask(p.pid, [b])[b] == ("int ns::twice<int>(int)", want)
+        finally:
+            _stop(p)
+    finally:
+        s.close()
+
+
+# --- kallsyms: nothing past the end of the text ---------------------------
+
+FAKE_KALLSYMS_BOUNDS = """\
+ffffffff81000000 T _stext
+ffffffff81000000 T _text
+ffffffff81000100 t early_fn
+ffffffff81001000 T late_fn
+ffffffff81002000 T _etext
+ffffffff81002000 D data_after_text
+ffffffff81100000 T _sinittext
+ffffffff81100010 t init_fn
+ffffffff81100400 T _einittext
+ffffffffc0001000 t a_first\t[mod_a]
+ffffffffc0001800 t a_last\t[mod_a]
+ffffffffc0040000 t b_only\t[mod_b]
+ffffffffc0100000 t bpf_prog_1\t[bpf]
+ffffffffc0180000 t bpf_prog_2\t[bpf]
+"""
+
+
+def test_kallsyms_text_bounds_synthetic(tmp_path):
+    """vmlinux text ends at _etext and _einittext; a module's last symbol
+    covers at most 64 KiB; a symbol followed by one of its own module
+    covers up to it."""
+    path = str(tmp_path / "kallsyms")
+    open(path, "w").write(FAKE_KALLSYMS_BOUNDS)
+    K = 0xffffffff81000000
+    M = 0xffffffffc0000000
+    gap = 64 << 10
+    probes = {
+        K + 0x100: ("early_fn", K + 0x100, ""),
+        K + 0x1fff: ("late_fn", K + 0x1000, ""),
+        K + 0x2000: None,                       # _etext itself
+        K + 0x2001: None,
+        K + 0x50000: None,                      # between text and init
+        K + 0x100000: None,                     # _sinittext: a marker too
+        K + 0x100010: ("init_fn", K + 0x100010, ""),
+        K + 0x1003ff: ("init_fn", K + 0x100010, ""),
+        K + 0x100400: None,                     # _einittext
+        K + 0x200000: None,
+        M + 0x1000: ("a_first", M + 0x1000, "mod_a"),
+        M + 0x17ff: ("a_first", M + 0x1000, "mod_a"),
+        M + 0x1800 + gap - 1: ("a_last", M + 0x1800, "mod_a"),
+        M + 0x1800 + gap: None,
+        M + 0x3ffff: None,
+        M + 0x40000 + gap - 1: ("b_only", M + 0x40000, "mod_b"),
+        M + 0x40000 + gap: None,
+        M + 0x150000: ("bpf_prog_1", M + 0x100000, "bpf"),
+        M + 0x180000 + gap - 1: ("bpf_prog_2", M + 0x180000, "bpf"),
+        M + 0x180000 + gap: None,
+        2**64 - 1: None,
+    }
+    rc, lines, got = symbolize_kallsyms(list(probes), path)
+    assert rc == 0
+    # _sinittext's address is init_fn's "_sinittext" only: one symbol.
+    got[K + 0x100000] = None if got[K + 0x100000] is None or \
+        got[K + 0x100000][0] == "_sinittext" else got[K + 0x100000]
+    assert got == probes
+
+
+def test_kallsyms_synthetic_without_markers(tmp_path):
+    """No _etext in the file: vmlinux's last symbol gets the same 64 KiB
+    bound as a module's, so does the last symbol of the file."""
+    path = str(tmp_path / "kallsyms")
+    open(path, "w").write(FAKE_KALLSYMS)
+    gap = 64 << 10
+    probes = {
+        0xffffffff81000500 + gap - 1: ("last_text", 0xffffffff81000500, ""),
+        0xffffffff81000500 + gap: None,
+        0xffffffffc0002000 + gap - 1: ("mod_b_fn", 0xffffffffc0002000,
+                                       "mod_b"),
+        0xffffffffc0002000 + gap: None,
+    }
+    rc, _, got = symbolize_kallsyms(list(probes), path)
+    assert rc == 0
+    assert got == probes
+
+
+def test_kallsyms_text_end_live():
+    """On this kernel: the byte before _etext belongs to the last text
+    symbol below it (per /proc/kallsyms); _etext and past it, nothing."""
+    syms = _kallsyms()
+    if all(a == 0 for a, *_ in syms):
+        pytest.skip("kptr_restrict hides kernel addresses")
+    text = [s for s in syms if s[1] in "tTwW"]
+    etext = next((a for a, _, n, m in text if n == "_etext" and not m),
+                 None)
+    if etext is None:
+        pytest.skip("no _etext in /proc/kallsyms")
+    below = max(a for a, _, n, m in text if a < etext)
+    names = {n for a, _, n, m in text if a == below}
+    above = min((a for a, *_ in text if a > etext), default=None)
+    probes = [etext - 1, etext, etext + 1]
+    if above is None or above > etext + 0x100:
+        probes.append(etext + 0xff)
+    rc, _, got = symbolize_kallsyms(probes)
+    assert rc == 0
+    assert got[etext - 1][1] == below and got[etext - 1][0] in names
+    for a in probes[1:]:
+        assert got[a] is None, (hex(a), got[a])

@@ -180,7 +180,7 @@ static void open_object(struct process_table *pt, struct proc_snapshot *s,
 	int err = 0;
 
 	s->objs_tried[idx] = true;
-	if (!m->executable || m->special || !m->path[0])
+	if (!m->executable || (m->special && strcmp(m->path, "[vdso]")) || !m->path[0])
 		return;
 	pthread_mutex_lock(pt->sym_lock);
 	s->objs[idx] = symbolizer_get(pt->sym, s->pid, m, &err);

@@ -2,19 +2,33 @@
 /*
  * elf_file.c - one ELF object opened for symbolization (see elf_file.h).
  *
- * Owns: the file descriptor, a copy of the PT_LOAD segments and the GNU
- * build ID (read at open), and the function symbol table (read on first
- * lookup) as one array sorted by address plus one blob of names.
+ * Owns: the file descriptor (or, for an image such as the vDSO, a copy
+ * of it in memory), a copy of the PT_LOAD segments, the GNU build ID and
+ * the .gnu_debuglink (read at open), the descriptor of a separate debug
+ * file once one is attached, and the function symbol table (read on
+ * first lookup by elf_symtab.c).
  *
  * libelf's handle is only held while reading: the open reads the headers
  * and closes it, the symbol load opens it again and closes it when done.
  * A mapped file that shrinks under us can only hurt inside those windows.
+ * Debug files are read with ELF_C_READ (pread, no mmap): they are found
+ * by path, possibly in a container, so they get no SIGBUS window at all.
+ *
+ * With a debug file attached, the symbols are the object's own tables
+ * (.dynsym: it has no .symtab, or there would be no debug file) plus the
+ * debug file's .symtab. Both describe the same virtual addresses: a
+ * debug file keeps the original's section and segment addresses, only
+ * without file data for code. Names in a .symtab may carry a symbol
+ * version ("memcpy@GLIBC_2.2.5", "memcpy@@GLIBC_2.14"); elf_symtab.c
+ * cuts it off, so a name reads the same from .symtab as from .dynsym
+ * (where the version lives in .gnu.version, not in the name).
  *
  * Input is untrusted (any file a process maps): every count, offset and
  * index comes from libelf's checked accessors (gelf_get*, elf_strptr,
  * elf_getdata, gelf_getnote), and every failure is an error, never a
  * crash.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -25,9 +39,9 @@
 #include <unistd.h>
 
 #include "symbol/elf_file.h"
+#include "symbol/elf_symtab.h"
 
 #define BUILD_ID_MAX	64	/* bytes; SHA-1 ones are 20 */
-#define CHAIN_MAX	256	/* enclosing symbols tried per lookup */
 
 struct load_seg {
 	uint64_t offset;	/* p_offset */
@@ -36,27 +50,21 @@ struct load_seg {
 	uint64_t memsz;		/* p_memsz */
 };
 
-struct elf_sym {
-	uint64_t start;		/* ELF virtual address */
-	uint64_t end;		/* exclusive */
-	uint64_t max_end;	/* max end of this and all earlier symbols */
-	uint32_t name;		/* offset in names */
-	uint32_t parent;	/* nearest earlier symbol covering start, or NONE */
-};
-
-#define NO_PARENT UINT32_MAX
-
 struct elf_file {
-	int fd;
+	int fd;			/* -1 for an in-memory image */
+	void *mem;		/* in-memory image (owned), or NULL */
+	size_t memsz;
 	bool is_dyn;
+	bool has_symtab;	/* own file has a non-empty SHT_SYMTAB */
 	char build_id[2 * BUILD_ID_MAX + 1];
+	char *debuglink;	/* .gnu_debuglink file name, or NULL */
+	uint32_t debuglink_crc;
+	int dbg_fd;		/* attached debug file, or -1 */
 	struct load_seg *segs;
 	size_t nsegs;
 
-	bool syms_loaded;	/* tried; syms may still be empty */
-	struct elf_sym *syms;
-	size_t nsyms;
-	char *names;
+	bool syms_loaded;	/* tried; symtab may still be empty */
+	struct elf_symtab symtab;
 };
 
 static bool libelf_ready(void)
@@ -137,6 +145,60 @@ static void read_build_id(struct elf_file *f, Elf *elf, size_t phnum)
 	}
 }
 
+/*
+ * .gnu_debuglink: a file name, NUL, padding to 4 bytes, then the CRC32
+ * of the debug file in the object's byte order. Names with a '/' are
+ * refused: the name is a file name next to the object, not a path.
+ */
+static void read_debuglink(struct elf_file *f, Elf_Data *d,
+			   unsigned char data_enc)
+{
+	const char *p;
+	size_t len, crc_off;
+	uint32_t crc;
+
+	if (!d || !d->d_buf || d->d_size < 8)
+		return;
+	p = d->d_buf;
+	len = strnlen(p, d->d_size);
+	if (!len || len == d->d_size || memchr(p, '/', len) ||
+	    !strcmp(p, ".") || !strcmp(p, ".."))
+		return;
+	crc_off = (len + 4) & ~(size_t)3;
+	if (crc_off + 4 > d->d_size)
+		return;
+	memcpy(&crc, p + crc_off, 4);
+	f->debuglink_crc = data_enc == ELFDATA2MSB ? be32toh(crc) :
+						     le32toh(crc);
+	f->debuglink = strndup(p, len);
+}
+
+/* Whether there is a .symtab, and the .gnu_debuglink if any. */
+static void read_section_info(struct elf_file *f, Elf *elf,
+			      const GElf_Ehdr *eh, bool want_debuglink)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	bool names = !elf_getshdrstrndx(elf, &shstrndx);
+
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB && sh.sh_size)
+			f->has_symtab = true;
+		if (!want_debuglink || f->debuglink || !names ||
+		    sh.sh_type != SHT_PROGBITS || (sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".gnu_debuglink"))
+			read_debuglink(f, elf_getdata(scn, NULL),
+				       eh->e_ident[EI_DATA]);
+	}
+}
+
 static int read_segments(struct elf_file *f, Elf *elf, size_t phnum)
 {
 	size_t i;
@@ -163,6 +225,67 @@ static int read_segments(struct elf_file *f, Elf *elf, size_t phnum)
 	return 0;
 }
 
+/* The headers every object needs: type, segments, build ID, sections. */
+static int read_headers(struct elf_file *f, Elf *elf)
+{
+	GElf_Ehdr eh;
+	size_t phnum;
+	int ret;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
+	    elf_getphdrnum(elf, &phnum))
+		return -ENOEXEC;
+	f->is_dyn = eh.e_type == ET_DYN;
+	ret = read_segments(f, elf, phnum);
+	if (ret)
+		return ret;
+	read_build_id(f, elf, phnum);
+	read_section_info(f, elf, &eh, true);
+	return 0;
+}
+
+/*
+ * A libelf handle on @f's own image (file or memory), or NULL. libelf
+ * only reads the memory image (ELF_C_READ_MMAP semantics), hence const.
+ */
+static Elf *elf_handle(const struct elf_file *f)
+{
+	if (f->mem)
+		return elf_memory(f->mem, f->memsz);
+	return elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+}
+
+static struct elf_file *elf_file_alloc(int fd, int *err)
+{
+	struct elf_file *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	f->fd = fd;
+	f->dbg_fd = -1;
+	return f;
+}
+
+/* Read the headers of a freshly allocated @f; frees it on failure. */
+static struct elf_file *elf_file_finish_open(struct elf_file *f, int *err)
+{
+	Elf *elf = elf_handle(f);
+	int ret = read_headers(f, elf);
+
+	elf_end(elf);
+	if (ret) {
+		elf_file_free(f);
+		*err = ret;
+		return NULL;
+	}
+	return f;
+}
+
 /*
  * elf_file_open_fd - see elf_file.h. Only regular files are read (a
  * mapped device must never be read); ET_EXEC and ET_DYN are accepted,
@@ -171,10 +294,7 @@ static int read_segments(struct elf_file *f, Elf *elf, size_t phnum)
 struct elf_file *elf_file_open_fd(int fd, int *err)
 {
 	struct elf_file *f;
-	GElf_Ehdr eh;
 	struct stat st;
-	size_t phnum;
-	Elf *elf;
 	int ret;
 
 	if (fd < 0) {
@@ -197,34 +317,40 @@ struct elf_file *elf_file_open_fd(int fd, int *err)
 		*err = -ENOEXEC;
 		return NULL;
 	}
-	f = calloc(1, sizeof(*f));
-	if (!f) {
-		close(fd);
+	f = elf_file_alloc(fd, err);
+	if (!f)
+		return NULL;
+	return elf_file_finish_open(f, err);
+}
+
+/*
+ * elf_file_open_mem - see elf_file.h. The copy is what libelf reads
+ * (elf_memory), so @image may go away after the call.
+ */
+struct elf_file *elf_file_open_mem(const void *image, size_t len, int *err)
+{
+	struct elf_file *f;
+
+	if (!libelf_ready()) {
+		*err = -ENOSYS;
+		return NULL;
+	}
+	if (!len) {
+		*err = -ENOEXEC;
+		return NULL;
+	}
+	f = elf_file_alloc(-1, err);
+	if (!f)
+		return NULL;
+	f->mem = malloc(len);
+	if (!f->mem) {
+		elf_file_free(f);
 		*err = -ENOMEM;
 		return NULL;
 	}
-	f->fd = fd;
-
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
-	    elf_getphdrnum(elf, &phnum)) {
-		ret = -ENOEXEC;
-		goto fail;
-	}
-	f->is_dyn = eh.e_type == ET_DYN;
-	ret = read_segments(f, elf, phnum);
-	if (ret)
-		goto fail;
-	read_build_id(f, elf, phnum);
-	elf_end(elf);
-	return f;
-
-fail:
-	elf_end(elf);
-	elf_file_free(f);
-	*err = ret;
-	return NULL;
+	memcpy(f->mem, image, len);
+	f->memsz = len;
+	return elf_file_finish_open(f, err);
 }
 
 /* elf_file_open - see elf_file.h. Errors from open(2) come back as -errno. */
@@ -246,9 +372,12 @@ void elf_file_free(struct elf_file *f)
 		return;
 	if (f->fd >= 0)
 		close(f->fd);
+	if (f->dbg_fd >= 0)
+		close(f->dbg_fd);
+	free(f->mem);
+	free(f->debuglink);
 	free(f->segs);
-	free(f->syms);
-	free(f->names);
+	elf_symtab_free(&f->symtab);
 	free(f);
 }
 
@@ -256,6 +385,75 @@ void elf_file_free(struct elf_file *f)
 const char *elf_file_build_id(const struct elf_file *f)
 {
 	return f->build_id;
+}
+
+/* elf_file_has_symtab - see elf_file.h. */
+bool elf_file_has_symtab(const struct elf_file *f)
+{
+	return f->has_symtab;
+}
+
+/* elf_file_debuglink - see elf_file.h. */
+const char *elf_file_debuglink(const struct elf_file *f, uint32_t *crc)
+{
+	if (f->debuglink && crc)
+		*crc = f->debuglink_crc;
+	return f->debuglink;
+}
+
+/*
+ * elf_file_check_debug - see elf_file.h. The candidate is opened with
+ * ELF_C_READ (no mmap) and checked: ELF, a non-empty .symtab, the same
+ * ELF class and machine, the same build ID (or none on both sides).
+ */
+int elf_file_check_debug(const struct elf_file *f, int fd)
+{
+	struct elf_file probe = { .fd = -1, .dbg_fd = -1 };
+	Elf *elf = NULL, *self = NULL;
+	GElf_Ehdr eh, own;
+	struct stat st;
+	size_t phnum;
+	int ret = -ENOEXEC;
+
+	if (f->dbg_fd >= 0 || f->syms_loaded)
+		return -EEXIST;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	self = elf_handle(f);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    elf_getphdrnum(elf, &phnum) || !self || !gelf_getehdr(self, &own) ||
+	    eh.e_ident[EI_CLASS] != own.e_ident[EI_CLASS] ||
+	    eh.e_machine != own.e_machine)
+		goto out;
+	read_build_id(&probe, elf, phnum);
+	read_section_info(&probe, elf, &eh, false);
+	if (!probe.has_symtab)
+		goto out;
+	ret = strcmp(probe.build_id, f->build_id) ? -ESTALE : 0;
+out:
+	elf_end(self);
+	elf_end(elf);
+	return ret;
+}
+
+/* elf_file_set_debug - see elf_file.h. */
+int elf_file_set_debug(struct elf_file *f, int fd)
+{
+	int ret = elf_file_check_debug(f, fd);
+
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	f->dbg_fd = fd;
+	return 0;
+}
+
+/* elf_file_has_debug - see elf_file.h. */
+bool elf_file_has_debug(const struct elf_file *f)
+{
+	return f->dbg_fd >= 0;
 }
 
 /* elf_file_is_dyn - see elf_file.h. */
@@ -288,312 +486,43 @@ int elf_file_offset_to_vaddr(const struct elf_file *f, uint64_t off,
 	return -ENOENT;
 }
 
-/* ---- symbol table ---- */
-
-/* A function symbol as read, before sorting and merging. */
-struct cand {
-	uint64_t value;
-	uint64_t size;
-	uint64_t limit;		/* end of its section (for size-0 symbols) */
-	const char *name;	/* inside libelf's data; valid until elf_end */
-	uint32_t seq;		/* read order, for a stable sort */
-	uint8_t rank;		/* 2 GLOBAL, 1 WEAK, 0 LOCAL */
-	uint8_t symtab;		/* 1 from .symtab, 0 from .dynsym */
-};
-
-struct cands {
-	struct cand *v;
-	size_t n, cap;
-};
-
-struct sec_range {
-	uint64_t addr, size;
-};
-
-static int cands_push(struct cands *c, const struct cand *x)
-{
-	if (c->n == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 1024;
-		struct cand *nv = realloc(c->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		c->v = nv;
-		c->cap = ncap;
-	}
-	c->v[c->n++] = *x;
-	return 0;
-}
-
-static int bind_rank(unsigned char bind)
-{
-	switch (bind) {
-	case STB_GLOBAL:
-	case STB_GNU_UNIQUE:
-		return 2;
-	case STB_WEAK:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* Read the function symbols of one symbol table section into @c. */
-static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
-		       const struct sec_range *secs, size_t nsecs,
-		       struct cands *c)
-{
-	size_t symsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-	Elf_Data *d = elf_getdata(scn, NULL);
-	size_t i, n;
-
-	if (!d || !symsz)
-		return 0;	/* unreadable table: skip it */
-	n = d->d_size / symsz;
-	for (i = 1; i < n; i++) {	/* entry 0 is the null symbol */
-		struct cand x;
-		GElf_Sym s;
-		int type;
-
-		if (!gelf_getsym(d, (int)i, &s))
-			break;
-		type = GELF_ST_TYPE(s.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
-			continue;
-		if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
-			continue;
-		x.name = elf_strptr(elf, sh->sh_link, s.st_name);
-		if (!x.name || !*x.name)
-			continue;
-		x.value = s.st_value;
-		x.size = s.st_size;
-		x.limit = 0;
-		if (s.st_shndx < nsecs) {
-			const struct sec_range *r = &secs[s.st_shndx];
-
-			if (x.value >= r->addr && x.value - r->addr < r->size)
-				x.limit = r->addr + r->size;
-		}
-		x.seq = (uint32_t)c->n;
-		x.rank = (uint8_t)bind_rank(GELF_ST_BIND(s.st_info));
-		x.symtab = sh->sh_type == SHT_SYMTAB;
-		if (cands_push(c, &x))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static size_t leading_underscores(const char *s)
-{
-	size_t n = 0;
-
-	while (s[n] == '_')
-		n++;
-	return n;
-}
-
-/*
- * By address, then best name first: binding, .symtab over .dynsym, fewer
- * leading underscores (the public alias over "__libc_..."), read order.
- */
-static int cmp_cand(const void *a, const void *b)
-{
-	const struct cand *x = a, *y = b;
-	size_t ux, uy;
-
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank > y->rank ? -1 : 1;
-	if (x->symtab != y->symtab)
-		return x->symtab > y->symtab ? -1 : 1;
-	ux = leading_underscores(x->name);
-	uy = leading_underscores(y->name);
-	if (ux != uy)
-		return ux < uy ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/*
- * Merge sorted candidates into f->syms: one entry per address (the first,
- * i.e. best, name; the largest size), size-0 symbols extended to the next
- * symbol or their section's end, then the enclosing-symbol links.
- */
-static int build_table(struct elf_file *f, struct cands *c)
-{
-	size_t i, j, n = 0, blob = 0, pos = 0;
-	uint32_t *stack;
-	size_t top = 0;
-
-	for (i = 0; i < c->n; i = j) {
-		uint64_t size = c->v[i].size, limit = c->v[i].limit;
-
-		for (j = i + 1; j < c->n && c->v[j].value == c->v[i].value; j++) {
-			if (c->v[j].size > size)
-				size = c->v[j].size;
-			if (c->v[j].limit > limit)
-				limit = c->v[j].limit;
-		}
-		c->v[n] = c->v[i];
-		c->v[n].size = size;
-		c->v[n].limit = limit;
-		blob += strlen(c->v[n].name) + 1;
-		n++;
-	}
-	if (!n)
-		return 0;
-	if (blob > UINT32_MAX || n >= NO_PARENT)
-		return -E2BIG;
-
-	f->syms = calloc(n, sizeof(*f->syms));
-	f->names = malloc(blob);
-	stack = malloc(n * sizeof(*stack));
-	if (!f->syms || !f->names || !stack) {
-		free(stack);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++) {
-		const struct cand *x = &c->v[i];
-		struct elf_sym *s = &f->syms[i];
-		size_t len = strlen(x->name) + 1;
-
-		s->start = x->value;
-		if (x->size) {
-			s->end = x->value + x->size;
-			if (s->end < s->start)
-				s->end = UINT64_MAX;
-		} else {
-			s->end = x->limit > x->value ? x->limit : x->value + 1;
-			if (i + 1 < n && c->v[i + 1].value < s->end)
-				s->end = c->v[i + 1].value;
-		}
-		s->max_end = i && f->syms[i - 1].max_end > s->end ?
-			     f->syms[i - 1].max_end : s->end;
-		s->name = (uint32_t)pos;
-		memcpy(f->names + pos, x->name, len);
-		pos += len;
-
-		/*
-		 * Parent: the nearest earlier symbol still open at our start.
-		 * Starts only grow, so one closed before it is closed for good.
-		 */
-		while (top && f->syms[stack[top - 1]].end <= s->start)
-			top--;
-		s->parent = top ? stack[top - 1] : NO_PARENT;
-		stack[top++] = (uint32_t)i;
-	}
-	free(stack);
-	f->nsyms = n;
-	return 0;
-}
-
-/* Section address ranges by index, for bounding size-0 symbols. */
-static struct sec_range *read_sections(Elf *elf, size_t *nsecs)
-{
-	struct sec_range *secs;
-	Elf_Scn *scn = NULL;
-	size_t n;
-
-	*nsecs = 0;
-	if (elf_getshdrnum(elf, &n) || !n)
-		return NULL;
-	secs = calloc(n, sizeof(*secs));
-	if (!secs)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		size_t idx = elf_ndxscn(scn);
-		GElf_Shdr sh;
-
-		if (idx >= n || !gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_flags & SHF_ALLOC) {
-			secs[idx].addr = sh.sh_addr;
-			secs[idx].size = sh.sh_size;
-		}
-	}
-	*nsecs = n;
-	return secs;
-}
+/* ---- symbol table (elf_symtab.c) ---- */
 
 static int load_symbols(struct elf_file *f)
 {
-	struct cands c = { 0 };
-	struct sec_range *secs;
-	Elf_Scn *scn = NULL;
-	size_t nsecs;
-	Elf *elf;
-	int ret = 0;
+	Elf *elves[2];
+	bool symtab_only[2] = { false, true };
+	size_t n = 0;
+	int ret;
 
 	f->syms_loaded = true;
-	elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		elf_end(elf);
+	elves[n] = elf_handle(f);
+	if (!elves[n] || elf_kind(elves[n]) != ELF_K_ELF) {
+		elf_end(elves[n]);
 		return -ENOEXEC;
 	}
-	secs = read_sections(elf, &nsecs);
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
-			continue;
-		ret = read_symtab(elf, scn, &sh, secs, nsecs, &c);
-		if (ret)
-			goto out;
+	n++;
+	/* A debug file's .dynsym has no data: its .symtab only. */
+	if (f->dbg_fd >= 0) {
+		elves[n] = elf_begin(f->dbg_fd, ELF_C_READ, NULL);
+		if (elves[n] && elf_kind(elves[n]) == ELF_K_ELF)
+			n++;
+		else
+			elf_end(elves[n]);
 	}
-	qsort(c.v, c.n, sizeof(*c.v), cmp_cand);
-	ret = build_table(f, &c);
-out:
-	if (ret) {
-		free(f->syms);
-		free(f->names);
-		f->syms = NULL;
-		f->names = NULL;
-		f->nsyms = 0;
-	}
-	free(secs);
-	free(c.v);
-	elf_end(elf);
+	ret = elf_symtab_build(&f->symtab, elves, symtab_only, n);
+	while (n)
+		elf_end(elves[--n]);
 	return ret;
 }
 
-/*
- * elf_file_lookup - see elf_file.h. The candidate is the last symbol
- * starting at or below @vaddr; when it ends before @vaddr, the symbols
- * enclosing it are tried (a function with a local label symbol inside).
- */
+/* elf_file_lookup - see elf_file.h (and elf_symtab_lookup). */
 const char *elf_file_lookup(struct elf_file *f, uint64_t vaddr,
 			    uint64_t *sym_vaddr)
 {
-	size_t lo = 0, hi, steps;
-	uint32_t i;
-
 	if (!f->syms_loaded)
 		load_symbols(f);
-	hi = f->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->syms[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return NULL;
-	i = (uint32_t)(lo - 1);
-	for (steps = 0; i != NO_PARENT && steps < CHAIN_MAX; steps++) {
-		const struct elf_sym *s = &f->syms[i];
-
-		if (s->max_end <= vaddr)
-			return NULL;	/* nothing at or before i reaches it */
-		if (vaddr < s->end) {
-			*sym_vaddr = s->start;
-			return f->names + s->name;
-		}
-		i = s->parent;
-	}
-	return NULL;
+	return elf_symtab_lookup(&f->symtab, vaddr, sym_vaddr);
 }
 
 /* elf_file_nsymbols - see elf_file.h. */
@@ -601,5 +530,5 @@ uint64_t elf_file_nsymbols(struct elf_file *f)
 {
 	if (!f->syms_loaded)
 		load_symbols(f);
-	return f->nsyms;
+	return f->symtab.n;
 }

@@ -2,10 +2,12 @@
 /*
  * elf_file.h - one ELF object opened for symbolization (libelf).
  *
- * Owns: the open file descriptor of an executable or shared object, its
- * GNU build ID, its PT_LOAD segments (to turn file offsets into ELF
- * virtual addresses) and its function symbols from .symtab and .dynsym,
- * loaded lazily and sorted by address.
+ * Owns: the open file descriptor of an executable or shared object (or
+ * a private copy of an in-memory image such as the vDSO), its GNU build
+ * ID, its .gnu_debuglink, its PT_LOAD segments (to turn file offsets into
+ * ELF virtual addresses), the descriptor of its separate debug file when
+ * one is attached, and its function symbols from .symtab and .dynsym
+ * (plus the debug file's .symtab), loaded lazily and sorted by address.
  *
  * Holding the fd keeps the file readable after the process that mapped it
  * exited or the file was deleted.
@@ -14,6 +16,7 @@
 #define PROFD_SYMBOL_ELF_FILE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct elf_file;
@@ -29,11 +32,53 @@ struct elf_file *elf_file_open_fd(int fd, int *err);
 /* elf_file_open - elf_file_open_fd() on open(@path, O_RDONLY|O_CLOEXEC). */
 struct elf_file *elf_file_open(const char *path, int *err);
 
+/*
+ * elf_file_open_mem - an ELF image of @len bytes at @image laid out as a
+ * file (the vDSO is: offset 0 is its ELF header), copied into memory the
+ * result owns. Returns NULL and sets *@err: -ENOEXEC when it is not an
+ * ET_EXEC/ET_DYN ELF image, -ENOMEM, -ENOSYS when libelf is unusable.
+ */
+struct elf_file *elf_file_open_mem(const void *image, size_t len, int *err);
+
 /* elf_file_free - close and free. NULL is fine. */
 void elf_file_free(struct elf_file *f);
 
 /* elf_file_build_id - lowercase hex GNU build ID, "" if none. Owned by @f. */
 const char *elf_file_build_id(const struct elf_file *f);
+
+/*
+ * elf_file_has_symtab - true when the object's own file has a non-empty
+ * .symtab, i.e. when a separate debug file has nothing to add.
+ */
+bool elf_file_has_symtab(const struct elf_file *f);
+
+/*
+ * elf_file_debuglink - the file name in the object's .gnu_debuglink
+ * (owned by @f; never contains '/') and, in *@crc if non-NULL, the CRC32
+ * of the debug file it names. NULL when there is none or it is malformed.
+ */
+const char *elf_file_debuglink(const struct elf_file *f, uint32_t *crc);
+
+/*
+ * elf_file_check_debug - whether the file open on @fd (not taken over)
+ * may serve as @f's separate debug file: a regular ELF file with a
+ * non-empty .symtab, of the same class and machine, whose GNU build ID
+ * equals @f's ("" on both sides counts as equal: the caller then relies
+ * on the debuglink CRC). Returns 0, -ENOEXEC (not such a file), -ESTALE
+ * (build IDs differ) or -EEXIST (a debug file is already set, or the
+ * symbols were loaded already).
+ */
+int elf_file_check_debug(const struct elf_file *f, int fd);
+
+/*
+ * elf_file_set_debug - elf_file_check_debug(), then use the file on @fd
+ * (taken over; closed on error) for extra symbols: its .symtab is read
+ * together with @f's own tables on the first lookup. Same returns.
+ */
+int elf_file_set_debug(struct elf_file *f, int fd);
+
+/* elf_file_has_debug - true once elf_file_set_debug() accepted a file. */
+bool elf_file_has_debug(const struct elf_file *f);
 
 /* elf_file_is_dyn - true for ET_DYN (PIE executables, libraries). */
 bool elf_file_is_dyn(const struct elf_file *f);
@@ -49,7 +94,8 @@ int elf_file_offset_to_vaddr(const struct elf_file *f, uint64_t off,
  * elf_file_lookup - the function symbol containing ELF virtual address
  * @vaddr (.symtab preferred, .dynsym otherwise; a symbol of size 0 covers
  * up to the next symbol). On success returns the symbol name as in the
- * table (mangled; owned by @f) and sets *@sym_vaddr to its start. Returns
+ * table (mangled, without a "@VERSION" suffix; owned by @f) and sets
+ * *@sym_vaddr to its start. Returns
  * NULL when no symbol covers @vaddr or the tables are unreadable.
  */
 const char *elf_file_lookup(struct elf_file *f, uint64_t vaddr,

@@ -9,6 +9,21 @@
  * keeping text symbols, and the table sorted by address. Names and
  * module names live in the one buffer the file was read into: the parser
  * writes a NUL over each separator, so there is no copy per symbol.
+ *
+ * kallsyms has no sizes, so a lookup bounds the symbol it finds by what
+ * the file does say:
+ *   - vmlinux text ends at _etext (core text) and _einittext (init text);
+ *     both are "T" symbols in the table, and an address that lands on
+ *     one of them (at or past the end, up to the next real symbol) is
+ *     outside the kernel's text: no symbol;
+ *   - otherwise a symbol covers up to the next symbol when that one
+ *     belongs to the same module (or both to vmlinux);
+ *   - the last symbol of a run (its module's last one, or vmlinux's in a
+ *     file without the end markers) covers at most KSYM_MAX_GAP bytes.
+ *     That is more than any function this kernel's own vmlinux has
+ *     (largest gap between its consecutive symbols, holes aside, is
+ *     ~20 KiB), and it keeps code kallsyms does not list (a trampoline
+ *     after a module) from being named after the module's last function.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +33,8 @@
 #include <unistd.h>
 
 #include "symbol/kallsyms.h"
+
+#define KSYM_MAX_GAP	(64 << 10)	/* bytes past the last symbol of a run */
 
 struct kallsyms {
 	struct ksym *syms;
@@ -214,14 +231,21 @@ void kallsyms_free(struct kallsyms *k)
 	free(k);
 }
 
+/* vmlinux's "end of text" markers: nothing at or after them is code. */
+static bool is_text_end(const struct ksym *k)
+{
+	return !k->module[0] &&
+	       (!strcmp(k->name, "_etext") || !strcmp(k->name, "_einittext"));
+}
+
 /*
  * kallsyms_lookup - see kallsyms.h. Of several symbols at the same
  * address, the first in file order is returned. Result owned by @k.
  */
 const struct ksym *kallsyms_lookup(const struct kallsyms *k, uint64_t addr)
 {
-	size_t lo = 0, hi = k->n;
-	uint64_t a;
+	size_t lo = 0, hi = k->n, first, i;
+	const struct ksym *s;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -233,11 +257,17 @@ const struct ksym *kallsyms_lookup(const struct kallsyms *k, uint64_t addr)
 	}
 	if (!lo)
 		return NULL;
-	/* Back up to the first symbol at that address. */
-	a = k->syms[--lo].addr;
-	while (lo && k->syms[lo - 1].addr == a)
-		lo--;
-	return &k->syms[lo];
+	/* [first, lo) are the symbols at the address found. */
+	first = lo - 1;
+	while (first && k->syms[first - 1].addr == k->syms[lo - 1].addr)
+		first--;
+	s = &k->syms[first];
+	for (i = first; i < lo; i++)
+		if (is_text_end(&k->syms[i]))
+			return NULL;
+	if (lo < k->n && !strcmp(k->syms[lo].module, s->module))
+		return s;	/* addr < the next symbol of the same run */
+	return addr - s->addr < KSYM_MAX_GAP ? s : NULL;
 }
 
 /* kallsyms_count - see kallsyms.h. */

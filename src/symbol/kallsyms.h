@@ -24,9 +24,16 @@ struct kallsyms;
  */
 struct kallsyms *kallsyms_load(const char *path, int *err);
 
+/* kallsyms_free - free @k and every name it handed out. NULL is fine. */
 void kallsyms_free(struct kallsyms *k);
 
-/* kallsyms_lookup - the symbol at or below @addr, or NULL if below all. */
+/*
+ * kallsyms_lookup - the symbol at or below @addr, or NULL when @addr is
+ * below all symbols or past the end of the text that symbol is in: at
+ * or past vmlinux's _etext/_einittext (up to the next symbol), or more
+ * than 64 KiB past the last symbol of a module (or of vmlinux, when the
+ * file lacks those markers). See kallsyms.c for the rules.
+ */
 const struct ksym *kallsyms_lookup(const struct kallsyms *k, uint64_t addr);
 
 /* kallsyms_count - number of symbols held. */

@@ -11,19 +11,40 @@
  *     name handed out stays valid for the object's lifetime (the offset
  *     map may be emptied, these strings are not).
  *
+ * Every node also records the size, mtime and ctime of the file it was
+ * opened from. (dev, inode) names a file only while it exists: once a
+ * file is deleted (or rewritten in place) its inode may hold different
+ * bytes. A cache hit therefore stats the mapping's file again and, when
+ * the stamp differs, takes the node out of the hash (holders keep their
+ * reference; the object is freed by its last put) and opens afresh.
+ *
+ * Objects without a .symtab get their separate debug file attached at
+ * open (debuginfo.c), searched under the process's root, then the host's.
+ *
+ * The vDSO is one more object outside the hash: every process of the
+ * running kernel maps the same image, so profd's own copy
+ * (getauxval(AT_SYSINFO_EHDR), its size from our [vdso] mapping) is read
+ * into memory once and handed out for every "[vdso]" mapping of the same
+ * size. Processes of another ABI (ia32, x32) map a different vDSO, below
+ * 4 GiB: those are refused rather than misnamed.
+ *
  * Lifetime: the hash does not hold a reference. An object whose count
  * drops to 0 stays cached for reuse until symbolizer_trim(); after
- * symbolizer_free() the last sym_object_put() frees it.
+ * symbolizer_free() (or once it is dropped as stale) the last
+ * sym_object_put() frees it. The symbolizer holds one reference on the
+ * vDSO object until symbolizer_free().
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "symbol/debuginfo.h"
 #include "symbol/demangle.h"
 #include "symbol/elf_file.h"
 #include "symbol/symbolizer.h"
@@ -47,6 +68,14 @@ struct off_slot {
 	uint8_t state;		/* enum slot_state */
 };
 
+/* What a file looked like when it was opened, to notice it changed. */
+struct file_stamp {
+	bool valid;
+	int64_t size;
+	struct timespec mtime;
+	struct timespec ctime;
+};
+
 struct name_slot {
 	const char *system_name;	/* key: owned by the elf_file */
 	char *name;			/* demangled, or NULL: same as key */
@@ -59,6 +88,7 @@ struct sym_object {
 	int err;			/* failure node when < 0 */
 	unsigned int refs;
 	struct elf_file *ef;
+	struct file_stamp stamp;	/* of the file opened (if any) */
 
 	struct off_slot *offs;
 	uint32_t offs_cap, offs_n;	/* cap: power of two */
@@ -72,6 +102,11 @@ struct symbolizer {
 	size_t nnodes;
 	uint64_t nobjects;
 	uint64_t open_errors;
+
+	struct sym_object *vdso;	/* referenced by us; NULL until tried */
+	int vdso_err;			/* < 0 once loading it failed */
+	uint64_t vdso_start;		/* our own [vdso] mapping */
+	uint64_t vdso_size;
 };
 
 static uint64_t mix64(uint64_t x)
@@ -147,6 +182,10 @@ void symbolizer_free(struct symbolizer *s)
 				object_destroy(o);
 		}
 	}
+	if (s->vdso) {
+		s->vdso->owner = NULL;
+		sym_object_put(s->vdso);
+	}
 	free(s->buckets);
 	free(s);
 }
@@ -188,6 +227,26 @@ static struct sym_object *find_node(struct symbolizer *s,
 		if (key_eq(&o->key, k))
 			return o;
 	return NULL;
+}
+
+/* Take @o out of the hash; free it now if unreferenced, else at last put. */
+static void drop_node(struct symbolizer *s, struct sym_object *o)
+{
+	struct sym_object **pp = &s->buckets[key_hash(&o->key) &
+					     (s->nbuckets - 1)];
+
+	while (*pp && *pp != o)
+		pp = &(*pp)->next;
+	if (!*pp)
+		return;
+	*pp = o->next;
+	o->next = NULL;
+	o->owner = NULL;
+	s->nnodes--;
+	if (!o->err)
+		s->nobjects--;
+	if (!o->refs)
+		object_destroy(o);
 }
 
 static void grow_buckets(struct symbolizer *s)
@@ -292,9 +351,125 @@ static int open_mapping(pid_t pid, const struct proc_mapping *m)
 	return fd;
 }
 
+static void stamp_set(struct file_stamp *fs, const struct stat *st)
+{
+	fs->valid = true;
+	fs->size = st->st_size;
+	fs->mtime = st->st_mtim;
+	fs->ctime = st->st_ctim;
+}
+
+static bool ts_eq(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
 /*
- * symbolizer_get - see symbolizer.h. The ELF headers are read here; the
- * symbol table on the first sym_object_resolve().
+ * Whether the file now behind @m differs from the one @o was opened
+ * from: one stat of map_files (the mapped inode itself), or, where that
+ * is denied, of the path in the process's root if it is still that
+ * inode. When neither can be stat'ed, nothing is known: not stale.
+ */
+static bool node_is_stale(const struct sym_object *o, pid_t pid,
+			  const struct proc_mapping *m)
+{
+	struct stat st;
+	char *path;
+	int ret;
+
+	if (!o->stamp.valid)
+		return false;
+	if (asprintf(&path, "/proc/%d/map_files/%llx-%llx", (int)pid,
+		     (unsigned long long)m->start,
+		     (unsigned long long)m->end) < 0)
+		return false;
+	ret = stat(path, &st);
+	free(path);
+	if (ret) {
+		if (m->path[0] != '/' ||
+		    asprintf(&path, "/proc/%d/root%s", (int)pid, m->path) < 0)
+			return false;
+		ret = stat(path, &st);
+		free(path);
+		if (ret || !same_file(&st, m))
+			return false;
+	}
+	return st.st_size != o->stamp.size ||
+	       !ts_eq(&st.st_mtim, &o->stamp.mtime) ||
+	       !ts_eq(&st.st_ctim, &o->stamp.ctime);
+}
+
+/*
+ * Read our own vDSO into s->vdso, or set s->vdso_err. The image is
+ * copied from our [vdso] mapping, which starts at AT_SYSINFO_EHDR.
+ */
+static void vdso_load(struct symbolizer *s)
+{
+	const struct proc_mapping *m;
+	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	struct proc_maps maps;
+	struct sym_object *o;
+	int ret;
+
+	if (!base) {
+		s->vdso_err = -ENOENT;
+		return;
+	}
+	ret = proc_maps_read(getpid(), &maps);
+	if (ret) {
+		s->vdso_err = ret;
+		return;
+	}
+	m = proc_maps_find(&maps, base);
+	if (!m || m->start != base || strcmp(m->path, "[vdso]")) {
+		proc_maps_free(&maps);
+		s->vdso_err = -ENOENT;
+		return;
+	}
+	s->vdso_start = m->start;
+	s->vdso_size = m->end - m->start;
+	proc_maps_free(&maps);
+
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		s->vdso_err = -ENOMEM;
+		return;
+	}
+	o->ef = elf_file_open_mem((const void *)base, s->vdso_size, &ret);
+	if (!o->ef) {
+		free(o);
+		s->vdso_err = ret < 0 ? ret : -EIO;
+		return;
+	}
+	o->owner = s;
+	o->refs = 1;
+	s->vdso = o;
+}
+
+/* A reference to the vDSO object for @m, a "[vdso]" mapping. */
+static struct sym_object *vdso_get(struct symbolizer *s,
+				   const struct proc_mapping *m, int *err)
+{
+	const uint64_t low = 1ULL << 32;
+
+	if (!s->vdso && !s->vdso_err)
+		vdso_load(s);
+	if (!s->vdso) {
+		*err = s->vdso_err;
+		return NULL;
+	}
+	if (m->end - m->start != s->vdso_size ||
+	    (m->end <= low && s->vdso_start >= low)) {
+		*err = -ENOEXEC;	/* another ABI's vDSO */
+		return NULL;
+	}
+	return sym_object_get(s->vdso);
+}
+
+/*
+ * symbolizer_get - see symbolizer.h. The ELF headers are read here (and
+ * a debug file looked for when the object has no .symtab); the symbol
+ * table on the first sym_object_resolve().
  */
 struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 				  const struct proc_mapping *m, int *err)
@@ -305,13 +480,21 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 		.inode = m->inode,
 	};
 	struct sym_object *o;
+	struct stat st;
+	char *root;
 	int fd, ret = 0;
 
+	if (m->special && m->path && !strcmp(m->path, "[vdso]"))
+		return vdso_get(s, m, err);
 	if (!m->inode || m->special || !m->path || !m->path[0]) {
 		*err = -EINVAL;
 		return NULL;
 	}
 	o = find_node(s, &k);
+	if (o && node_is_stale(o, pid, m)) {
+		drop_node(s, o);
+		o = NULL;
+	}
 	if (o) {
 		if (o->err) {
 			*err = o->err;
@@ -329,10 +512,18 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 	o->key = k;
 	o->owner = s;
 	fd = open_mapping(pid, m);
-	if (fd < 0)
+	if (fd < 0) {
 		ret = fd;
-	else
+	} else {
+		if (!fstat(fd, &st))
+			stamp_set(&o->stamp, &st);
 		o->ef = elf_file_open_fd(fd, &ret);
+	}
+	if (o->ef && !elf_file_has_symtab(o->ef) &&
+	    asprintf(&root, "/proc/%d/root", (int)pid) >= 0) {
+		debuginfo_attach(o->ef, root, m->path, NULL, 0);
+		free(root);
+	}
 	if (!o->ef) {
 		if (ret == -ENOMEM) {	/* not a property of the file */
 			free(o);

@@ -3,12 +3,16 @@
  * symbolizer.h - cached user-space symbolization.
  *
  * Owns: the cache of ELF objects keyed by file identity (device, inode)
- * — never by path — and, per object, a cache of resolved addresses.
- * Files are opened through /proc/PID/map_files/START-END (works for
- * deleted files and containers), falling back to /proc/PID/root/PATH.
- * Objects are reference counted: a process holds a reference for each of
- * its mappings, so a file stays open until no process that mapped it is
- * left to write out.
+ * — never by path — checked against the file's size, mtime and ctime on
+ * every hit (an inode number is reused once its file is gone), and, per
+ * object, a cache of resolved addresses. Files are opened through
+ * /proc/PID/map_files/START-END (works for deleted files and
+ * containers), falling back to /proc/PID/root/PATH. Objects without a
+ * .symtab get their separate debug file (see debuginfo.h). The kernel's
+ * vDSO is one object shared by every "[vdso]" mapping, read from profd's
+ * own. Objects are reference counted: a process holds a reference for
+ * each of its mappings, so a file stays open until no process that
+ * mapped it is left to write out.
  */
 #ifndef PROFD_SYMBOL_SYMBOLIZER_H
 #define PROFD_SYMBOL_SYMBOLIZER_H
@@ -35,10 +39,15 @@ void symbolizer_free(struct symbolizer *s);
 
 /*
  * symbolizer_get - a new reference to the object mapped by @m in process
- * @pid, opening it on first use (keyed by m->dev_major/minor + m->inode).
- * Returns NULL with *@err < 0 for anonymous/special mappings (-EINVAL),
- * unreadable files (-errno) or non-ELF files (-ENOEXEC); failures are
- * remembered per identity so they are not retried on every sample.
+ * @pid, opening it on first use (keyed by m->dev_major/minor + m->inode;
+ * a cached object whose file changed since it was opened — another size,
+ * mtime or ctime; one stat(2) per call — is dropped from the cache and
+ * the file opened again). A "[vdso]" mapping gets the vDSO object (file
+ * offset = address - m->start); one of a different size or, for a 64-bit
+ * profd, below 4 GiB is another ABI's vDSO: -ENOEXEC. Returns NULL with
+ * *@err < 0 for anonymous/other special mappings (-EINVAL), unreadable
+ * files (-errno) or non-ELF files (-ENOEXEC); failures are remembered per
+ * identity so they are not retried on every sample.
  */
 struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 				  const struct proc_mapping *m, int *err);

@@ -3,14 +3,20 @@
  * test_symbolize.c - command-line front end to the symbolizer, driven by
  * tests/test_symbol.py (which compares it against nm/readelf/c++filt).
  *
- *   test_symbolize ELF_PATH VADDR...
+ *   test_symbolize [--no-debug] ELF_PATH VADDR...
  *	"build-id HEX" then, per VADDR (ELF virtual address), one line
  *	"0xVADDR NAME 0xSYMSTART" (NAME demangled, may contain spaces) or
- *	"0xVADDR ?" when no symbol covers it. Also "nsyms N" on stderr.
+ *	"0xVADDR ?" when no symbol covers it. On stderr "debug PATH" (the
+ *	separate debug file used, searched on the host; "debug -" for none
+ *	or with --no-debug) and "nsyms N".
  *   test_symbolize --pid PID ADDR...
  *	runtime addresses of a live process, through proc_maps_read,
  *	symbolizer_get and sym_object_resolve: "0xADDR NAME 0xSYMSTART"
  *	or "0xADDR ? REASON".
+ *   test_symbolize --session
+ *	one symbolizer for many requests read from stdin, one a line:
+ *	"PID ADDR..." answers as --pid does, then a line "end"; "trim"
+ *	calls symbolizer_trim and answers "end". Stops at EOF.
  *   test_symbolize --kallsyms [--file PATH] ADDR...
  *	"kallsyms COUNT LOAD_MS" then "0xADDR NAME 0xSYMADDR MODULE" per
  *	address (MODULE "-" for vmlinux) or "0xADDR ?".
@@ -20,12 +26,15 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "proc/maps.h"
+#include "symbol/debuginfo.h"
 #include "symbol/demangle.h"
 #include "symbol/elf_file.h"
 #include "symbol/kallsyms.h"
@@ -44,8 +53,9 @@ static int parse_addr(const char *s, uint64_t *v)
 	return 0;
 }
 
-static int cmd_elf(const char *path, int argc, char **argv)
+static int cmd_elf(const char *path, bool debug, int argc, char **argv)
 {
+	char found[PATH_MAX], *real;
 	struct elf_file *f;
 	int err = 0, i;
 
@@ -54,6 +64,13 @@ static int cmd_elf(const char *path, int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", path, strerror(-err));
 		return 1;
 	}
+	found[0] = '\0';
+	if (debug) {
+		real = realpath(path, NULL);
+		debuginfo_attach(f, NULL, real, found, sizeof(found));
+		free(real);
+	}
+	fprintf(stderr, "debug %s\n", found[0] ? found : "-");
 	printf("build-id %s\n", elf_file_build_id(f));
 	fprintf(stderr, "nsyms %" PRIu64 "\n", elf_file_nsymbols(f));
 	for (i = 0; i < argc; i++) {
@@ -77,18 +94,15 @@ static int cmd_elf(const char *path, int argc, char **argv)
 	return 0;
 }
 
-static int cmd_pid(pid_t pid, int argc, char **argv)
+/* Resolve runtime addresses @argv of @pid through @s; 1 if maps fail. */
+static int resolve_pid(struct symbolizer *s, pid_t pid, int argc, char **argv)
 {
-	struct symbolizer *s = symbolizer_new();
 	struct proc_maps maps;
 	int err, i;
 
-	if (!s)
-		return 1;
 	err = proc_maps_read(pid, &maps);
 	if (err) {
 		fprintf(stderr, "pid %d: %s\n", (int)pid, strerror(-err));
-		symbolizer_free(s);
 		return 1;
 	}
 	for (i = 0; i < argc; i++) {
@@ -121,9 +135,50 @@ static int cmd_pid(pid_t pid, int argc, char **argv)
 			       r.name, r.sym_vaddr);
 		sym_object_put(o);
 	}
+	proc_maps_free(&maps);
+	return 0;
+}
+
+static int cmd_pid(pid_t pid, int argc, char **argv)
+{
+	struct symbolizer *s = symbolizer_new();
+	int rc;
+
+	if (!s)
+		return 1;
+	rc = resolve_pid(s, pid, argc, argv);
 	symbolizer_trim(s);
 	symbolizer_free(s);
-	proc_maps_free(&maps);
+	return rc;
+}
+
+#define SESSION_ARGS 256
+
+static int cmd_session(void)
+{
+	struct symbolizer *s = symbolizer_new();
+	char *line = NULL, *argv[SESSION_ARGS], *tok, *save;
+	size_t cap = 0;
+	int argc;
+
+	if (!s)
+		return 1;
+	while (getline(&line, &cap, stdin) > 0) {
+		argc = 0;
+		for (tok = strtok_r(line, " \t\n", &save);
+		     tok && argc < SESSION_ARGS;
+		     tok = strtok_r(NULL, " \t\n", &save))
+			argv[argc++] = tok;
+		if (argc == 1 && !strcmp(argv[0], "trim"))
+			symbolizer_trim(s);
+		else if (argc)
+			resolve_pid(s, (pid_t)atoi(argv[0]), argc - 1, argv + 1);
+		printf("end\n");
+		fflush(stdout);
+	}
+	free(line);
+	symbolizer_trim(s);
+	symbolizer_free(s);
 	return 0;
 }
 
@@ -164,8 +219,9 @@ static int cmd_kallsyms(const char *path, int argc, char **argv)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: test_symbolize ELF_PATH VADDR...\n"
+		"usage: test_symbolize [--no-debug] ELF_PATH VADDR...\n"
 		"       test_symbolize --pid PID ADDR...\n"
+		"       test_symbolize --session\n"
 		"       test_symbolize --kallsyms [--file PATH] ADDR...\n");
 	return 2;
 }
@@ -180,6 +236,12 @@ int main(int argc, char **argv)
 		if (argc < 3)
 			return usage();
 		rc = cmd_pid((pid_t)atoi(argv[2]), argc - 3, argv + 3);
+	} else if (!strcmp(argv[1], "--session")) {
+		rc = cmd_session();
+	} else if (!strcmp(argv[1], "--no-debug")) {
+		if (argc < 3)
+			return usage();
+		rc = cmd_elf(argv[2], false, argc - 3, argv + 3);
 	} else if (!strcmp(argv[1], "--kallsyms")) {
 		const char *path = "/proc/kallsyms";
 
@@ -192,7 +254,7 @@ int main(int argc, char **argv)
 		}
 		rc = cmd_kallsyms(path, argc, argv);
 	} else {
-		rc = cmd_elf(argv[1], argc - 2, argv + 2);
+		rc = cmd_elf(argv[1], true, argc - 2, argv + 2);
 	}
 	fflush(stdout);
 	return rc;

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * elf_symtab.c - function symbol tables read with libelf (see
+ * elf_symtab.h).
+ *
+ * Owns: reading FUNC/IFUNC symbols out of .symtab/.dynsym sections,
+ * choosing one name per address (binding, then .symtab over .dynsym,
+ * then fewer leading underscores), sizing symbols without a size, and
+ * the enclosing-symbol links the lookup walks.
+ *
+ * Input is untrusted (any file a process maps, any debug file found for
+ * one): every count, offset and index comes from libelf's checked
+ * accessors, and every failure is an error, never a crash.
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbol/elf_symtab.h"
+
+#define CHAIN_MAX	256	/* enclosing symbols tried per lookup */
+
+struct elf_sym {
+	uint64_t start;		/* ELF virtual address */
+	uint64_t end;		/* exclusive */
+	uint64_t max_end;	/* max end of this and all earlier symbols */
+	uint32_t name;		/* offset in names */
+	uint32_t parent;	/* nearest earlier symbol covering start, or NONE */
+};
+
+#define NO_PARENT UINT32_MAX
+
+/* A function symbol as read, before sorting and merging. */
+struct cand {
+	uint64_t value;
+	uint64_t size;
+	uint64_t limit;		/* end of its section (for size-0 symbols) */
+	const char *name;	/* inside libelf's data; valid until elf_end */
+	uint32_t name_len;	/* up to a version suffix ("@VER", "@@VER") */
+	uint32_t seq;		/* read order, for a stable sort */
+	uint8_t rank;		/* 2 GLOBAL, 1 WEAK, 0 LOCAL */
+	uint8_t symtab;		/* 1 from .symtab, 0 from .dynsym */
+};
+
+struct cands {
+	struct cand *v;
+	size_t n, cap;
+};
+
+struct sec_range {
+	uint64_t addr, size;
+};
+
+static int cands_push(struct cands *c, const struct cand *x)
+{
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 1024;
+		struct cand *nv = realloc(c->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		c->v = nv;
+		c->cap = ncap;
+	}
+	c->v[c->n++] = *x;
+	return 0;
+}
+
+static int bind_rank(unsigned char bind)
+{
+	switch (bind) {
+	case STB_GLOBAL:
+	case STB_GNU_UNIQUE:
+		return 2;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Read the function symbols of one symbol table section into @c. */
+static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
+		       const struct sec_range *secs, size_t nsecs,
+		       struct cands *c)
+{
+	size_t symsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t i, n, len;
+
+	if (!d || !d->d_buf || !symsz)
+		return 0;	/* unreadable table: skip it */
+	n = d->d_size / symsz;
+	for (i = 1; i < n; i++) {	/* entry 0 is the null symbol */
+		struct cand x;
+		GElf_Sym s;
+		int type;
+
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		type = GELF_ST_TYPE(s.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+			continue;
+		if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
+			continue;
+		x.name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (!x.name)
+			continue;
+		len = strcspn(x.name, "@");
+		if (!len || len > UINT32_MAX)
+			continue;
+		x.name_len = (uint32_t)len;
+		x.value = s.st_value;
+		x.size = s.st_size;
+		x.limit = 0;
+		if (s.st_shndx < nsecs) {
+			const struct sec_range *r = &secs[s.st_shndx];
+
+			if (x.value >= r->addr && x.value - r->addr < r->size)
+				x.limit = r->addr + r->size;
+		}
+		x.seq = (uint32_t)c->n;
+		x.rank = (uint8_t)bind_rank(GELF_ST_BIND(s.st_info));
+		x.symtab = sh->sh_type == SHT_SYMTAB;
+		if (cands_push(c, &x))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static size_t leading_underscores(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/*
+ * By address, then best name first: binding, .symtab over .dynsym, fewer
+ * leading underscores (the public alias over "__libc_..."), read order.
+ */
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	size_t ux, uy;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	if (x->symtab != y->symtab)
+		return x->symtab > y->symtab ? -1 : 1;
+	ux = leading_underscores(x->name);
+	uy = leading_underscores(y->name);
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Merge sorted candidates into @t: one entry per address (the first,
+ * i.e. best, name; the largest size), size-0 symbols extended to the next
+ * symbol or their section's end, then the enclosing-symbol links.
+ */
+static int build_table(struct elf_symtab *t, struct cands *c)
+{
+	size_t i, j, n = 0, blob = 0, pos = 0;
+	uint32_t *stack;
+	size_t top = 0;
+
+	for (i = 0; i < c->n; i = j) {
+		uint64_t size = c->v[i].size, limit = c->v[i].limit;
+
+		for (j = i + 1; j < c->n && c->v[j].value == c->v[i].value; j++) {
+			if (c->v[j].size > size)
+				size = c->v[j].size;
+			if (c->v[j].limit > limit)
+				limit = c->v[j].limit;
+		}
+		c->v[n] = c->v[i];
+		c->v[n].size = size;
+		c->v[n].limit = limit;
+		blob += c->v[n].name_len + 1;
+		n++;
+	}
+	if (!n)
+		return 0;
+	if (blob > UINT32_MAX || n >= NO_PARENT)
+		return -E2BIG;
+
+	t->syms = calloc(n, sizeof(*t->syms));
+	t->names = malloc(blob);
+	stack = malloc(n * sizeof(*stack));
+	if (!t->syms || !t->names || !stack) {
+		free(stack);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		const struct cand *x = &c->v[i];
+		struct elf_sym *s = &t->syms[i];
+		size_t len = x->name_len;
+
+		s->start = x->value;
+		if (x->size) {
+			s->end = x->value + x->size;
+			if (s->end < s->start)
+				s->end = UINT64_MAX;
+		} else {
+			s->end = x->limit > x->value ? x->limit : x->value + 1;
+			if (i + 1 < n && c->v[i + 1].value < s->end)
+				s->end = c->v[i + 1].value;
+		}
+		s->max_end = i && t->syms[i - 1].max_end > s->end ?
+			     t->syms[i - 1].max_end : s->end;
+		s->name = (uint32_t)pos;
+		memcpy(t->names + pos, x->name, len);
+		t->names[pos + len] = '\0';
+		pos += len + 1;
+
+		/*
+		 * Parent: the nearest earlier symbol still open at our start.
+		 * Starts only grow, so one closed before it is closed for good.
+		 */
+		while (top && t->syms[stack[top - 1]].end <= s->start)
+			top--;
+		s->parent = top ? stack[top - 1] : NO_PARENT;
+		stack[top++] = (uint32_t)i;
+	}
+	free(stack);
+	t->n = n;
+	return 0;
+}
+
+/* Section address ranges by index, for bounding size-0 symbols. */
+static struct sec_range *read_sections(Elf *elf, size_t *nsecs)
+{
+	struct sec_range *secs;
+	Elf_Scn *scn = NULL;
+	size_t n;
+
+	*nsecs = 0;
+	if (elf_getshdrnum(elf, &n) || !n)
+		return NULL;
+	secs = calloc(n, sizeof(*secs));
+	if (!secs)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		size_t idx = elf_ndxscn(scn);
+		GElf_Shdr sh;
+
+		if (idx >= n || !gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_flags & SHF_ALLOC) {
+			secs[idx].addr = sh.sh_addr;
+			secs[idx].size = sh.sh_size;
+		}
+	}
+	*nsecs = n;
+	return secs;
+}
+
+/*
+ * Collect the function symbols of @elf into @c: its .symtab, and its
+ * .dynsym too unless @symtab_only (a debug file's .dynsym has no data).
+ */
+static int collect(Elf *elf, bool symtab_only, struct cands *c)
+{
+	struct sec_range *secs;
+	Elf_Scn *scn = NULL;
+	size_t nsecs;
+	int ret = 0;
+
+	secs = read_sections(elf, &nsecs);
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type != SHT_SYMTAB &&
+		    (symtab_only || sh.sh_type != SHT_DYNSYM))
+			continue;
+		ret = read_symtab(elf, scn, &sh, secs, nsecs, c);
+		if (ret)
+			break;
+	}
+	free(secs);
+	return ret;
+}
+
+/*
+ * elf_symtab_build - see elf_symtab.h. Names are copied out of libelf's
+ * data into one blob, so the handles may be closed afterwards.
+ */
+int elf_symtab_build(struct elf_symtab *t, Elf *const *elves,
+		     const bool *symtab_only, size_t nelves)
+{
+	struct cands c = { 0 };
+	size_t i;
+	int ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < nelves && !ret; i++)
+		ret = collect(elves[i], symtab_only[i], &c);
+	if (!ret && c.n) {
+		qsort(c.v, c.n, sizeof(*c.v), cmp_cand);
+		ret = build_table(t, &c);
+	}
+	if (ret)
+		elf_symtab_free(t);
+	free(c.v);
+	return ret;
+}
+
+/*
+ * elf_symtab_lookup - see elf_symtab.h. The candidate is the last symbol
+ * starting at or below @vaddr; when it ends before @vaddr, the symbols
+ * enclosing it are tried (a function with a local label symbol inside).
+ */
+const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr,
+			      uint64_t *sym_vaddr)
+{
+	size_t lo = 0, hi = t->n, steps;
+	uint32_t i;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->syms[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	i = (uint32_t)(lo - 1);
+	for (steps = 0; i != NO_PARENT && steps < CHAIN_MAX; steps++) {
+		const struct elf_sym *s = &t->syms[i];
+
+		if (s->max_end <= vaddr)
+			return NULL;	/* nothing at or before i reaches it */
+		if (vaddr < s->end) {
+			*sym_vaddr = s->start;
+			return t->names + s->name;
+		}
+		i = s->parent;
+	}
+	return NULL;
+}
+
+/* elf_symtab_free - see elf_symtab.h. */
+void elf_symtab_free(struct elf_symtab *t)
+{
+	free(t->syms);
+	free(t->names);
+	memset(t, 0, sizeof(*t));
+}
