@@ -15,6 +15,7 @@
 const volatile bool cfg_filter_pids = false;	/* only PIDs in pid_filter */
 const volatile bool cfg_include_idle = false;	/* keep pid 0 samples */
 const volatile __u32 cfg_max_user_frames = 256;	/* --max-stack-depth */
+const volatile bool cfg_dwarf_unwinding = true;	/* !--no-dwarf-unwinding */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -57,6 +58,18 @@ static __always_inline struct profd_unwind_state *unwind_state(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&unwind_scratch, &zero);
+}
+
+/*
+ * put_ip - store @ip in scratch slot @idx. The barrier stops the compiler
+ * from folding the mask into a strength-reduced pointer the verifier
+ * cannot bound.
+ */
+static __always_inline void put_ip(struct profd_unwind_state *st, __u32 idx,
+				   __u64 ip)
+{
+	barrier_var(idx);
+	st->ips[idx & (PROFD_SCRATCH_IPS - 1)] = ip;
 }
 
 #endif /* PROFD_BPF_MAPS_BPF_H */

@@ -46,6 +46,9 @@ enum profd_sample_origin {
 #define PROFD_SAMPLE_USER_ERROR		(1u << 1) /* user walk stopped on a read error */
 #define PROFD_SAMPLE_KERNEL_MODE	(1u << 2) /* interrupted in kernel mode */
 #define PROFD_SAMPLE_NO_USER		(1u << 3) /* kernel thread: no user stack */
+#define PROFD_SAMPLE_UNWIND_MISSING	(1u << 4) /* no unwind info for the pid or a pc:
+						   * user space loads it (discovery) */
+#define PROFD_SAMPLE_DWARF		(1u << 5) /* walked with DWARF tables */
 
 /*
  * One CPU stack sample. Followed in the record by kernel_len kernel IPs
@@ -91,6 +94,9 @@ struct profd_unwind_state {
 	__u64 bp;
 	__u32 tail_calls;	/* unwinder tail calls taken so far */
 	__u32 max_user_frames;	/* depth limit for this capture */
+	__u32 pc_exact;		/* ip is where the CPU was (leaf, signal frame),
+				 * not a return address: look it up as is */
+	__u32 _pad;
 	struct profd_sample sample;	/* 64 bytes: ips[] follows directly */
 	__u64 ips[PROFD_SCRATCH_IPS];
 };
@@ -98,7 +104,7 @@ struct profd_unwind_state {
 /* Slots of the unwinder chain's program arrays (one array per program type). */
 enum profd_unwinder_prog {
 	PROFD_PROG_UNWIND_FP = 0,	/* frame-pointer walk */
-	PROFD_PROG_UNWIND_DWARF = 1,	/* reserved: DWARF CFI tables */
+	PROFD_PROG_UNWIND_DWARF = 1,	/* DWARF CFI tables, FP for code without */
 	PROFD_PROG_UNWIND_PYTHON = 2,	/* reserved: CPython frames */
 	PROFD_PROG_EMIT = 3,		/* copy the record to the ringbuf */
 	PROFD_PROG_MAX = 4,
@@ -120,6 +126,11 @@ enum profd_counter {
 	PROFD_CNT_TAIL_CALL_FAILED,	/* chain broken: record lost */
 	PROFD_CNT_NO_SCRATCH,		/* per-CPU scratch lookup failed */
 	PROFD_CNT_PROC_EVENT_LOST,	/* lifecycle event dropped: ringbuf full */
+	PROFD_CNT_DWARF_NO_ROW,		/* pc in a table's range but no row: FP used */
+	PROFD_CNT_DWARF_UNSUPPORTED,	/* CFA rule we cannot follow: FP used */
+	PROFD_CNT_DWARF_PC_UNKNOWN,	/* pc outside the process's known ranges */
+	PROFD_CNT_DWARF_BAD_FRAME,	/* CFA not above sp: walk stopped */
+	PROFD_CNT_SIGNAL_FRAMES,	/* sigreturn frames unwound (not a loss) */
 	PROFD_CNT_MAX,
 };
 

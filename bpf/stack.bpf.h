@@ -16,6 +16,7 @@
 #define PROFD_BPF_STACK_BPF_H
 
 #include "maps.bpf.h"
+#include "unwind_dwarf.bpf.h"
 
 /* Upper bound of tail calls one capture may spend in the FP walker. */
 #define PROFD_FP_MAX_TAIL_CALLS \
@@ -56,6 +57,7 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 	st->sample._pad = 0;
 	bpf_get_current_comm(st->sample.comm, sizeof(st->sample.comm));
 	st->tail_calls = 0;
+	st->pc_exact = 1;
 	st->max_user_frames = cfg_max_user_frames;
 	if (st->max_user_frames > PROFD_MAX_USER_FRAMES)
 		st->max_user_frames = PROFD_MAX_USER_FRAMES;
@@ -82,21 +84,17 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 	st->sp = BPF_CORE_READ(regs, sp);
 	st->bp = BPF_CORE_READ(regs, bp);
 
+	if (cfg_dwarf_unwinding) {
+		__u32 pid = st->sample.pid;
+
+		if (bpf_map_lookup_elem(&unwind_procs, &pid))
+			bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_DWARF);
+		else
+			st->sample.flags |= PROFD_SAMPLE_UNWIND_MISSING;
+	}
 	bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
 	count(PROFD_CNT_TAIL_CALL_FAILED);
 	return 0;
-}
-
-/*
- * put_ip - store @ip in scratch slot @idx. The barrier stops the compiler
- * from folding the mask into a strength-reduced pointer the verifier
- * cannot bound.
- */
-static __always_inline void put_ip(struct profd_unwind_state *st, __u32 idx,
-				   __u64 ip)
-{
-	barrier_var(idx);
-	st->ips[idx & (PROFD_SCRATCH_IPS - 1)] = ip;
 }
 
 /*
@@ -187,11 +185,12 @@ static __always_inline int emit_sample(void)
 
 /*
  * PROFD_DEFINE_UNWINDERS(kind, sec) - the chain for one program type:
- * programs unwind_fp_<kind> and emit_<kind>, and the program array
+ * programs unwind_fp_<kind>, unwind_dwarf_<kind> and emit_<kind>, and the program array
  * unwind_progs_<kind> that links them (filled at load by libbpf).
  */
 #define PROFD_DEFINE_UNWINDERS(kind, sec)					\
 	SEC(sec) int unwind_fp_##kind(void *ctx);				\
+	SEC(sec) int unwind_dwarf_##kind(void *ctx);				\
 	SEC(sec) int emit_##kind(void *ctx);					\
 	struct {								\
 		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);				\
@@ -201,12 +200,17 @@ static __always_inline int emit_sample(void)
 	} unwind_progs_##kind SEC(".maps") = {					\
 		.values = {							\
 			[PROFD_PROG_UNWIND_FP] = (void *)&unwind_fp_##kind,	\
+			[PROFD_PROG_UNWIND_DWARF] = (void *)&unwind_dwarf_##kind, \
 			[PROFD_PROG_EMIT] = (void *)&emit_##kind,		\
 		},								\
 	};									\
 	SEC(sec) int unwind_fp_##kind(void *ctx)				\
 	{									\
 		return unwind_fp_step(ctx, &unwind_progs_##kind);		\
+	}									\
+	SEC(sec) int unwind_dwarf_##kind(void *ctx)				\
+	{									\
+		return unwind_dwarf_step(ctx, &unwind_progs_##kind);		\
 	}									\
 	SEC(sec) int emit_##kind(void *ctx)					\
 	{									\

@@ -51,6 +51,9 @@ enum {
 	OPT_INCLUDE_IDLE = 0x100,
 	OPT_MAX_DEPTH,
 	OPT_NO_KVER,
+	OPT_NO_DWARF,
+	OPT_UNWIND_MEMORY,
+	OPT_MAX_PROCESSES,
 };
 
 static const struct argp_option options[] = {
@@ -72,6 +75,13 @@ static const struct argp_option options[] = {
 	  "User frames per stack, 1-512 (default 256); deeper stacks end in [truncated]", 0 },
 	{ "no-kernel-version-check", OPT_NO_KVER, NULL, 0,
 	  "Do not refuse kernels older than 5.15", 0 },
+	{ "no-dwarf-unwinding", OPT_NO_DWARF, NULL, 0,
+	  "Walk user stacks with frame pointers only (no .eh_frame tables)", 0 },
+	{ "unwind-memory-limit", OPT_UNWIND_MEMORY, "MIB", 0,
+	  "Memory for unwind tables in BPF maps, 1-65536 MiB (default 64); "
+	  "least recently used tables are evicted beyond it", 0 },
+	{ "max-processes", OPT_MAX_PROCESSES, "N", 0,
+	  "Processes with unwind tables at once, 16-1048576 (default 8192)", 0 },
 	{ 0 },
 };
 
@@ -163,6 +173,21 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_KVER:
 		a->cfg.check_kernel_version = false;
 		break;
+	case OPT_NO_DWARF:
+		a->cfg.dwarf_unwinding = false;
+		break;
+	case OPT_UNWIND_MEMORY:
+		v = parse_uint(arg, 1, 65536);
+		if (v < 0)
+			argp_error(state, "--unwind-memory-limit must be 1-65536 MiB, got '%s'", arg);
+		a->cfg.unwind_memory_mib = v;
+		break;
+	case OPT_MAX_PROCESSES:
+		v = parse_uint(arg, 16, 1 << 20);
+		if (v < 0)
+			argp_error(state, "--max-processes must be 16-1048576, got '%s'", arg);
+		a->cfg.max_processes = v;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -181,6 +206,9 @@ int main(int argc, char **argv)
 			.output_dir = "profd-out",
 			.max_stack_depth = 256,
 			.check_kernel_version = true,
+			.dwarf_unwinding = true,
+			.unwind_memory_mib = 64,
+			.max_processes = 8192,
 		},
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };

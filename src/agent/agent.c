@@ -30,6 +30,7 @@
 #include "tracer/counters.h"
 #include "tracer/preflight.h"
 #include "tracer/tracer.h"
+#include "unwind/loader.h"
 
 #define MAX_STACKS_PER_INTERVAL (1u << 20)
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
@@ -43,6 +44,10 @@ enum agent_counter {
 	AGENT_CNT_ELF_OPEN_ERRORS,	/* mapping file unreadable or not ELF */
 	AGENT_CNT_WRITE_ERRORS,		/* profile or flame graph not written */
 	AGENT_CNT_FLAMEGRAPH_TRUNCATED,	/* flame graph full: path cut short */
+	AGENT_CNT_UNWIND_CFI_REJECTED,	/* malformed CIEs/FDEs left out of tables */
+	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
+	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
+	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
 	AGENT_CNT_MAX,
 };
 
@@ -53,6 +58,10 @@ static const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_ELF_OPEN_ERRORS] = "elf_open_error",
 	[AGENT_CNT_WRITE_ERRORS] = "write_error",
 	[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = "flamegraph_truncated",
+	[AGENT_CNT_UNWIND_CFI_REJECTED] = "unwind_cfi_rejected",
+	[AGENT_CNT_UNWIND_EVICTIONS] = "unwind_evictions",
+	[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = "unwind_ranges_truncated",
+	[AGENT_CNT_UNWIND_UPDATE_ERRORS] = "unwind_update_error",
 };
 
 struct agent {
@@ -61,6 +70,7 @@ struct agent {
 	struct symbolizer *sym;
 	pthread_mutex_t sym_lock;
 	struct process_table *procs;	/* reader thread only */
+	struct unwind_loader *unwind;	/* reader thread only; NULL: FP only */
 	struct kallsyms *ksyms;
 	char kernel_build_id[128];
 	struct flamegraph *flame;
@@ -69,6 +79,7 @@ struct agent {
 	struct aggregate *cur;
 	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
 	struct process_table_stats procs_stats;
+	struct unwind_loader_stats unwind_stats;
 
 	volatile int stop_reader;
 	pthread_t reader;
@@ -168,13 +179,36 @@ malformed:
 	return 0;
 }
 
+static void unwind_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
+{
+	struct agent *ag = ctx;
+
+	unwind_loader_update(ag->unwind, pid, maps);
+}
+
+static void unwind_removed(void *ctx, pid_t pid)
+{
+	struct agent *ag = ctx;
+
+	unwind_loader_remove(ag->unwind, pid);
+}
+
 static void publish_proc_stats(struct agent *ag)
 {
 	struct process_table_stats st;
 
+	struct unwind_loader_stats ust = { 0 };
+
 	process_table_stats(ag->procs, &st);
+	if (ag->unwind)
+		unwind_loader_stats(ag->unwind, &ust);
 	pthread_mutex_lock(&ag->agg_lock);
 	ag->procs_stats = st;
+	ag->unwind_stats = ust;
+	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
+	ag->counters[AGENT_CNT_UNWIND_EVICTIONS] = ust.evictions;
+	ag->counters[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = ust.ranges_truncated;
+	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
 	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
 	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
 	pthread_mutex_unlock(&ag->agg_lock);
@@ -231,8 +265,9 @@ static int output_path(const char *dir, uint64_t start_ns, char *out, size_t len
 
 /* Build the comments: version, config, and every counter by name. */
 static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
-			     const uint64_t *agent_delta, char comments[][96],
-			     uint32_t *n)
+			     const uint64_t *agent_delta,
+			     const struct unwind_loader_stats *us,
+			     char comments[][96], uint32_t *n)
 {
 	char host[64] = "";
 
@@ -248,6 +283,12 @@ static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
 		snprintf(comments[(*n)++], 96, "drop.%s=%llu",
 			 agent_counter_names[c],
 			 (unsigned long long)agent_delta[c]);
+	snprintf(comments[(*n)++], 96,
+		 "stat.unwind: tables=%llu no_cfi=%llu processes=%llu rows=%llu shards=%u",
+		 (unsigned long long)us->objects,
+		 (unsigned long long)us->objects_failed,
+		 (unsigned long long)us->processes,
+		 (unsigned long long)us->rows, us->shards);
 }
 
 static void status_line(struct agent *ag, const struct aggregate *a,
@@ -287,8 +328,9 @@ static void flush(struct agent *ag)
 	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 }, bpf_delta[PROFD_CNT_MAX];
 	uint64_t agent_now[AGENT_CNT_MAX], agent_delta[AGENT_CNT_MAX];
 	uint64_t end = now_ns(CLOCK_REALTIME), processes;
-	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 4][96];
-	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 4];
+	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 8][96];
+	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 8];
+	struct unwind_loader_stats us;
 	char path[PATH_MAX], flame_path[PATH_MAX];
 	struct aggregate *a, *fresh = aggregate_new(MAX_STACKS_PER_INTERVAL, end);
 	struct profile *p;
@@ -302,6 +344,7 @@ static void flush(struct agent *ag)
 	ag->cur = fresh;
 	memcpy(agent_now, ag->counters, sizeof(agent_now));
 	processes = ag->procs_stats.processes;
+	us = ag->unwind_stats;
 	pthread_mutex_unlock(&ag->agg_lock);
 
 	tracer_read_counters(ag->tracer, bpf_now);
@@ -314,7 +357,7 @@ static void flush(struct agent *ag)
 	ag->intervals++;
 	ag->total_samples += a->nsamples;
 
-	counter_comments(ag, bpf_delta, agent_delta, comments, &ncomments);
+	counter_comments(ag, bpf_delta, agent_delta, &us, comments, &ncomments);
 	for (uint32_t i = 0; i < ncomments; i++)
 		comment_ptrs[i] = comments[i];
 
@@ -417,6 +460,8 @@ static int agent_setup(struct agent *ag)
 		.max_stack_depth = cfg->max_stack_depth,
 		.ringbuf_bytes = 8u << 20,
 		.verbose = cfg->verbose,
+		.dwarf_unwinding = cfg->dwarf_unwinding,
+		.max_processes = cfg->max_processes,
 	};
 	int err;
 
@@ -445,12 +490,30 @@ static int agent_setup(struct agent *ag)
 	ag->tracer = tracer_open(&to, on_event, ag);
 	if (!ag->tracer)
 		return -1;
+	if (cfg->dwarf_unwinding) {
+		struct process_listener pl = {
+			.maps_read = unwind_maps_read,
+			.removed = unwind_removed,
+			.ctx = ag,
+		};
+		int shards_fd, procs_fd;
+
+		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd);
+		ag->unwind = unwind_loader_new(shards_fd, procs_fd,
+					       (uint64_t)cfg->unwind_memory_mib << 20);
+		if (!ag->unwind) {
+			fprintf(stderr, "profd: error: out of memory\n");
+			return -1;
+		}
+		process_table_set_listener(ag->procs, &pl);
+	}
 	return 0;
 }
 
 static void agent_teardown(struct agent *ag)
 {
 	tracer_close(ag->tracer);
+	unwind_loader_free(ag->unwind);
 	aggregate_free(ag->cur);
 	process_table_free(ag->procs);
 	symbolizer_free(ag->sym);

@@ -18,7 +18,17 @@ struct process_table {
 	struct symbolizer *sym;
 	pthread_mutex_t *sym_lock;
 	struct process_table_stats stats;
+	struct process_listener listener;
 };
+
+void process_table_set_listener(struct process_table *pt,
+				const struct process_listener *l)
+{
+	if (l)
+		pt->listener = *l;
+	else
+		memset(&pt->listener, 0, sizeof(pt->listener));
+}
 
 struct proc_snapshot *proc_snapshot_get(struct proc_snapshot *s)
 {
@@ -135,6 +145,8 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	s->sym_lock = pt->sym_lock;
 	proc_snapshot_put(p->snap);
 	p->snap = s;
+	if (pt->listener.maps_read)
+		pt->listener.maps_read(pt->listener.ctx, p->pid, &s->maps);
 	return 0;
 }
 
@@ -259,6 +271,8 @@ void process_table_reap(struct process_table *pt, uint64_t now,
 				continue;
 			}
 			*pp = p->next;
+			if (pt->listener.removed)
+				pt->listener.removed(pt->listener.ctx, p->pid);
 			process_free(p);
 			pt->stats.processes--;
 		}

@@ -61,6 +61,21 @@ struct process_table_stats {
 struct process_table;
 
 /*
+ * Told about every successful maps read (the mappings stay valid for the
+ * call only) and about every process leaving the table. Called on the
+ * reader thread. Used to keep the BPF unwind tables in step.
+ */
+struct process_listener {
+	void (*maps_read)(void *ctx, pid_t pid, const struct proc_maps *maps);
+	void (*removed)(void *ctx, pid_t pid);
+	void *ctx;
+};
+
+/* process_table_set_listener - install @l (copied; NULL removes it). */
+void process_table_set_listener(struct process_table *pt,
+				const struct process_listener *l);
+
+/*
  * process_table_new - an empty table using symbolizer @sym, whose calls
  * are serialized by @sym_lock. NULL on out of memory.
  */

@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -48,6 +47,7 @@
 #include "symbol/demangle.h"
 #include "symbol/elf_file.h"
 #include "symbol/symbolizer.h"
+#include "proc/vdso.h"
 
 #define OFFSET_CACHE_MAX	65536	/* entries per object */
 #define BUCKETS_MIN		256
@@ -405,30 +405,18 @@ static bool node_is_stale(const struct sym_object *o, pid_t pid,
  */
 static void vdso_load(struct symbolizer *s)
 {
-	const struct proc_mapping *m;
-	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	struct proc_maps maps;
 	struct sym_object *o;
+	uintptr_t base;
+	size_t size;
 	int ret;
 
-	if (!base) {
-		s->vdso_err = -ENOENT;
-		return;
-	}
-	ret = proc_maps_read(getpid(), &maps);
+	ret = own_vdso(&base, &size);
 	if (ret) {
 		s->vdso_err = ret;
 		return;
 	}
-	m = proc_maps_find(&maps, base);
-	if (!m || m->start != base || strcmp(m->path, "[vdso]")) {
-		proc_maps_free(&maps);
-		s->vdso_err = -ENOENT;
-		return;
-	}
-	s->vdso_start = m->start;
-	s->vdso_size = m->end - m->start;
-	proc_maps_free(&maps);
+	s->vdso_start = base;
+	s->vdso_size = size;
 
 	o = calloc(1, sizeof(*o));
 	if (!o) {

@@ -15,6 +15,11 @@ static const char *const names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_TAIL_CALL_FAILED] = "tail_call_failed",
 	[PROFD_CNT_NO_SCRATCH] = "no_scratch",
 	[PROFD_CNT_PROC_EVENT_LOST] = "proc_event_lost",
+	[PROFD_CNT_DWARF_NO_ROW] = "dwarf_no_row",
+	[PROFD_CNT_DWARF_UNSUPPORTED] = "dwarf_unsupported_rule",
+	[PROFD_CNT_DWARF_PC_UNKNOWN] = "dwarf_pc_unknown",
+	[PROFD_CNT_DWARF_BAD_FRAME] = "dwarf_bad_frame",
+	[PROFD_CNT_SIGNAL_FRAMES] = "signal_frames",
 };
 
 const char *profd_counter_name(enum profd_counter c)
@@ -28,6 +33,10 @@ bool profd_counter_is_drop(enum profd_counter c)
 	case PROFD_CNT_SAMPLES:
 	case PROFD_CNT_IDLE_SKIPPED:
 	case PROFD_CNT_FILTERED:
+	case PROFD_CNT_SIGNAL_FRAMES:
+	case PROFD_CNT_DWARF_NO_ROW:		/* fallbacks to FP, not losses */
+	case PROFD_CNT_DWARF_UNSUPPORTED:
+	case PROFD_CNT_DWARF_PC_UNKNOWN:
 		return false;
 	default:
 		return true;

@@ -25,6 +25,8 @@ struct tracer_opts {
 	unsigned int max_stack_depth;	/* user frames, <= PROFD_MAX_USER_FRAMES */
 	unsigned int ringbuf_bytes;	/* power of two, >= page size */
 	int verbose;			/* 1: libbpf warnings, 2: its debug log too */
+	bool dwarf_unwinding;		/* walk with unwind tables where loaded */
+	unsigned int max_processes;	/* entries of unwind_procs */
 };
 
 /*
@@ -60,6 +62,12 @@ int tracer_set_sampling(struct tracer *t, bool on);
 
 /* tracer_read_counters - sum each BPF counter over CPUs into @out. */
 int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX]);
+
+/*
+ * tracer_unwind_maps - fds of the `unwind_shards` (array of maps) and
+ * `unwind_procs` (tgid -> struct unwind_proc) maps, owned by @t.
+ */
+void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd);
 
 /* tracer_ncpus - number of CPUs sampled (online at start). */
 unsigned int tracer_ncpus(const struct tracer *t);

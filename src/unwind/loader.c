@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loader.c - unwind tables for the processes being sampled (see loader.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <bpf/bpf.h>
+
+#include "proc/vdso.h"
+#include "unwind/compile.h"
+#include "unwind/loader.h"
+#include "unwind/shards.h"
+
+#define OBJ_BUCKETS 1024
+#define PROC_BUCKETS 1024
+#define MAX_SEGS 16
+/* An unused table is dropped after this long without a process using it. */
+#define UNUSED_TTL_NS (120ULL * 1000 * 1000 * 1000)
+
+struct chunk {
+	struct shard_extent ext;
+	uint32_t lo, hi;	/* table-relative pcs [lo, hi) the chunk covers */
+};
+
+struct seg {
+	uint64_t off, vaddr, filesz;
+};
+
+/* One ELF file's table. */
+struct uobj {
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	bool vdso;
+	int status;		/* 0: rows loaded; < 0: no table, FP */
+	uint64_t table_base;
+	struct seg segs[MAX_SEGS];
+	uint32_t nsegs;
+	struct chunk *chunks;
+	uint32_t nchunks;
+	uint32_t users;		/* processes whose entry uses it */
+	uint64_t last_used;	/* CLOCK_MONOTONIC ns */
+	struct uobj *next;
+};
+
+/* One process's entry as written to BPF, and the tables it references. */
+struct uproc {
+	pid_t pid;
+	struct unwind_proc val;
+	struct uobj *entry_obj[UNWIND_MAX_PROC_MAPPINGS];	/* per entry, NULL for FP */
+	struct uobj **objs;	/* distinct tables referenced (one user each) */
+	uint32_t nobjs;
+	struct uproc *next;
+};
+
+struct unwind_loader {
+	int procs_fd;
+	struct shards *shards;
+	struct uobj *objs[OBJ_BUCKETS];
+	struct uproc *procs[PROC_BUCKETS];
+	struct unwind_loader_stats st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+struct unwind_loader *unwind_loader_new(int shards_fd, int procs_fd,
+					uint64_t max_bytes)
+{
+	struct unwind_loader *l = calloc(1, sizeof(*l));
+	uint64_t shard_bytes = (uint64_t)UNWIND_SHARD_ROWS * sizeof(struct unwind_row);
+	uint64_t n = max_bytes / shard_bytes;
+
+	if (!l)
+		return NULL;
+	if (n < 1)
+		n = 1;
+	l->procs_fd = procs_fd;
+	l->shards = shards_new(shards_fd, n > UNWIND_MAX_SHARDS ? UNWIND_MAX_SHARDS : n);
+	if (!l->shards) {
+		free(l);
+		return NULL;
+	}
+	elf_version(EV_CURRENT);
+	return l;
+}
+
+/* tables */
+
+static uint32_t obj_bucket(uint32_t maj, uint32_t min, uint64_t ino, bool vdso)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)maj << 32 | min) ^ vdso;
+
+	return (h ^ (h >> 31)) % OBJ_BUCKETS;
+}
+
+static void obj_unload(struct unwind_loader *l, struct uobj *o)
+{
+	for (uint32_t i = 0; i < o->nchunks; i++) {
+		shards_release(l->shards, &o->chunks[i].ext);
+		l->st.rows -= o->chunks[i].ext.nrows;
+	}
+	free(o->chunks);
+	o->chunks = NULL;
+	o->nchunks = 0;
+	if (!o->status)
+		l->st.objects--;
+}
+
+static void obj_forget(struct unwind_loader *l, struct uobj *o)
+{
+	struct uobj **pp = &l->objs[obj_bucket(o->dev_major, o->dev_minor,
+					       o->inode, o->vdso)];
+
+	while (*pp && *pp != o)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = o->next;
+	if (o->status && o->status != -ENOSPC)
+		l->st.objects_failed--;
+	obj_unload(l, o);
+	free(o);
+}
+
+static int read_segs(Elf *elf, struct uobj *o)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOEXEC;
+	for (size_t i = 0; i < n && o->nsegs < MAX_SEGS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		o->segs[o->nsegs].off = ph.p_offset;
+		o->segs[o->nsegs].vaddr = ph.p_vaddr;
+		o->segs[o->nsegs].filesz = ph.p_filesz;
+		o->nsegs++;
+	}
+	return o->nsegs ? 0 : -ENOEXEC;
+}
+
+static void evict_one(struct unwind_loader *l, struct uobj *keep);
+
+/* Copy @t's rows into shards, in chunks of at most one shard each. */
+static int load_rows(struct unwind_loader *l, struct uobj *o,
+		     const struct unwind_table *t)
+{
+	uint32_t n = t->nr_rows, nchunks = (n + UNWIND_SHARD_ROWS - 1) / UNWIND_SHARD_ROWS;
+
+	o->chunks = calloc(nchunks ? nchunks : 1, sizeof(*o->chunks));
+	if (!o->chunks)
+		return -ENOMEM;
+	for (uint32_t c = 0; c < nchunks; c++) {
+		uint32_t a = c * UNWIND_SHARD_ROWS;
+		uint32_t b = a + UNWIND_SHARD_ROWS < n ? a + UNWIND_SHARD_ROWS : n;
+		struct chunk *ch = &o->chunks[c];
+		int err;
+
+		for (int tries = 0;; tries++) {
+			err = shards_alloc(l->shards, b - a, &ch->ext);
+			if (err != -ENOSPC || tries > 64)
+				break;
+			evict_one(l, o);
+		}
+		if (err)
+			return err;
+		memcpy(shards_rows(l->shards, &ch->ext), &t->rows[a],
+		       (size_t)(b - a) * sizeof(*t->rows));
+		ch->lo = t->rows[a].pc;
+		/* the last row is END: it covers nothing past its pc */
+		ch->hi = b < n ? t->rows[b].pc : t->rows[n - 1].pc;
+		o->nchunks++;
+		l->st.rows += b - a;
+	}
+	return 0;
+}
+
+static int open_mapping(pid_t pid, const struct proc_mapping *m)
+{
+	char path[4096 + 64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", pid,
+		 (unsigned long)m->start, (unsigned long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
+	    major(st.st_dev) != m->dev_major || minor(st.st_dev) != m->dev_minor) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Compile and load the table of @o from @fd (or the vDSO image). */
+static int obj_build(struct unwind_loader *l, struct uobj *o, int fd)
+{
+	struct unwind_build_stats bst = { 0 };
+	struct unwind_table t = { 0 };
+	uint64_t t0 = mono_ns();
+	uintptr_t vbase = 0;
+	size_t vsize = 0;
+	Elf *elf;
+	int err;
+
+	if (o->vdso) {
+		err = own_vdso(&vbase, &vsize);
+		if (err)
+			return err;
+		elf = elf_memory((char *)vbase, vsize);
+	} else {
+		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	}
+	if (!elf)
+		return -ENOEXEC;
+	err = read_segs(elf, o);
+	if (!err)
+		err = unwind_table_build_elf(elf, NULL, &t, &bst);
+	elf_end(elf);
+	l->st.build_errors += bst.errors;
+	l->st.build_ns += mono_ns() - t0;
+	if (err)
+		return err;
+	o->table_base = t.base;
+	err = t.nr_rows ? load_rows(l, o, &t) : -ENODATA;
+	unwind_table_free(&t);
+	if (err)
+		obj_unload(l, o);
+	return err;
+}
+
+static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
+			    const struct proc_mapping *m, uint64_t now)
+{
+	bool vdso = m->special && !strcmp(m->path, "[vdso]");
+	uint32_t b = obj_bucket(m->dev_major, m->dev_minor, m->inode, vdso);
+	struct uobj *o;
+	int fd = -1;
+
+	for (o = l->objs[b]; o; o = o->next) {
+		if (o->inode == m->inode && o->dev_major == m->dev_major &&
+		    o->dev_minor == m->dev_minor && o->vdso == vdso) {
+			o->last_used = now;
+			return o;
+		}
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->dev_major = m->dev_major;
+	o->dev_minor = m->dev_minor;
+	o->inode = m->inode;
+	o->vdso = vdso;
+	o->last_used = now;
+	if (!vdso) {
+		fd = open_mapping(pid, m);
+		o->status = fd < 0 ? fd : 0;
+	}
+	if (!o->status)
+		o->status = obj_build(l, o, fd);
+	if (fd >= 0)
+		close(fd);
+	if (o->status)
+		l->st.objects_failed++;
+	else
+		l->st.objects++;
+	o->next = l->objs[b];
+	l->objs[b] = o;
+	return o;
+}
+
+/* processes */
+
+static struct uproc **proc_slot(struct unwind_loader *l, pid_t pid)
+{
+	struct uproc **pp = &l->procs[(uint32_t)pid % PROC_BUCKETS];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void put_objs(struct unwind_loader *l, struct uobj **objs, uint32_t n,
+		     uint64_t now)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		objs[i]->last_used = now;
+		if (--objs[i]->users == 0 && objs[i]->status == -ENOSPC)
+			obj_forget(l, objs[i]);	/* evicted while in use */
+	}
+}
+
+static int add_entry(struct uproc *u, uint64_t start, uint64_t end,
+		     struct uobj *o, const struct chunk *ch, uint64_t pc_base)
+{
+	struct unwind_mapping *e;
+	uint32_t n = u->val.nmappings;
+
+	if (start >= end)
+		return 0;
+	/* merge with a preceding frame-pointer range */
+	if (!ch && n && u->val.mappings[n - 1].shard == UNWIND_NO_TABLE &&
+	    u->val.mappings[n - 1].end == start) {
+		u->val.mappings[n - 1].end = end;
+		return 0;
+	}
+	if (n >= UNWIND_MAX_PROC_MAPPINGS)
+		return -ENOSPC;
+	e = &u->val.mappings[n];
+	memset(e, 0, sizeof(*e));
+	e->start = start;
+	e->end = end;
+	e->pc_base = pc_base;
+	e->shard = ch ? ch->ext.shard : UNWIND_NO_TABLE;
+	e->first_row = ch ? ch->ext.first_row : 0;
+	e->nrows = ch ? ch->ext.nrows : 0;
+	u->entry_obj[n] = ch ? o : NULL;
+	u->val.nmappings++;
+	return 0;
+}
+
+/* The entries for mapping @m backed by @o (NULL: frame pointers). */
+static int add_mapping(struct uproc *u, const struct proc_mapping *m,
+		       struct uobj *o)
+{
+	uint64_t bias = 0, pos = m->start, pc_base;
+	bool found = false;
+	int err;
+
+	if (o && !o->status) {
+		for (uint32_t i = 0; i < o->nsegs; i++) {
+			const struct seg *s = &o->segs[i];
+
+			if (m->offset >= s->off && m->offset < s->off + s->filesz) {
+				bias = m->start - (m->offset - s->off + s->vaddr);
+				found = true;
+				break;
+			}
+		}
+	}
+	if (!found)
+		return add_entry(u, m->start, m->end, NULL, NULL, 0);
+	pc_base = bias + o->table_base;
+	for (uint32_t c = 0; c < o->nchunks; c++) {
+		const struct chunk *ch = &o->chunks[c];
+		uint64_t lo = pc_base + ch->lo, hi = pc_base + ch->hi;
+
+		if (lo < m->start)
+			lo = m->start;
+		if (hi > m->end)
+			hi = m->end;
+		if (lo >= hi)
+			continue;
+		err = add_entry(u, pos, lo, NULL, NULL, 0);
+		if (!err)
+			err = add_entry(u, lo, hi, o, ch, pc_base);
+		if (err)
+			return err;
+		pos = hi;
+	}
+	return add_entry(u, pos, m->end, NULL, NULL, 0);
+}
+
+static int write_proc(struct unwind_loader *l, struct uproc *u)
+{
+	if (bpf_map_update_elem(l->procs_fd, &u->pid, &u->val, BPF_ANY)) {
+		l->st.update_errors++;
+		return -errno;
+	}
+	return 0;
+}
+
+int unwind_loader_update(struct unwind_loader *l, pid_t pid,
+			 const struct proc_maps *maps)
+{
+	struct uproc **pp = proc_slot(l, pid), *u = *pp;
+	struct uobj **old_objs = NULL;
+	uint32_t old_n = 0;
+	uint64_t now = mono_ns();
+	bool truncated = false;
+	int err;
+
+	if (!u) {
+		u = calloc(1, sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		u->pid = pid;
+		*pp = u;
+		l->st.processes++;
+	}
+	old_objs = u->objs;
+	old_n = u->nobjs;
+	u->objs = calloc(maps->n ? maps->n : 1, sizeof(*u->objs));
+	u->nobjs = 0;
+	u->val.nmappings = 0;
+	if (!u->objs) {
+		u->objs = old_objs;
+		u->nobjs = old_n;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_mapping *m = &maps->v[i];
+		struct uobj *o = NULL;
+		bool vdso = m->special && !strcmp(m->path, "[vdso]");
+
+		if (!m->executable)
+			continue;
+		if (vdso || (m->path[0] && !m->special && m->inode))
+			o = obj_get(l, pid, m, now);
+		if (o) {
+			bool seen = false;
+
+			for (uint32_t j = 0; j < u->nobjs; j++)
+				seen |= u->objs[j] == o;
+			if (!seen) {
+				o->users++;
+				u->objs[u->nobjs++] = o;
+			}
+		}
+		if (add_mapping(u, m, o))
+			truncated = true;
+	}
+	if (truncated)
+		l->st.ranges_truncated++;
+	put_objs(l, old_objs, old_n, now);
+	free(old_objs);
+	err = write_proc(l, u);
+	return err;
+}
+
+static void proc_free(struct unwind_loader *l, struct uproc *u, uint64_t now)
+{
+	put_objs(l, u->objs, u->nobjs, now);
+	free(u->objs);
+	free(u);
+}
+
+/* Drop tables no process used for UNUSED_TTL_NS. */
+static void expire(struct unwind_loader *l, uint64_t now)
+{
+	for (int b = 0; b < OBJ_BUCKETS; b++) {
+		struct uobj *o = l->objs[b], *next;
+
+		for (; o; o = next) {
+			next = o->next;
+			if (!o->users && now - o->last_used > UNUSED_TTL_NS)
+				obj_forget(l, o);
+		}
+	}
+}
+
+void unwind_loader_remove(struct unwind_loader *l, pid_t pid)
+{
+	struct uproc **pp = proc_slot(l, pid), *u = *pp;
+	uint64_t now = mono_ns();
+
+	if (!u)
+		return;
+	*pp = u->next;
+	bpf_map_delete_elem(l->procs_fd, &pid);
+	proc_free(l, u, now);
+	l->st.processes--;
+	expire(l, now);
+}
+
+/*
+ * Make room: drop the least recently used table, unused ones first. A
+ * table in use is unloaded and its processes' ranges fall back to frame
+ * pointers until they exit. Never @keep (the one being loaded).
+ */
+static void evict_one(struct unwind_loader *l, struct uobj *keep)
+{
+	struct uobj *victim = NULL;
+
+	for (int pass = 0; pass < 2 && !victim; pass++) {
+		for (int b = 0; b < OBJ_BUCKETS; b++) {
+			for (struct uobj *o = l->objs[b]; o; o = o->next) {
+				if (o == keep || o->status || !o->nchunks)
+					continue;
+				if (pass == 0 && o->users)
+					continue;
+				if (!victim || o->last_used < victim->last_used)
+					victim = o;
+			}
+		}
+	}
+	if (!victim)
+		return;
+	l->st.evictions++;
+	if (!victim->users) {
+		obj_forget(l, victim);
+		return;
+	}
+	/* In use: point its processes' ranges at frame pointers, rewrite. */
+	for (int b = 0; b < PROC_BUCKETS; b++) {
+		for (struct uproc *u = l->procs[b]; u; u = u->next) {
+			bool changed = false;
+
+			for (uint32_t i = 0; i < u->val.nmappings; i++) {
+				if (u->entry_obj[i] != victim)
+					continue;
+				u->val.mappings[i].shard = UNWIND_NO_TABLE;
+				u->val.mappings[i].nrows = 0;
+				u->entry_obj[i] = NULL;
+				changed = true;
+			}
+			if (changed)
+				write_proc(l, u);
+		}
+	}
+	obj_unload(l, victim);
+	victim->status = -ENOSPC;
+}
+
+void unwind_loader_free(struct unwind_loader *l)
+{
+	if (!l)
+		return;
+	for (int b = 0; b < PROC_BUCKETS; b++) {
+		struct uproc *u = l->procs[b], *next;
+
+		for (; u; u = next) {
+			next = u->next;
+			free(u->objs);
+			free(u);
+		}
+	}
+	for (int b = 0; b < OBJ_BUCKETS; b++) {
+		struct uobj *o = l->objs[b], *next;
+
+		for (; o; o = next) {
+			next = o->next;
+			free(o->chunks);
+			free(o);
+		}
+	}
+	shards_free(l->shards);
+	free(l);
+}
+
+void unwind_loader_stats(const struct unwind_loader *l,
+			 struct unwind_loader_stats *out)
+{
+	*out = l->st;
+	shards_stats(l->shards, &out->shards, &out->rows);
+}
