@@ -122,6 +122,8 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			if (p->snap == snap)
 				break;	/* no re-read happened mid-walk */
 		}
+		if (s->flags & PROFD_SAMPLE_UNWIND_MISSING)
+			process_request_unwind(ag->procs, p, now);
 	}
 	snap = p ? p->snap : NULL;
 	comm = p && p->comm[0] ? p->comm : s->comm;

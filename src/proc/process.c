@@ -226,6 +226,17 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 	return idx;
 }
 
+void process_request_unwind(struct process_table *pt, struct process *p,
+			    uint64_t now)
+{
+	if (!p->snap || !pt->listener.maps_read || p->exited || p->gone ||
+	    now - p->refreshed_ns < PROCESS_REFRESH_MIN_NS ||
+	    now - p->unwind_requested_ns < PROCESS_REFRESH_MIN_NS)
+		return;
+	p->unwind_requested_ns = now;
+	pt->listener.maps_read(pt->listener.ctx, p->pid, &p->snap->maps);
+}
+
 void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 {
 	struct process *p = *slot_of(pt, pid);

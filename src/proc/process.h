@@ -44,6 +44,7 @@ struct process {
 	char comm[PROCESS_COMM_LEN];	/* process name: main thread's comm */
 	struct proc_snapshot *snap;	/* NULL until read; never NULL after a read succeeded */
 	uint64_t refreshed_ns;		/* CLOCK_MONOTONIC of the last read */
+	uint64_t unwind_requested_ns;	/* last process_request_unwind() served */
 	bool stale;			/* exec seen: re-read at the next sample */
 	bool exited;			/* exit seen: reaped after the next flush */
 	bool gone;			/* /proc/PID vanished before we read it */
@@ -101,6 +102,15 @@ struct process *process_get(struct process_table *pt, pid_t pid,
  */
 int process_find_mapping(struct process_table *pt, struct process *p,
 			 uint64_t addr, uint64_t now_ns);
+
+/*
+ * process_request_unwind - the BPF unwinder found no unwind info for @p
+ * (PROFD_SAMPLE_UNWIND_MISSING): hand the current mappings to the
+ * listener again, at most once per PROCESS_REFRESH_MIN_NS. A pc outside
+ * the mappings is handled by process_find_mapping()'s re-read instead.
+ */
+void process_request_unwind(struct process_table *pt, struct process *p,
+			    uint64_t now_ns);
 
 /* process_exec - exec seen: new name, mappings to re-read. */
 void process_exec(struct process_table *pt, pid_t pid, const char *comm);
