@@ -51,6 +51,14 @@ enum profd_sample_origin {
 #define PROFD_SAMPLE_DWARF		(1u << 5) /* walked with DWARF tables */
 
 /*
+ * Flag in a user IP: the pc is exact (where a signal interrupted the
+ * thread, or the entry of the sigreturn trampoline), not a return address,
+ * so user space symbolizes it as is rather than at pc - 1. User addresses
+ * are below 2^47, so the top bit is free. The leaf IP is always exact.
+ */
+#define PROFD_IP_EXACT		(1ULL << 63)
+
+/*
  * One CPU stack sample. Followed in the record by kernel_len kernel IPs
  * (leaf first), then user_len user IPs (leaf first), each a __u64. The
  * first IP of each part is where the CPU was; the others are return

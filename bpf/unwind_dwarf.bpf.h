@@ -273,6 +273,7 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
 	const struct unwind_proc *proc;
 	__u32 n, base, pid;
 	bool done = false;
+	__u64 ip;
 	int ret;
 
 	if (!st)
@@ -299,9 +300,14 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
 			done = true;
 			break;
 		}
-		put_ip(st, base + n, st->ip);
+		ip = st->ip | (n && st->pc_exact ? PROFD_IP_EXACT : 0);
+		put_ip(st, base + n, ip);
 		n++;
 		ret = dwarf_step(st, proc);
+		if (ret == DWARF_STEP_NEXT && st->pc_exact)
+			/* a sigreturn step: the frame just recorded is the
+			 * trampoline, entered at its first byte, not called */
+			put_ip(st, base + n - 1, ip | PROFD_IP_EXACT);
 		if (ret != DWARF_STEP_NEXT) {
 			if (ret == DWARF_STEP_ERROR)
 				st->sample.flags |= PROFD_SAMPLE_USER_ERROR;
@@ -313,6 +319,11 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
 	if (!done && st->tail_calls < PROFD_DWARF_MAX_TAIL_CALLS) {
 		st->tail_calls++;
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_DWARF);
+	}
+	if (!done) {
+		/* depth limit or tail-call budget reached with frames left */
+		st->sample.flags |= PROFD_SAMPLE_USER_TRUNCATED;
+		count(PROFD_CNT_USER_TRUNCATED);
 	}
 	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
 	count(PROFD_CNT_TAIL_CALL_FAILED);

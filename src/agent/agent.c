@@ -117,7 +117,10 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			for (uint32_t i = 0; i < s->user_len; i++) {
 				uint64_t ip = ips[s->kernel_len + i];
 
-				process_find_mapping(ag->procs, p, i ? ip - 1 : ip, now);
+				bool exact = !i || (ip & PROFD_IP_EXACT);
+
+				ip &= ~PROFD_IP_EXACT;
+				process_find_mapping(ag->procs, p, exact ? ip : ip - 1, now);
 			}
 			if (p->snap == snap)
 				break;	/* no re-read happened mid-walk */

@@ -109,9 +109,9 @@ static uint32_t kernel_location(struct build *b, uint64_t ip, bool leaf)
 }
 
 static uint32_t user_location(struct build *b, struct proc_snapshot *snap,
-			      uint64_t ip, bool leaf)
+			      uint64_t ip, bool exact)
 {
-	uint64_t lookup = leaf ? ip : ip - 1;
+	uint64_t lookup = exact ? ip : ip - 1;
 	const struct proc_mapping *m;
 	struct sym_result r;
 	uint32_t mapping_id, fn = 0;
@@ -150,8 +150,10 @@ static int add_stack(struct build *b, const struct agg_stack *s)
 	for (uint32_t i = 0; i < s->nkernel; i++)
 		b->locs[n++] = kernel_location(b, s->ips[i], i == 0);
 	for (uint32_t i = s->nkernel; i < nips; i++)
-		b->locs[n++] = user_location(b, s->snap, s->ips[i],
-					     i == s->nkernel);
+		b->locs[n++] = user_location(b, s->snap,
+					     s->ips[i] & ~PROFD_IP_EXACT,
+					     i == s->nkernel ||
+					     (s->ips[i] & PROFD_IP_EXACT));
 	if (s->flags & PROFD_SAMPLE_USER_TRUNCATED)
 		b->locs[n++] = b->truncated_location;
 	for (uint32_t i = 0; i < n; i++)
