@@ -224,6 +224,9 @@ int dwarf_step(struct profd_unwind_state *st, const struct unwind_proc *proc)
 	case UNWIND_CFA_PLT2:
 		cfa = st->sp + 8 + ((st->ip & 15) >= 10 ? 8 : 0);
 		break;
+	case UNWIND_CFA_PLT3:
+		cfa = st->sp + 8 + ((st->ip & 15) >= 9 ? 8 : 0);
+		break;
 	case UNWIND_CFA_SIGNAL:
 		return signal_step(st);
 	case UNWIND_CFA_RA_UNDEFINED:

@@ -37,6 +37,8 @@ enum unwind_cfa_type {
 	UNWIND_CFA_UNSUPPORTED = 5,	/* rule we cannot express: use FP */
 	UNWIND_CFA_SIGNAL = 6,		/* sigreturn trampoline: regs in ucontext at rsp */
 	UNWIND_CFA_RA_UNDEFINED = 7,	/* DW_CFA_undefined rip: outermost frame (_start, clone) */
+	/* IBT lazy .plt of binutils >= 2.40 (endbr64; push; jmp): lit9 */
+	UNWIND_CFA_PLT3 = 8,		/* CFA = rsp + 8 + ((rip & 15) >= 9 ? 8 : 0) */
 };
 
 enum unwind_rbp_type {

@@ -11,7 +11,7 @@ protobuf-c-compiler libprotobuf-c-dev"
 # symbols, util-linux's setpriv/unshare/setarch; perf for bench/.
 TEST="python3 python3-pytest protobuf-compiler golang-go
 golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
-linux-perf"
+linux-perf libclang-rt-14-dev"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"

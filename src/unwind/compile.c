@@ -123,6 +123,8 @@ static void sort_code(struct srcs *s)
 {
 	size_t i, n = 0;
 
+	if (!s->nr_code)
+		return;
 	qsort(s->code, s->nr_code, sizeof(*s->code), cmp_range);
 	for (i = 0; i < s->nr_code; i++) {
 		if (n && s->code[i].start <= s->code[n - 1].end) {
@@ -466,7 +468,8 @@ static int finish(struct cfi_builder *b, struct unwind_table *out,
 		if (cfa == UNWIND_CFA_UNSUPPORTED ||
 		    UNWIND_ROW_RBP_TYPE(&rows[i]) == UNWIND_RBP_UNSUPPORTED)
 			st->rows_unsupported++;
-		if (cfa == UNWIND_CFA_PLT1 || cfa == UNWIND_CFA_PLT2)
+		if (cfa == UNWIND_CFA_PLT1 || cfa == UNWIND_CFA_PLT2 ||
+		    cfa == UNWIND_CFA_PLT3)
 			st->rows_plt++;
 		if (cfa == UNWIND_CFA_SIGNAL)
 			st->rows_signal++;
@@ -474,7 +477,9 @@ static int finish(struct cfi_builder *b, struct unwind_table *out,
 	st->rows = n;
 	out->base = base;
 	out->nr_rows = n;
-	out->rows = realloc(rows, n * sizeof(*rows)) ?: rows;
+	out->rows = realloc(rows, n * sizeof(*rows));
+	if (!out->rows)
+		out->rows = rows;	/* shrinking failed: keep the bigger block */
 	return 0;
 }
 

@@ -6,9 +6,15 @@
  *
  * Owns: the table of one object (rows in malloc'd memory the caller frees
  * with unwind_table_free()) and the counters of what went into it. The
- * CIE/FDE parser and the DW_CFA_* interpreter live in dwarf_cfi.c; this
- * file's .c finds the sections with libelf, orders the FDEs, resolves
+ * CIE/FDE parser is dwarf_cfi.c, the DW_CFA_* interpreter cfa_interp.c;
+ * compile.c finds the sections with libelf, orders the FDEs, resolves
  * overlaps, merges equal rows and writes END rows at gaps.
+ *
+ * The table: rows sorted by pc, no two neighbours with the same rules, an
+ * END row where an FDE ends and the next one does not start, an END row
+ * last. Where FDEs overlap, the one that starts first keeps its range and
+ * a later one only counts from that range's end ("first start wins"; at
+ * one start address: .eh_frame before .debug_frame, then section order).
  *
  * Specs followed: DWARF 5 §6.4 (Call Frame Information), the LSB 5.0
  * "Exception Frames" chapter (.eh_frame, augmentations z/R/P/L/S and the
@@ -37,7 +43,10 @@ struct unwind_table {
 	struct unwind_row *rows;	/* sorted by pc, malloc'd, owned */
 };
 
-/* Why an entry (CIE or FDE) was rejected. Each rejection counts once. */
+/*
+ * Why an entry (CIE or FDE) was rejected. Each rejected entry counts
+ * once: a bad CIE when it is parsed, and then each FDE that uses it.
+ */
 enum unwind_err {
 	UNWIND_ERR_TRUNCATED,	/* length or operand runs past its entry/section */
 	UNWIND_ERR_CIE,		/* bad CIE (version, augmentation, id), or an FDE

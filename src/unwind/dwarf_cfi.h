@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * dwarf_cfi.h - the CIE/FDE parser and DW_CFA_* interpreter behind the
- * unwind-table compiler (internal to src/unwind/).
+ * dwarf_cfi.h - the CIE/FDE parser behind the unwind-table compiler
+ * (internal to src/unwind/).
  *
  * Owns: walking one .eh_frame or .debug_frame section entry by entry,
- * decoding CIEs (cached by offset) and FDEs, and running each FDE's
- * instructions into compact rows. It knows nothing of libelf: compile.c
- * hands it the section bytes and what it may need of the object around
- * them (code ranges, .got, a reader for DW_EH_PE_indirect).
+ * decoding CIEs (cached by offset) and FDEs, and collecting each FDE's
+ * rows (its instructions run in cfa_interp.c) in a cfi_builder. It knows
+ * nothing of libelf: compile.c hands it the section bytes and what it
+ * may need of the object around them (code ranges, .got, a reader for
+ * DW_EH_PE_indirect).
  *
  * Rows come out per FDE, pc relative to the FDE's start, consecutive
  * equal rows merged; compile.c sorts the FDEs and builds the table.
@@ -74,6 +75,13 @@ int cfi_parse_section(struct cfi_builder *b, const struct cfi_section *sec,
 
 /* cfi_builder_free - free @b's arrays (not @b->st). */
 void cfi_builder_free(struct cfi_builder *b);
+
+/*
+ * cfi_grow - double the array *@arr of *@cap elements of @elem bytes
+ * (@min when empty). Returns 0 or -ENOMEM (also past UINT32_MAX
+ * elements: rows and FDEs are indexed with u32).
+ */
+int cfi_grow(void **arr, size_t *cap, size_t elem, size_t min);
 
 /* cfi_count_error - count one rejected entry of kind @e in @st. */
 static inline void cfi_count_error(struct unwind_build_stats *st,

@@ -231,7 +231,7 @@ static int obj_build(struct unwind_loader *l, struct uobj *o, int fd)
 			return err;
 		elf = elf_memory((char *)vbase, vsize);
 	} else {
-		elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		elf = elf_begin(fd, ELF_C_READ, NULL);	/* pread: no SIGBUS if truncated */
 	}
 	if (!elf)
 		return -ENOEXEC;
