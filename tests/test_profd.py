@@ -38,6 +38,19 @@ def run_profd(profd_bin, outdir, *args, timeout=60):
     return proc.returncode, proc.stderr, sorted(glob.glob(str(outdir / "cpu-*.pb.gz")))
 
 
+def profile_workload(profd_bin, outdir, argv, *profd_args, warmup=0.5):
+    """Start workload @argv, run profd over it, stop the workload.
+    Returns (workload Popen, returncode, stderr, profile paths)."""
+    work = subprocess.Popen(argv)
+    try:
+        time.sleep(warmup)
+        rc, err, paths = run_profd(profd_bin, outdir, *profd_args)
+    finally:
+        work.kill()
+        work.wait()
+    return work, rc, err, paths
+
+
 def samples_of(pprof, paths, pred):
     out = []
     for p in paths:
@@ -77,14 +90,8 @@ def share(samples, pred):
 
 
 def test_chain_has_exact_stack(profd_bin, pprof, workloads, tmp_path):
-    work = subprocess.Popen([workloads["chain"], "7"])
-    try:
-        time.sleep(0.5)
-        rc, err, paths = run_profd(profd_bin, tmp_path, "--duration", "5",
-                                   "--sampling-frequency", FREQ)
-    finally:
-        work.kill()
-        work.wait()
+    work, rc, err, paths = profile_workload(profd_bin, tmp_path, [workloads["chain"], "7"],
+                                            "--duration", "5", "--sampling-frequency", FREQ)
     assert rc == 0, err
     assert paths, err
     samples = samples_of(pprof, paths, lambda l: l.get("pid") == str(work.pid))
@@ -99,14 +106,8 @@ def test_chain_has_exact_stack(profd_bin, pprof, workloads, tmp_path):
 
 
 def test_flamegraph_of_a_real_run_renders(profd_bin, chromium, workloads, tmp_path):
-    work = subprocess.Popen([workloads["chain"], "5"])
-    try:
-        time.sleep(0.3)
-        rc, err, _ = run_profd(profd_bin, tmp_path / "out", "--duration", "3",
-                               "--sampling-frequency", FREQ)
-    finally:
-        work.kill()
-        work.wait()
+    _, rc, err, _ = profile_workload(profd_bin, tmp_path / "out", [workloads["chain"], "5"],
+                                     "--duration", "3", "--sampling-frequency", FREQ)
     assert rc == 0, err
     dom = parse_dom(dump_dom(chromium, str(tmp_path / "out" / "flamegraph.html"), tmp_path))
     drawn = {f["data-name"]: f for f in dom.frames}
@@ -117,14 +118,8 @@ def test_flamegraph_of_a_real_run_renders(profd_bin, chromium, workloads, tmp_pa
 
 
 def test_syscall_loop_has_kernel_frames(profd_bin, pprof, workloads, tmp_path):
-    work = subprocess.Popen([workloads["syscalls"], "7"])
-    try:
-        time.sleep(0.5)
-        rc, err, paths = run_profd(profd_bin, tmp_path, "--duration", "5",
-                                   "--sampling-frequency", FREQ)
-    finally:
-        work.kill()
-        work.wait()
+    work, rc, err, paths = profile_workload(profd_bin, tmp_path, [workloads["syscalls"], "7"],
+                                            "--duration", "5", "--sampling-frequency", FREQ)
     assert rc == 0, err
     samples = samples_of(pprof, paths, lambda l: l.get("pid") == str(work.pid))
     user = ["do_syscall", "sys_loop", "main"]

@@ -14,17 +14,7 @@
 
 #include "proc/maps.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		bool ok_ = (cond);					\
-		printf("%s: ", ok_ ? "ok  " : "FAIL");			\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-		if (!ok_)						\
-			failures++;					\
-	} while (0)
+#include "check.h"
 
 static const char maps_text[] =
 	/* a library, read-only first segment */

@@ -20,17 +20,7 @@
 
 #include "unwind/compile.h"
 
-static int failures;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		bool ok_ = (cond);					\
-		printf("%s: ", ok_ ? "ok  " : "FAIL");			\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-		if (!ok_)						\
-			failures++;					\
-	} while (0)
+#include "check.h"
 
 #define VA	0x10000ull	/* where the test sections "are mapped" */
 #define TEXT	0x400000ull	/* where the functions they describe are */
