@@ -617,3 +617,37 @@ def test_without_dwarf_unwinding_stacks_are_incomplete(profd_bin, pprof, dwarf_b
     print(f"{name} --no-dwarf-unwinding: {good}/{total} exact")
 
 
+
+
+# --- CFI only in a separate debug file ----------------------------------------
+
+def test_debug_frame_from_separate_debug_file(profd_bin, pprof, tmp_path):
+    """Built without unwind tables (-fno-asynchronous-unwind-tables: GCC puts
+    the CFI in .debug_frame), then split like a distribution package: the
+    installed binary is stripped and its .debug_frame lives only in
+    /usr/lib/debug/.build-id/xx/yyyy.debug. profd finds it by build ID."""
+    exe, dbg = str(tmp_path / "chain-split"), str(tmp_path / "chain-split.debug")
+    subprocess.run(["gcc", *CFLAGS, "-fno-asynchronous-unwind-tables", "-g", "-o", exe,
+                    os.path.join(SRC, "chain.c")], check=True)
+    subprocess.run(["objcopy", "--only-keep-debug", exe, dbg], check=True)
+    subprocess.run(["strip", "--strip-all", exe], check=True)
+    sections = subprocess.run(["readelf", "-SW", exe], capture_output=True, text=True).stdout
+    assert ".debug_frame" not in sections
+    notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+    target = f"/usr/lib/debug/.build-id/{build_id[:2]}/{build_id[2:]}.debug"
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copy(dbg, target)
+    try:
+        run_exact(profd_bin, pprof, tmp_path, [exe, RUN], CHAIN,
+                  what="chain, CFI in the debug file")
+        # without the debug file the same binary is not unwound completely:
+        # (names are gone too, so count frames: the chain alone is 6 deep)
+        os.unlink(target)
+        work, rc, err, paths = profile(profd_bin, tmp_path / "nodebug", [exe, RUN])
+        samples = of_pid(pprof, paths, work.pid)
+        deep, total = share(samples, lambda s: len(s["frames"]) >= len(CHAIN))
+        assert total and deep < 0.5 * total, (deep, total, top_stacks(samples))
+    finally:
+        if os.path.exists(target):
+            os.unlink(target)

@@ -17,6 +17,8 @@
 #include <bpf/bpf.h>
 
 #include "proc/vdso.h"
+#include "symbol/debuginfo.h"
+#include "symbol/elf_file.h"
 #include "unwind/compile.h"
 #include "unwind/loader.h"
 #include "unwind/shards.h"
@@ -214,8 +216,32 @@ static int open_mapping(pid_t pid, const struct proc_mapping *m)
 	return fd;
 }
 
+/*
+ * The separate debug file of the stripped object open on @fd (build ID,
+ * then .gnu_debuglink; under the process's root first), opened, or -1.
+ * Its .debug_frame joins the object's own CFI: code built without
+ * unwind tables (-fno-asynchronous-unwind-tables) keeps its CFI only
+ * there once stripped.
+ */
+static int open_debug_file(int fd, pid_t pid, const char *path)
+{
+	char root[64], found[4096];
+	struct elf_file *f;
+	int err, dfd = -1;
+
+	f = elf_file_open_fd(dup(fd), &err);
+	if (!f)
+		return -1;
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	if (!debuginfo_attach(f, root, path, found, sizeof(found)) && found[0])
+		dfd = open(found, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	elf_file_free(f);
+	return dfd;
+}
+
 /* Compile and load the table of @o from @fd (or the vDSO image). */
-static int obj_build(struct unwind_loader *l, struct uobj *o, int fd)
+static int obj_build(struct unwind_loader *l, struct uobj *o, int fd,
+		     pid_t pid, const char *path)
 {
 	struct unwind_build_stats bst = { 0 };
 	struct unwind_table t = { 0 };
@@ -223,7 +249,7 @@ static int obj_build(struct unwind_loader *l, struct uobj *o, int fd)
 	uintptr_t vbase = 0;
 	size_t vsize = 0;
 	Elf *elf;
-	int err;
+	int err, dfd;
 
 	if (o->vdso) {
 		err = own_vdso(&vbase, &vsize);
@@ -236,8 +262,13 @@ static int obj_build(struct unwind_loader *l, struct uobj *o, int fd)
 	if (!elf)
 		return -ENOEXEC;
 	err = read_segs(elf, o);
-	if (!err)
+	dfd = o->vdso ? -1 : open_debug_file(fd, pid, path);
+	if (!err && dfd >= 0)
+		err = unwind_table_build_fds(fd, dfd, &t, &bst);
+	else if (!err)
 		err = unwind_table_build_elf(elf, NULL, &t, &bst);
+	if (dfd >= 0)
+		close(dfd);
 	elf_end(elf);
 	l->st.build_errors += bst.errors;
 	l->st.build_ns += mono_ns() - t0;
@@ -279,7 +310,7 @@ static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
 		o->status = fd < 0 ? fd : 0;
 	}
 	if (!o->status)
-		o->status = obj_build(l, o, fd);
+		o->status = obj_build(l, o, fd, pid, m->path);
 	if (fd >= 0)
 		close(fd);
 	if (o->status)
