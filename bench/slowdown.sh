@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# bench/slowdown.sh - how much a CPU-bound program slows down while profiled.
+#
+# Times bench/cpuwork.c (fixed work, frame pointers, one worker per CPU by
+# default so the profiler's own CPU time competes with the workload) with:
+#   base        no profiler
+#   profd-19    build/profd --sampling-frequency 19 (system-wide)
+#   profd-99    build/profd --sampling-frequency 99
+#   perf-19     perf record -g -e cpu-clock -F 19 -a
+#   perf-99     perf record -g -e cpu-clock -F 99 -a
+#   base-again  no profiler again: an A/A control, its ratio to base is
+#               the noise floor of the machine at that moment
+# Each repetition runs every configuration back to back (interleaved, so a
+# change in background load hits all of them alike), starting one
+# configuration further each time (so no configuration is always first);
+# the median over the repetitions is reported, with its ratio to the
+# baseline median, and the best (minimum) run, with its ratio to the best
+# baseline run.
+# The profiler is started and sampling before the timed run begins, and
+# stopped after it ends; cpuwork times itself (wall_s) and also reports
+# its CPU time (cpu_s), which is much less sensitive to other tenants.
+#
+# Env: SLOWDOWN_REPS (5), SLOWDOWN_ROUNDS (400: ~2.1 s of CPU per worker on
+#      the reference machine), SLOWDOWN_JOBS (nproc),
+#      SLOWDOWN_CONFIGS ("base profd-19 profd-99 perf-19 perf-99 base-again").
+# Output: one "RESULT slowdown ..." line per configuration.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+REPS=${SLOWDOWN_REPS:-5}
+ROUNDS=${SLOWDOWN_ROUNDS:-400}
+JOBS=${SLOWDOWN_JOBS:-$(nproc)}
+CONFIGS=${SLOWDOWN_CONFIGS:-base profd-19 profd-99 perf-19 perf-99 base-again}
+
+need_root_and_profd
+case " $CONFIGS " in *" perf-"*) need_tool perf ;; esac
+bench_init
+build_workload cpuwork "$BENCH_DIR/cpuwork.c"
+
+# start_perf HZ - perf record system-wide in the background; PERF_PID.
+start_perf() {
+	local i
+	perf record -q -g -e cpu-clock -F "$1" -a -o "$WORK/perf.data" \
+		>"$WORK/perf.log" 2>&1 &
+	PERF_PID=$!
+	bg_add "$PERF_PID"
+	# ready once the header is written (events open and enabled)
+	for i in $(seq 1 100); do
+		[ -s "$WORK/perf.data" ] && break
+		kill -0 "$PERF_PID" 2>/dev/null || { cat "$WORK/perf.log" >&2; die "perf record failed"; }
+		sleep 0.1
+	done
+	sleep 0.5
+}
+
+stop_perf() {
+	kill -INT "$PERF_PID" 2>/dev/null
+	wait "$PERF_PID" 2>/dev/null
+	bg_forget "$PERF_PID"
+	rm -f "$WORK/perf.data" "$WORK/perf.data.old"
+}
+
+# run_config NAME - one timed run under NAME; appends "NAME wall_s cpu_s"
+# to $WORK/times. (Not in a $(...) subshell: the EXIT trap must see PIDs.)
+run_config() {
+	local out
+	case $1 in
+	base|base-again) ;;
+	profd-*) start_profd "$WORK/profd.log" --sampling-frequency "${1#profd-}" \
+			--output-dir "$WORK/profd-out" ;;
+	perf-*) start_perf "${1#perf-}" ;;
+	*) die "unknown configuration $1" ;;
+	esac
+	"$WORK/cpuwork" "$ROUNDS" "$JOBS" >"$WORK/cpuwork.out" || die "cpuwork failed"
+	out=$(cat "$WORK/cpuwork.out")
+	case $1 in
+	profd-*) stop_profd; rm -rf "$WORK/profd-out" ;;
+	perf-*) stop_perf ;;
+	esac
+	echo "$1 $(echo "$out" | sed 's/wall_s=\([0-9.]*\) cpu_s=\([0-9.]*\).*/\1 \2/')" >>"$WORK/times"
+}
+
+echo "$(machine_info)"
+log "slowdown: cpuwork $ROUNDS rounds x $JOBS jobs, $REPS repetitions of: $CONFIGS"
+LOAD_START=$(loadavg1)
+NCONF=$(echo $CONFIGS | wc -w)
+for r in $(seq 1 "$REPS"); do
+	# rotate: repetition r starts with configuration ((r - 1) mod NCONF) + 1
+	order=$(echo $CONFIGS | tr ' ' '\n' |
+		awk -v k=$(( (r - 1) % NCONF )) -v n="$NCONF" '{ c[NR - 1] = $0 }
+			END { for (i = 0; i < n; i++) print c[(i + k) % n] }')
+	for c in $order; do
+		run_config "$c"
+		log "  rep $r $(tail -n 1 "$WORK/times") (wall_s cpu_s; load1 $(loadavg1))"
+	done
+done
+LOAD_END=$(loadavg1)
+
+BASE_WALL=$(awk '$1 == "base" { print $2 }' "$WORK/times" | median)
+BASE_CPU=$(awk '$1 == "base" { print $3 }' "$WORK/times" | median)
+BASE_MIN=$(awk '$1 == "base" { print $2 }' "$WORK/times" | percentile 0)
+for c in $CONFIGS; do
+	wall=$(awk -v c="$c" '$1 == c { print $2 }' "$WORK/times" | median)
+	cpu=$(awk -v c="$c" '$1 == c { print $3 }' "$WORK/times" | median)
+	best=$(awk -v c="$c" '$1 == c { print $2 }' "$WORK/times" | percentile 0)
+	walls=$(awk -v c="$c" '$1 == c { printf "%s%s", s, $2; s = "," }' "$WORK/times")
+	echo "RESULT slowdown config=$c wall_s=$wall cpu_s=$cpu" \
+		"wall_ratio=$(awk -v a="$wall" -v b="$BASE_WALL" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
+		"cpu_ratio=$(awk -v a="$cpu" -v b="$BASE_CPU" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
+		"min_wall_s=$best min_wall_ratio=$(awk -v a="$best" -v b="$BASE_MIN" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
+		"runs_wall_s=$walls jobs=$JOBS rounds=$ROUNDS load1=$LOAD_START..$LOAD_END"
+done
