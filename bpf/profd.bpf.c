@@ -27,7 +27,7 @@ static __always_inline bool pid_wanted(__u32 pid)
 SEC("perf_event")
 int profd_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), cs;
 	__u32 pid = id >> 32;
 
 	count(PROFD_CNT_SAMPLES);
@@ -39,7 +39,13 @@ int profd_sample(struct bpf_perf_event_data *ctx)
 		count(PROFD_CNT_FILTERED);
 		return 0;
 	}
-	return capture_stack(ctx, &unwind_progs_perf, PROFD_ORIGIN_CPU_CLOCK, 0);
+	/*
+	 * CPL in the saved cs: 0 means the timer interrupted the kernel.
+	 * The context only allows 8-byte loads of its registers.
+	 */
+	cs = *(volatile __u64 *)&ctx->regs.cs;
+	return capture_stack(ctx, &unwind_progs_perf, PROFD_ORIGIN_CPU_CLOCK, 0,
+			     (cs & 3) == 0);
 }
 
 static __always_inline void proc_event(__u32 type, struct task_struct *p)

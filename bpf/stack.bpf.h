@@ -28,12 +28,13 @@
  * capture_stack - start a stack capture of the current task from @ctx.
  *
  * Fills the scratch header (pid, tid, cpu, comm, time, @origin, @cookie)
- * and the kernel stack, loads the task's user registers, and tail-calls
+ * and, when @in_kernel (the interrupted context was kernel mode), the
+ * kernel stack; loads the task's user registers, and tail-calls
  * the first unwinder of @progs. Returns only when the chain could not be
  * entered (counted); the caller then returns 0.
  */
 static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
-					 __u64 cookie)
+					 __u64 cookie, bool in_kernel)
 {
 	struct profd_unwind_state *st = unwind_state();
 	struct task_struct *task;
@@ -62,7 +63,9 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 	if (st->max_user_frames > PROFD_MAX_USER_FRAMES)
 		st->max_user_frames = PROFD_MAX_USER_FRAMES;
 
-	n = bpf_get_stack(ctx, st->ips, PROFD_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	/* bpf_get_stack costs microseconds even when there is nothing to walk */
+	n = in_kernel ? bpf_get_stack(ctx, st->ips,
+				      PROFD_MAX_KERNEL_FRAMES * sizeof(__u64), 0) : 0;
 	if (n < 0) {
 		count(PROFD_CNT_KERNEL_STACK_ERR);
 		n = 0;
@@ -166,11 +169,21 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs)
 	return 0;
 }
 
-/* emit_sample - copy the finished record from scratch to the ringbuf. */
+/* Pending bytes above which every record wakes the reader. */
+#define PROFD_WAKEUP_BYTES	(64 * 1024)
+
+/*
+ * emit_sample - copy the finished record from scratch to the ringbuf.
+ *
+ * A wakeup costs more than the rest of the capture, so the reader is only
+ * woken when it must act at once: the process (or this pc) has no unwind
+ * info yet, so its maps must be read while it lives; or the buffer fills.
+ * Otherwise the reader picks the record up at its next periodic poll.
+ */
 static __always_inline int emit_sample(void)
 {
 	struct profd_unwind_state *st = unwind_state();
-	__u64 nips, size;
+	__u64 nips, size, flags = BPF_RB_NO_WAKEUP;
 
 	if (!st)
 		return 0;
@@ -178,7 +191,16 @@ static __always_inline int emit_sample(void)
 	if (nips > PROFD_MAX_IPS)
 		nips = PROFD_MAX_IPS;
 	size = sizeof(struct profd_sample) + nips * sizeof(__u64);
-	if (bpf_ringbuf_output(&events, &st->sample, size, 0))
+	/*
+	 * Forced: the adaptive wakeup (flags 0) only fires when the reader has
+	 * consumed everything before this record, which NO_WAKEUP records
+	 * prevent.
+	 */
+	if (!cfg_dwarf_unwinding ||
+	    (st->sample.flags & PROFD_SAMPLE_UNWIND_MISSING) ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, &st->sample, size, flags))
 		count(PROFD_CNT_RINGBUF_FULL);
 	return 0;
 }

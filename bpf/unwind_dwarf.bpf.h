@@ -28,13 +28,20 @@
 #define PROFD_DWARF_MAX_TAIL_CALLS \
 	(PROFD_MAX_USER_FRAMES / PROFD_DWARF_FRAMES_PER_PROG - 1)
 
+/*
+ * A shard is one array element of UNWIND_SHARD_ROWS rows (1 MiB): one
+ * lookup gives the whole shard, and the binary search indexes it directly
+ * (masked, so the verifier sees every access in bounds) instead of making
+ * a helper call per step.
+ */
 struct unwind_shard {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, UNWIND_SHARD_ROWS);
+	__uint(max_entries, 1);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct unwind_row));
+	__uint(value_size, UNWIND_SHARD_ROWS * sizeof(struct unwind_row));
 };
+
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -42,6 +49,15 @@ struct {
 	__type(key, __u32);
 	__array(values, struct unwind_shard);
 } unwind_shards SEC(".maps");
+
+/* The rows of shard @shard, or NULL. */
+static __always_inline const struct unwind_row *shard_rows(__u32 shard)
+{
+	__u32 zero = 0;
+	void *inner = bpf_map_lookup_elem(&unwind_shards, &shard);
+
+	return inner ? bpf_map_lookup_elem(inner, &zero) : NULL;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -103,9 +119,8 @@ int proc_find_mapping(const struct unwind_proc *proc, __u64 pc)
 __attribute__((noinline))
 int shard_find_row(__u32 shard, __u32 first, __u32 nrows, __u32 rel)
 {
-	__u32 lo = 0, hi = nrows, mid, idx;
-	const struct unwind_row *row;
-	void *rows = bpf_map_lookup_elem(&unwind_shards, &shard);
+	const struct unwind_row *rows = shard_rows(shard);
+	__u32 lo = 0, hi = nrows, mid;
 
 	if (!rows || nrows > UNWIND_SHARD_ROWS)
 		return -1;
@@ -113,11 +128,7 @@ int shard_find_row(__u32 shard, __u32 first, __u32 nrows, __u32 rel)
 		if (lo >= hi)
 			break;
 		mid = (lo + hi) / 2;
-		idx = first + mid;
-		row = bpf_map_lookup_elem(rows, &idx);
-		if (!row)
-			return -1;
-		if (row->pc <= rel)
+		if (rows[(first + mid) & (UNWIND_SHARD_ROWS - 1)].pc <= rel)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -177,9 +188,9 @@ int dwarf_step(struct profd_unwind_state *st, const struct unwind_proc *proc)
 	const struct unwind_row *row;
 	struct unwind_row r;
 	__u64 pc, cfa, ra, slot[1];
-	__u32 shard, key;
+	const struct unwind_row *rows;
+	__u32 shard;
 	int idx, off;
-	void *rows;
 	__u8 cfa_type, rbp_type;
 
 	if (!st || !proc)
@@ -199,10 +210,9 @@ int dwarf_step(struct profd_unwind_state *st, const struct unwind_proc *proc)
 	if (pc >= m->pc_base && pc - m->pc_base <= 0xffffffffULL) {
 		off = shard_find_row(shard, m->first_row, m->nrows,
 				     (__u32)(pc - m->pc_base));
-		rows = bpf_map_lookup_elem(&unwind_shards, &shard);
-		key = m->first_row + off;
+		rows = shard_rows(shard);
 		if (off >= 0 && rows)
-			row = bpf_map_lookup_elem(rows, &key);
+			row = &rows[(m->first_row + off) & (UNWIND_SHARD_ROWS - 1)];
 	}
 	if (!row) {
 		count(PROFD_CNT_DWARF_NO_ROW);

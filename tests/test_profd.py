@@ -186,10 +186,13 @@ def test_sigterm_writes_partial_interval(profd_bin, pprof, workloads, tmp_path):
         prof = subprocess.Popen([profd_bin, "--output-dir", str(tmp_path),
                                  "--profile-interval", "60", "--sampling-frequency", FREQ],
                                 stderr=subprocess.PIPE, text=True)
+        head = prof.stderr.readline()   # BPF loaded and attached: sampling
+        assert "profd: sampling" in head, head
         time.sleep(3)
         assert not glob.glob(str(tmp_path / "cpu-*.pb.gz"))
         prof.send_signal(signal.SIGTERM)
         _, err = prof.communicate(timeout=20)
+        err = head + err
     finally:
         work.kill()
         work.wait()

@@ -254,9 +254,15 @@ fail:
 
 int tracer_poll(struct tracer *t, int timeout_ms)
 {
-	int n = ring_buffer__poll(t->rb, timeout_ms);
+	int n = ring_buffer__poll(t->rb, timeout_ms), m;
 
-	return n == -EINTR ? 0 : n;
+	if (n == -EINTR)
+		n = 0;
+	if (n < 0)
+		return n;
+	/* records written with BPF_RB_NO_WAKEUP did not wake the poll */
+	m = ring_buffer__consume(t->rb);
+	return m < 0 ? m : n + m;
 }
 
 int tracer_drain(struct tracer *t)

@@ -45,9 +45,10 @@ struct tracer *tracer_open(const struct tracer_opts *opts, tracer_event_fn fn,
 			   void *ctx);
 
 /*
- * tracer_poll - wait up to @timeout_ms for records and hand them to the
- * callback. Returns the number consumed, or a negative errno (-EINTR is
- * not an error).
+ * tracer_poll - wait up to @timeout_ms for a wakeup, then hand every
+ * record in the ringbuf to the callback (most records do not wake the
+ * reader: see emit_sample(), so call this periodically). Returns the
+ * number consumed, or a negative errno (-EINTR is not an error).
  */
 int tracer_poll(struct tracer *t, int timeout_ms);
 

@@ -108,8 +108,9 @@ static int new_shard(struct shards *s)
 	uint32_t idx = s->n;
 	int err;
 
+	/* one element holding all the rows: see struct unwind_shard in BPF */
 	sh->fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "profd_unw_rows", sizeof(__u32),
-				sizeof(struct unwind_row), UNWIND_SHARD_ROWS, &opts);
+				bytes, 1, &opts);
 	if (sh->fd < 0)
 		return -errno;
 	sh->rows = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, sh->fd, 0);
