@@ -90,6 +90,24 @@ struct args {
 	pid_t pids[1024];
 };
 
+/* The thread group (process) of task @tid, or -1 if it is gone. */
+static long tgid_of(long tid)
+{
+	char path[64], line[256];
+	long tgid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
 /* Parse an unsigned decimal in [min, max]; -1 on anything else. */
 static long parse_uint(const char *s, long min, long max)
 {
@@ -149,6 +167,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					   sizeof(a->pids) / sizeof(a->pids[0]));
 			if (kill((pid_t)v, 0) && errno == ESRCH)
 				argp_failure(state, 1, 0, "error: --pid %ld: no such process", v);
+			if (tgid_of(v) > 0 && tgid_of(v) != v)
+				argp_failure(state, 1, 0, "error: --pid %ld is a thread of "
+					     "process %ld: use --pid %ld", v, tgid_of(v),
+					     tgid_of(v));
 			a->pids[a->cfg.npids++] = (pid_t)v;
 		}
 		free(copy);

@@ -6,7 +6,7 @@ unwind tables give the caller chain), read back with Google's pprof.
 Each test asserts that >= 95 % of the workload's samples carry exactly the
 expected frames from the leaf down to main (kernel frames on top stripped,
 frames below main ignored: user_to_main). Failure messages show the most
-common stacks seen and profd's stat./drop. comment lines.
+common stacks seen and profd's stat./partial./lost. comment lines.
 
 perf (linux-perf, `--call-graph dwarf`) is the reference where it gets a
 case right: test_call_chain[pie] and test_large_frames run it on the same
@@ -150,11 +150,11 @@ def of_pid(pprof, paths, pid):
 
 
 def counters(pprof, paths):
-    """profd's stat./drop. comment lines of every profile (pprof -raw)."""
+    """profd's stat./partial./lost. comment lines of every profile (pprof -raw)."""
     lines = []
     for p in paths:
         lines += [l.strip() for l in comments(pprof, p).splitlines()
-                  if re.search(r"stat\.|drop\.", l, re.I)
+                  if re.search(r"stat\.|partial\.|lost\.", l, re.I)
                   and not re.search(r"=0$", l.strip())]
     return lines
 

@@ -203,7 +203,7 @@ def test_sigterm_writes_partial_interval(profd_bin, pprof, workloads, tmp_path):
     assert sum(s["value"] for s in samples) >= 50, err
     assert os.path.getsize(tmp_path / "flamegraph.html") > 0
     raw = comments(pprof, paths[0])
-    assert "drop.ringbuf_full=" in raw and "drop.user_stack_read_error=" in raw
+    assert "lost.ringbuf_full=" in raw and "partial.user_stack_read_error=" in raw
 
 
 @pytest.mark.parametrize("args,needle", [

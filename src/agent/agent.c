@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +51,19 @@ enum agent_counter {
 	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
 	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
 	AGENT_CNT_MAX,
+};
+
+static const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
+	[AGENT_CNT_RECORDS_MALFORMED] = COUNTER_LOST,
+	[AGENT_CNT_AGGREGATION_FULL] = COUNTER_LOST,
+	[AGENT_CNT_MAPS_READ_ERRORS] = COUNTER_PARTIAL,
+	[AGENT_CNT_ELF_OPEN_ERRORS] = COUNTER_PARTIAL,
+	[AGENT_CNT_WRITE_ERRORS] = COUNTER_LOST,
+	[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = COUNTER_PARTIAL,
+	[AGENT_CNT_UNWIND_CFI_REJECTED] = COUNTER_PARTIAL,
+	[AGENT_CNT_UNWIND_EVICTIONS] = COUNTER_PARTIAL,
+	[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = COUNTER_PARTIAL,
+	[AGENT_CNT_UNWIND_UPDATE_ERRORS] = COUNTER_PARTIAL,
 };
 
 static const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -90,6 +105,7 @@ struct agent {
 	uint64_t run_start_mono;
 	unsigned int intervals;
 	uint64_t total_samples;
+	unsigned int write_failures;	/* intervals whose files were not written */
 };
 
 static uint64_t now_ns(clockid_t clk)
@@ -247,6 +263,54 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+static int make_dir(const char *dir)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -errno;
+	if (stat(tmp, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (access(tmp, W_OK | X_OK))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Remove temporary files a killed profd left in @dir (the atomic writes'
+ * "NAME.tmpXXXXXX"): nothing else ever reads or removes them.
+ */
+static void remove_stale_temps(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		const char *t = strstr(e->d_name, ".tmp");
+
+		if (t && strlen(t) == 10 &&
+		    (!strncmp(e->d_name, "cpu-", 4) ||
+		     !strncmp(e->d_name, "flamegraph.html", 15)))
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 /* interval flush */
 
 static int output_path(const char *dir, uint64_t start_ns, char *out, size_t len)
@@ -282,12 +346,12 @@ static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
 		 ag->cfg->frequency_hz);
 	for (int c = 0; c < PROFD_CNT_MAX; c++)
 		snprintf(comments[(*n)++], 96, "%s.%s=%llu",
-			 profd_counter_is_drop(c) ? "drop" : "stat",
+			 counter_kind_name(profd_counter_kind(c)),
 			 profd_counter_name(c), (unsigned long long)bpf_delta[c]);
 	for (int c = 0; c < AGENT_CNT_MAX; c++)
-		snprintf(comments[(*n)++], 96, "drop.%s=%llu",
-			 agent_counter_names[c],
-			 (unsigned long long)agent_delta[c]);
+		snprintf(comments[(*n)++], 96, "%s.%s=%llu",
+			 counter_kind_name(agent_counter_kinds[c]),
+			 agent_counter_names[c], (unsigned long long)agent_delta[c]);
 	snprintf(comments[(*n)++], 96,
 		 "stat.unwind: tables=%llu no_cfi=%llu processes=%llu rows=%llu shards=%u",
 		 (unsigned long long)us->objects,
@@ -296,35 +360,53 @@ static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
 		 (unsigned long long)us->rows, us->shards);
 }
 
+/* Append " name=N" for @val to @buf of @size at *@off when non-zero. */
+static void note_counter(char *buf, size_t size, size_t *off, const char *name,
+			 uint64_t val)
+{
+	if (val && *off < size)
+		*off += snprintf(buf + *off, size - *off, " %s=%llu", name,
+				 (unsigned long long)val);
+}
+
 static void status_line(struct agent *ag, const struct aggregate *a,
 			const uint64_t *bpf_delta, const uint64_t *agent_delta,
 			uint64_t processes, const char *path, int write_err)
 {
-	char drops[512] = "";
-	uint64_t total_drops = 0;
-	size_t off = 0;
+	char lost[512] = "", partial[512] = "";
+	uint64_t nlost = 0, npartial = 0;
+	size_t lo = 0, po = 0;
 
 	for (int c = 0; c < PROFD_CNT_MAX; c++) {
-		if (!profd_counter_is_drop(c))
-			continue;
-		total_drops += bpf_delta[c];
-		if (bpf_delta[c] && off < sizeof(drops))
-			off += snprintf(drops + off, sizeof(drops) - off, " %s=%llu",
-					profd_counter_name(c),
-					(unsigned long long)bpf_delta[c]);
+		enum counter_kind k = profd_counter_kind(c);
+
+		if (k == COUNTER_LOST) {
+			nlost += bpf_delta[c];
+			note_counter(lost, sizeof(lost), &lo, profd_counter_name(c), bpf_delta[c]);
+		} else if (k == COUNTER_PARTIAL) {
+			npartial += bpf_delta[c];
+			note_counter(partial, sizeof(partial), &po, profd_counter_name(c),
+				     bpf_delta[c]);
+		}
 	}
 	for (int c = 0; c < AGENT_CNT_MAX; c++) {
-		total_drops += agent_delta[c];
-		if (agent_delta[c] && off < sizeof(drops))
-			off += snprintf(drops + off, sizeof(drops) - off, " %s=%llu",
-					agent_counter_names[c],
-					(unsigned long long)agent_delta[c]);
+		if (agent_counter_kinds[c] == COUNTER_LOST) {
+			nlost += agent_delta[c];
+			note_counter(lost, sizeof(lost), &lo, agent_counter_names[c],
+				     agent_delta[c]);
+		} else {
+			npartial += agent_delta[c];
+			note_counter(partial, sizeof(partial), &po, agent_counter_names[c],
+				     agent_delta[c]);
+		}
 	}
 	fprintf(stderr, "profd: interval %u: %llu samples, %llu stacks, "
-		"%llu processes, %llu dropped%s%s%s, %s %s\n", ag->intervals,
-		(unsigned long long)a->nsamples, (unsigned long long)a->nstacks,
-		(unsigned long long)processes, (unsigned long long)total_drops,
-		off ? " (" : "", drops + (off ? 1 : 0), off ? ")" : "",
+		"%llu processes tracked, %llu lost%s%s%s, %llu partial%s%s%s, %s %s\n",
+		ag->intervals, (unsigned long long)a->nsamples,
+		(unsigned long long)a->nstacks, (unsigned long long)processes,
+		(unsigned long long)nlost, lo ? " (" : "", lost + (lo ? 1 : 0),
+		lo ? ")" : "", (unsigned long long)npartial, po ? " (" : "",
+		partial + (po ? 1 : 0), po ? ")" : "",
 		write_err ? "FAILED to write" : "wrote", path);
 }
 
@@ -336,11 +418,11 @@ static void flush(struct agent *ag)
 	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 8][96];
 	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 8];
 	struct unwind_loader_stats us;
-	char path[PATH_MAX], flame_path[PATH_MAX];
+	char path[PATH_MAX] = "", flame_path[PATH_MAX];
 	struct aggregate *a, *fresh = aggregate_new(MAX_STACKS_PER_INTERVAL, end);
 	struct profile *p;
 	uint32_t ncomments = 0;
-	int err = 0;
+	int err = 0, ferr = 0;
 
 	if (!fresh)
 		return;	/* keep aggregating into the current table */
@@ -376,56 +458,43 @@ static void flush(struct agent *ag)
 		.ncomments = ncomments,
 	};
 	p = aggregate_build_profile(a, &bo);
-	if (!p || output_path(ag->cfg->output_dir, a->start_ns, path, sizeof(path))) {
+	/* the directory may have been removed meanwhile: recreate it */
+	err = make_dir(ag->cfg->output_dir);
+	if (!err && !p)
 		err = -ENOMEM;
-		snprintf(path, sizeof(path), "(no profile)");
-	} else {
-		err = pprof_write(p, path);
-		if (!err)
-			flamegraph_add_profile(ag->flame, p, 0);
-		pthread_mutex_lock(&ag->agg_lock);
-		ag->counters[AGENT_CNT_FLAMEGRAPH_TRUNCATED] =
-			flamegraph_truncated(ag->flame);
-		pthread_mutex_unlock(&ag->agg_lock);
-	}
-	snprintf(flame_path, sizeof(flame_path), "%s/flamegraph.html",
-		 ag->cfg->output_dir);
 	if (!err)
-		err = flamegraph_write_html(ag->flame, flame_path,
-					    "profd CPU flame graph", "samples");
+		err = output_path(ag->cfg->output_dir, a->start_ns, path, sizeof(path));
+	if (!err)
+		err = pprof_write(p, path);
 	if (err) {
-		pthread_mutex_lock(&ag->agg_lock);
-		ag->counters[AGENT_CNT_WRITE_ERRORS]++;
-		pthread_mutex_unlock(&ag->agg_lock);
-		fprintf(stderr, "profd: error: writing %s: %s\n", path, strerror(-err));
+		fprintf(stderr, "profd: error: writing %s: %s\n",
+			path[0] ? path : "the profile", strerror(-err));
+		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 	}
-	status_line(ag, a, bpf_delta, agent_delta, processes, path, err);
+	if (p && !flamegraph_add_profile(ag->flame, p, 0)) {
+		snprintf(flame_path, sizeof(flame_path), "%s/flamegraph.html",
+			 ag->cfg->output_dir);
+		ferr = flamegraph_write_html(ag->flame, flame_path,
+					     "profd CPU flame graph", "samples");
+		if (ferr) {
+			fprintf(stderr, "profd: error: writing %s: %s\n",
+				flame_path, strerror(-ferr));
+			agent_delta[AGENT_CNT_WRITE_ERRORS]++;
+		}
+	}
+	pthread_mutex_lock(&ag->agg_lock);
+	ag->counters[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = flamegraph_truncated(ag->flame);
+	ag->counters[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
+	ag->agent_prev[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
+	pthread_mutex_unlock(&ag->agg_lock);
+	ag->write_failures += err || ferr;
+	status_line(ag, a, bpf_delta, agent_delta, processes, path, err || ferr);
 	profile_free(p);
 	aggregate_free(a);
 }
 
 /* run */
 
-static int make_dir(const char *dir)
-{
-	char tmp[PATH_MAX];
-
-	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) && errno != EEXIST)
-		return -errno;
-	if (access(tmp, W_OK | X_OK))
-		return -errno;
-	return 0;
-}
 
 /* A process is alive while /proc/PID/stat exists and it is not a zombie. */
 static bool pid_alive(pid_t pid)
@@ -474,10 +543,11 @@ static int agent_setup(struct agent *ag)
 		return -1;
 	err = make_dir(cfg->output_dir);
 	if (err) {
-		fprintf(stderr, "profd: error: cannot create output directory %s: %s\n",
+		fprintf(stderr, "profd: error: cannot use output directory %s: %s\n",
 			cfg->output_dir, strerror(-err));
 		return -1;
 	}
+	remove_stale_temps(cfg->output_dir);
 	ag->ksyms = kallsyms_load("/proc/kallsyms", &err);
 	if (!ag->ksyms)
 		fprintf(stderr, "profd: warning: no kernel symbols from /proc/kallsyms "
@@ -558,7 +628,10 @@ int agent_run(const struct agent_config *cfg)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);	/* the terminal or ssh session went away */
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* a closed stderr pipe must not kill profd before it writes its files */
+	signal(SIGPIPE, SIG_IGN);
 
 	if (agent_setup(&ag))
 		goto out;
@@ -567,6 +640,10 @@ int agent_run(const struct agent_config *cfg)
 		goto out;
 	}
 	start = now_ns(CLOCK_MONOTONIC);
+	/* the first profile covers sampling time, not the BPF load before it */
+	pthread_mutex_lock(&ag.agg_lock);
+	ag.cur->start_ns = now_ns(CLOCK_REALTIME);
+	pthread_mutex_unlock(&ag.agg_lock);
 	interval_ns = (uint64_t)cfg->interval_s * 1000000000ULL;
 	end = cfg->duration_s ? start + (uint64_t)cfg->duration_s * 1000000000ULL : UINT64_MAX;
 	next_flush = start + interval_ns;
@@ -606,9 +683,16 @@ int agent_run(const struct agent_config *cfg)
 	__atomic_store_n(&ag.stop_reader, 1, __ATOMIC_RELEASE);
 	pthread_join(ag.reader, NULL);
 	flush(&ag);
-	fprintf(stderr, "profd: done: %llu samples in %u profiles; flame graph: %s/flamegraph.html\n",
-		(unsigned long long)ag.total_samples, ag.intervals, cfg->output_dir);
-	ret = ag.reader_err ? 1 : 0;
+	if (ag.write_failures)
+		fprintf(stderr, "profd: error: %u of %u intervals could not be written "
+			"to %s (see above)\n", ag.write_failures, ag.intervals,
+			cfg->output_dir);
+	else
+		fprintf(stderr, "profd: done: %llu samples in %u profiles; "
+			"flame graph: %s/flamegraph.html\n",
+			(unsigned long long)ag.total_samples, ag.intervals,
+			cfg->output_dir);
+	ret = ag.reader_err || ag.write_failures ? 1 : 0;
 out:
 	agent_teardown(&ag);
 	return ret;

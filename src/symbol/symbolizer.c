@@ -513,9 +513,16 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 		free(root);
 	}
 	if (!o->ef) {
-		if (ret == -ENOMEM) {	/* not a property of the file */
+		/*
+		 * Only a failure that belongs to the file is remembered for
+		 * its identity: a failed open through a process that is
+		 * exiting (ENOENT, ESRCH, ESTALE, EACCES) must not stop every
+		 * other process mapping the same file from being symbolized.
+		 */
+		if (fd < 0 || ret == -ENOMEM) {
 			free(o);
-			*err = ret;
+			s->open_errors++;
+			*err = ret < 0 ? ret : -EIO;
 			return NULL;
 		}
 		o->err = ret < 0 ? ret : -EIO;

@@ -27,18 +27,25 @@ const char *profd_counter_name(enum profd_counter c)
 	return (unsigned)c < PROFD_CNT_MAX && names[c] ? names[c] : "unknown";
 }
 
-bool profd_counter_is_drop(enum profd_counter c)
+const char *counter_kind_name(enum counter_kind k)
+{
+	return k == COUNTER_LOST ? "lost" : k == COUNTER_PARTIAL ? "partial" : "stat";
+}
+
+enum counter_kind profd_counter_kind(enum profd_counter c)
 {
 	switch (c) {
-	case PROFD_CNT_SAMPLES:
-	case PROFD_CNT_IDLE_SKIPPED:
-	case PROFD_CNT_FILTERED:
-	case PROFD_CNT_SIGNAL_FRAMES:
-	case PROFD_CNT_DWARF_NO_ROW:		/* fallbacks to FP, not losses */
-	case PROFD_CNT_DWARF_UNSUPPORTED:
-	case PROFD_CNT_DWARF_PC_UNKNOWN:
-		return false;
-	default:
-		return true;
+	case PROFD_CNT_RINGBUF_FULL:
+	case PROFD_CNT_TAIL_CALL_FAILED:
+	case PROFD_CNT_NO_SCRATCH:
+	case PROFD_CNT_PROC_EVENT_LOST:
+		return COUNTER_LOST;
+	case PROFD_CNT_KERNEL_STACK_ERR:	/* sample kept, stack cut short */
+	case PROFD_CNT_USER_READ_ERR:
+	case PROFD_CNT_USER_TRUNCATED:
+	case PROFD_CNT_DWARF_BAD_FRAME:
+		return COUNTER_PARTIAL;
+	default:				/* incl. fallbacks to FP */
+		return COUNTER_STAT;
 	}
 }

@@ -17,7 +17,21 @@
 /* profd_counter_name - stable snake_case name of BPF counter @c. */
 const char *profd_counter_name(enum profd_counter c);
 
-/* profd_counter_is_drop - true when @c counts lost or damaged data. */
-bool profd_counter_is_drop(enum profd_counter c);
+/*
+ * What a counter counts: samples lost entirely, samples kept with a
+ * partial stack or unsymbolized frames, or a plain statistic. Reported as
+ * "lost.NAME", "partial.NAME" and "stat.NAME".
+ */
+enum counter_kind {
+	COUNTER_STAT = 0,
+	COUNTER_PARTIAL = 1,
+	COUNTER_LOST = 2,
+};
+
+/* counter_kind_name - "stat", "partial" or "lost". */
+const char *counter_kind_name(enum counter_kind k);
+
+/* profd_counter_kind - the kind of BPF counter @c. */
+enum counter_kind profd_counter_kind(enum profd_counter c);
 
 #endif /* PROFD_TRACER_COUNTERS_H */
