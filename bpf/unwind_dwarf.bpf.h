@@ -71,6 +71,8 @@ enum dwarf_step {
 	DWARF_STEP_NEXT = 0,	/* st->ip/sp/bp hold the caller's frame */
 	DWARF_STEP_DONE = 1,	/* outermost frame reached */
 	DWARF_STEP_ERROR = 2,	/* read fault or inconsistent frame: stop */
+	DWARF_STEP_BOGUS = 3,	/* this frame's pc is in no known range: it
+				 * came from a frame-pointer guess, drop it */
 };
 
 /* x86-64 struct ucontext: uc_mcontext.gregs[] starts at byte 40. */
@@ -200,7 +202,13 @@ int dwarf_step(struct profd_unwind_state *st, const struct unwind_proc *proc)
 	if (idx < 0) {
 		count(PROFD_CNT_DWARF_PC_UNKNOWN);
 		st->sample.flags |= PROFD_SAMPLE_UNWIND_MISSING;
-		return fp_step(st);
+		/*
+		 * Where the CPU was is real (code mapped after the maps were
+		 * read: user space re-reads them); a return address outside
+		 * every executable range is garbage from a frame-pointer
+		 * step through code that has neither frame pointers nor CFI.
+		 */
+		return st->pc_exact ? fp_step(st) : DWARF_STEP_BOGUS;
 	}
 	m = &proc->mappings[idx & (UNWIND_MAX_PROC_MAPPINGS - 1)];
 	shard = m->shard;
@@ -322,8 +330,10 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
 			 * trampoline, entered at its first byte, not called */
 			put_ip(st, base + n - 1, ip | PROFD_IP_EXACT);
 		if (ret != DWARF_STEP_NEXT) {
-			if (ret == DWARF_STEP_ERROR)
+			if (ret == DWARF_STEP_ERROR || ret == DWARF_STEP_BOGUS)
 				st->sample.flags |= PROFD_SAMPLE_USER_ERROR;
+			if (ret == DWARF_STEP_BOGUS)
+				n--;
 			done = true;
 			break;
 		}

@@ -180,10 +180,13 @@ static int load_rows(struct unwind_loader *l, struct uobj *o,
 				break;
 			evict_one(l, o);
 		}
-		if (err)
+		if (!err)
+			err = shards_write(l->shards, &ch->ext, &t->rows[a]);
+		if (err) {
+			if (ch->ext.nrows)
+				shards_release(l->shards, &ch->ext);
 			return err;
-		memcpy(shards_rows(l->shards, &ch->ext), &t->rows[a],
-		       (size_t)(b - a) * sizeof(*t->rows));
+		}
 		ch->lo = t->rows[a].pc;
 		/* the last row is END: it covers nothing past its pc */
 		ch->hi = b < n ? t->rows[b].pc : t->rows[n - 1].pc;

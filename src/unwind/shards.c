@@ -16,9 +16,10 @@ struct free_extent {
 	uint32_t n;
 };
 
+#define SHARD_BYTES ((size_t)UNWIND_SHARD_ROWS * sizeof(struct unwind_row))
+
 struct shard {
 	int fd;
-	struct unwind_row *rows;	/* mmap of the whole array */
 	struct free_extent *free;	/* sorted by first, coalesced */
 	uint32_t nfree, cap_free;
 };
@@ -54,7 +55,6 @@ void shards_free(struct shards *s)
 	if (!s)
 		return;
 	for (uint32_t i = 0; i < s->n; i++) {
-		munmap(s->v[i].rows, (size_t)UNWIND_SHARD_ROWS * sizeof(struct unwind_row));
 		close(s->v[i].fd);
 		free(s->v[i].free);
 	}
@@ -102,7 +102,6 @@ static int add_free(struct shard *sh, uint32_t first, uint32_t n)
 
 static int new_shard(struct shards *s)
 {
-	size_t bytes = (size_t)UNWIND_SHARD_ROWS * sizeof(struct unwind_row);
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
 	struct shard *sh = &s->v[s->n];
 	uint32_t idx = s->n;
@@ -110,18 +109,11 @@ static int new_shard(struct shards *s)
 
 	/* one element holding all the rows: see struct unwind_shard in BPF */
 	sh->fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "profd_unw_rows", sizeof(__u32),
-				bytes, 1, &opts);
+				SHARD_BYTES, 1, &opts);
 	if (sh->fd < 0)
 		return -errno;
-	sh->rows = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, sh->fd, 0);
-	if (sh->rows == MAP_FAILED) {
-		err = -errno;
-		close(sh->fd);
-		return err;
-	}
 	if (bpf_map_update_elem(s->outer_fd, &idx, &sh->fd, BPF_ANY)) {
 		err = -errno;
-		munmap(sh->rows, bytes);
 		close(sh->fd);
 		return err;
 	}
@@ -180,9 +172,20 @@ void shards_release(struct shards *s, const struct shard_extent *e)
 		s->rows_used -= e->nrows;
 }
 
-struct unwind_row *shards_rows(struct shards *s, const struct shard_extent *e)
+int shards_write(struct shards *s, const struct shard_extent *e,
+		 const struct unwind_row *rows)
 {
-	return e->shard < s->n ? s->v[e->shard].rows + e->first_row : NULL;
+	struct unwind_row *map;
+
+	if (e->shard >= s->n || e->first_row + e->nrows > UNWIND_SHARD_ROWS)
+		return -EINVAL;
+	map = mmap(NULL, SHARD_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   s->v[e->shard].fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	memcpy(map + e->first_row, rows, (size_t)e->nrows * sizeof(*rows));
+	munmap(map, SHARD_BYTES);
+	return 0;
 }
 
 void shards_stats(const struct shards *s, uint32_t *nshards, uint64_t *rows_used)

@@ -3,9 +3,10 @@
  * shards.h - unwind rows in BPF: the shard allocator.
  *
  * Owns: the inner arrays of the `unwind_shards` array-of-maps (created on
- * demand, UNWIND_SHARD_ROWS rows each, mmap'ed so rows are written with
- * memcpy), a first-fit free list of row extents per shard, and the memory
- * cap: no more than max_shards shards are ever created.
+ * demand, UNWIND_SHARD_ROWS rows each, written through a short-lived mmap
+ * so rows are copied with memcpy and do not stay in profd's RSS), a
+ * first-fit free list of row extents per shard, and the memory cap: no
+ * more than max_shards shards are ever created.
  */
 #ifndef PROFD_UNWIND_SHARDS_H
 #define PROFD_UNWIND_SHARDS_H
@@ -42,10 +43,11 @@ int shards_alloc(struct shards *s, uint32_t nrows, struct shard_extent *out);
 void shards_release(struct shards *s, const struct shard_extent *e);
 
 /*
- * shards_rows - where to write the rows of @e (mmap of the BPF array).
- * Valid until shards_free.
+ * shards_write - copy @e->nrows rows from @rows into the BPF array at @e.
+ * Returns 0 or a negative errno (mmap).
  */
-struct unwind_row *shards_rows(struct shards *s, const struct shard_extent *e);
+int shards_write(struct shards *s, const struct shard_extent *e,
+		 const struct unwind_row *rows);
 
 /* shards_stats - shards created and rows in use. */
 void shards_stats(const struct shards *s, uint32_t *nshards, uint64_t *rows_used);
