@@ -9,7 +9,8 @@
 # One process per CPU, so nearly every sample is one of these stacks.
 #
 # Like bench/bpf_cost.sh: turns on kernel.bpf_stats_enabled (restored on
-# exit), runs profd system-wide and reads run_time_ns / run_cnt of the
+# exit; switched on again, and counted as stats_reenabled, if another tool
+# turns it off meanwhile: the switch is global), runs profd system-wide and reads run_time_ns / run_cnt of the
 # profd_sample program this profd holds (ids from /proc/PID/fdinfo).
 # profd_sample tail-calls unwind_dwarf (itself, every 16 frames: a
 # 33-frame stack is 3 invocations) and emit; tail calls do not go through
@@ -18,14 +19,17 @@
 # Reported: the overall average (delta run_time_ns / delta run_cnt) and
 # the median (p10, p90) of BPF_COST_WINDOW-second window averages.
 #
-# Each item is measured with DWARF unwinding (the default) and with
-# --no-dwarf-unwinding (frame-pointer walk: it stops after 1-2 frames on
-# this code, so it is the floor: the cost of everything but the walk).
+# Each item is measured with DWARF unwinding (the default), with
+# --max-stack-depth=1 (DWARF, but the walk stops after the leaf and one
+# step: the floor, everything but 32 of the 33 steps) and with
+# --no-dwarf-unwinding (frame-pointer walk: on this code rbp holds no
+# frame chain, so the walk stops after 1-3 frames, often on a faulting
+# read, counted as user_stack_read_error).
 # After each run the profile is checked: the share of the workload's
 # samples whose stack has all 28 rec frames, rec_leaf and main, and the
 # median frame count.
 #
-# Env: DWARF_COST_RUNS ("99 99,--no-dwarf-unwinding"), DWARF_COST_SECONDS
+# Env: DWARF_COST_RUNS ("99 99,--max-stack-depth=1 99,--no-dwarf-unwinding"), DWARF_COST_SECONDS
 #      (20), DWARF_COST_WINDOW (0.5), DWARF_COST_WARMUP (3),
 #      DWARF_COST_DEPTH (28), DWARF_COST_JOBS (nproc), DWARF_COST_WAIT
 #      (max seconds to wait for other benchmarks/profilers to end, 90;
@@ -35,7 +39,7 @@
 set -u
 . "$(dirname "$0")/dwarf_lib.sh"
 
-RUNS=${DWARF_COST_RUNS:-99 99,--no-dwarf-unwinding}
+RUNS=${DWARF_COST_RUNS:-99 99,--max-stack-depth=1 99,--no-dwarf-unwinding}
 SECONDS_RUN=${DWARF_COST_SECONDS:-20}
 WINDOW=${DWARF_COST_WINDOW:-0.5}
 WARMUP=${DWARF_COST_WARMUP:-3}
@@ -121,8 +125,14 @@ measure() {
 	: >"$w"
 	local load_start; load_start=$(loadavg1)
 	local n; n=$(awk -v s="$SECONDS_RUN" -v w="$WINDOW" 'BEGIN { print int(s / w + 0.5) }')
+	local reenabled=0
 	for i in $(seq 1 "$n"); do
 		sleep "$WINDOW"
+		# the switch is global: another tool may turn it off meanwhile
+		if [ "$(sysctl -n kernel.bpf_stats_enabled)" != 1 ]; then
+			sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null
+			reenabled=$((reenabled + 1))
+		fi
 		read -r t1 c1 < <(prog_stats "$sid")
 		ts=$(now_ns)
 		awk -v dt=$((ts - tsp)) -v dc=$((c1 - cp)) -v dn=$((t1 - tp)) \
@@ -146,7 +156,7 @@ measure() {
 	check=$(stack_check "$WORK/out-$tag")
 	unw=$(unwind_stat "$(ls "$WORK/out-$tag"/cpu-*.pb.gz | tail -n 1)" | tr ' ' '_')
 	echo "RESULT dwarf_bpf_cost hz=$hz flags=${flags:-none} depth=$DEPTH median_ns=$med mean_ns=$avg" \
-		"p10_ns=$p10 p90_ns=$p90 windows=$wins runs=$((c1 - c0)) runs_per_s=$rate" \
+		"p10_ns=$p10 p90_ns=$p90 windows=$wins runs=$((c1 - c0)) runs_per_s=$rate stats_reenabled=$reenabled" \
 		"tailcalled_run_cnt_before=$tails0 tailcalled_run_cnt_after=$tails1" \
 		"profd_samples_kept=${samples:-?} $check $unw load1=$load_start..$load_end" \
 		"other_profilers_at_end=$others_after" \
@@ -158,6 +168,7 @@ measure() {
 }
 
 echo "$(machine_info)"
+echo "# $(profd_info)"
 for item in $RUNS; do
 	measure "$item"
 done

@@ -5,25 +5,32 @@
 # profd starts system-wide (--sampling-frequency 99, --profile-interval 1,
 # -vvv: one "profd: sample pid= tid= comm= k= u=" line per sample on
 # stderr, written by the reader thread as it takes the record from the
-# ringbuf; the ringbuf wakes the reader on each record, so a line is
-# within milliseconds of its sample). A perl filter stamps each line with
-# the wall clock (Time::HiRes). Once profd samples, each repetition starts
+# ringbuf, in sample order; u is the user depth). A perl filter stamps
+# each line with the wall clock (Time::HiRes); the sample record's own
+# timestamp is not printed. Once profd samples, each repetition starts
 # a fresh copy (new inode: its table is not cached yet; libc's may be) of
 # tests/workloads/dwarf/chain.c built -O2 -fomit-frame-pointer
 # (main -> d_chain_a .. d_chain_e, 9 user frames with the libc start
 # frames) for FS_RUN seconds, with its wall-clock start time T0 taken just
-# before the fork. From the stamped lines of its pid:
-#   first_sample_ms  first sample of the process
-#   first_full_ms    first sample whose user stack has the full depth
-#                    (the largest u seen for the pid, which must be >= 7)
-#   steady_ms        the sample after the last one that was not full
-#                    (from here on every sample is full)
-#   partial          samples before first_full
-#   full_pct_1s      share of full samples in the first second
+# before the fork. From the stamped lines of its pid after the exec (comm
+# dwfs_chainN; samples of the forked shell before the exec are counted
+# apart as pre_exec_samples):
+#   full_depth           the most frequent user depth (9 expected)
+#   partial_before_full  samples before the first full-depth one (exact)
+#   first_sample_ms      stamp of the first sample (its record asks for a
+#                        wakeup - PROFD_SAMPLE_UNWIND_MISSING - so the
+#                        stamp is within ms of the sample)
+#   first_full_est_ms    first_sample_ms + partial_before_full / HZ: when
+#                        the first full sample was taken, assuming the
+#                        CPU-bound process was sampled every 1/HZ s
+#   first_full_seen_ms   stamp of the first full sample: an upper bound;
+#                        ordinary records do not wake the reader
+#                        (BPF_RB_NO_WAKEUP), which polls every 100 ms
+#   not_full_after_first_full, full_pct_first_1s, depths_first6
 # and, the interval method (no timestamps needed): in the per-second
 # profiles, the first interval in which >= 95% of the process's samples
 # have the full chain (d_chain_e .. main) and its index (0: the interval
-# the process started in).
+# the process started in; interval file names have 1 s resolution).
 #
 # Env: FS_REPS (5), FS_RUN (3 s), FS_HZ (99), FS_WAIT (max s to wait for
 #      other profilers/benchmarks to end, 90; DWARF_IGNORE_PIDS: pids
@@ -46,6 +53,7 @@ build_dwarf_workload chain "$DWARF_SRC/chain.c"
 
 wait_quiet "$MAXWAIT"
 echo "$(machine_info)"
+echo "# $(profd_info)"
 echo "# before: $QUIET_NOTE"
 LOAD_START=$(loadavg1)
 
@@ -95,41 +103,45 @@ for f in "$WORK/out"/cpu-*.pb.gz; do
 done >"$WORK/intervals"
 
 while read -r r pid T0; do
-	awk -v pid="$pid" -v t0="$T0" '
-		$3 == "sample" && $4 == "pid=" pid {
-			u = $NF; sub(/^u=/, "", u); n++; t[n] = $1; d[n] = u + 0
-			if (d[n] > max) max = d[n]
-		}
+	# the workload's samples (comm dwfs_chainN: after the exec), in order
+	awk -v pid="$pid" '$3 == "sample" && $4 == "pid=" pid {
+		c = $6; sub(/^comm=/, "", c); u = $NF; sub(/^u=/, "", u); print $1, c, u }' "$LOGF" \
+		>"$WORK/s$r"
+	pre=$(awk '$2 !~ /^dwfs_chain/ { n++ } END { print n + 0 }' "$WORK/s$r")
+	awk '$2 ~ /^dwfs_chain/' "$WORK/s$r" >"$WORK/w$r"
+	# full depth: the most frequent user depth of the workload's samples
+	full=$(awk '{ c[$3]++ } END { for (d in c) if (c[d] > best) { best = c[d]; m = d } print m + 0 }' "$WORK/w$r")
+	awk -v t0="$T0" -v full="$full" -v hz="$HZ" -v pre="$pre" '
+		{ n++; t[n] = $1; d[n] = $3 }
 		END {
 			if (!n) { print "samples=0"; exit }
-			full = max; ff = 0; last_bad = 0; part = 0; n1 = 0; f1 = 0
+			ff = 0; last_bad = 0; n1 = 0; f1 = 0; bad_after = 0
 			for (i = 1; i <= n; i++) {
 				if (d[i] == full && !ff) ff = i
-				if (d[i] != full) last_bad = i
+				if (d[i] != full) { last_bad = i; if (ff) bad_after++ }
 				if (t[i] - t0 < 1) { n1++; if (d[i] == full) f1++ }
 			}
 			part = ff ? ff - 1 : n
-			steady = last_bad < n ? (t[last_bad + 1] - t0) * 1000 : -1
-			printf "samples=%d full_depth=%d first_sample_ms=%.1f first_full_ms=%.1f steady_ms=%.1f partial=%d not_full_total=%d full_pct_1s=%.1f depths_first5=",
-				n, full, (t[1] - t0) * 1000, ff ? (t[ff] - t0) * 1000 : -1, steady, part,
-				0, n1 ? 100 * f1 / n1 : 0
-			for (i = 1; i <= 5 && i <= n; i++) printf "%s%d", (i > 1 ? "," : ""), d[i]
+			printf "samples=%d pre_exec_samples=%d full_depth=%d partial_before_full=%d not_full_after_first_full=%d",
+				n, pre, full, part, bad_after
+			printf " first_sample_ms=%.1f first_full_est_ms=%.1f first_full_seen_ms=%.1f",
+				(t[1] - t0) * 1000, (t[1] - t0) * 1000 + part * 1000 / hz,
+				ff ? (t[ff] - t0) * 1000 : -1
+			printf " full_pct_first_1s=%.1f depths_first6=", n1 ? 100 * f1 / n1 : 0
+			for (i = 1; i <= 6 && i <= n; i++) printf "%s%d", (i > 1 ? "," : ""), d[i]
 			printf "\n"
-		}' "$LOGF" >"$WORK/r$r"
-	# not_full_total: recount outside the END block for clarity
-	nf=$(awk -v pid="$pid" '$3 == "sample" && $4 == "pid=" pid { u = $NF; sub(/^u=/, "", u); print u }' "$LOGF" |
-		awk -v m="$(sed -n 's/.*full_depth=\([0-9]*\).*/\1/p' "$WORK/r$r")" '$1 != m { c++ } END { print c + 0 }')
+		}' "$WORK/w$r" >"$WORK/r$r"
 	iv=$(awk -v pid="$pid" -v t0="$T0" '$2 == pid {
 		k = $1 - int(t0); pct = $4 ? 100 * $3 / $4 : 0
 		line = line sprintf("%s%d:%d/%d", line ? "," : "", k, $3, $4)
 		if (pct >= 95 && first == "") first = k
 	} END { printf "first_interval_95pct=%s intervals=%s\n", first == "" ? "none" : first, line }' \
 		<(sort -n "$WORK/intervals"))
-	echo "RESULT dwarf_first_stack rep=$r pid=$pid $(sed "s/not_full_total=0/not_full_total=$nf/" "$WORK/r$r") $iv"
+	echo "RESULT dwarf_first_stack rep=$r pid=$pid $(cat "$WORK/r$r") $iv"
 done <"$WORK/reps" | tee "$WORK/results"
 
 SUMMARY=""
-for k in first_sample_ms first_full_ms steady_ms; do
+for k in first_sample_ms first_full_est_ms first_full_seen_ms partial_before_full; do
 	SUMMARY="$SUMMARY ${k}_median=$(sed -n "s/.* $k=\([-0-9.]*\).*/\1/p" "$WORK/results" | median)"
 	SUMMARY="$SUMMARY ${k}_max=$(sed -n "s/.* $k=\([-0-9.]*\).*/\1/p" "$WORK/results" | percentile 100)"
 done

@@ -29,6 +29,13 @@ dwarf_bench_init() {
 	WORK=$(mktemp -d /tmp/profd-dwarf.XXXXXX)
 }
 
+# profd_info - which profd binary is measured (the tree is shared and
+# rebuilt by others: its mtime, a hash, and the git HEAD of the tree).
+profd_info() {
+	echo "profd: $PROFD mtime=$(date -u -r "$PROFD" +%FT%TZ) sha256=$(sha256sum "$PROFD" | cut -c1-12)" \
+		"git=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo ?)"
+}
+
 # build_dwarf_workload NAME SRC [FLAGS...] - compile SRC into $WORK/NAME
 # with $DWARF_CFLAGS (g++ for .cpp).
 build_dwarf_workload() {

@@ -67,6 +67,7 @@ churn() {
 
 wait_quiet "$MAXWAIT"
 echo "$(machine_info)"
+echo "# $(profd_info)"
 echo "# before: $QUIET_NOTE"
 LOAD_START=$(loadavg1)
 start_profd "$WORK/profd.log" --sampling-frequency "$HZ" --profile-interval 5 \

@@ -18,7 +18,9 @@
 # per repetition; medians over the repetitions and their ratios to base.
 # The profiler is started and sampling before the timed run and stopped
 # after it. perf.data's size is recorded (bytes and MiB per second of
-# recording) before it is deleted; profd's output directory size too.
+# recording) before it is deleted; profd's output directory size and the
+# CPU time of the profd process during the timed run (user + system, in
+# ms, from /proc/PID/stat; its start-up is before the run) too.
 # Before the first repetition the script waits (up to SLOW_WAIT s) until
 # no other profiler or benchmark runs.
 #
@@ -72,19 +74,28 @@ stop_perf() {
 	rm -f "$WORK/perf.data" "$WORK/perf.data.old"
 }
 
+# proc_cpu_ms PID - user + system CPU time of PID so far, in ms.
+proc_cpu_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d\n", ($12 + $13) * 1000 / hz }' \
+		/proc/"$1"/stat
+}
+
 run_config() {
 	local out
 	case $1 in
 	base|base-again) ;;
 	profd-*) start_profd "$WORK/profd.log" --sampling-frequency "${1#profd-}" \
-			--output-dir "$WORK/profd-out" ;;
+			--output-dir "$WORK/profd-out"
+		PROFD_CPU0=$(proc_cpu_ms "$PROFD_PID") ;;
 	perf-dwarf) start_perf 99 ;;
 	*) die "unknown configuration $1" ;;
 	esac
 	"$WORK/cpuwork" "$ROUNDS" "$JOBS" >"$WORK/cpuwork.out" || die "cpuwork failed"
 	out=$(cat "$WORK/cpuwork.out")
 	case $1 in
-	profd-*) stop_profd
+	profd-*) # profd's own CPU time during the timed run
+		echo "$(( $(proc_cpu_ms "$PROFD_PID") - PROFD_CPU0 ))" >>"$WORK/profd_cpu_ms"
+		stop_profd
 		du -sb "$WORK/profd-out" | awk '{ print $1 }' >>"$WORK/profd_sizes"
 		grep -h "done" "$WORK/profd.log" >>"$WORK/profd_done"
 		rm -rf "$WORK/profd-out" ;;
@@ -95,6 +106,7 @@ run_config() {
 
 wait_quiet "$MAXWAIT"
 echo "$(machine_info)"
+echo "# $(profd_info)"
 echo "# before: $QUIET_NOTE"
 log "dwarf_slowdown: cpuwork (no FP) $ROUNDS rounds x $JOBS jobs, $REPS repetitions of: $CONFIGS"
 LOAD_START=$(loadavg1)
@@ -120,7 +132,8 @@ for c in $CONFIGS; do
 	extra=""
 	case $c in
 	perf-*) extra=$(awk '{ b += $1; s += $2; n++ } END { if (n) printf "perf_data_mib=%.1f perf_data_mib_per_s=%.2f", b / n / 1048576, s ? b / s / 1048576 : 0 }' "$WORK/perf_sizes") ;;
-	profd-*) extra=$(awk '{ b += $1; n++ } END { if (n) printf "profd_out_kib=%.1f", b / n / 1024 }' "$WORK/profd_sizes") ;;
+	profd-*) extra="$(awk '{ b += $1; n++ } END { if (n) printf "profd_out_kib=%.1f", b / n / 1024 }' "$WORK/profd_sizes")"
+		extra="$extra profd_cpu_ms=$(paste -sd, "$WORK/profd_cpu_ms")" ;;
 	esac
 	echo "RESULT dwarf_slowdown config=$c wall_s=$wall cpu_s=$cpu" \
 		"wall_ratio=$(awk -v a="$wall" -v b="$BASE_WALL" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
