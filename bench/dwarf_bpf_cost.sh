@@ -9,9 +9,10 @@
 # One process per CPU, so nearly every sample is one of these stacks.
 #
 # Like bench/bpf_cost.sh: turns on kernel.bpf_stats_enabled (restored on
-# exit; switched on again, and counted as stats_reenabled, if another tool
-# turns it off meanwhile: the switch is global), runs profd system-wide and reads run_time_ns / run_cnt of the
-# profd_sample program this profd holds (ids from /proc/PID/fdinfo).
+# exit; switched on again, and counted as stats_reenabled, if another
+# tool turns it off meanwhile: the switch is global), runs profd
+# system-wide and reads run_time_ns / run_cnt of the profd_sample program
+# this profd holds (ids from /proc/PID/fdinfo).
 # profd_sample tail-calls unwind_dwarf (itself, every 16 frames: a
 # 33-frame stack is 3 invocations) and emit; tail calls do not go through
 # the stats wrapper, so profd_sample's counters cover the whole chain (the
@@ -29,11 +30,11 @@
 # samples whose stack has all 28 rec frames, rec_leaf and main, and the
 # median frame count.
 #
-# Env: DWARF_COST_RUNS ("99 99,--max-stack-depth=1 99,--no-dwarf-unwinding"), DWARF_COST_SECONDS
-#      (20), DWARF_COST_WINDOW (0.5), DWARF_COST_WARMUP (3),
-#      DWARF_COST_DEPTH (28), DWARF_COST_JOBS (nproc), DWARF_COST_WAIT
-#      (max seconds to wait for other benchmarks/profilers to end, 90;
-#      DWARF_IGNORE_PIDS: pids of other profilers not to wait for).
+# Env: DWARF_COST_RUNS ("99 99,--max-stack-depth=1 99,--no-dwarf-unwinding"),
+#      DWARF_COST_SECONDS (20), DWARF_COST_WINDOW (0.5), DWARF_COST_WARMUP
+#      (3), DWARF_COST_DEPTH (28), DWARF_COST_JOBS (nproc), DWARF_COST_WAIT
+#      (max seconds to wait, per item, for other benchmarks/profilers to
+#      end, 60; DWARF_IGNORE_PIDS: pids of other profilers not to wait for).
 # Output: "RESULT dwarf_bpf_cost ..." per item. Target: DWARF median
 # <= 3000 ns per sample.
 set -u
@@ -45,7 +46,7 @@ WINDOW=${DWARF_COST_WINDOW:-0.5}
 WARMUP=${DWARF_COST_WARMUP:-3}
 DEPTH=${DWARF_COST_DEPTH:-28}
 JOBS=${DWARF_COST_JOBS:-$(nproc)}
-MAXWAIT=${DWARF_COST_WAIT:-90}
+MAXWAIT=${DWARF_COST_WAIT:-60}
 TARGET_NS=3000
 
 need_root_and_profd

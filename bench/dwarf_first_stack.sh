@@ -28,9 +28,16 @@
 #                        (BPF_RB_NO_WAKEUP), which polls every 100 ms
 #   not_full_after_first_full, full_pct_first_1s, depths_first6
 # and, the interval method (no timestamps needed): in the per-second
-# profiles, the first interval in which >= 95% of the process's samples
-# have the full chain (d_chain_e .. main) and its index (0: the interval
-# the process started in; interval file names have 1 s resolution).
+# profiles, the share of the process's samples whose stack is complete
+# (d_chain_e .. main, __libc_start_call_main, __libc_start_main, _start;
+# complete_pct) or has at least d_chain_e .. main (chain_pct), and the
+# first interval in which >= 95% are complete, by index (0: the interval
+# the process started in; interval file names have 1 s resolution, so -1
+# can happen). never_complete_reps in the summary counts the processes
+# whose stacks were mostly (> 50 %) not complete: profd read their maps
+# before ld.so had mapped libc (first sample inside ld.so) and
+# process_request_unwind() hands the loader that same stale snapshot again
+# instead of re-reading /proc/PID/maps, so every later stack ends at main.
 #
 # Env: FS_REPS (5), FS_RUN (3 s), FS_HZ (99), FS_WAIT (max s to wait for
 #      other profilers/benchmarks to end, 90; DWARF_IGNORE_PIDS: pids
@@ -92,14 +99,19 @@ bg_forget "$PROFD_PID"
 sleep 0.5
 LOAD_END=$(loadavg1)
 
-# interval method: per profile, "start_epoch pid full total"
+# interval method: per profile, "start_epoch pid complete total chain":
+# complete = the whole stack, d_chain_e .. main .. _start; chain = at
+# least d_chain_e .. main (the libc start frames may be missing)
 for f in "$WORK/out"/cpu-*.pb.gz; do
 	ts=$(basename "$f" | sed 's/cpu-\([0-9]\{8\}\)T\([0-9]\{2\}\)\([0-9]\{2\}\)\([0-9]\{2\}\)Z.*/\1 \2:\3:\4/')
 	ep=$(date -u -d "$ts" +%s)
 	trace_stacks "$f" | awk -v ep="$ep" '$4 ~ /^dwfs_chain/ {
 		t[$3] += $1
-		if ($5 ~ /^d_chain_e;d_chain_d;d_chain_c;d_chain_b;d_chain_a;main/) f[$3] += $1 }
-		END { for (p in t) print ep, p, f[p] + 0, t[p] }'
+		if ($5 ~ /^d_chain_e;d_chain_d;d_chain_c;d_chain_b;d_chain_a;main/) {
+			c[$3] += $1
+			if ($5 ~ /;main;__libc_start_call_main;__libc_start_main;_start$/) f[$3] += $1
+		} }
+		END { for (p in t) print ep, p, f[p] + 0, t[p], c[p] + 0 }'
 done >"$WORK/intervals"
 
 while read -r r pid T0; do
@@ -135,12 +147,14 @@ while read -r r pid T0; do
 		k = $1 - int(t0); pct = $4 ? 100 * $3 / $4 : 0
 		line = line sprintf("%s%d:%d/%d", line ? "," : "", k, $3, $4)
 		if (pct >= 95 && first == "") first = k
-	} END { printf "first_interval_95pct=%s intervals=%s\n", first == "" ? "none" : first, line }' \
+		tc += $3; tt += $4; tch += $5
+	} END { printf "complete_pct=%.1f chain_pct=%.1f first_interval_95pct_complete=%s intervals_complete/total=%s\n",
+		tt ? 100 * tc / tt : 0, tt ? 100 * tch / tt : 0, first == "" ? "none" : first, line }' \
 		<(sort -n "$WORK/intervals"))
 	echo "RESULT dwarf_first_stack rep=$r pid=$pid $(cat "$WORK/r$r") $iv"
 done <"$WORK/reps" | tee "$WORK/results"
 
-SUMMARY=""
+SUMMARY=" never_complete_reps=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^complete_pct=/) { split($i, a, "="); if (a[2] < 50) n++ } } END { print n + 0 }' "$WORK/results")"
 for k in first_sample_ms first_full_est_ms first_full_seen_ms partial_before_full; do
 	SUMMARY="$SUMMARY ${k}_median=$(sed -n "s/.* $k=\([-0-9.]*\).*/\1/p" "$WORK/results" | median)"
 	SUMMARY="$SUMMARY ${k}_max=$(sed -n "s/.* $k=\([-0-9.]*\).*/\1/p" "$WORK/results" | percentile 100)"

@@ -234,7 +234,12 @@ void process_request_unwind(struct process_table *pt, struct process *p,
 	    now - p->unwind_requested_ns < PROCESS_REFRESH_MIN_NS)
 		return;
 	p->unwind_requested_ns = now;
-	pt->listener.maps_read(pt->listener.ctx, p->pid, &p->snap->maps);
+	/*
+	 * Re-read the maps rather than offer the old snapshot again: a first
+	 * read taken while ld.so was still mapping libraries lacks them, and
+	 * BPF would keep dropping their (real) return addresses.
+	 */
+	refresh(pt, p, now);
 }
 
 void process_exec(struct process_table *pt, pid_t pid, const char *comm)

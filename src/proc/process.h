@@ -105,9 +105,8 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 
 /*
  * process_request_unwind - the BPF unwinder found no unwind info for @p
- * (PROFD_SAMPLE_UNWIND_MISSING): hand the current mappings to the
- * listener again, at most once per PROCESS_REFRESH_MIN_NS. A pc outside
- * the mappings is handled by process_find_mapping()'s re-read instead.
+ * (PROFD_SAMPLE_UNWIND_MISSING): re-read its mappings (which hands them
+ * to the listener), at most once per PROCESS_REFRESH_MIN_NS.
  */
 void process_request_unwind(struct process_table *pt, struct process *p,
 			    uint64_t now_ns);
