@@ -18,13 +18,17 @@
 #include <linux/types.h>
 #endif
 
+#include "unwind_python.h"
+
 #define PROFD_TASK_COMM_LEN	16
 /* Kernel stacks: the kernel's own limit (sysctl kernel.perf_event_max_stack). */
 #define PROFD_MAX_KERNEL_FRAMES	127
 /* User stacks: hard upper bound of --max-stack-depth. */
 #define PROFD_MAX_USER_FRAMES	512
 #define PROFD_MAX_IPS		(PROFD_MAX_KERNEL_FRAMES + PROFD_MAX_USER_FRAMES)
-/* Scratch IP slots: a power of two >= PROFD_MAX_IPS, so BPF can mask indices. */
+/* __u64 slots after the header: IPs, then two per Python frame. */
+#define PROFD_MAX_RECORD_SLOTS	(PROFD_MAX_IPS + 2 * PROFD_MAX_PYTHON_FRAMES)
+/* Scratch slots: a power of two >= PROFD_MAX_RECORD_SLOTS, so BPF can mask indices. */
 #define PROFD_SCRATCH_IPS	1024
 /* Frames one frame-pointer program invocation walks before tail-calling itself. */
 #define PROFD_FP_FRAMES_PER_PROG	64
@@ -49,6 +53,9 @@ enum profd_sample_origin {
 #define PROFD_SAMPLE_UNWIND_MISSING	(1u << 4) /* no unwind info for the pid or a pc:
 						   * user space loads it (discovery) */
 #define PROFD_SAMPLE_DWARF		(1u << 5) /* walked with DWARF tables */
+#define PROFD_SAMPLE_PYTHON		(1u << 6) /* CPython process: Python walk ran */
+#define PROFD_SAMPLE_PYTHON_TRUNCATED	(1u << 7) /* more Python frames than kept */
+#define PROFD_SAMPLE_PYTHON_ERROR	(1u << 8) /* a Python frame was unreadable */
 
 /*
  * Flag in a user IP: the pc is exact (where a signal interrupted the
@@ -63,6 +70,7 @@ enum profd_sample_origin {
  * (leaf first), then user_len user IPs (leaf first), each a __u64. The
  * first IP of each part is where the CPU was; the others are return
  * addresses (symbolize them at address - 1, the call instruction).
+ * Then python_len CPython frames of two __u64 each (unwind_python.h).
  */
 struct profd_sample {
 	__u32 type;		/* PROFD_EVENT_SAMPLE */
@@ -75,9 +83,10 @@ struct profd_sample {
 	__u64 cookie;		/* origin-specific (probe: correlation id) */
 	__u16 kernel_len;
 	__u16 user_len;
-	__u32 _pad;
+	__u16 python_len;
+	__u16 _pad;
 	char comm[PROFD_TASK_COMM_LEN];	/* thread name (task->comm) */
-	/* followed by __u64 ips[kernel_len + user_len] */
+	/* followed by __u64 ips[kernel_len + user_len + 2 * python_len] */
 };
 
 /* Process lifecycle (sched tracepoints). */
@@ -104,7 +113,14 @@ struct profd_unwind_state {
 	__u32 max_user_frames;	/* depth limit for this capture */
 	__u32 pc_exact;		/* ip is where the CPU was (leaf, signal frame),
 				 * not a return address: look it up as is */
-	__u32 _pad;
+	__u32 native_tail_calls;/* self tail calls the native walkers may take
+				 * (less when the Python walker follows) */
+	/* CPython walk: set by capture_stack() when python_procs has the pid */
+	__u32 py_active;
+	__u32 py_tail_calls;
+	__u64 py_frame;		/* next frame to read (0: walk not started) */
+	struct profd_python_proc py;
+	__u8 py_buf[PROFD_PY_TSTATE_BUF + 8];	/* frame / thread state reads */
 	struct profd_sample sample;	/* 64 bytes: ips[] follows directly */
 	__u64 ips[PROFD_SCRATCH_IPS];
 };
@@ -113,7 +129,7 @@ struct profd_unwind_state {
 enum profd_unwinder_prog {
 	PROFD_PROG_UNWIND_FP = 0,	/* frame-pointer walk */
 	PROFD_PROG_UNWIND_DWARF = 1,	/* DWARF CFI tables, FP for code without */
-	PROFD_PROG_UNWIND_PYTHON = 2,	/* reserved: CPython frames */
+	PROFD_PROG_UNWIND_PYTHON = 2,	/* CPython frames (processes in python_procs) */
 	PROFD_PROG_EMIT = 3,		/* copy the record to the ringbuf */
 	PROFD_PROG_MAX = 4,
 };
@@ -139,6 +155,10 @@ enum profd_counter {
 	PROFD_CNT_DWARF_PC_UNKNOWN,	/* pc outside the process's known ranges */
 	PROFD_CNT_DWARF_BAD_FRAME,	/* CFA not above sp: walk stopped */
 	PROFD_CNT_SIGNAL_FRAMES,	/* sigreturn frames unwound (not a loss) */
+	PROFD_CNT_PY_SAMPLES,		/* samples of CPython processes walked (not a loss) */
+	PROFD_CNT_PY_NO_THREAD_STATE,	/* thread without a PyThreadState (not a loss) */
+	PROFD_CNT_PY_READ_ERR,		/* Python frame/thread state unreadable: walk ended */
+	PROFD_CNT_PY_TRUNCATED,		/* more Python frames than kept */
 	PROFD_CNT_MAX,
 };
 

@@ -17,6 +17,7 @@
 
 #include "maps.bpf.h"
 #include "unwind_dwarf.bpf.h"
+#include "unwind_python.bpf.h"
 
 /* Upper bound of tail calls one capture may spend in the FP walker. */
 #define PROFD_FP_MAX_TAIL_CALLS \
@@ -37,9 +38,11 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 					 __u64 cookie, bool in_kernel)
 {
 	struct profd_unwind_state *st = unwind_state();
+	struct profd_python_proc *py;
 	struct task_struct *task;
 	struct pt_regs *regs;
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32;
 	long n;
 
 	if (!st) {
@@ -55,9 +58,14 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 	st->sample.ktime_ns = bpf_ktime_get_ns();
 	st->sample.cookie = cookie;
 	st->sample.user_len = 0;
+	st->sample.python_len = 0;
 	st->sample._pad = 0;
 	bpf_get_current_comm(st->sample.comm, sizeof(st->sample.comm));
 	st->tail_calls = 0;
+	st->native_tail_calls = PROFD_DWARF_MAX_TAIL_CALLS;
+	st->py_active = 0;
+	st->py_frame = 0;
+	st->py_tail_calls = 0;
 	st->pc_exact = 1;
 	st->max_user_frames = cfg_max_user_frames;
 	if (st->max_user_frames > PROFD_MAX_USER_FRAMES)
@@ -87,15 +95,36 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 	st->sp = BPF_CORE_READ(regs, sp);
 	st->bp = BPF_CORE_READ(regs, bp);
 
+	py = bpf_map_lookup_elem(&python_procs, &pid);
+	if (py) {
+		st->py = *py;
+		st->py_active = 1;
+		/* leave the Python walker its tail calls: 33 in all */
+		st->native_tail_calls = PROFD_DWARF_MAX_TAIL_CALLS -
+					PROFD_PY_MAX_TAIL_CALLS - 1;
+	}
 	if (cfg_dwarf_unwinding) {
-		__u32 pid = st->sample.pid;
-
 		if (bpf_map_lookup_elem(&unwind_procs, &pid))
 			bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_DWARF);
 		else
 			st->sample.flags |= PROFD_SAMPLE_UNWIND_MISSING;
 	}
 	bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
+	count(PROFD_CNT_TAIL_CALL_FAILED);
+	return 0;
+}
+
+/*
+ * unwind_native_done - the native walk is over: continue with the Python
+ * walker for CPython processes, else emit.
+ */
+static __always_inline int unwind_native_done(void *ctx, void *progs)
+{
+	struct profd_unwind_state *st = unwind_state();
+
+	if (st && st->py_active)
+		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_PYTHON);
+	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
 	count(PROFD_CNT_TAIL_CALL_FAILED);
 	return 0;
 }
@@ -160,13 +189,12 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs)
 		st->bp = frame[0];
 	}
 	st->sample.user_len = n;
-	if (!done && st->tail_calls < PROFD_FP_MAX_TAIL_CALLS) {
+	if (!done && st->tail_calls < PROFD_FP_MAX_TAIL_CALLS &&
+	    st->tail_calls < st->native_tail_calls) {
 		st->tail_calls++;
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
 	}
-	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
-	count(PROFD_CNT_TAIL_CALL_FAILED);
-	return 0;
+	return unwind_native_done(ctx, progs);
 }
 
 /* Pending bytes above which every record wakes the reader. */
@@ -187,9 +215,10 @@ static __always_inline int emit_sample(void)
 
 	if (!st)
 		return 0;
-	nips = (__u64)st->sample.kernel_len + st->sample.user_len;
-	if (nips > PROFD_MAX_IPS)
-		nips = PROFD_MAX_IPS;
+	nips = (__u64)st->sample.kernel_len + st->sample.user_len +
+	       2 * (__u64)st->sample.python_len;
+	if (nips > PROFD_MAX_RECORD_SLOTS)
+		nips = PROFD_MAX_RECORD_SLOTS;
 	size = sizeof(struct profd_sample) + nips * sizeof(__u64);
 	/*
 	 * Forced: the adaptive wakeup (flags 0) only fires when the reader has
@@ -207,12 +236,13 @@ static __always_inline int emit_sample(void)
 
 /*
  * PROFD_DEFINE_UNWINDERS(kind, sec) - the chain for one program type:
- * programs unwind_fp_<kind>, unwind_dwarf_<kind> and emit_<kind>, and the program array
+ * programs unwind_fp_<kind>, unwind_dwarf_<kind>, unwind_python_<kind> and emit_<kind>, and the program array
  * unwind_progs_<kind> that links them (filled at load by libbpf).
  */
 #define PROFD_DEFINE_UNWINDERS(kind, sec)					\
 	SEC(sec) int unwind_fp_##kind(void *ctx);				\
 	SEC(sec) int unwind_dwarf_##kind(void *ctx);				\
+	SEC(sec) int unwind_python_##kind(void *ctx);				\
 	SEC(sec) int emit_##kind(void *ctx);					\
 	struct {								\
 		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);				\
@@ -223,6 +253,7 @@ static __always_inline int emit_sample(void)
 		.values = {							\
 			[PROFD_PROG_UNWIND_FP] = (void *)&unwind_fp_##kind,	\
 			[PROFD_PROG_UNWIND_DWARF] = (void *)&unwind_dwarf_##kind, \
+			[PROFD_PROG_UNWIND_PYTHON] = (void *)&unwind_python_##kind, \
 			[PROFD_PROG_EMIT] = (void *)&emit_##kind,		\
 		},								\
 	};									\
@@ -233,6 +264,10 @@ static __always_inline int emit_sample(void)
 	SEC(sec) int unwind_dwarf_##kind(void *ctx)				\
 	{									\
 		return unwind_dwarf_step(ctx, &unwind_progs_##kind);		\
+	}									\
+	SEC(sec) int unwind_python_##kind(void *ctx)				\
+	{									\
+		return unwind_python_step(ctx, &unwind_progs_##kind);		\
 	}									\
 	SEC(sec) int emit_##kind(void *ctx)					\
 	{									\

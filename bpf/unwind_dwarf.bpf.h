@@ -339,7 +339,8 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
 		}
 	}
 	st->sample.user_len = n;
-	if (!done && st->tail_calls < PROFD_DWARF_MAX_TAIL_CALLS) {
+	if (!done && st->tail_calls < PROFD_DWARF_MAX_TAIL_CALLS &&
+	    st->tail_calls < st->native_tail_calls) {
 		st->tail_calls++;
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_DWARF);
 	}
@@ -348,6 +349,9 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
 		st->sample.flags |= PROFD_SAMPLE_USER_TRUNCATED;
 		count(PROFD_CNT_USER_TRUNCATED);
 	}
+	/* then Python frames, or emit (stack.bpf.h) */
+	if (st->py_active)
+		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_PYTHON);
 	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
 	count(PROFD_CNT_TAIL_CALL_FAILED);
 	return 0;

@@ -52,6 +52,7 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_NO_KVER,
 	OPT_NO_DWARF,
+	OPT_NO_PYTHON,
 	OPT_UNWIND_MEMORY,
 	OPT_MAX_PROCESSES,
 };
@@ -77,6 +78,8 @@ static const struct argp_option options[] = {
 	  "Do not refuse kernels older than 5.15", 0 },
 	{ "no-dwarf-unwinding", OPT_NO_DWARF, NULL, 0,
 	  "Walk user stacks with frame pointers only (no .eh_frame tables)", 0 },
+	{ "no-python-unwinding", OPT_NO_PYTHON, NULL, 0,
+	  "Show CPython processes' native frames only (no Python functions)", 0 },
 	{ "unwind-memory-limit", OPT_UNWIND_MEMORY, "MIB", 0,
 	  "Memory for unwind tables in BPF maps, 1-65536 MiB (default 64); "
 	  "least recently used tables are evicted beyond it", 0 },
@@ -195,6 +198,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_KVER:
 		a->cfg.check_kernel_version = false;
 		break;
+	case OPT_NO_PYTHON:
+		a->cfg.python_unwinding = false;
+		break;
 	case OPT_NO_DWARF:
 		a->cfg.dwarf_unwinding = false;
 		break;
@@ -229,6 +235,7 @@ int main(int argc, char **argv)
 			.max_stack_depth = 256,
 			.check_kernel_version = true,
 			.dwarf_unwinding = true,
+			.python_unwinding = true,
 			.unwind_memory_mib = 64,
 			.max_processes = 8192,
 		},

@@ -26,6 +26,7 @@
 #include "output/flamegraph.h"
 #include "output/pprof.h"
 #include "proc/process.h"
+#include "python/python.h"
 #include "symbol/kallsyms.h"
 #include "symbol/kernel_notes.h"
 #include "symbol/symbolizer.h"
@@ -35,6 +36,8 @@
 #include "unwind/loader.h"
 
 #define MAX_STACKS_PER_INTERVAL (1u << 20)
+/* User frames after merging: native + Python + an error frame. */
+#define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 2)
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 
@@ -50,6 +53,10 @@ enum agent_counter {
 	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
 	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
 	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
+	AGENT_CNT_PYTHON_CODE_ERRORS,	/* Python frames whose code object was unreadable */
+	AGENT_CNT_PYTHON_FRAMES_FULL,	/* Python frames not named: frame table full */
+	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */
+	AGENT_CNT_PYTHON_UPDATE_ERRORS,	/* python_procs updates that failed */
 	AGENT_CNT_MAX,
 };
 
@@ -64,6 +71,10 @@ static const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_UNWIND_EVICTIONS] = COUNTER_PARTIAL,
 	[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = COUNTER_PARTIAL,
 	[AGENT_CNT_UNWIND_UPDATE_ERRORS] = COUNTER_PARTIAL,
+	[AGENT_CNT_PYTHON_CODE_ERRORS] = COUNTER_PARTIAL,
+	[AGENT_CNT_PYTHON_FRAMES_FULL] = COUNTER_PARTIAL,
+	[AGENT_CNT_PYTHON_UNSUPPORTED] = COUNTER_STAT,
+	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = COUNTER_PARTIAL,
 };
 
 static const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -77,6 +88,10 @@ static const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_UNWIND_EVICTIONS] = "unwind_evictions",
 	[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = "unwind_ranges_truncated",
 	[AGENT_CNT_UNWIND_UPDATE_ERRORS] = "unwind_update_error",
+	[AGENT_CNT_PYTHON_CODE_ERRORS] = "python_code_error",
+	[AGENT_CNT_PYTHON_FRAMES_FULL] = "python_frames_full",
+	[AGENT_CNT_PYTHON_UNSUPPORTED] = "python_unsupported_version",
+	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = "python_update_error",
 };
 
 struct agent {
@@ -86,6 +101,8 @@ struct agent {
 	pthread_mutex_t sym_lock;
 	struct process_table *procs;	/* reader thread only */
 	struct unwind_loader *unwind;	/* reader thread only; NULL: FP only */
+	struct python *py;		/* CPython processes; NULL: native only */
+	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
 	struct kallsyms *ksyms;
 	char kernel_build_id[128];
 	struct flamegraph *flame;
@@ -124,6 +141,7 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	struct proc_snapshot *snap;
 	struct process *p = process_get(ag->procs, s->pid, now);
 	const char *comm;
+	uint32_t nuser;
 
 	if (p) {
 		p->last_sample_ns = now;
@@ -146,10 +164,22 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	}
 	snap = p ? p->snap : NULL;
 	comm = p && p->comm[0] ? p->comm : s->comm;
+	nuser = s->user_len;
+	if (ag->py && (s->flags & PROFD_SAMPLE_PYTHON)) {
+		/* Python frames take the place of the eval loop's frames */
+		memcpy(ag->merged, ips, s->kernel_len * sizeof(*ips));
+		nuser = python_merge_stack(ag->py, s->pid, s->flags,
+					   ips + s->kernel_len, s->user_len,
+					   ips + s->kernel_len + s->user_len,
+					   s->python_len,
+					   ag->merged + s->kernel_len,
+					   MERGED_USER_MAX, now);
+		ips = ag->merged;
+	}
 
 	pthread_mutex_lock(&ag->agg_lock);
 	if (aggregate_add(ag->cur, s->pid, s->tid, comm, s->comm, snap,
-			  s->flags, ips, s->kernel_len, s->user_len))
+			  s->flags, ips, s->kernel_len, nuser))
 		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
 	pthread_mutex_unlock(&ag->agg_lock);
 
@@ -169,9 +199,11 @@ static int on_event(void *ctx, const void *data, size_t size)
 		const struct profd_sample *s = data;
 
 		if (size < sizeof(*s) ||
-		    size < sizeof(*s) + ((size_t)s->kernel_len + s->user_len) * 8 ||
+		    size < sizeof(*s) + ((size_t)s->kernel_len + s->user_len +
+					 2 * (size_t)s->python_len) * 8 ||
 		    s->kernel_len > PROFD_MAX_KERNEL_FRAMES ||
-		    s->user_len > PROFD_MAX_USER_FRAMES)
+		    s->user_len > PROFD_MAX_USER_FRAMES ||
+		    s->python_len > PROFD_MAX_PYTHON_FRAMES)
 			goto malformed;
 		handle_sample(ag, s, (const uint64_t *)(s + 1), now);
 		return 0;
@@ -200,18 +232,25 @@ malformed:
 	return 0;
 }
 
-static void unwind_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
+/* Process table listener: keep the BPF unwind and Python maps in step. */
+static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 {
 	struct agent *ag = ctx;
 
-	unwind_loader_update(ag->unwind, pid, maps);
+	if (ag->unwind)
+		unwind_loader_update(ag->unwind, pid, maps);
+	if (ag->py)
+		python_maps_read(ag->py, pid, maps);
 }
 
-static void unwind_removed(void *ctx, pid_t pid)
+static void on_removed(void *ctx, pid_t pid)
 {
 	struct agent *ag = ctx;
 
-	unwind_loader_remove(ag->unwind, pid);
+	if (ag->unwind)
+		unwind_loader_remove(ag->unwind, pid);
+	if (ag->py)
+		python_removed(ag->py, pid);
 }
 
 static void publish_proc_stats(struct agent *ag)
@@ -219,10 +258,13 @@ static void publish_proc_stats(struct agent *ag)
 	struct process_table_stats st;
 
 	struct unwind_loader_stats ust = { 0 };
+	struct python_stats pst = { 0 };
 
 	process_table_stats(ag->procs, &st);
 	if (ag->unwind)
 		unwind_loader_stats(ag->unwind, &ust);
+	if (ag->py)
+		python_stats(ag->py, &pst);
 	pthread_mutex_lock(&ag->agg_lock);
 	ag->procs_stats = st;
 	ag->unwind_stats = ust;
@@ -232,6 +274,10 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
 	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
 	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
+	ag->counters[AGENT_CNT_PYTHON_CODE_ERRORS] = pst.code_errors;
+	ag->counters[AGENT_CNT_PYTHON_FRAMES_FULL] = pst.frames_full;
+	ag->counters[AGENT_CNT_PYTHON_UNSUPPORTED] = pst.unsupported;
+	ag->counters[AGENT_CNT_PYTHON_UPDATE_ERRORS] = pst.map_errors;
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 
@@ -454,6 +500,7 @@ static void flush(struct agent *ag)
 		.ksyms = ag->ksyms,
 		.kernel_build_id = ag->kernel_build_id,
 		.sym_lock = &ag->sym_lock,
+		.py = ag->py,
 		.comments = comment_ptrs,
 		.ncomments = ncomments,
 	};
@@ -565,12 +612,16 @@ static int agent_setup(struct agent *ag)
 	ag->tracer = tracer_open(&to, on_event, ag);
 	if (!ag->tracer)
 		return -1;
+	if (cfg->python_unwinding) {
+		ag->py = python_new(tracer_python_procs_fd(ag->tracer), cfg->verbose);
+		ag->merged = malloc((PROFD_MAX_KERNEL_FRAMES + MERGED_USER_MAX) *
+				    sizeof(*ag->merged));
+		if (!ag->py || !ag->merged) {
+			fprintf(stderr, "profd: error: out of memory\n");
+			return -1;
+		}
+	}
 	if (cfg->dwarf_unwinding) {
-		struct process_listener pl = {
-			.maps_read = unwind_maps_read,
-			.removed = unwind_removed,
-			.ctx = ag,
-		};
 		int shards_fd, procs_fd;
 
 		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd);
@@ -580,6 +631,14 @@ static int agent_setup(struct agent *ag)
 			fprintf(stderr, "profd: error: out of memory\n");
 			return -1;
 		}
+	}
+	if (ag->unwind || ag->py) {
+		struct process_listener pl = {
+			.maps_read = on_maps_read,
+			.removed = on_removed,
+			.ctx = ag,
+		};
+
 		process_table_set_listener(ag->procs, &pl);
 	}
 	return 0;
@@ -589,6 +648,8 @@ static void agent_teardown(struct agent *ag)
 {
 	tracer_close(ag->tracer);
 	unwind_loader_free(ag->unwind);
+	python_free(ag->py);
+	free(ag->merged);
 	aggregate_free(ag->cur);
 	process_table_free(ag->procs);
 	symbolizer_free(ag->sym);

@@ -27,6 +27,7 @@ struct agent_config {
 	unsigned int max_stack_depth;	/* --max-stack-depth, user frames */
 	bool check_kernel_version;	/* !--no-kernel-version-check */
 	bool dwarf_unwinding;		/* !--no-dwarf-unwinding */
+	bool python_unwinding;		/* !--no-python-unwinding */
 	unsigned int unwind_memory_mib;	/* --unwind-memory-limit: shard memory cap */
 	unsigned int max_processes;	/* --max-processes with unwind tables */
 };

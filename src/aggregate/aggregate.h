@@ -16,6 +16,7 @@
 
 #include "proc/process.h"
 #include "profile/profile.h"
+#include "python/python.h"
 #include "symbol/kallsyms.h"
 
 struct agg_stack {
@@ -68,6 +69,7 @@ struct build_opts {
 	const struct kallsyms *ksyms;	/* NULL: kernel frames unresolved */
 	const char *kernel_build_id;	/* hex or "" */
 	pthread_mutex_t *sym_lock;	/* serializes symbolizer use */
+	struct python *py;		/* names Python frame ids; NULL: none */
 	const char *const *comments;	/* copied into the profile */
 	uint32_t ncomments;
 };
@@ -78,7 +80,9 @@ struct build_opts {
  * sample per distinct stack with labels pid, tid (numeric), comm,
  * thread_name (string); kernel frames under a "[kernel.kallsyms]"
  * mapping; user frames under their file's mapping, symbolized through the
- * snapshot's ELF objects; truncated stacks end in a "[truncated]" frame.
+ * snapshot's ELF objects; Python frames (PY_IP_FRAME ids) under a
+ * "[python]" mapping, with function = qualified name, file = co_filename
+ * and the executing line; truncated stacks end in a "[truncated]" frame.
  * Returns a new profile (caller frees) or NULL on out of memory.
  */
 struct profile *aggregate_build_profile(const struct aggregate *a,

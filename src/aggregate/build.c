@@ -15,6 +15,10 @@
 #include "bpf/profd.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
+#define PYTHON_MAPPING_NAME "[python]"
+/* Most locations one stack can have: merged user frames + [truncated]. */
+#define MAX_STACK_LOCATIONS \
+	(PROFD_MAX_KERNEL_FRAMES + PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 3)
 #define KERNEL_START 0xffff800000000000ULL
 
 /* (snapshot, mapping index) -> profile mapping id, open addressing. */
@@ -30,6 +34,7 @@ struct build {
 	struct mapping_key *mkeys;
 	uint32_t mcap, mn;
 	uint32_t kernel_mapping;
+	uint32_t python_mapping;	/* added on first use */
 	uint32_t truncated_location;
 	uint32_t *locs;		/* scratch: location ids of one stack */
 };
@@ -133,6 +138,23 @@ static uint32_t user_location(struct build *b, struct proc_snapshot *snap,
 	return profile_location_id(b->p, mapping_id, ip, fn, 0);
 }
 
+static uint32_t python_location(struct build *b, uint32_t id)
+{
+	struct py_frame f;
+	uint32_t fn = 0;
+
+	if (!b->python_mapping)
+		b->python_mapping = profile_add_mapping(b->p, 0, 0, 0,
+							PYTHON_MAPPING_NAME, "");
+	if (!b->python_mapping)
+		return 0;
+	if (b->o->py && !python_frame(b->o->py, id, &f))
+		fn = profile_function_id(b->p, f.function, f.function, f.file);
+	else
+		f.line = 0;
+	return profile_location_id(b->p, b->python_mapping, 0, fn, f.line);
+}
+
 static int add_stack(struct build *b, const struct agg_stack *s)
 {
 	uint32_t n = 0, nips = (uint32_t)s->nkernel + s->nuser;
@@ -149,11 +171,16 @@ static int add_stack(struct build *b, const struct agg_stack *s)
 
 	for (uint32_t i = 0; i < s->nkernel; i++)
 		b->locs[n++] = kernel_location(b, s->ips[i], i == 0);
-	for (uint32_t i = s->nkernel; i < nips; i++)
+	for (uint32_t i = s->nkernel; i < nips && n < MAX_STACK_LOCATIONS - 1; i++) {
+		if (s->ips[i] & PY_IP_FRAME) {
+			b->locs[n++] = python_location(b, (uint32_t)s->ips[i]);
+			continue;
+		}
 		b->locs[n++] = user_location(b, s->snap,
 					     s->ips[i] & ~PROFD_IP_EXACT,
 					     i == s->nkernel ||
 					     (s->ips[i] & PROFD_IP_EXACT));
+	}
 	if (s->flags & PROFD_SAMPLE_USER_TRUNCATED)
 		b->locs[n++] = b->truncated_location;
 	for (uint32_t i = 0; i < n; i++)
@@ -172,7 +199,7 @@ struct profile *aggregate_build_profile(const struct aggregate *a,
 	if (!p)
 		return NULL;
 	b.p = p;
-	b.locs = malloc((PROFD_MAX_IPS + 1) * sizeof(*b.locs));
+	b.locs = malloc(MAX_STACK_LOCATIONS * sizeof(*b.locs));
 	if (!b.locs)
 		goto out;
 	if (profile_add_sample_type(p, "samples", "count") ||

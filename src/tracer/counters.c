@@ -20,6 +20,10 @@ static const char *const names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_DWARF_PC_UNKNOWN] = "dwarf_pc_unknown",
 	[PROFD_CNT_DWARF_BAD_FRAME] = "dwarf_bad_frame",
 	[PROFD_CNT_SIGNAL_FRAMES] = "signal_frames",
+	[PROFD_CNT_PY_SAMPLES] = "python_samples",
+	[PROFD_CNT_PY_NO_THREAD_STATE] = "python_no_thread_state",
+	[PROFD_CNT_PY_READ_ERR] = "python_frame_read_error",
+	[PROFD_CNT_PY_TRUNCATED] = "python_stack_truncated",
 };
 
 const char *profd_counter_name(enum profd_counter c)
@@ -44,6 +48,8 @@ enum counter_kind profd_counter_kind(enum profd_counter c)
 	case PROFD_CNT_USER_READ_ERR:
 	case PROFD_CNT_USER_TRUNCATED:
 	case PROFD_CNT_DWARF_BAD_FRAME:
+	case PROFD_CNT_PY_READ_ERR:
+	case PROFD_CNT_PY_TRUNCATED:
 		return COUNTER_PARTIAL;
 	default:				/* incl. fallbacks to FP */
 		return COUNTER_STAT;

@@ -203,8 +203,10 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 	t->skel->rodata->cfg_include_idle = o->include_idle;
 	t->skel->rodata->cfg_max_user_frames = o->max_stack_depth;
 	t->skel->rodata->cfg_dwarf_unwinding = o->dwarf_unwinding;
-	if (o->max_processes)
+	if (o->max_processes) {
 		bpf_map__set_max_entries(t->skel->maps.unwind_procs, o->max_processes);
+		bpf_map__set_max_entries(t->skel->maps.python_procs, o->max_processes);
+	}
 	if (o->ringbuf_bytes)
 		bpf_map__set_max_entries(t->skel->maps.events, o->ringbuf_bytes);
 	if (o->npids)
@@ -307,6 +309,11 @@ void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd)
 {
 	*shards_fd = bpf_map__fd(t->skel->maps.unwind_shards);
 	*procs_fd = bpf_map__fd(t->skel->maps.unwind_procs);
+}
+
+int tracer_python_procs_fd(const struct tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.python_procs);
 }
 
 unsigned int tracer_ncpus(const struct tracer *t)

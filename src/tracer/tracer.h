@@ -70,6 +70,12 @@ int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX]);
  */
 void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd);
 
+/*
+ * tracer_python_procs_fd - fd of the `python_procs` map (tgid -> struct
+ * profd_python_proc), owned by @t.
+ */
+int tracer_python_procs_fd(const struct tracer *t);
+
 /* tracer_ncpus - number of CPUs sampled (online at start). */
 unsigned int tracer_ncpus(const struct tracer *t);
 

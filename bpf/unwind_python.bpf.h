@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * unwind_python.bpf.h - the CPython unwinder (3.9 - 3.13).
+ *
+ * Owns: the `python_procs` map (tgid -> where the interpreter's runtime is
+ * and its struct offsets, written by src/python/), the `python_threads`
+ * cache (tid -> PyThreadState), and the step that appends the thread's
+ * Python frames to the sample (format: unwind_python.h).
+ *
+ * Finding the thread state: PyThreadState.thread_id is pthread_self(),
+ * which on x86-64 glibc/musl is the thread pointer, i.e. the task's fs
+ * base. The cached state is checked against it on every sample (the read
+ * is needed anyway for the frame pointer); on a mismatch the unwinder
+ * scans _PyRuntime.interpreters -> threads. Threads that are not Python
+ * threads are remembered for a second so they are not scanned each sample.
+ */
+#ifndef PROFD_BPF_UNWIND_PYTHON_BPF_H
+#define PROFD_BPF_UNWIND_PYTHON_BPF_H
+
+#include "maps.bpf.h"
+#include "unwind_python.h"
+
+#define PROFD_PY_NEGATIVE_TTL_NS	(1000ULL * 1000 * 1000)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);	/* resized by the loader (--max-processes) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct profd_python_proc);
+} python_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct profd_python_thread);
+} python_threads SEC(".maps");
+
+/* The 8 bytes at @off of the read buffer (@off < buffer size - 8). */
+static __always_inline __u64 py_buf_u64(struct profd_unwind_state *st, __u32 off)
+{
+	barrier_var(off);
+	return *(__u64 *)&st->py_buf[off & (PROFD_PY_TSTATE_BUF - 1)];
+}
+
+static __always_inline __u8 py_buf_u8(struct profd_unwind_state *st, __u32 off)
+{
+	barrier_var(off);
+	return st->py_buf[off & (PROFD_PY_TSTATE_BUF - 1)];
+}
+
+static __always_inline int py_read_tstate(struct profd_unwind_state *st, __u64 addr)
+{
+	__u32 size = st->py.tstate_read_size;
+
+	if (size > PROFD_PY_TSTATE_BUF)
+		size = PROFD_PY_TSTATE_BUF;
+	return bpf_probe_read_user(st->py_buf, size, (void *)addr);
+}
+
+static __always_inline __u64 py_read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/*
+ * py_scan_threads - follow one interpreter's thread list from @tstate for
+ * the state whose thread_id is @fsbase (its fields left in st->py_buf).
+ * Returns it, or 0. A global function, so the verifier checks the loop
+ * once.
+ */
+__attribute__((noinline))
+__u64 py_scan_threads(struct profd_unwind_state *st, __u64 tstate, __u64 fsbase)
+{
+	if (!st)
+		return 0;
+	for (int i = 0; i < PROFD_PY_MAX_THREAD_SCAN && tstate; i++) {
+		if (py_read_tstate(st, tstate))
+			return 0;
+		if (py_buf_u64(st, st->py.tstate_thread_id) == fsbase)
+			return tstate;
+		tstate = py_buf_u64(st, st->py.tstate_next);
+	}
+	return 0;
+}
+
+/*
+ * py_find_tstate - the PyThreadState of the current thread (thread_id
+ * == @fsbase) in any interpreter, its fields left in st->py_buf; 0 if
+ * there is none.
+ */
+static __always_inline __u64 py_find_tstate(struct profd_unwind_state *st,
+					    __u64 fsbase)
+{
+	__u64 interp, tstate;
+
+	interp = py_read_ptr(st->py.runtime + st->py.runtime_interpreters_head);
+	for (int i = 0; i < PROFD_PY_MAX_INTERPRETERS && interp; i++) {
+		tstate = py_scan_threads(st, py_read_ptr(interp + st->py.interp_threads_head),
+					 fsbase);
+		if (tstate)
+			return tstate;
+		interp = py_read_ptr(interp + st->py.interp_next);
+	}
+	return 0;
+}
+
+/*
+ * py_start - find the thread state and the innermost frame. Returns the
+ * frame address, or 0 when this thread runs no Python (counted).
+ */
+__attribute__((noinline))
+__u64 py_start(struct profd_unwind_state *st)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct profd_python_thread *cached, fresh = {};
+	__u64 fsbase = 0, tstate = 0, frame, now;
+	__u32 tid;
+
+	if (!st)
+		return 0;
+	tid = st->sample.tid;
+#ifdef __TARGET_ARCH_x86
+	fsbase = BPF_CORE_READ(task, thread.fsbase);
+#endif
+	if (!fsbase)
+		return 0;
+	cached = bpf_map_lookup_elem(&python_threads, &tid);
+	if (cached && cached->tstate) {
+		if (!py_read_tstate(st, cached->tstate) &&
+		    py_buf_u64(st, st->py.tstate_thread_id) == fsbase)
+			tstate = cached->tstate;
+	} else if (cached) {
+		now = bpf_ktime_get_ns();
+		if (now - cached->checked_ns < PROFD_PY_NEGATIVE_TTL_NS) {
+			count(PROFD_CNT_PY_NO_THREAD_STATE);
+			return 0;
+		}
+	}
+	if (!tstate) {
+		tstate = py_find_tstate(st, fsbase);
+		fresh.tstate = tstate;
+		fresh.checked_ns = bpf_ktime_get_ns();
+		bpf_map_update_elem(&python_threads, &tid, &fresh, BPF_ANY);
+		if (!tstate) {
+			count(PROFD_CNT_PY_NO_THREAD_STATE);
+			return 0;
+		}
+	}
+	frame = py_buf_u64(st, st->py.tstate_frame);
+	if (frame && st->py.cframe_current_frame != PROFD_PY_OFF_NONE)
+		frame = py_read_ptr(frame + st->py.cframe_current_frame);
+	return frame;
+}
+
+enum py_step_result {
+	PY_STEP_NEXT = 0,
+	PY_STEP_DONE = 1,	/* chain ended */
+	PY_STEP_FULL = 2,	/* PROFD_MAX_PYTHON_FRAMES kept */
+	PY_STEP_ERROR = 3,	/* frame unreadable */
+};
+
+/*
+ * py_frame_step - read frame st->py_frame, append it (unless it is a
+ * C-stack shim, which ends the group below it) and move to its caller.
+ * A global function: the verifier checks it once.
+ */
+__attribute__((noinline))
+int py_frame_step(struct profd_unwind_state *st)
+{
+	__u64 frame, code, instr, prev;
+	__u32 n, size, idx;
+
+	if (!st)
+		return PY_STEP_ERROR;
+	frame = st->py_frame;
+	n = st->sample.python_len;
+	if (!frame)
+		return PY_STEP_DONE;
+	if (n >= PROFD_MAX_PYTHON_FRAMES)
+		return PY_STEP_FULL;
+	size = st->py.frame_read_size;
+	if (size > PROFD_PY_FRAME_BUF)
+		size = PROFD_PY_FRAME_BUF;
+	if (bpf_probe_read_user(st->py_buf, size, (void *)frame)) {
+		st->sample.flags |= PROFD_SAMPLE_PYTHON_ERROR;
+		count(PROFD_CNT_PY_READ_ERR);
+		return PY_STEP_ERROR;
+	}
+	code = py_buf_u64(st, st->py.frame_code);
+	instr = py_buf_u64(st, st->py.frame_instr);
+	prev = py_buf_u64(st, st->py.frame_previous);
+	st->py_frame = prev == frame ? 0 : prev;	/* a cycle: torn memory */
+	idx = (__u32)st->sample.kernel_len + st->sample.user_len;
+	if (st->py.frame_model == PROFD_PY_FRAMES_CSTACK_SHIM &&
+	    py_buf_u8(st, st->py.frame_owner) == st->py.owner_cstack) {
+		/* the eval call below ran the frames above */
+		if (n) {
+			idx += 2 * (n - 1);
+			barrier_var(idx);
+			st->ips[idx & (PROFD_SCRATCH_IPS - 1)] |= PROFD_PY_GROUP_END;
+		}
+		return PY_STEP_NEXT;
+	}
+	if (st->py.frame_model == PROFD_PY_FRAMES_OBJECTS ||
+	    (st->py.frame_model == PROFD_PY_FRAMES_IS_ENTRY &&
+	     py_buf_u8(st, st->py.frame_is_entry)))
+		code |= PROFD_PY_GROUP_END;
+	idx += 2 * n;
+	put_ip(st, idx, code);
+	put_ip(st, idx + 1, instr);
+	st->sample.python_len = n + 1;
+	return PY_STEP_NEXT;
+}
+
+/*
+ * unwind_python_step - append up to PROFD_PY_FRAMES_PER_PROG Python
+ * frames, then tail-call itself or emit. A frame that cannot be read ends
+ * the walk (PROFD_SAMPLE_PYTHON_ERROR: user space adds an error frame).
+ */
+static __always_inline int unwind_python_step(void *ctx, void *progs)
+{
+	struct profd_unwind_state *st = unwind_state();
+	int ret = PY_STEP_NEXT;
+
+	if (!st)
+		return 0;
+	if (!st->py_frame) {
+		count(PROFD_CNT_PY_SAMPLES);
+		st->sample.flags |= PROFD_SAMPLE_PYTHON;
+		st->py_frame = py_start(st);
+		if (!st->py_frame)
+			goto emit;
+	}
+	for (int i = 0; i < PROFD_PY_FRAMES_PER_PROG; i++) {
+		ret = py_frame_step(st);
+		if (ret != PY_STEP_NEXT)
+			break;
+	}
+	if (ret == PY_STEP_NEXT && st->py_frame &&
+	    st->py_tail_calls < PROFD_PY_MAX_TAIL_CALLS) {
+		st->py_tail_calls++;
+		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_PYTHON);
+	}
+	if ((ret == PY_STEP_NEXT || ret == PY_STEP_FULL) && st->py_frame) {
+		st->sample.flags |= PROFD_SAMPLE_PYTHON_TRUNCATED;
+		count(PROFD_CNT_PY_TRUNCATED);
+	}
+emit:
+	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
+	count(PROFD_CNT_TAIL_CALL_FAILED);
+	return 0;
+}
+
+#endif /* PROFD_BPF_UNWIND_PYTHON_BPF_H */

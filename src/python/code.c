@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * code.c - CPython code objects read out of a live process (see code.h).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "python/code.h"
+
+#define HDR_MAX 256
+
+struct entry {
+	pid_t pid;
+	uint64_t gen, addr;
+	struct py_code code;
+	size_t bytes;
+	uint64_t checked_ns;
+	uint64_t print[7];	/* the fields read: compared on recheck */
+	struct entry *hnext;		/* hash chain */
+	struct entry *prev, *next;	/* LRU list, most recent first */
+};
+
+struct py_code_cache {
+	struct entry **buckets;
+	size_t nbuckets;
+	struct entry *head, *tail;
+	size_t max_entries, max_bytes;
+	struct py_code_stats st;
+};
+
+int py_read_remote(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n;
+
+	if (!addr)
+		return -EFAULT;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static uint64_t get_u64(const uint8_t *b, uint16_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static int32_t get_i32(const uint8_t *b, uint16_t off)
+{
+	int32_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static size_t put_utf8(char *out, uint32_t cp)
+{
+	if (cp >= 0xd800 && cp <= 0xdfff)
+		cp = '?';	/* a lone surrogate has no UTF-8 form */
+	if (cp < 0x80) {
+		out[0] = cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = 0xc0 | cp >> 6;
+		out[1] = 0x80 | (cp & 0x3f);
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = 0xe0 | cp >> 12;
+		out[1] = 0x80 | (cp >> 6 & 0x3f);
+		out[2] = 0x80 | (cp & 0x3f);
+		return 3;
+	}
+	if (cp > 0x10ffff)
+		cp = 0xfffd;
+	out[0] = 0xf0 | cp >> 18;
+	out[1] = 0x80 | (cp >> 12 & 0x3f);
+	out[2] = 0x80 | (cp >> 6 & 0x3f);
+	out[3] = 0x80 | (cp & 0x3f);
+	return 4;
+}
+
+/*
+ * read_str - the str object at @addr as a new UTF-8 string (at most
+ * PY_NAME_MAX characters). Only compact strings (all that code objects
+ * hold) are read.
+ */
+static int read_str(pid_t pid, uint64_t addr, const struct py_offsets *off,
+		    const struct py_types *types, char **out)
+{
+	uint8_t hdr[128], data[PY_NAME_MAX * 4];
+	uint32_t state, kind;
+	int64_t length;
+	uint64_t data_addr;
+	size_t hlen = off->unicode_compact_data, n = 0;
+	char *s;
+	int err;
+
+	if (hlen > sizeof(hdr) || (size_t)off->unicode_state + 4 > hlen)
+		return -EINVAL;
+	err = py_read_remote(pid, addr, hdr, hlen);
+	if (err)
+		return err;
+	if (types->unicode && get_u64(hdr, off->ob_type) != types->unicode)
+		return -EINVAL;
+	memcpy(&state, hdr + off->unicode_state, sizeof(state));
+	memcpy(&length, hdr + off->unicode_length, sizeof(length));
+	kind = state >> 2 & 7;
+	if (!(state >> 5 & 1) || length < 0 || (kind != 1 && kind != 2 && kind != 4))
+		return -EINVAL;
+	if (length > PY_NAME_MAX)
+		length = PY_NAME_MAX;
+	data_addr = addr + ((state >> 6 & 1) ? off->unicode_ascii_data
+					     : off->unicode_compact_data);
+	if (length) {
+		err = py_read_remote(pid, data_addr, data, (size_t)length * kind);
+		if (err)
+			return err;
+	}
+	s = malloc((size_t)length * 4 + 1);
+	if (!s)
+		return -ENOMEM;
+	for (int64_t i = 0; i < length; i++) {
+		uint32_t cp;
+
+		if (kind == 1) {
+			cp = data[i];
+		} else if (kind == 2) {
+			uint16_t u;
+
+			memcpy(&u, data + 2 * i, 2);
+			cp = u;
+		} else {
+			memcpy(&cp, data + 4 * i, 4);
+		}
+		if (!cp)
+			cp = '?';	/* keep the C string whole */
+		n += put_utf8(s + n, cp);
+	}
+	s[n] = 0;
+	*out = s;
+	return 0;
+}
+
+static int read_bytes(pid_t pid, uint64_t addr, const struct py_offsets *off,
+		      const struct py_types *types, uint8_t **out, size_t *len)
+{
+	uint8_t hdr[64];
+	int64_t size;
+	uint8_t *b;
+	int err;
+
+	if (off->bytes_sval > sizeof(hdr) || off->ob_size + 8 > off->bytes_sval)
+		return -EINVAL;
+	err = py_read_remote(pid, addr, hdr, off->bytes_sval);
+	if (err)
+		return err;
+	if (types->bytes && get_u64(hdr, off->ob_type) != types->bytes)
+		return -EINVAL;
+	memcpy(&size, hdr + off->ob_size, sizeof(size));
+	if (size < 0 || size > PY_LINETABLE_MAX)
+		return -EINVAL;
+	b = malloc(size ? size : 1);
+	if (!b)
+		return -ENOMEM;
+	err = size ? py_read_remote(pid, addr + off->bytes_sval, b, size) : 0;
+	if (err) {
+		free(b);
+		return err;
+	}
+	*out = b;
+	*len = size;
+	return 0;
+}
+
+#define NFIELDS 7
+
+static void fields(const struct py_offsets *off, uint16_t f[NFIELDS])
+{
+	f[0] = off->ob_type;
+	f[1] = off->code_filename;
+	f[2] = off->code_name;
+	f[3] = off->code_qualname;
+	f[4] = off->code_firstlineno;
+	f[5] = off->code_linetable;
+	f[6] = off->code_firsttraceable;
+}
+
+/* Bytes of the code object header holding every field we read. */
+static uint32_t header_len(const struct py_offsets *off)
+{
+	uint16_t f[NFIELDS];
+	uint32_t len = 0;
+
+	fields(off, f);
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (f[i] != PY_OFF_NONE && f[i] + 8u > len)
+			len = f[i] + 8u;
+	return len;
+}
+
+/* The values of the fields we read (ints as 4 bytes), for rechecks. */
+static void fingerprint(const struct py_offsets *off, const uint8_t *hdr,
+			uint64_t out[NFIELDS])
+{
+	uint16_t f[NFIELDS];
+
+	fields(off, f);
+	for (size_t i = 0; i < NFIELDS; i++) {
+		out[i] = 0;
+		if (f[i] == PY_OFF_NONE)
+			continue;
+		if (i == 4 || i == 6)
+			out[i] = (uint32_t)get_i32(hdr, f[i]);
+		else
+			out[i] = get_u64(hdr, f[i]);
+	}
+}
+
+static void code_clear(struct py_code *c)
+{
+	free(c->name);
+	free(c->file);
+	free(c->linetable);
+	memset(c, 0, sizeof(*c));
+}
+
+static int decode(pid_t pid, const uint8_t *hdr, const struct py_offsets *off,
+		  const struct py_types *types, struct py_code *c)
+{
+	uint16_t name_off = off->code_qualname != PY_OFF_NONE ? off->code_qualname
+							      : off->code_name;
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	if (types->code && get_u64(hdr, off->ob_type) != types->code)
+		return -EINVAL;
+	c->first_line = get_i32(hdr, off->code_firstlineno);
+	if (off->code_firsttraceable != PY_OFF_NONE)
+		c->first_traceable = get_i32(hdr, off->code_firsttraceable);
+	err = read_str(pid, get_u64(hdr, name_off), off, types, &c->name);
+	if (!err)
+		err = read_str(pid, get_u64(hdr, off->code_filename), off, types,
+			       &c->file);
+	if (!err)
+		err = read_bytes(pid, get_u64(hdr, off->code_linetable), off, types,
+				 &c->linetable, &c->linetable_len);
+	if (err)
+		code_clear(c);
+	return err;
+}
+
+struct py_code_cache *py_code_cache_new(size_t max_entries, size_t max_bytes)
+{
+	struct py_code_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->nbuckets = 4096;
+	while (c->nbuckets < max_entries)
+		c->nbuckets *= 2;
+	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	if (!c->buckets) {
+		free(c);
+		return NULL;
+	}
+	c->max_entries = max_entries;
+	c->max_bytes = max_bytes;
+	return c;
+}
+
+static size_t bucket(const struct py_code_cache *c, pid_t pid, uint64_t gen,
+		     uint64_t addr)
+{
+	uint64_t h = (addr >> 4) ^ ((uint64_t)pid << 40) ^ (gen * 0x9e3779b97f4a7c15ULL);
+
+	h *= 0xff51afd7ed558ccdULL;
+	return (h ^ (h >> 32)) & (c->nbuckets - 1);
+}
+
+static void lru_unlink(struct py_code_cache *c, struct entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push(struct py_code_cache *c, struct entry *e)
+{
+	e->prev = NULL;
+	e->next = c->head;
+	if (c->head)
+		c->head->prev = e;
+	c->head = e;
+	if (!c->tail)
+		c->tail = e;
+}
+
+static void entry_remove(struct py_code_cache *c, struct entry *e)
+{
+	struct entry **pp = &c->buckets[bucket(c, e->pid, e->gen, e->addr)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	lru_unlink(c, e);
+	c->st.entries--;
+	c->st.bytes -= e->bytes;
+	code_clear(&e->code);
+	free(e);
+}
+
+void py_code_cache_free(struct py_code_cache *c)
+{
+	if (!c)
+		return;
+	while (c->head)
+		entry_remove(c, c->head);
+	free(c->buckets);
+	free(c);
+}
+
+static size_t code_bytes(const struct py_code *k)
+{
+	return sizeof(struct entry) + strlen(k->name) + strlen(k->file) + 2 +
+	       k->linetable_len;
+}
+
+const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
+				  uint64_t gen, uint64_t addr,
+				  const struct py_offsets *off,
+				  const struct py_types *types, uint64_t now_ns,
+				  int *err)
+{
+	size_t b = bucket(c, pid, gen, addr);
+	uint32_t hlen = header_len(off);
+	uint64_t print[NFIELDS];
+	uint8_t hdr[HDR_MAX];
+	struct entry *e;
+	int ret;
+
+	if (hlen > HDR_MAX) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	for (e = c->buckets[b]; e; e = e->hnext)
+		if (e->addr == addr && e->pid == pid && e->gen == gen)
+			break;
+	if (e && now_ns - e->checked_ns < PY_CODE_RECHECK_NS) {
+		c->st.hits++;
+		lru_unlink(c, e);
+		lru_push(c, e);
+		return &e->code;
+	}
+	ret = py_read_remote(pid, addr, hdr, hlen);
+	if (!ret)
+		fingerprint(off, hdr, print);
+	if (e && !ret && !memcmp(print, e->print, sizeof(print))) {
+		/* same object still there (header unchanged) */
+		c->st.rechecks++;
+		e->checked_ns = now_ns;
+		lru_unlink(c, e);
+		lru_push(c, e);
+		return &e->code;
+	}
+	if (e)
+		entry_remove(c, e);
+	if (ret)
+		goto fail;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = decode(pid, hdr, off, types, &e->code);
+	c->st.reads++;
+	if (ret) {
+		free(e);
+		goto fail;
+	}
+	e->pid = pid;
+	e->gen = gen;
+	e->addr = addr;
+	e->checked_ns = now_ns;
+	memcpy(e->print, print, sizeof(print));
+	e->bytes = code_bytes(&e->code);
+	e->hnext = c->buckets[b];
+	c->buckets[b] = e;
+	lru_push(c, e);
+	c->st.entries++;
+	c->st.bytes += e->bytes;
+	while (c->tail && c->tail != e &&
+	       (c->st.entries > c->max_entries || c->st.bytes > c->max_bytes)) {
+		entry_remove(c, c->tail);
+		c->st.evictions++;
+	}
+	return &e->code;
+fail:
+	c->st.errors++;
+	*err = ret;
+	return NULL;
+}
+
+void py_code_cache_stats(const struct py_code_cache *c, struct py_code_stats *out)
+{
+	*out = c->st;
+}

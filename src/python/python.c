@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * python.c - CPython processes (see python.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+
+#include "bpf/profd.h"
+#include "python/code.h"
+#include "python/detect.h"
+#include "python/linetable.h"
+#include "python/offsets.h"
+#include "python/python.h"
+
+#define DETECT_CACHE_MAX	16384
+#define MAX_LOADS		16
+#define CODE_CACHE_ENTRIES	65536
+#define CODE_CACHE_BYTES	(32u << 20)
+
+/* One file, by (device, inode): is it an interpreter, and its PT_LOADs. */
+struct detected {
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	int result;			/* py_detect_fd(): 1 = interpreter */
+	struct py_binary bin;
+	uint32_t nloads;
+	struct { uint64_t offset, vaddr, filesz; } loads[MAX_LOADS];
+	struct detected *next;
+};
+
+/* One CPython process. */
+struct pyproc {
+	pid_t pid;
+	uint64_t gen;			/* new for each interpreter instance */
+	uint64_t bias;			/* runtime = ELF vaddr + bias */
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	const struct py_offsets *off;
+	struct py_types types;		/* runtime addresses */
+	uint64_t eval_start, eval_end, cold_start, cold_end;
+	struct pyproc *next;
+};
+
+struct python {
+	int procs_fd;
+	int verbose;
+	struct detected *det[1024];
+	uint32_t ndet;
+	struct pyproc *procs[1024];
+	uint64_t next_gen;
+	struct py_code_cache *codes;
+	struct py_frames *frames;
+	struct python_stats st;		/* atomics: read by python_stats() */
+};
+
+#define STAT_ADD(py, field, v) __atomic_add_fetch(&(py)->st.field, (v), __ATOMIC_RELAXED)
+
+struct python *python_new(int procs_fd, int verbose)
+{
+	struct python *py = calloc(1, sizeof(*py));
+
+	if (!py)
+		return NULL;
+	elf_version(EV_CURRENT);
+	py->procs_fd = procs_fd;
+	py->verbose = verbose;
+	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES, CODE_CACHE_BYTES);
+	py->frames = py_frames_new();
+	if (!py->codes || !py->frames) {
+		python_free(py);
+		return NULL;
+	}
+	return py;
+}
+
+static void det_clear(struct python *py)
+{
+	for (size_t b = 0; b < sizeof(py->det) / sizeof(py->det[0]); b++) {
+		struct detected *d = py->det[b], *next;
+
+		for (; d; d = next) {
+			next = d->next;
+			free(d);
+		}
+		py->det[b] = NULL;
+	}
+	py->ndet = 0;
+}
+
+void python_free(struct python *py)
+{
+	if (!py)
+		return;
+	det_clear(py);
+	for (size_t b = 0; b < sizeof(py->procs) / sizeof(py->procs[0]); b++) {
+		struct pyproc *p = py->procs[b], *next;
+
+		for (; p; p = next) {
+			next = p->next;
+			free(p);
+		}
+	}
+	py_code_cache_free(py->codes);
+	py_frames_free(py->frames);
+	free(py);
+}
+
+static size_t det_bucket(uint32_t maj, uint32_t min, uint64_t ino)
+{
+	uint64_t h = (ino * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)maj << 20 | min);
+
+	return (h ^ (h >> 29)) & 1023;
+}
+
+static void read_loads(int fd, struct detected *d)
+{
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t n = 0;
+
+	if (!e)
+		return;
+	if (elf_kind(e) == ELF_K_ELF && !elf_getphdrnum(e, &n)) {
+		for (size_t i = 0; i < n && d->nloads < MAX_LOADS; i++) {
+			GElf_Phdr ph;
+
+			if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			d->loads[d->nloads].offset = ph.p_offset;
+			d->loads[d->nloads].vaddr = ph.p_vaddr;
+			d->loads[d->nloads].filesz = ph.p_filesz;
+			d->nloads++;
+		}
+	}
+	elf_end(e);
+}
+
+/* The detection result of @m's file, computed on first sight. */
+static struct detected *detect(struct python *py, pid_t pid,
+			       const struct proc_mapping *m)
+{
+	size_t b = det_bucket(m->dev_major, m->dev_minor, m->inode);
+	struct detected *d;
+	char path[128];
+	int fd;
+
+	for (d = py->det[b]; d; d = d->next)
+		if (d->inode == m->inode && d->dev_major == m->dev_major &&
+		    d->dev_minor == m->dev_minor)
+			return d;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;	/* gone, or no access: try again next read */
+	if (py->ndet >= DETECT_CACHE_MAX)
+		det_clear(py);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		close(fd);
+		return NULL;
+	}
+	d->dev_major = m->dev_major;
+	d->dev_minor = m->dev_minor;
+	d->inode = m->inode;
+	d->result = py_detect_fd(fd, &d->bin);
+	if (d->result == 1)
+		read_loads(fd, d);
+	close(fd);
+	d->next = py->det[b];
+	py->det[b] = d;
+	py->ndet++;
+	return d;
+}
+
+static struct pyproc **proc_slot(struct python *py, pid_t pid)
+{
+	struct pyproc **pp = &py->procs[(uint32_t)pid & 1023];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* The load bias of the file mapped by @m (offset -> vaddr via PT_LOAD). */
+static bool load_bias(const struct detected *d, const struct proc_mapping *m,
+		      uint64_t *bias)
+{
+	for (uint32_t i = 0; i < d->nloads; i++) {
+		if (m->offset >= d->loads[i].offset &&
+		    m->offset < d->loads[i].offset + d->loads[i].filesz) {
+			*bias = m->start - (d->loads[i].vaddr +
+					    (m->offset - d->loads[i].offset));
+			return true;
+		}
+	}
+	return false;
+}
+
+static void fill_bpf(const struct pyproc *p, struct profd_python_proc *v)
+{
+	const struct py_offsets *o = p->off;
+
+	memset(v, 0, sizeof(*v));
+	v->runtime_interpreters_head = o->runtime_interpreters_head;
+	v->interp_next = o->interp_next;
+	v->interp_threads_head = o->interp_threads_head;
+	v->tstate_next = o->tstate_next;
+	v->tstate_thread_id = o->tstate_thread_id;
+	v->tstate_frame = o->tstate_frame;
+	v->cframe_current_frame = o->cframe_current_frame;
+	v->frame_code = o->frame_code;
+	v->frame_previous = o->frame_previous;
+	v->frame_instr = o->frame_instr;
+	v->frame_is_entry = o->frame_is_entry;
+	v->frame_owner = o->frame_owner;
+	v->frame_model = o->frame_model;
+	v->owner_cstack = o->owner_cstack;
+	v->frame_read_size = 0;
+	v->tstate_read_size = 0;
+	{
+		uint16_t f[] = { o->frame_code, o->frame_previous, o->frame_instr,
+				 o->frame_is_entry, o->frame_owner };
+		uint16_t t[] = { o->tstate_next, o->tstate_thread_id, o->tstate_frame };
+
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+			if (f[i] != PY_OFF_NONE && f[i] + 8 > v->frame_read_size)
+				v->frame_read_size = f[i] + 8;
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+			if (t[i] + 8 > v->tstate_read_size)
+				v->tstate_read_size = t[i] + 8;
+	}
+}
+
+/* Offsets the BPF side can use: every read field inside its buffer. */
+static bool bpf_usable(const struct profd_python_proc *v)
+{
+	return v->frame_read_size <= PROFD_PY_FRAME_BUF &&
+	       v->tstate_read_size <= PROFD_PY_TSTATE_BUF;
+}
+
+static void proc_remove(struct python *py, pid_t pid)
+{
+	struct pyproc **pp = proc_slot(py, pid), *p = *pp;
+	__u32 key = pid;
+
+	if (!p)
+		return;
+	*pp = p->next;
+	free(p);
+	STAT_ADD(py, processes, -1);
+	if (py->procs_fd >= 0)
+		bpf_map_delete_elem(py->procs_fd, &key);
+}
+
+void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps)
+{
+	const struct proc_mapping *found = NULL;
+	struct detected *d = NULL;
+	struct profd_python_proc v;
+	struct pyproc **pp, *p;
+	uint64_t bias;
+	__u32 key = pid;
+
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_mapping *m = &maps->v[i];
+
+		if (!m->inode || m->special || !m->executable)
+			continue;
+		d = detect(py, pid, m);
+		if (d && d->result == 1) {
+			found = m;
+			break;
+		}
+		if (d && d->result == -ENOTSUP) {
+			STAT_ADD(py, unsupported, 1);
+			if (py->verbose)
+				fprintf(stderr, "profd: pid %d: CPython of unknown version "
+					"in %s: native frames only\n", (int)pid, m->path);
+		}
+	}
+	pp = proc_slot(py, pid);
+	if (!found || !load_bias(d, found, &bias)) {
+		proc_remove(py, pid);
+		return;
+	}
+	p = *pp;
+	if (p && p->inode == found->inode && p->dev_major == found->dev_major &&
+	    p->dev_minor == found->dev_minor && p->bias == bias)
+		return;	/* same interpreter as before */
+	if (!py_offsets_find(d->bin.major, d->bin.minor)) {
+		if (!p || p->inode != found->inode)
+			STAT_ADD(py, unsupported, 1);
+		if (py->verbose)
+			fprintf(stderr, "profd: pid %d: CPython %u.%u is not supported "
+				"(3.9 - 3.13): native frames only\n", (int)pid,
+				d->bin.major, d->bin.minor);
+		proc_remove(py, pid);
+		return;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return;
+		p->pid = pid;
+		p->next = NULL;
+		*pp = p;
+		STAT_ADD(py, processes, 1);
+	}
+	p->gen = ++py->next_gen;
+	p->bias = bias;
+	p->dev_major = found->dev_major;
+	p->dev_minor = found->dev_minor;
+	p->inode = found->inode;
+	p->off = py_offsets_find(d->bin.major, d->bin.minor);
+	p->types.code = d->bin.code_type ? d->bin.code_type + bias : 0;
+	p->types.unicode = d->bin.unicode_type ? d->bin.unicode_type + bias : 0;
+	p->types.bytes = d->bin.bytes_type ? d->bin.bytes_type + bias : 0;
+	p->eval_start = d->bin.eval_start + bias;
+	p->eval_end = d->bin.eval_end + bias;
+	p->cold_start = d->bin.eval_cold_start ? d->bin.eval_cold_start + bias : 0;
+	p->cold_end = d->bin.eval_cold_start ? d->bin.eval_cold_end + bias : 0;
+	fill_bpf(p, &v);
+	v.runtime = d->bin.runtime + bias;
+	if (py->verbose)
+		fprintf(stderr, "profd: pid %d: CPython %u.%u.%u in %s\n", (int)pid,
+			d->bin.major, d->bin.minor, d->bin.micro, found->path);
+	if (py->procs_fd >= 0 &&
+	    (!bpf_usable(&v) || bpf_map_update_elem(py->procs_fd, &key, &v, BPF_ANY)))
+		STAT_ADD(py, map_errors, 1);
+}
+
+void python_removed(struct python *py, pid_t pid)
+{
+	proc_remove(py, pid);
+}
+
+static bool in_eval(const struct pyproc *p, uint64_t pc)
+{
+	return (pc >= p->eval_start && pc < p->eval_end) ||
+	       (pc >= p->cold_start && pc < p->cold_end);
+}
+
+/*
+ * frame_id - the interned id of raw Python frame (@code_word, @instr), or
+ * 0 for a frame that has not started (incomplete: skipped, as CPython's
+ * own tracebacks do).
+ */
+static uint32_t frame_id(struct python *py, const struct pyproc *p,
+			 uint64_t code_addr, uint64_t instr, uint64_t now_ns)
+{
+	const struct py_offsets *o = p->off;
+	const struct py_code *c;
+	int64_t units;
+	int err = 0, line;
+
+	c = py_code_get(py->codes, p->pid, p->gen, code_addr, o, &p->types,
+			now_ns, &err);
+	if (!c) {
+		if (py->verbose > 2)
+			fprintf(stderr, "profd: pid %d: code object at %#llx: %s\n",
+				(int)p->pid, (unsigned long long)code_addr,
+				strerror(-err));
+		STAT_ADD(py, code_errors, 1);
+		return PY_FRAME_BAD_CODE;
+	}
+	switch (o->lasti_kind) {
+	case PY_LASTI_BYTES:
+		units = (int32_t)instr / 2;
+		break;
+	case PY_LASTI_CODEUNITS:
+		units = (int32_t)instr;
+		break;
+	default:	/* pointers into co_code_adaptive */
+		units = ((int64_t)(instr - (code_addr + o->code_code_adaptive))) / 2;
+		if (units < c->first_traceable)
+			return 0;
+		break;
+	}
+	if (units < 0)
+		units = 0;	/* 3.9/3.10: f_lasti -1, not started */
+	if (units > (1 << 28))
+		line = -1;
+	else
+		line = py_linetable_line(o->linetable_format, c->linetable,
+					 c->linetable_len, c->first_line,
+					 (uint32_t)units * 2);
+	return py_frames_intern(py->frames, c->name, c->file, line > 0 ? line : 0,
+				c->first_line);
+}
+
+#define MAX_GROUPS (PROFD_MAX_PYTHON_FRAMES + 2)
+
+uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
+			    const uint64_t *user, uint32_t nuser,
+			    const uint64_t *frames, uint32_t nframes,
+			    uint64_t *out, uint32_t cap, uint64_t now_ns)
+{
+	uint32_t ids[PROFD_MAX_PYTHON_FRAMES + 2];
+	uint32_t gstart[MAX_GROUPS], glen[MAX_GROUPS], ng = 0, nids = 0;
+	uint32_t evals[PROFD_MAX_USER_FRAMES], nev = 0;
+	int32_t pair[PROFD_MAX_USER_FRAMES];	/* native index -> group, -1 */
+	struct pyproc *p = *proc_slot(py, pid);
+	bool from_root, open = false;
+	uint32_t n = 0, k, first_pair_group = 0, last_pair_group = 0;
+
+	if (nframes > PROFD_MAX_PYTHON_FRAMES)
+		nframes = PROFD_MAX_PYTHON_FRAMES;
+	if (nuser > PROFD_MAX_USER_FRAMES)
+		nuser = PROFD_MAX_USER_FRAMES;
+	if (!p || !(flags & PROFD_SAMPLE_PYTHON)) {
+		for (uint32_t i = 0; i < nuser && n < cap; i++)
+			out[n++] = user[i];
+		return n;
+	}
+	/* Name the frames, and cut them into groups (one per eval call). */
+	for (uint32_t i = 0; i < nframes; i++) {
+		uint64_t w = frames[2 * i];
+		uint32_t id = frame_id(py, p, w & ~PROFD_PY_GROUP_END,
+				       frames[2 * i + 1], now_ns);
+
+		if (id) {
+			if (!open) {
+				gstart[ng] = nids;
+				glen[ng] = 0;
+				open = true;
+			}
+			ids[nids++] = id;
+			glen[ng]++;
+		}
+		if ((w & PROFD_PY_GROUP_END) && open) {
+			ng++;
+			open = false;
+		}
+	}
+	if (flags & (PROFD_SAMPLE_PYTHON_ERROR | PROFD_SAMPLE_PYTHON_TRUNCATED)) {
+		/* the chain's root end is missing: say so where it would be */
+		if (!open) {
+			gstart[ng] = nids;
+			glen[ng] = 0;
+			open = true;
+		}
+		ids[nids++] = (flags & PROFD_SAMPLE_PYTHON_ERROR) ? PY_FRAME_UNREADABLE
+								  : PY_FRAME_TRUNCATED;
+		glen[ng]++;
+	}
+	if (open)
+		ng++;
+
+	/* Pair groups with the native eval frames. */
+	for (uint32_t i = 0; i < nuser; i++) {
+		uint64_t ip = user[i] & ~PROFD_IP_EXACT;
+		bool exact = !i || (user[i] & PROFD_IP_EXACT);
+
+		pair[i] = -1;
+		if (in_eval(p, exact ? ip : ip - 1))
+			evals[nev++] = i;
+	}
+	from_root = nev && !(flags & (PROFD_SAMPLE_USER_TRUNCATED |
+				      PROFD_SAMPLE_USER_ERROR |
+				      PROFD_SAMPLE_PYTHON_ERROR |
+				      PROFD_SAMPLE_PYTHON_TRUNCATED));
+	k = nev < ng ? nev : ng;
+	for (uint32_t j = 0; j < k; j++) {
+		if (from_root)
+			pair[evals[nev - 1 - j]] = ng - 1 - j;
+		else
+			pair[evals[j]] = j;
+	}
+	/* Groups left unpaired: innermost ones (pairing from the root) go
+	 * on top of the stack, outermost ones (from the leaf) below it. */
+	first_pair_group = from_root ? ng - k : 0;
+	last_pair_group = from_root ? ng : k;
+	for (uint32_t g = 0; g < first_pair_group; g++)
+		for (uint32_t j = 0; j < glen[g] && n < cap; j++)
+			out[n++] = PY_IP_FRAME | ids[gstart[g] + j];
+	for (uint32_t i = 0; i < nuser; i++) {
+		if (pair[i] < 0) {
+			if (n < cap)
+				out[n++] = user[i] | (i == 0 ? PROFD_IP_EXACT : 0);
+			continue;
+		}
+		for (uint32_t j = 0; j < glen[pair[i]] && n < cap; j++)
+			out[n++] = PY_IP_FRAME | ids[gstart[pair[i]] + j];
+	}
+	for (uint32_t g = last_pair_group; g < ng; g++)
+		for (uint32_t j = 0; j < glen[g] && n < cap; j++)
+			out[n++] = PY_IP_FRAME | ids[gstart[g] + j];
+	return n;
+}
+
+int python_frame(struct python *py, uint32_t id, struct py_frame *out)
+{
+	return py_frames_get(py->frames, id, out);
+}
+
+void python_stats(struct python *py, struct python_stats *out)
+{
+	struct py_code_stats cs;
+
+	out->processes = __atomic_load_n(&py->st.processes, __ATOMIC_RELAXED);
+	out->unsupported = __atomic_load_n(&py->st.unsupported, __ATOMIC_RELAXED);
+	out->code_errors = __atomic_load_n(&py->st.code_errors, __ATOMIC_RELAXED);
+	out->map_errors = __atomic_load_n(&py->st.map_errors, __ATOMIC_RELAXED);
+	py_code_cache_stats(py->codes, &cs);	/* racy sizes: fine for stats */
+	out->code_reads = cs.reads;
+	py_frames_stats(py->frames, &out->frames, &out->frames_full);
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * python.h - CPython processes: finding interpreters, naming their frames,
+ * and merging Python frames with native ones.
+ *
+ * Owns: the table of CPython processes (which object is the interpreter,
+ * its load bias, its version's offsets), the `python_procs` BPF map
+ * entries that tell the unwinder where each process's runtime is, the
+ * code-object cache and the interned frame table.
+ *
+ * Data flow: the process table hands every maps read to
+ * python_maps_read() (interpreters are recognised by symbols, see
+ * detect.h); the reader thread turns each sample's Python frames into
+ * frame ids and splices them into the native stack with
+ * python_merge_stack(); the profile writer names the ids with
+ * python_frame(). Threads: all calls but python_frame() and
+ * python_stats() are made on the reader thread.
+ */
+#ifndef PROFD_PYTHON_PYTHON_H
+#define PROFD_PYTHON_PYTHON_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc/maps.h"
+#include "python/frames.h"
+
+struct python;
+
+struct python_stats {
+	uint64_t processes;		/* CPython processes known now */
+	uint64_t unsupported;		/* interpreters of an unsupported version seen */
+	uint64_t code_reads;		/* code objects read from processes */
+	uint64_t code_errors;		/* frames whose code object was unreadable */
+	uint64_t frames;		/* distinct Python frames interned */
+	uint64_t frames_full;		/* frames refused: table full */
+	uint64_t map_errors;		/* python_procs updates that failed */
+};
+
+/*
+ * python_new - an empty table. @procs_fd is the `python_procs` map (-1:
+ * no BPF, for tests); @verbose > 0 logs each interpreter found. NULL on OOM.
+ */
+struct python *python_new(int procs_fd, int verbose);
+
+void python_free(struct python *py);
+
+/*
+ * python_maps_read - process @pid's mappings were (re-)read: find its
+ * interpreter (cached per file by device and inode), and add, update or
+ * remove its python_procs entry. Process memory is not touched here.
+ */
+void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps);
+
+/* python_removed - @pid left the process table: forget it. */
+void python_removed(struct python *py, pid_t pid);
+
+/*
+ * python_merge_stack - splice a sample's Python frames into its user
+ * stack. @user holds @nuser native user IPs (leaf first, as in the
+ * sample), @frames @nframes raw Python frames (two words each, see
+ * bpf/unwind_python.h), @flags the sample's PROFD_SAMPLE_* flags. Each
+ * group of Python frames replaces the _PyEval_EvalFrameDefault frame that
+ * ran it, pairing from the root (or, when either walk was cut short,
+ * from the leaf). Python frames are written as PY_IP_FRAME | frame id;
+ * an unreadable frame chain ends in PY_FRAME_UNREADABLE, a cut one in
+ * PY_FRAME_TRUNCATED. Writes at most @cap words to @out and returns the
+ * count. A process not known as CPython gets its native stack back.
+ */
+uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
+			    const uint64_t *user, uint32_t nuser,
+			    const uint64_t *frames, uint32_t nframes,
+			    uint64_t *out, uint32_t cap, uint64_t now_ns);
+
+/* python_frame - frame @id (from PY_IP_FRAME | id). 0 or -ENOENT. */
+int python_frame(struct python *py, uint32_t id, struct py_frame *out);
+
+/* python_stats - counters and sizes (any thread). */
+void python_stats(struct python *py, struct python_stats *out);
+
+#endif /* PROFD_PYTHON_PYTHON_H */
