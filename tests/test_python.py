@@ -96,6 +96,28 @@ def stop(p):
     p.wait()
 
 
+def profile_process(profd_bin, pprof, tmp_path, argv, seconds=4, ready=None,
+                    pid_only=True, **popen):
+    """Start workload @argv, wait until @ready(work) returns (default: 1 s),
+    profile it (--pid unless @pid_only is False) for @seconds, kill it.
+    Returns (workload Popen, samples as pprof -traces -lines shows them,
+    profile paths)."""
+    work = start(argv, **popen)
+    try:
+        if ready:
+            ready(work)
+        else:
+            time.sleep(1.0)
+        args = ["--duration", str(seconds), "--sampling-frequency", FREQ]
+        if pid_only:
+            args += ["--pid", str(work.pid)]
+        rc, err, paths = run_profd(profd_bin, tmp_path, *args)
+    finally:
+        stop(work)
+    assert rc == 0, err
+    return work, traces(pprof, paths), paths
+
+
 @pytest.fixture(params=interpreters() + [("renamed-3.11", "renamed")],
                 ids=lambda x: x[0])
 def python(request, tmp_path):
@@ -122,16 +144,10 @@ def test_exact_python_stacks_per_thread(profd_bin, pprof, python, tmp_path):
                  ("<module>", mk["module"])],
     }
     tids_file = str(tmp_path / "tids.json")
-    work = start([python, os.path.join(PYDIR, "stacks.py"), tids_file])
-    try:
-        wait_file(tids_file)
-        rc, err, paths = run_profd(profd_bin, tmp_path, "--duration", "4",
-                                   "--sampling-frequency", FREQ, "--pid", str(work.pid))
-    finally:
-        stop(work)
-    assert rc == 0, err
+    _, samples, _ = profile_process(profd_bin, pprof, tmp_path,
+                                    [python, os.path.join(PYDIR, "stacks.py"), tids_file],
+                                    ready=lambda w: wait_file(tids_file))
     tids = json.load(open(tids_file))
-    samples = traces(pprof, paths)
     for role, expect in want.items():
         mine = [s for s in samples if s["labels"].get("tid") == str(tids[role])]
         total = sum(s["value"] for s in mine)
@@ -162,15 +178,8 @@ def test_python_calls_native_calls_python(profd_bin, pprof, tmp_path):
     """ctypes + libc qsort with a Python comparator: Python (sort_all) ->
     native qsort -> Python (compare), in that order on one stack."""
     mk = markers("qsort_cb.py")
-    work = start(["/usr/bin/python3.11", os.path.join(PYDIR, "qsort_cb.py")])
-    try:
-        time.sleep(1.0)
-        rc, err, paths = run_profd(profd_bin, tmp_path, "--duration", "4",
-                                   "--sampling-frequency", FREQ, "--pid", str(work.pid))
-    finally:
-        stop(work)
-    assert rc == 0, err
-    samples = traces(pprof, paths)
+    _, samples, _ = profile_process(profd_bin, pprof, tmp_path,
+                                    ["/usr/bin/python3.11", os.path.join(PYDIR, "qsort_cb.py")])
     total = sum(s["value"] for s in samples)
     good = 0
     for s in samples:
@@ -219,16 +228,9 @@ def test_same_hot_functions_as_austin(profd_bin, pprof, tmp_path):
                 aw[fn] = aw.get(fn, 0) + int(line.rsplit(" ", 1)[-1])
     assert all(aw.get(f, 0) > 0 for f in spin_callers), (aw, a.stderr[-500:])
 
-    work = start([py, script, "60"])
-    try:
-        time.sleep(1.0)
-        rc, err, paths = run_profd(profd_bin, tmp_path, "--duration", "6",
-                                   "--sampling-frequency", FREQ, "--pid", str(work.pid))
-    finally:
-        stop(work)
-    assert rc == 0, err
+    _, samples, _ = profile_process(profd_bin, pprof, tmp_path, [py, script, "60"], seconds=6)
     pw = {}
-    for s in traces(pprof, paths):
+    for s in samples:
         names = [f.split()[0] for f in s["frames"]]
         for fn in spin_callers:
             if fn in names:
@@ -239,17 +241,13 @@ def test_same_hot_functions_as_austin(profd_bin, pprof, tmp_path):
     assert order_p == order_a, f"profd {pw} vs austin {aw}"
 
 
-def lifecycle(profd_bin, pprof, tmp_path, mode, *extra, pid_filter=True, wait=1.0):
-    argv = ["/usr/bin/python3.11", os.path.join(PYDIR, "lifecycle.py"), mode, *extra]
-    work = start(argv)
-    try:
-        time.sleep(wait)
-        args = ["--duration", "3", "--sampling-frequency", FREQ]
-        rc, err, paths = run_profd(profd_bin, tmp_path, *args)
-    finally:
-        stop(work)
-    assert rc == 0, err
-    return work, traces(pprof, paths)
+def lifecycle(profd_bin, pprof, tmp_path, mode, *extra):
+    """lifecycle.py MODE profiled system-wide (a fork's child is not --pid)."""
+    work, samples, _ = profile_process(
+        profd_bin, pprof, tmp_path,
+        ["/usr/bin/python3.11", os.path.join(PYDIR, "lifecycle.py"), mode, *extra],
+        seconds=3, pid_only=False)
+    return work, samples
 
 
 def test_forked_child_has_python_stacks(profd_bin, pprof, tmp_path):
@@ -356,15 +354,11 @@ def test_unreadable_frame_is_counted(profd_bin, pprof, tmp_path):
     "[python: unreadable frame]" frame below the frames that were read."""
     script = tmp_path / "broken.py"
     script.write_text(BROKEN)
-    work = start(["/usr/bin/python3.11", str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert work.stdout.readline().strip() == "ready"
-        rc, err, paths = run_profd(profd_bin, tmp_path, "--duration", "3",
-                                   "--sampling-frequency", FREQ, "--pid", str(work.pid))
-    finally:
-        stop(work)
-    assert rc == 0, err
-    samples = traces(pprof, paths)
+    def ready(w):
+        assert w.stdout.readline().strip() == "ready"
+    _, samples, paths = profile_process(profd_bin, pprof, tmp_path,
+                                        ["/usr/bin/python3.11", str(script)], seconds=3,
+                                        ready=ready, stdout=subprocess.PIPE, text=True)
     total = sum(s["value"] for s in samples)
     good = 0
     for s in samples:
