@@ -2,9 +2,10 @@
 # bench/bpf_cost.sh - CPU time profd's perf_event BPF program costs per sample.
 #
 # Turns on kernel.bpf_stats_enabled (restored on exit), runs one CPU-bound
-# `chain` workload per CPU (tests/workloads/chain.c, built with frame
-# pointers: a 5-deep call chain, so every user stack is < 32 frames and
-# nearly every sample is a full capture, not an idle skip), runs profd and
+# workload per CPU (by default `chain`: tests/workloads/chain.c, built with
+# frame pointers, a 5-deep call chain, so every user stack is < 32 frames
+# and nearly every sample is a full capture, not an idle skip; another
+# workload with BPF_COST_WORKLOAD, e.g. bench/python_bpf_cost.sh), runs profd and
 # reads run_time_ns / run_cnt of profd's `profd_sample` program with
 # `bpftool prog show`. Only the programs this profd process holds open are
 # looked at (ids from /proc/PID/fdinfo), so another profd on the machine is
@@ -27,11 +28,19 @@
 #        profd does not know is skipped),
 #      BPF_COST_SECONDS (20), BPF_COST_WINDOW (0.5), BPF_COST_WARMUP (3 s
 #        after start: unwind tables loaded, caches filled),
-#      BPF_COST_JOBS (chain processes, default nproc), PROFD (binary).
+#      BPF_COST_JOBS (workload processes, default nproc), PROFD (binary),
+#      BPF_COST_WORKLOAD: the workload, a command line (split on blanks, no
+#        quoting) to which the run time in seconds is appended; it must
+#        stay on the CPU that long and exit on SIGTERM (default: the
+#        `chain` binary built into the scratch directory),
+#      BPF_COST_NAME: the RESULT line's label (default bpf_cost),
+#      BPF_COST_CHECK: optional command line run after each item with
+#        profd's output directory (its pprof profiles) appended; its
+#        stdout (key=value words) is added to the RESULT line.
 # kernel.bpf_stats_enabled is global: if another tool switches it off during
 # a measurement it is switched on again and counted (stats_reenabled=N; the
 # runs in between are not counted, and the windows without runs are left out).
-# Output: one "RESULT bpf_cost ..." line per item (read by run-all.sh).
+# Output: one "RESULT $BPF_COST_NAME ..." line per item (read by run-all.sh).
 # Target: median <= 2000 ns per sample.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -41,6 +50,8 @@ SECONDS_RUN=${BPF_COST_SECONDS:-20}
 WINDOW=${BPF_COST_WINDOW:-0.5}
 WARMUP=${BPF_COST_WARMUP:-3}
 JOBS=${BPF_COST_JOBS:-$(nproc)}
+NAME=${BPF_COST_NAME:-bpf_cost}
+CHECK=${BPF_COST_CHECK:-}
 TARGET_NS=2000
 
 need_root_and_profd
@@ -52,7 +63,15 @@ restore_stats() { sysctl -q -w kernel.bpf_stats_enabled="$STATS_SAVED" >/dev/nul
 CLEANUP_HOOKS="restore_stats"
 sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null || die "cannot enable kernel.bpf_stats_enabled"
 
-build_workload chain "$ROOT/tests/workloads/chain.c"
+if [ -n "${BPF_COST_WORKLOAD:-}" ]; then
+	read -ra WORKLOAD <<<"$BPF_COST_WORKLOAD"
+	[ ${#WORKLOAD[@]} -gt 0 ] || die "BPF_COST_WORKLOAD is blank"
+	command -v "${WORKLOAD[0]}" >/dev/null || die "workload ${WORKLOAD[0]} not found"
+else
+	build_workload chain "$ROOT/tests/workloads/chain.c"
+	WORKLOAD=("$WORK/chain")
+fi
+WORKLOAD_DESC="$(basename "${WORKLOAD[0]}")${WORKLOAD[1]:+ ${WORKLOAD[*]:1}}"
 
 now_ns() { date +%s%N; }
 
@@ -72,14 +91,14 @@ measure() {
 	[ "$item" != "$hz" ] && flags=$(echo "${item#*,}" | tr ',' ' ')
 	for p in $flags; do
 		"$PROFD" --help 2>&1 | grep -q -- "${p%%=*}" ||
-			{ log "bpf_cost: $PROFD has no $p: skipping $item"; return 0; }
+			{ log "$NAME: $PROFD has no $p: skipping $item"; return 0; }
 	done
 	tag=$(echo "$item" | tr -c 'A-Za-z0-9\n' '_')
 	w=$WORK/windows-$tag
 
-	log "bpf_cost: $hz Hz${flags:+ $flags}, $JOBS x chain, ${SECONDS_RUN} s, windows of ${WINDOW} s; $(machine_info)"
+	log "$NAME: $hz Hz${flags:+ $flags}, $JOBS x $WORKLOAD_DESC, ${SECONDS_RUN} s, windows of ${WINDOW} s; $(machine_info)"
 	for i in $(seq 1 "$JOBS"); do
-		"$WORK/chain" $((SECONDS_RUN + WARMUP + 30)) &
+		"${WORKLOAD[@]}" $((SECONDS_RUN + WARMUP + 30)) &
 		bg_add $!
 		chains="$chains $!"
 	done
@@ -128,10 +147,17 @@ measure() {
 	avg=$(awk -v dn=$((t1 - t0)) -v dc=$((c1 - c0)) 'BEGIN { printf "%.1f", dc ? dn / dc : 0 }')
 	rate=$(awk '{ c += $2; t += $1 } END { printf "%.1f", t ? c / t : 0 }' "$w")
 	samples=$(sed -n 's/.*done: \([0-9]*\) samples.*/\1/p' "$WORK/profd-$tag.log")
-	echo "RESULT bpf_cost hz=$hz flags=${flags:-none} median_ns=$med mean_ns=$avg p10_ns=$p10 p90_ns=$p90" \
+	local checked=""
+	if [ -n "$CHECK" ]; then
+		# shellcheck disable=SC2086
+		checked=$($CHECK "$WORK/out-$tag" | tr '\n' ' ')
+		checked=${checked% }
+	fi
+	echo "RESULT $NAME hz=$hz flags=${flags:-none} median_ns=$med mean_ns=$avg p10_ns=$p10 p90_ns=$p90" \
 		"windows=$wins runs=$((c1 - c0)) runs_per_s=$rate stats_reenabled=$reenabled" \
 		"tailcalled_run_cnt_before=$tails0 tailcalled_run_cnt_after=$tails1" \
 		"profd_samples_kept=${samples:-?} load1=$load_start..$load_end" \
+		"${checked:+$checked }workload=$(echo "$WORKLOAD_DESC" | tr ' ' '+')" \
 		"target_ns=$TARGET_NS $(awk -v m="$med" -v t=$TARGET_NS 'BEGIN { print (m <= t) ? "PASS" : "MISS" }')"
 	grep "interval\|done" "$WORK/profd-$tag.log" | sed 's/^/  /' >&2
 }

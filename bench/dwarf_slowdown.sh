@@ -15,7 +15,8 @@
 #               perf report - not part of this cost)
 #   base-again  no profiler again (A/A control: the noise floor)
 # Each repetition runs every configuration back to back, rotated by one
-# per repetition; medians over the repetitions and their ratios to base.
+# per repetition; medians over the repetitions and their ratios to base
+# (interleaved_runs / interleaved_report in bench/lib.sh).
 # The profiler is started and sampling before the timed run and stopped
 # after it. perf.data's size is recorded (bytes and MiB per second of
 # recording) before it is deleted; profd's output directory size and the
@@ -74,12 +75,6 @@ stop_perf() {
 	rm -f "$WORK/perf.data" "$WORK/perf.data.old"
 }
 
-# proc_cpu_ms PID - user + system CPU time of PID so far, in ms.
-proc_cpu_ms() {
-	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d\n", ($12 + $13) * 1000 / hz }' \
-		/proc/"$1"/stat
-}
-
 run_config() {
 	local out
 	case $1 in
@@ -109,36 +104,17 @@ echo "$(machine_info)"
 echo "# $(profd_info)"
 echo "# before: $QUIET_NOTE"
 log "dwarf_slowdown: cpuwork (no FP) $ROUNDS rounds x $JOBS jobs, $REPS repetitions of: $CONFIGS"
-LOAD_START=$(loadavg1)
-NCONF=$(echo $CONFIGS | wc -w)
-for r in $(seq 1 "$REPS"); do
-	order=$(echo $CONFIGS | tr ' ' '\n' |
-		awk -v k=$(( (r - 1) % NCONF )) -v n="$NCONF" '{ c[NR - 1] = $0 }
-			END { for (i = 0; i < n; i++) print c[(i + k) % n] }')
-	for c in $order; do
-		run_config "$c"
-		log "  rep $r $(tail -n 1 "$WORK/times") (wall_s cpu_s load1)"
-	done
-done
-LOAD_END=$(loadavg1)
+interleaved_runs "$REPS" "$CONFIGS" run_config
 OTHERS_END=$(other_profilers | tr '\n' ';' | cut -c1-200)
 
-BASE_WALL=$(awk '$1 == "base" { print $2 }' "$WORK/times" | median)
-BASE_CPU=$(awk '$1 == "base" { print $3 }' "$WORK/times" | median)
-for c in $CONFIGS; do
-	wall=$(awk -v c="$c" '$1 == c { print $2 }' "$WORK/times" | median)
-	cpu=$(awk -v c="$c" '$1 == c { print $3 }' "$WORK/times" | median)
-	walls=$(awk -v c="$c" '$1 == c { printf "%s%s", s, $2; s = "," }' "$WORK/times")
-	extra=""
-	case $c in
-	perf-*) extra=$(awk '{ b += $1; s += $2; n++ } END { if (n) printf "perf_data_mib=%.1f perf_data_mib_per_s=%.2f", b / n / 1048576, s ? b / s / 1048576 : 0 }' "$WORK/perf_sizes") ;;
-	profd-*) extra="$(awk '{ b += $1; n++ } END { if (n) printf "profd_out_kib=%.1f", b / n / 1024 }' "$WORK/profd_sizes")"
-		extra="$extra profd_cpu_ms=$(paste -sd, "$WORK/profd_cpu_ms")" ;;
+# extra_words CONFIG - the profiler's output size and CPU time.
+extra_words() {
+	case $1 in
+	perf-*) awk '{ b += $1; s += $2; n++ } END { if (n) printf "perf_data_mib=%.1f perf_data_mib_per_s=%.2f", b / n / 1048576, s ? b / s / 1048576 : 0 }' "$WORK/perf_sizes" ;;
+	profd-*) echo "$(awk '{ b += $1; n++ } END { if (n) printf "profd_out_kib=%.1f", b / n / 1024 }' "$WORK/profd_sizes")" \
+		"profd_cpu_ms=$(paste -sd, "$WORK/profd_cpu_ms")" ;;
 	esac
-	echo "RESULT dwarf_slowdown config=$c wall_s=$wall cpu_s=$cpu" \
-		"wall_ratio=$(awk -v a="$wall" -v b="$BASE_WALL" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
-		"cpu_ratio=$(awk -v a="$cpu" -v b="$BASE_CPU" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
-		"runs_wall_s=$walls $extra jobs=$JOBS rounds=$ROUNDS load1=$LOAD_START..$LOAD_END"
-done
+}
+interleaved_report dwarf_slowdown base "$CONFIGS" "jobs=$JOBS rounds=$ROUNDS" extra_words
 echo "# other profilers/benchmarks at the end: [$OTHERS_END]"
 sed 's/^/#   /' "$WORK/profd_done" 2>/dev/null

@@ -28,6 +28,10 @@ need_root_and_profd() {
 
 need_tool() { command -v "$1" >/dev/null || die "$1 not found (needed by $(basename "$0"))"; }
 
+# BENCH_TIMES: the timing file of interleaved_runs (below); a script sets
+# it, never the environment; empty means $WORK/times.
+BENCH_TIMES=""
+
 # BG_PIDS: background processes the EXIT trap kills (only these, by id).
 BG_PIDS=""
 CLEANUP_HOOKS=""
@@ -148,4 +152,74 @@ percentile() {
 		if (NR == 0) { print "nan"; exit }
 		i = int(NR * p / 100 + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR
 		print v[i] }'
+}
+
+# proc_cpu_ms PID - user + system CPU time of PID so far, in ms.
+proc_cpu_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%d\n", ($12 + $13) * 1000 / hz }' \
+		/proc/"$1"/stat
+}
+
+# The interleaved timing loop of the slowdown benchmarks (slowdown.sh,
+# dwarf_slowdown.sh, python_slowdown.sh).
+#
+# interleaved_runs REPS "CONFIGS" RUN_FN - REPS repetitions; each runs
+# every configuration of the space-separated CONFIGS back to back
+# (interleaved, so a change in background load hits all of them alike) by
+# calling `RUN_FN CONFIG`, repetition r starting with configuration
+# ((r - 1) mod N) + 1 (so no configuration is always first). RUN_FN runs
+# one timed run of CONFIG (profiler started before the run and stopped
+# after it) and appends one line "CONFIG wall_s cpu_s [more...]" to
+# $BENCH_TIMES (default $WORK/times); it is called in this shell, not in a
+# subshell, so the EXIT trap sees the processes it bg_add()s. Include
+# two no-profiler configurations (e.g. base and base-again): the ratio of
+# the second to the first is an A/A control, the noise floor at that
+# moment. Sets LOAD_START and LOAD_END (1-minute load averages).
+interleaved_runs() {
+	local reps=$1 configs=$2 fn=$3 n r c order
+	: "${BENCH_TIMES:=$WORK/times}"
+	n=$(echo $configs | wc -w)
+	LOAD_START=$(loadavg1)
+	for r in $(seq 1 "$reps"); do
+		order=$(echo $configs | tr ' ' '\n' |
+			awk -v k=$(( (r - 1) % n )) -v n="$n" '{ c[NR - 1] = $0 }
+				END { for (i = 0; i < n; i++) print c[(i + k) % n] }')
+		for c in $order; do
+			"$fn" "$c"
+			log "  rep $r $(tail -n 1 "$BENCH_TIMES") (load1 $(loadavg1))"
+		done
+	done
+	LOAD_END=$(loadavg1)
+}
+
+# times_col CONFIG COL - column COL of CONFIG's lines in $BENCH_TIMES, one a line.
+times_col() { awk -v c="$1" -v k="$2" '$1 == c { print $k }' "${BENCH_TIMES:-$WORK/times}"; }
+
+# ratio A B - A / B with 4 decimals (0 when B is 0).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }'; }
+
+# interleaved_report LABEL BASE "CONFIGS" "TRAILER" [EXTRA_FN] - one line
+# per configuration:
+#   RESULT LABEL config=C wall_s= cpu_s= wall_ratio= cpu_ratio= min_wall_s=
+#     min_wall_ratio= runs_wall_s= [EXTRA_FN C's words] TRAILER load1=S..E
+# wall_s and cpu_s are medians over the repetitions, the ratios are to
+# BASE's medians (min_wall_ratio: best run to BASE's best run).
+interleaved_report() {
+	local label=$1 base=$2 configs=$3 trailer=$4 extra_fn=${5:-} c
+	local bw bc bmin wall cpu best walls extra
+	bw=$(times_col "$base" 2 | median)
+	bc=$(times_col "$base" 3 | median)
+	bmin=$(times_col "$base" 2 | percentile 0)
+	for c in $configs; do
+		wall=$(times_col "$c" 2 | median)
+		cpu=$(times_col "$c" 3 | median)
+		best=$(times_col "$c" 2 | percentile 0)
+		walls=$(times_col "$c" 2 | paste -sd, -)
+		extra=""
+		[ -n "$extra_fn" ] && extra=$("$extra_fn" "$c")
+		echo "RESULT $label config=$c wall_s=$wall cpu_s=$cpu" \
+			"wall_ratio=$(ratio "$wall" "$bw") cpu_ratio=$(ratio "$cpu" "$bc")" \
+			"min_wall_s=$best min_wall_ratio=$(ratio "$best" "$bmin")" \
+			"runs_wall_s=$walls${extra:+ $extra} $trailer load1=$LOAD_START..$LOAD_END"
+	done
 }

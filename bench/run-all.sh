@@ -1,13 +1,28 @@
 #!/bin/sh
 # bench/run-all.sh - run profd's benchmarks and print a summary (`make bench`).
 #
-# Runs, in this order (about 5-6 minutes on a 2-CPU machine):
+# Runs, in this order, the suites named in BENCH_SUITES (default
+# "core python dwarf"; about 15 minutes on a 2-CPU machine, core alone
+# 5-6):
+# core:
 #   bench/bpf_cost.sh        BPF run time per sample at 99 and 19 Hz, and at 99 Hz
 #                            with --no-dwarf-unwinding (~1.5 min)
 #   bench/bpf_parts.sh       where that time goes (diagnostic, ~1 min;
 #                            skipped when clang is missing or BENCH_PARTS=0)
 #   bench/slowdown.sh        slowdown of a CPU-bound program, profd vs perf (~2-3 min)
 #   bench/agent_overhead.sh  CPU and peak RSS of the profd process (~1 min)
+# python:
+#   bench/python_bpf_cost.sh BPF run time per sample for a 50-frame Python
+#                            stack, with and without --no-python-unwinding (~1 min)
+#   bench/python_slowdown.sh slowdown of a pure-Python program, profd vs
+#                            austin (CPython 3.9) and on python3.11 (~2.5 min)
+# dwarf:
+#   bench/unwind_table_build.sh  unwind-table compile time (no root needed)
+#   bench/dwarf_bpf_cost.sh  BPF run time per sample, 30-frame no-FP stack (~1.5 min)
+#   bench/dwarf_parts.sh     where that time goes (diagnostic; like bpf_parts)
+#   bench/dwarf_memory.sh    BPF map memory with every process profiled (~0.5 min)
+#   bench/dwarf_first_stack.sh  time to the first full stack of a new process
+#   bench/dwarf_slowdown.sh  slowdown of a no-FP program, profd vs perf --call-graph dwarf
 # Each script's full output goes to $BENCH_OUT (default: a new
 # /tmp/profd-bench-results.XXXXXX directory), the summary to stdout.
 # Needs root and build/profd (run `make` first; PROFD=/path/to/profd measures
@@ -52,18 +67,32 @@ run() {
 	child=""
 }
 
+suites=${BENCH_SUITES:-core python dwarf}
+parts=0
+[ "${BENCH_PARTS:-1}" != 0 ] && command -v clang >/dev/null && parts=1
+names=""
+for suite in $suites; do
+	case $suite in
+	core) names="$names bpf_cost"
+		[ $parts = 1 ] && names="$names bpf_parts"
+		names="$names slowdown agent_overhead" ;;
+	python) names="$names python_bpf_cost python_slowdown" ;;
+	dwarf) names="$names unwind_table_build dwarf_bpf_cost"
+		[ $parts = 1 ] && names="$names dwarf_parts"
+		names="$names dwarf_memory dwarf_first_stack dwarf_slowdown" ;;
+	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf)" >&2; exit 1 ;;
+	esac
+done
+
 start=$(date +%s)
-echo "profd benchmarks: $profd; nproc=$(nproc) kernel=$(uname -r); results in $out"
-run bpf_cost
-if [ "${BENCH_PARTS:-1}" != 0 ] && command -v clang >/dev/null; then
-	run bpf_parts
-fi
-run slowdown
-run agent_overhead
+echo "profd benchmarks: $profd; nproc=$(nproc) kernel=$(uname -r); suites: $suites; results in $out"
+for n in $names; do
+	run "$n"
+done
 
 echo
 echo "== summary ($(( $(date +%s) - start )) s; load now:$(uptime | sed 's/.*load average://'))"
-for n in bpf_cost bpf_parts slowdown agent_overhead; do
+for n in $names; do
 	[ -f "$out/$n.out" ] && cat "$out/$n.out"
 done | awk '
 function kv(s,   n, i, a, p) {
@@ -89,6 +118,30 @@ function kv(s,   n, i, a, p) {
 	kv($0)
 	printf "slowdown %-10s median wall %7.3f s (x%.3f), best %7.3f s (x%.3f); median cpu %7.3f s (x%.3f)\n",
 		v["config"], v["wall_s"], v["wall_ratio"], v["min_wall_s"], v["min_wall_ratio"], v["cpu_s"], v["cpu_ratio"]
+}
+/^RESULT (python_bpf_cost|dwarf_bpf_cost) / {
+	kv($0)
+	what = "DWARF BPF cost per sample, depth " v["depth"]
+	if ($2 == "python_bpf_cost") what = "Python BPF cost per sample, python " v["python"]
+	frames = ""
+	if (("py_frames_median" in v) && v["py_frames_median"] != "nan")
+		frames = sprintf(", %s Python frames (%s%% full)", v["py_frames_median"], v["py_full_depth_pct"])
+	printf "%s, %3s Hz (flags: %s)%s: median %6.0f ns (mean %.0f ns) of %s windows\n",
+		what, v["hz"], v["flags"], frames, v["median_ns"], v["mean_ns"], v["windows"]
+	next
+}
+/^RESULT (python_slowdown|dwarf_slowdown) / {
+	kv($0)
+	prof = ""
+	if ("profiler_cpu_pct_of_work" in v) prof = "; profiler CPU " v["profiler_cpu_pct_of_work"] "% of the work"
+	printf "%s %-6s %-10s median wall %7.3f s (x%.3f); median cpu %7.3f s (x%.3f)%s\n",
+		$2, v["set"], v["config"], v["wall_s"], v["wall_ratio"], v["cpu_s"], v["cpu_ratio"], prof
+	next
+}
+/^RESULT (unwind_table_build|dwarf_memory|dwarf_first_stack summary|dwarf_parts) / {
+	sub(/^RESULT /, "")
+	print "   " substr($0, 1, 160)
+	next
 }
 /^RESULT agent_overhead / {
 	kv($0)

@@ -15,7 +15,8 @@
 # configuration further each time (so no configuration is always first);
 # the median over the repetitions is reported, with its ratio to the
 # baseline median, and the best (minimum) run, with its ratio to the best
-# baseline run.
+# baseline run (the loop and the report: interleaved_runs and
+# interleaved_report in bench/lib.sh).
 # The profiler is started and sampling before the timed run begins, and
 # stopped after it ends; cpuwork times itself (wall_s) and also reports
 # its CPU time (cpu_s), which is much less sensitive to other tenants.
@@ -82,31 +83,5 @@ run_config() {
 
 echo "$(machine_info)"
 log "slowdown: cpuwork $ROUNDS rounds x $JOBS jobs, $REPS repetitions of: $CONFIGS"
-LOAD_START=$(loadavg1)
-NCONF=$(echo $CONFIGS | wc -w)
-for r in $(seq 1 "$REPS"); do
-	# rotate: repetition r starts with configuration ((r - 1) mod NCONF) + 1
-	order=$(echo $CONFIGS | tr ' ' '\n' |
-		awk -v k=$(( (r - 1) % NCONF )) -v n="$NCONF" '{ c[NR - 1] = $0 }
-			END { for (i = 0; i < n; i++) print c[(i + k) % n] }')
-	for c in $order; do
-		run_config "$c"
-		log "  rep $r $(tail -n 1 "$WORK/times") (wall_s cpu_s; load1 $(loadavg1))"
-	done
-done
-LOAD_END=$(loadavg1)
-
-BASE_WALL=$(awk '$1 == "base" { print $2 }' "$WORK/times" | median)
-BASE_CPU=$(awk '$1 == "base" { print $3 }' "$WORK/times" | median)
-BASE_MIN=$(awk '$1 == "base" { print $2 }' "$WORK/times" | percentile 0)
-for c in $CONFIGS; do
-	wall=$(awk -v c="$c" '$1 == c { print $2 }' "$WORK/times" | median)
-	cpu=$(awk -v c="$c" '$1 == c { print $3 }' "$WORK/times" | median)
-	best=$(awk -v c="$c" '$1 == c { print $2 }' "$WORK/times" | percentile 0)
-	walls=$(awk -v c="$c" '$1 == c { printf "%s%s", s, $2; s = "," }' "$WORK/times")
-	echo "RESULT slowdown config=$c wall_s=$wall cpu_s=$cpu" \
-		"wall_ratio=$(awk -v a="$wall" -v b="$BASE_WALL" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
-		"cpu_ratio=$(awk -v a="$cpu" -v b="$BASE_CPU" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
-		"min_wall_s=$best min_wall_ratio=$(awk -v a="$best" -v b="$BASE_MIN" 'BEGIN { printf "%.4f", (b > 0) ? a / b : 0 }')" \
-		"runs_wall_s=$walls jobs=$JOBS rounds=$ROUNDS load1=$LOAD_START..$LOAD_END"
-done
+interleaved_runs "$REPS" "$CONFIGS" run_config
+interleaved_report slowdown base "$CONFIGS" "jobs=$JOBS rounds=$ROUNDS"
