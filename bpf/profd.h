@@ -56,6 +56,8 @@ enum profd_sample_origin {
 #define PROFD_SAMPLE_PYTHON		(1u << 6) /* CPython process: Python walk ran */
 #define PROFD_SAMPLE_PYTHON_TRUNCATED	(1u << 7) /* more Python frames than kept */
 #define PROFD_SAMPLE_PYTHON_ERROR	(1u << 8) /* a Python frame was unreadable */
+#define PROFD_SAMPLE_USER_COMPLETE	(1u << 9) /* user walk reached the outermost
+						   * frame (CFI: return address undefined) */
 
 /*
  * Flag in a user IP: the pc is exact (where a signal interrupted the

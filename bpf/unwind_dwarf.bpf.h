@@ -248,6 +248,8 @@ int dwarf_step(struct profd_unwind_state *st, const struct unwind_proc *proc)
 	case UNWIND_CFA_SIGNAL:
 		return signal_step(st);
 	case UNWIND_CFA_RA_UNDEFINED:
+		/* _start, clone3: the whole stack was walked */
+		st->sample.flags |= PROFD_SAMPLE_USER_COMPLETE;
 		return DWARF_STEP_DONE;
 	case UNWIND_CFA_END:
 		count(PROFD_CNT_DWARF_NO_ROW);

@@ -12,7 +12,7 @@
  * base. The cached state is checked against it on every sample (the read
  * is needed anyway for the frame pointer); on a mismatch the unwinder
  * scans _PyRuntime.interpreters -> threads. Threads that are not Python
- * threads are remembered for a second so they are not scanned each sample.
+ * threads are remembered for 100 ms so they are not scanned each sample.
  */
 #ifndef PROFD_BPF_UNWIND_PYTHON_BPF_H
 #define PROFD_BPF_UNWIND_PYTHON_BPF_H
@@ -20,7 +20,7 @@
 #include "maps.bpf.h"
 #include "unwind_python.h"
 
-#define PROFD_PY_NEGATIVE_TTL_NS	(1000ULL * 1000 * 1000)
+#define PROFD_PY_NEGATIVE_TTL_NS	(100ULL * 1000 * 1000)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -38,7 +38,7 @@
 #define PROFD_PY_FRAME_BUF		128
 #define PROFD_PY_TSTATE_BUF		256
 /* Thread states looked at per interpreter when searching for a thread. */
-#define PROFD_PY_MAX_THREAD_SCAN	64
+#define PROFD_PY_MAX_THREAD_SCAN	256
 #define PROFD_PY_MAX_INTERPRETERS	4
 
 #define PROFD_PY_OFF_NONE		0xffff

@@ -53,7 +53,7 @@ enum agent_counter {
 	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
 	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
 	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
-	AGENT_CNT_PYTHON_CODE_ERRORS,	/* Python frames whose code object was unreadable */
+	AGENT_CNT_PYTHON_CODE_ERRORS,	/* samples with a Python frame whose code object was unreadable */
 	AGENT_CNT_PYTHON_FRAMES_FULL,	/* Python frames not named: frame table full */
 	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */
 	AGENT_CNT_PYTHON_UPDATE_ERRORS,	/* python_procs updates that failed */
@@ -178,8 +178,10 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	}
 
 	pthread_mutex_lock(&ag->agg_lock);
+	/* only flags the profile shows are part of a stack's identity */
 	if (aggregate_add(ag->cur, s->pid, s->tid, comm, s->comm, snap,
-			  s->flags, ips, s->kernel_len, nuser))
+			  s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
+			  s->kernel_len, nuser))
 		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
 	pthread_mutex_unlock(&ag->agg_lock);
 
@@ -440,7 +442,7 @@ static void status_line(struct agent *ag, const struct aggregate *a,
 			nlost += agent_delta[c];
 			note_counter(lost, sizeof(lost), &lo, agent_counter_names[c],
 				     agent_delta[c]);
-		} else {
+		} else if (agent_counter_kinds[c] == COUNTER_PARTIAL) {
 			npartial += agent_delta[c];
 			note_counter(partial, sizeof(partial), &po, agent_counter_names[c],
 				     agent_delta[c]);

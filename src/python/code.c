@@ -18,6 +18,7 @@ struct entry {
 	struct py_code code;
 	size_t bytes;
 	uint64_t checked_ns;
+	int failed;		/* < 0: reading it failed (cached like a success) */
 	uint64_t print[7];	/* the fields read: compared on recheck */
 	struct entry *hnext;		/* hash chain */
 	struct entry *prev, *next;	/* LRU list, most recent first */
@@ -338,19 +339,35 @@ void py_code_cache_free(struct py_code_cache *c)
 
 static size_t code_bytes(const struct py_code *k)
 {
-	return sizeof(struct entry) + strlen(k->name) + strlen(k->file) + 2 +
-	       k->linetable_len;
+	return sizeof(struct entry) + (k->name ? strlen(k->name) + 1 : 0) +
+	       (k->file ? strlen(k->file) + 1 : 0) + k->linetable_len;
+}
+
+/* Add @e (filled) to the cache, evicting the least recently used. */
+static void entry_insert(struct py_code_cache *c, struct entry *e, size_t b)
+{
+	e->bytes = code_bytes(&e->code);
+	e->hnext = c->buckets[b];
+	c->buckets[b] = e;
+	lru_push(c, e);
+	c->st.entries++;
+	c->st.bytes += e->bytes;
+	while (c->tail && c->tail != e &&
+	       (c->st.entries > c->max_entries || c->st.bytes > c->max_bytes)) {
+		entry_remove(c, c->tail);
+		c->st.evictions++;
+	}
 }
 
 const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 				  uint64_t gen, uint64_t addr,
 				  const struct py_offsets *off,
 				  const struct py_types *types, uint64_t now_ns,
-				  int *err)
+				  size_t *budget, int *err)
 {
 	size_t b = bucket(c, pid, gen, addr);
 	uint32_t hlen = header_len(off);
-	uint64_t print[NFIELDS];
+	uint64_t print[NFIELDS] = { 0 };
 	uint8_t hdr[HDR_MAX];
 	struct entry *e;
 	int ret;
@@ -366,12 +383,22 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		c->st.hits++;
 		lru_unlink(c, e);
 		lru_push(c, e);
+		if (e->failed) {
+			c->st.errors++;
+			*err = e->failed;
+			return NULL;
+		}
 		return &e->code;
 	}
+	if (*budget < hlen) {
+		*err = -EAGAIN;	/* this sample read enough already */
+		return NULL;
+	}
+	*budget -= hlen;
 	ret = py_read_remote(pid, addr, hdr, hlen);
 	if (!ret)
 		fingerprint(off, hdr, print);
-	if (e && !ret && !memcmp(print, e->print, sizeof(print))) {
+	if (e && !ret && !e->failed && !memcmp(print, e->print, sizeof(print))) {
 		/* same object still there (header unchanged) */
 		c->st.rechecks++;
 		e->checked_ns = now_ns;
@@ -381,35 +408,25 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 	}
 	if (e)
 		entry_remove(c, e);
-	if (ret)
-		goto fail;
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = decode(pid, hdr, off, types, &e->code);
-	c->st.reads++;
-	if (ret) {
-		free(e);
-		goto fail;
+	if (!ret) {
+		ret = decode(pid, hdr, off, types, &e->code);
+		c->st.reads++;
 	}
 	e->pid = pid;
 	e->gen = gen;
 	e->addr = addr;
 	e->checked_ns = now_ns;
+	e->failed = ret;
 	memcpy(e->print, print, sizeof(print));
-	e->bytes = code_bytes(&e->code);
-	e->hnext = c->buckets[b];
-	c->buckets[b] = e;
-	lru_push(c, e);
-	c->st.entries++;
-	c->st.bytes += e->bytes;
-	while (c->tail && c->tail != e &&
-	       (c->st.entries > c->max_entries || c->st.bytes > c->max_bytes)) {
-		entry_remove(c, c->tail);
-		c->st.evictions++;
-	}
+	entry_insert(c, e, b);
+	if (ret)
+		goto fail;
+	*budget = *budget > e->bytes ? *budget - e->bytes : 0;
 	return &e->code;
 fail:
 	c->st.errors++;

@@ -23,7 +23,9 @@
 
 #define PY_CODE_RECHECK_NS	(1000ULL * 1000 * 1000)
 #define PY_NAME_MAX		1024	/* characters kept of a name or file name */
-#define PY_LINETABLE_MAX	(1u << 20)
+#define PY_LINETABLE_MAX	(64u << 10)	/* bytes of a line table read */
+/* Bytes one sample may read from its process (python_merge_stack()). */
+#define PY_READ_BUDGET		(1u << 20)
 
 /* Runtime addresses of the type objects in one process (0: not checked). */
 struct py_types {
@@ -55,15 +57,19 @@ void py_code_cache_free(struct py_code_cache *c);
  * py_code_get - the code object at @addr in process @pid (whose
  * interpreter has layout @off and types @types), from the cache or read
  * now. @gen distinguishes successive processes with the same pid.
- * @now_ns is CLOCK_MONOTONIC. The result is owned by the cache and valid
- * until the next call. Returns NULL and sets *@err: -ESRCH/-EFAULT (not
- * readable), -EINVAL (not a code object, or a malformed one), -ENOMEM.
+ * @now_ns is CLOCK_MONOTONIC. *@budget is the bytes the caller may still
+ * read from the process; reads are charged to it. Failures are cached like
+ * successes (for PY_CODE_RECHECK_NS), so a bad address is not read again
+ * each sample. The result is owned by the cache and valid until the next
+ * call. Returns NULL and sets *@err: -ESRCH/-EFAULT (not readable),
+ * -EINVAL (not a code object, or a malformed one), -EAGAIN (budget spent:
+ * not read), -ENOMEM.
  */
 const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 				  uint64_t gen, uint64_t addr,
 				  const struct py_offsets *off,
 				  const struct py_types *types, uint64_t now_ns,
-				  int *err);
+				  size_t *budget, int *err);
 
 struct py_code_stats {
 	uint64_t entries, bytes;	/* now */

@@ -171,7 +171,7 @@ static struct detected *detect(struct python *py, pid_t pid,
 	d->dev_minor = m->dev_minor;
 	d->inode = m->inode;
 	d->result = py_detect_fd(fd, &d->bin);
-	if (d->result == 1)
+	if (d->result == 1 || d->result == -ENOTSUP)
 		read_loads(fd, d);
 	close(fd);
 	d->next = py->det[b];
@@ -275,15 +275,9 @@ void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 		if (!m->inode || m->special || !m->executable)
 			continue;
 		d = detect(py, pid, m);
-		if (d && d->result == 1) {
+		if (d && (d->result == 1 || d->result == -ENOTSUP)) {
 			found = m;
 			break;
-		}
-		if (d && d->result == -ENOTSUP) {
-			STAT_ADD(py, unsupported, 1);
-			if (py->verbose)
-				fprintf(stderr, "profd: pid %d: CPython of unknown version "
-					"in %s: native frames only\n", (int)pid, m->path);
 		}
 	}
 	pp = proc_slot(py, pid);
@@ -295,16 +289,6 @@ void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 	if (p && p->inode == found->inode && p->dev_major == found->dev_major &&
 	    p->dev_minor == found->dev_minor && p->bias == bias)
 		return;	/* same interpreter as before */
-	if (!py_offsets_find(d->bin.major, d->bin.minor)) {
-		if (!p || p->inode != found->inode)
-			STAT_ADD(py, unsupported, 1);
-		if (py->verbose)
-			fprintf(stderr, "profd: pid %d: CPython %u.%u is not supported "
-				"(3.9 - 3.13): native frames only\n", (int)pid,
-				d->bin.major, d->bin.minor);
-		proc_remove(py, pid);
-		return;
-	}
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		if (!p)
@@ -314,12 +298,24 @@ void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 		*pp = p;
 		STAT_ADD(py, processes, 1);
 	}
-	p->gen = ++py->next_gen;
+	p->off = d->result == 1 ? py_offsets_find(d->bin.major, d->bin.minor) : NULL;
 	p->bias = bias;
 	p->dev_major = found->dev_major;
 	p->dev_minor = found->dev_minor;
 	p->inode = found->inode;
-	p->off = py_offsets_find(d->bin.major, d->bin.minor);
+	if (!p->off) {
+		/* counted once per process and interpreter */
+		STAT_ADD(py, unsupported, 1);
+		if (py->verbose)
+			fprintf(stderr, "profd: pid %d: CPython %u.%u in %s is not "
+				"supported (3.9 - 3.13): native frames only\n",
+				(int)pid, d->bin.major, d->bin.minor, found->path);
+		if (py->procs_fd >= 0)
+			bpf_map_delete_elem(py->procs_fd, &key);
+		return;
+	}
+	p->gen = ++py->next_gen;
+	p->bias = bias;
 	p->types.code = d->bin.code_type ? d->bin.code_type + bias : 0;
 	p->types.unicode = d->bin.unicode_type ? d->bin.unicode_type + bias : 0;
 	p->types.bytes = d->bin.bytes_type ? d->bin.bytes_type + bias : 0;
@@ -354,7 +350,8 @@ static bool in_eval(const struct pyproc *p, uint64_t pc)
  * own tracebacks do).
  */
 static uint32_t frame_id(struct python *py, const struct pyproc *p,
-			 uint64_t code_addr, uint64_t instr, uint64_t now_ns)
+			 uint64_t code_addr, uint64_t instr, uint64_t now_ns,
+			 size_t *budget)
 {
 	const struct py_offsets *o = p->off;
 	const struct py_code *c;
@@ -362,13 +359,12 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 	int err = 0, line;
 
 	c = py_code_get(py->codes, p->pid, p->gen, code_addr, o, &p->types,
-			now_ns, &err);
+			now_ns, budget, &err);
 	if (!c) {
 		if (py->verbose > 2)
 			fprintf(stderr, "profd: pid %d: code object at %#llx: %s\n",
 				(int)p->pid, (unsigned long long)code_addr,
 				strerror(-err));
-		STAT_ADD(py, code_errors, 1);
 		return PY_FRAME_BAD_CODE;
 	}
 	switch (o->lasti_kind) {
@@ -408,14 +404,15 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	uint32_t evals[PROFD_MAX_USER_FRAMES], nev = 0;
 	int32_t pair[PROFD_MAX_USER_FRAMES];	/* native index -> group, -1 */
 	struct pyproc *p = *proc_slot(py, pid);
-	bool from_root, open = false;
+	bool from_root, open = false, bad_code = false;
 	uint32_t n = 0, k, first_pair_group = 0, last_pair_group = 0;
+	size_t budget = PY_READ_BUDGET;
 
 	if (nframes > PROFD_MAX_PYTHON_FRAMES)
 		nframes = PROFD_MAX_PYTHON_FRAMES;
 	if (nuser > PROFD_MAX_USER_FRAMES)
 		nuser = PROFD_MAX_USER_FRAMES;
-	if (!p || !(flags & PROFD_SAMPLE_PYTHON)) {
+	if (!p || !p->off || !(flags & PROFD_SAMPLE_PYTHON)) {
 		for (uint32_t i = 0; i < nuser && n < cap; i++)
 			out[n++] = user[i];
 		return n;
@@ -424,8 +421,9 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	for (uint32_t i = 0; i < nframes; i++) {
 		uint64_t w = frames[2 * i];
 		uint32_t id = frame_id(py, p, w & ~PROFD_PY_GROUP_END,
-				       frames[2 * i + 1], now_ns);
+				       frames[2 * i + 1], now_ns, &budget);
 
+		bad_code |= id == PY_FRAME_BAD_CODE;
 		if (id) {
 			if (!open) {
 				gstart[ng] = nids;
@@ -453,6 +451,8 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	}
 	if (open)
 		ng++;
+	if (bad_code)
+		STAT_ADD(py, code_errors, 1);
 
 	/* Pair groups with the native eval frames. */
 	for (uint32_t i = 0; i < nuser; i++) {
@@ -463,7 +463,8 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 		if (in_eval(p, exact ? ip : ip - 1))
 			evals[nev++] = i;
 	}
-	from_root = nev && !(flags & (PROFD_SAMPLE_USER_TRUNCATED |
+	from_root = nev && (flags & PROFD_SAMPLE_USER_COMPLETE) &&
+		    !(flags & (PROFD_SAMPLE_USER_TRUNCATED |
 				      PROFD_SAMPLE_USER_ERROR |
 				      PROFD_SAMPLE_PYTHON_ERROR |
 				      PROFD_SAMPLE_PYTHON_TRUNCATED));
