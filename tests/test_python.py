@@ -372,3 +372,59 @@ def test_unreadable_frame_is_counted(profd_bin, pprof, tmp_path):
     raw = "".join(comments(pprof, p) for p in paths)
     n = sum(int(m) for m in re.findall(r"partial\.python_frame_read_error=(\d+)", raw))
     assert n >= good, raw
+
+
+HANGING = r"""
+# The caller's code object pointer -> a userfaultfd region nobody serves:
+# reading it from another process (process_vm_readv) sleeps until the
+# fault is served, i.e. for ever. 3.11 layout: PyFrameObject.f_frame at
+# 24, _PyInterpreterFrame.f_code at 32.
+import ctypes, fcntl, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+fd = libc.syscall(323, os.O_CLOEXEC | os.O_NONBLOCK)
+assert fd >= 0, ctypes.get_errno()
+fcntl.ioctl(fd, 0xc018aa3f, bytearray(struct.pack("QQQ", 0xAA, 0, 0)))	# UFFDIO_API
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_int, ctypes.c_long]
+region = libc.mmap(None, 1 << 20, 3, 0x22, -1, 0)
+fcntl.ioctl(fd, 0xc020aa00, bytearray(struct.pack("QQQQ", region, 1 << 20, 1, 0)))
+def spin(n):
+    x = 0
+    for i in range(n): x = (x * 31 + i) % 1000003
+    return x
+def victim(caller):
+    ctypes.c_uint64.from_address(caller + 32).value = region + 0x1000
+    print("ready", flush=True)
+    while True:
+        spin(20000)
+def caller():
+    victim(ctypes.c_uint64.from_address(id(sys._getframe()) + 24).value)
+caller()
+"""
+
+
+def test_hanging_process_memory_does_not_stall_profd(profd_bin, pprof, tmp_path):
+    """A frame whose code object lies in a userfaultfd region nobody
+    serves: profd abandons the read (counted), keeps sampling every
+    interval, and exits on time."""
+    script = tmp_path / "hang.py"
+    script.write_text(HANGING)
+
+    def ready(w):
+        assert w.stdout.readline().strip() == "ready"
+    start_t = time.monotonic()
+    _, samples, paths = profile_process(profd_bin, pprof, tmp_path,
+                                        ["/usr/bin/python3.11", str(script)], seconds=4,
+                                        ready=ready, stdout=subprocess.PIPE, text=True)
+    assert time.monotonic() - start_t < 30
+    raw = "".join(comments(pprof, p) for p in paths)
+    n = sum(int(m) for m in re.findall(r"partial\.python_read_timeout=(\d+)", raw))
+    assert n >= 1, raw
+    names = [[f.split(" ")[0] for f in s["frames"]] for s in samples]
+    total = sum(s["value"] for s in samples)
+    good = sum(s["value"] for s, f in zip(samples, names)
+               if "victim" in f and "[python:" in " ".join(f))
+    assert total >= 100, total		# sampling went on: ~4 s at 99 Hz
+    assert good >= 0.8 * total, (good, total)

@@ -57,6 +57,7 @@ enum agent_counter {
 	AGENT_CNT_PYTHON_FRAMES_FULL,	/* Python frames not named: frame table full */
 	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */
 	AGENT_CNT_PYTHON_UPDATE_ERRORS,	/* python_procs updates that failed */
+	AGENT_CNT_PYTHON_READ_TIMEOUTS,	/* process memory reads abandoned (hung) */
 	AGENT_CNT_MAX,
 };
 
@@ -75,6 +76,7 @@ static const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_PYTHON_FRAMES_FULL] = COUNTER_PARTIAL,
 	[AGENT_CNT_PYTHON_UNSUPPORTED] = COUNTER_STAT,
 	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = COUNTER_PARTIAL,
+	[AGENT_CNT_PYTHON_READ_TIMEOUTS] = COUNTER_PARTIAL,
 };
 
 static const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -92,6 +94,7 @@ static const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_PYTHON_FRAMES_FULL] = "python_frames_full",
 	[AGENT_CNT_PYTHON_UNSUPPORTED] = "python_unsupported_version",
 	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = "python_update_error",
+	[AGENT_CNT_PYTHON_READ_TIMEOUTS] = "python_read_timeout",
 };
 
 struct agent {
@@ -280,6 +283,7 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_PYTHON_FRAMES_FULL] = pst.frames_full;
 	ag->counters[AGENT_CNT_PYTHON_UNSUPPORTED] = pst.unsupported;
 	ag->counters[AGENT_CNT_PYTHON_UPDATE_ERRORS] = pst.map_errors;
+	ag->counters[AGENT_CNT_PYTHON_READ_TIMEOUTS] = pst.read_timeouts;
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 

@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include "python/code.h"
+#include "python/remote.h"
 
 #define HDR_MAX 256
 
@@ -29,22 +30,9 @@ struct py_code_cache {
 	size_t nbuckets;
 	struct entry *head, *tail;
 	size_t max_entries, max_bytes;
+	struct remote_reader *remote;	/* reads that cannot hang us */
 	struct py_code_stats st;
 };
-
-int py_read_remote(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-	ssize_t n;
-
-	if (!addr)
-		return -EFAULT;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
-}
 
 static uint64_t get_u64(const uint8_t *b, uint16_t off)
 {
@@ -95,7 +83,7 @@ static size_t put_utf8(char *out, uint32_t cp)
  * PY_NAME_MAX characters). Only compact strings (all that code objects
  * hold) are read.
  */
-static int read_str(pid_t pid, uint64_t addr, const struct py_offsets *off,
+static int read_str(struct py_code_cache *c, pid_t pid, uint64_t addr, const struct py_offsets *off,
 		    const struct py_types *types, char **out)
 {
 	uint8_t hdr[128], data[PY_NAME_MAX * 4];
@@ -108,7 +96,7 @@ static int read_str(pid_t pid, uint64_t addr, const struct py_offsets *off,
 
 	if (hlen > sizeof(hdr) || (size_t)off->unicode_state + 4 > hlen)
 		return -EINVAL;
-	err = py_read_remote(pid, addr, hdr, hlen);
+	err = remote_read(c->remote, pid, addr, hdr, hlen);
 	if (err)
 		return err;
 	if (types->unicode && get_u64(hdr, off->ob_type) != types->unicode)
@@ -123,7 +111,7 @@ static int read_str(pid_t pid, uint64_t addr, const struct py_offsets *off,
 	data_addr = addr + ((state >> 6 & 1) ? off->unicode_ascii_data
 					     : off->unicode_compact_data);
 	if (length) {
-		err = py_read_remote(pid, data_addr, data, (size_t)length * kind);
+		err = remote_read(c->remote, pid, data_addr, data, (size_t)length * kind);
 		if (err)
 			return err;
 	}
@@ -152,7 +140,7 @@ static int read_str(pid_t pid, uint64_t addr, const struct py_offsets *off,
 	return 0;
 }
 
-static int read_bytes(pid_t pid, uint64_t addr, const struct py_offsets *off,
+static int read_bytes(struct py_code_cache *c, pid_t pid, uint64_t addr, const struct py_offsets *off,
 		      const struct py_types *types, uint8_t **out, size_t *len)
 {
 	uint8_t hdr[64];
@@ -162,7 +150,7 @@ static int read_bytes(pid_t pid, uint64_t addr, const struct py_offsets *off,
 
 	if (off->bytes_sval > sizeof(hdr) || off->ob_size + 8 > off->bytes_sval)
 		return -EINVAL;
-	err = py_read_remote(pid, addr, hdr, off->bytes_sval);
+	err = remote_read(c->remote, pid, addr, hdr, off->bytes_sval);
 	if (err)
 		return err;
 	if (types->bytes && get_u64(hdr, off->ob_type) != types->bytes)
@@ -173,7 +161,7 @@ static int read_bytes(pid_t pid, uint64_t addr, const struct py_offsets *off,
 	b = malloc(size ? size : 1);
 	if (!b)
 		return -ENOMEM;
-	err = size ? py_read_remote(pid, addr + off->bytes_sval, b, size) : 0;
+	err = size ? remote_read(c->remote, pid, addr + off->bytes_sval, b, size) : 0;
 	if (err) {
 		free(b);
 		return err;
@@ -235,8 +223,9 @@ static void code_clear(struct py_code *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int decode(pid_t pid, const uint8_t *hdr, const struct py_offsets *off,
-		  const struct py_types *types, struct py_code *c)
+static int decode(struct py_code_cache *cache, pid_t pid, const uint8_t *hdr,
+		  const struct py_offsets *off, const struct py_types *types,
+		  struct py_code *c)
 {
 	uint16_t name_off = off->code_qualname != PY_OFF_NONE ? off->code_qualname
 							      : off->code_name;
@@ -248,13 +237,13 @@ static int decode(pid_t pid, const uint8_t *hdr, const struct py_offsets *off,
 	c->first_line = get_i32(hdr, off->code_firstlineno);
 	if (off->code_firsttraceable != PY_OFF_NONE)
 		c->first_traceable = get_i32(hdr, off->code_firsttraceable);
-	err = read_str(pid, get_u64(hdr, name_off), off, types, &c->name);
+	err = read_str(cache, pid, get_u64(hdr, name_off), off, types, &c->name);
 	if (!err)
-		err = read_str(pid, get_u64(hdr, off->code_filename), off, types,
-			       &c->file);
+		err = read_str(cache, pid, get_u64(hdr, off->code_filename), off,
+			       types, &c->file);
 	if (!err)
-		err = read_bytes(pid, get_u64(hdr, off->code_linetable), off, types,
-				 &c->linetable, &c->linetable_len);
+		err = read_bytes(cache, pid, get_u64(hdr, off->code_linetable), off,
+				 types, &c->linetable, &c->linetable_len);
 	if (err)
 		code_clear(c);
 	return err;
@@ -270,7 +259,10 @@ struct py_code_cache *py_code_cache_new(size_t max_entries, size_t max_bytes)
 	while (c->nbuckets < max_entries)
 		c->nbuckets *= 2;
 	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
-	if (!c->buckets) {
+	c->remote = remote_reader_new();
+	if (!c->buckets || !c->remote) {
+		free(c->buckets);
+		remote_reader_free(c->remote);
 		free(c);
 		return NULL;
 	}
@@ -334,6 +326,7 @@ void py_code_cache_free(struct py_code_cache *c)
 	while (c->head)
 		entry_remove(c, c->head);
 	free(c->buckets);
+	remote_reader_free(c->remote);
 	free(c);
 }
 
@@ -395,11 +388,13 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		return NULL;
 	}
 	*budget -= hlen;
-	ret = py_read_remote(pid, addr, hdr, hlen);
+	ret = remote_read(c->remote, pid, addr, hdr, hlen);
 	if (!ret)
 		fingerprint(off, hdr, print);
-	if (e && !ret && !e->failed && !memcmp(print, e->print, sizeof(print))) {
-		/* same object still there (header unchanged) */
+	if (e && !e->failed && (ret == -ETIMEDOUT ||
+		  (!ret && !memcmp(print, e->print, sizeof(print))))) {
+		/* same object still there (or the process's memory hangs:
+		 * keep what was read before) */
 		c->st.rechecks++;
 		e->checked_ns = now_ns;
 		lru_unlink(c, e);
@@ -414,7 +409,7 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		goto fail;
 	}
 	if (!ret) {
-		ret = decode(pid, hdr, off, types, &e->code);
+		ret = decode(c, pid, hdr, off, types, &e->code);
 		c->st.reads++;
 	}
 	e->pid = pid;
@@ -437,4 +432,5 @@ fail:
 void py_code_cache_stats(const struct py_code_cache *c, struct py_code_stats *out)
 {
 	*out = c->st;
+	out->timeouts = remote_reader_timeouts(c->remote);
 }

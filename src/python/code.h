@@ -3,8 +3,8 @@
  * code.h - CPython code objects read out of a live process.
  *
  * Owns: reading a code object (name, qualified name, file name, first
- * line, line table) from another process's memory with
- * process_vm_readv, checking every object's type against the process's
+ * line, line table) from another process's memory (remote.h: reads that
+ * time out rather than hang), checking every object's type against the process's
  * PyCode_Type / PyUnicode_Type / PyBytes_Type and bounding every length
  * (the memory may be torn or hostile), and a bounded LRU cache of the
  * decoded objects keyed by (pid, generation, address). A cached object is
@@ -76,14 +76,9 @@ struct py_code_stats {
 	uint64_t reads;			/* code objects read from processes */
 	uint64_t hits, rechecks, evictions;
 	uint64_t errors;		/* reads that failed (any reason) */
+	uint64_t timeouts;		/* reads abandoned: the process's memory hung */
 };
 
 void py_code_cache_stats(const struct py_code_cache *c, struct py_code_stats *out);
-
-/*
- * py_read_remote - read @len bytes at @addr of process @pid. Returns 0,
- * or -errno (-EFAULT for a short read).
- */
-int py_read_remote(pid_t pid, uint64_t addr, void *buf, size_t len);
 
 #endif /* PROFD_PYTHON_CODE_H */

@@ -424,20 +424,27 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 				       frames[2 * i + 1], now_ns, &budget);
 
 		bad_code |= id == PY_FRAME_BAD_CODE;
+		/*
+		 * A frame not started yet (id 0) is not shown, but its group
+		 * stays, even empty: a frame is only linked once its eval
+		 * call ran its prologue, so that native frame exists.
+		 */
+		if (!open) {
+			gstart[ng] = nids;
+			glen[ng] = 0;
+			open = true;
+		}
 		if (id) {
-			if (!open) {
-				gstart[ng] = nids;
-				glen[ng] = 0;
-				open = true;
-			}
 			ids[nids++] = id;
 			glen[ng]++;
 		}
-		if ((w & PROFD_PY_GROUP_END) && open) {
+		if (w & PROFD_PY_GROUP_END) {
 			ng++;
 			open = false;
 		}
 	}
+	if (open && !glen[ng])
+		open = false;	/* a trailing group of unstarted frames only */
 	if (flags & (PROFD_SAMPLE_PYTHON_ERROR | PROFD_SAMPLE_PYTHON_TRUNCATED)) {
 		/* the chain's root end is missing: say so where it would be */
 		if (!open) {
@@ -483,7 +490,7 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 		for (uint32_t j = 0; j < glen[g] && n < cap; j++)
 			out[n++] = PY_IP_FRAME | ids[gstart[g] + j];
 	for (uint32_t i = 0; i < nuser; i++) {
-		if (pair[i] < 0) {
+		if (pair[i] < 0 || !glen[pair[i]]) {
 			if (n < cap)
 				out[n++] = user[i] | (i == 0 ? PROFD_IP_EXACT : 0);
 			continue;
@@ -512,5 +519,6 @@ void python_stats(struct python *py, struct python_stats *out)
 	out->map_errors = __atomic_load_n(&py->st.map_errors, __ATOMIC_RELAXED);
 	py_code_cache_stats(py->codes, &cs);	/* racy sizes: fine for stats */
 	out->code_reads = cs.reads;
+	out->read_timeouts = cs.timeouts;
 	py_frames_stats(py->frames, &out->frames, &out->frames_full);
 }

@@ -31,7 +31,8 @@ struct python_stats {
 	uint64_t processes;		/* CPython processes known now */
 	uint64_t unsupported;		/* interpreters of an unsupported version seen */
 	uint64_t code_reads;		/* code objects read from processes */
-	uint64_t code_errors;		/* frames whose code object was unreadable */
+	uint64_t code_errors;		/* samples with a code object unreadable */
+	uint64_t read_timeouts;		/* process memory reads that hung (abandoned) */
 	uint64_t frames;		/* distinct Python frames interned */
 	uint64_t frames_full;		/* frames refused: table full */
 	uint64_t map_errors;		/* python_procs updates that failed */
