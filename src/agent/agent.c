@@ -58,6 +58,7 @@ enum agent_counter {
 	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */
 	AGENT_CNT_PYTHON_UPDATE_ERRORS,	/* python_procs updates that failed */
 	AGENT_CNT_PYTHON_READ_TIMEOUTS,	/* process memory reads abandoned (hung) */
+	AGENT_CNT_PYTHON_FRAME_TABLES,	/* Python frame tables started afresh */
 	AGENT_CNT_MAX,
 };
 
@@ -77,6 +78,7 @@ static const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_PYTHON_UNSUPPORTED] = COUNTER_STAT,
 	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = COUNTER_PARTIAL,
 	[AGENT_CNT_PYTHON_READ_TIMEOUTS] = COUNTER_PARTIAL,
+	[AGENT_CNT_PYTHON_FRAME_TABLES] = COUNTER_STAT,
 };
 
 static const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -95,6 +97,7 @@ static const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_PYTHON_UNSUPPORTED] = "python_unsupported_version",
 	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = "python_update_error",
 	[AGENT_CNT_PYTHON_READ_TIMEOUTS] = "python_read_timeout",
+	[AGENT_CNT_PYTHON_FRAME_TABLES] = "python_frame_table_rotations",
 };
 
 struct agent {
@@ -110,8 +113,10 @@ struct agent {
 	char kernel_build_id[128];
 	struct flamegraph *flame;
 
-	pthread_mutex_t agg_lock;	/* guards cur, counters, procs_stats */
+	pthread_mutex_t agg_lock;	/* guards cur, interval, counters, procs_stats */
 	struct aggregate *cur;
+	uint64_t interval;		/* bumped at each swap of cur */
+	uint64_t py_interval;		/* interval the frame table was last checked for */
 	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
 	struct process_table_stats procs_stats;
 	struct unwind_loader_stats unwind_stats;
@@ -168,8 +173,18 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	snap = p ? p->snap : NULL;
 	comm = p && p->comm[0] ? p->comm : s->comm;
 	nuser = s->user_len;
+
+	pthread_mutex_lock(&ag->agg_lock);
 	if (ag->py && (s->flags & PROFD_SAMPLE_PYTHON)) {
-		/* Python frames take the place of the eval loop's frames */
+		/*
+		 * Python frames take the place of the eval loop's frames. Under
+		 * agg_lock, so every stack of an interval names its frames in
+		 * the frame table generation of that interval.
+		 */
+		if (ag->py_interval != ag->interval) {
+			python_new_interval(ag->py);
+			ag->py_interval = ag->interval;
+		}
 		memcpy(ag->merged, ips, s->kernel_len * sizeof(*ips));
 		nuser = python_merge_stack(ag->py, s->pid, s->flags,
 					   ips + s->kernel_len, s->user_len,
@@ -179,8 +194,6 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 					   MERGED_USER_MAX, now);
 		ips = ag->merged;
 	}
-
-	pthread_mutex_lock(&ag->agg_lock);
 	/* only flags the profile shows are part of a stack's identity */
 	if (aggregate_add(ag->cur, s->pid, s->tid, comm, s->comm, snap,
 			  s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
@@ -284,6 +297,7 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_PYTHON_UNSUPPORTED] = pst.unsupported;
 	ag->counters[AGENT_CNT_PYTHON_UPDATE_ERRORS] = pst.map_errors;
 	ag->counters[AGENT_CNT_PYTHON_READ_TIMEOUTS] = pst.read_timeouts;
+	ag->counters[AGENT_CNT_PYTHON_FRAME_TABLES] = pst.frame_rotations;
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 
@@ -481,6 +495,7 @@ static void flush(struct agent *ag)
 	pthread_mutex_lock(&ag->agg_lock);
 	a = ag->cur;
 	ag->cur = fresh;
+	ag->interval++;
 	memcpy(agent_now, ag->counters, sizeof(agent_now));
 	processes = ag->procs_stats.processes;
 	us = ag->unwind_stats;

@@ -138,7 +138,7 @@ static uint32_t user_location(struct build *b, struct proc_snapshot *snap,
 	return profile_location_id(b->p, mapping_id, ip, fn, 0);
 }
 
-static uint32_t python_location(struct build *b, uint32_t id)
+static uint32_t python_location(struct build *b, uint64_t token)
 {
 	struct py_frame f;
 	uint32_t fn = 0;
@@ -148,7 +148,7 @@ static uint32_t python_location(struct build *b, uint32_t id)
 							PYTHON_MAPPING_NAME, "");
 	if (!b->python_mapping)
 		return 0;
-	if (b->o->py && !python_frame(b->o->py, id, &f))
+	if (b->o->py && !python_frame(b->o->py, token, &f))
 		fn = profile_function_id(b->p, f.function, f.function, f.file);
 	else
 		f.line = 0;
@@ -173,7 +173,7 @@ static int add_stack(struct build *b, const struct agg_stack *s)
 		b->locs[n++] = kernel_location(b, s->ips[i], i == 0);
 	for (uint32_t i = s->nkernel; i < nips && n < MAX_STACK_LOCATIONS - 1; i++) {
 		if (s->ips[i] & PY_IP_FRAME) {
-			b->locs[n++] = python_location(b, (uint32_t)s->ips[i]);
+			b->locs[n++] = python_location(b, s->ips[i]);
 			continue;
 		}
 		b->locs[n++] = user_location(b, s->snap,

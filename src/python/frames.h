@@ -17,7 +17,11 @@
 
 /* Tag of a user "IP" that is a Python frame id, not an address. */
 #define PY_IP_FRAME	(1ULL << 62)
+/* With PY_IP_FRAME: the id is of the second table generation (python.c). */
+#define PY_IP_GEN	(1ULL << 61)
+#ifndef PY_FRAMES_MAX	/* a build may set it lower, to test the rotation */
 #define PY_FRAMES_MAX	(1u << 18)
+#endif
 
 /* Ids of the fixed frames every table has. */
 enum py_fixed_frame {

@@ -57,7 +57,10 @@ struct python {
 	struct pyproc *procs[1024];
 	uint64_t next_gen;
 	struct py_code_cache *codes;
-	struct py_frames *frames;
+	/* two generations of interned frames: ids carry PY_IP_GEN for [1] */
+	struct py_frames *frames[2];
+	int cur;			/* the generation new frames go to */
+	uint64_t full_before;		/* frames_full of retired generations */
 	struct python_stats st;		/* atomics: read by python_stats() */
 };
 
@@ -73,8 +76,9 @@ struct python *python_new(int procs_fd, int verbose)
 	py->procs_fd = procs_fd;
 	py->verbose = verbose;
 	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES, CODE_CACHE_BYTES);
-	py->frames = py_frames_new();
-	if (!py->codes || !py->frames) {
+	py->frames[0] = py_frames_new();
+	py->frames[1] = py_frames_new();
+	if (!py->codes || !py->frames[0] || !py->frames[1]) {
 		python_free(py);
 		return NULL;
 	}
@@ -109,7 +113,8 @@ void python_free(struct python *py)
 		}
 	}
 	py_code_cache_free(py->codes);
-	py_frames_free(py->frames);
+	py_frames_free(py->frames[0]);
+	py_frames_free(py->frames[1]);
 	free(py);
 }
 
@@ -388,7 +393,7 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 		line = py_linetable_line(o->linetable_format, c->linetable,
 					 c->linetable_len, c->first_line,
 					 (uint32_t)units * 2);
-	return py_frames_intern(py->frames, c->name, c->file, line > 0 ? line : 0,
+	return py_frames_intern(py->frames[py->cur], c->name, c->file, line > 0 ? line : 0,
 				c->first_line);
 }
 
@@ -404,6 +409,7 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	uint32_t evals[PROFD_MAX_USER_FRAMES], nev = 0;
 	int32_t pair[PROFD_MAX_USER_FRAMES];	/* native index -> group, -1 */
 	struct pyproc *p = *proc_slot(py, pid);
+	uint64_t tag = PY_IP_FRAME | (py->cur ? PY_IP_GEN : 0);
 	bool from_root, open = false, bad_code = false;
 	uint32_t n = 0, k, first_pair_group = 0, last_pair_group = 0;
 	size_t budget = PY_READ_BUDGET;
@@ -488,7 +494,7 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	last_pair_group = from_root ? ng : k;
 	for (uint32_t g = 0; g < first_pair_group; g++)
 		for (uint32_t j = 0; j < glen[g] && n < cap; j++)
-			out[n++] = PY_IP_FRAME | ids[gstart[g] + j];
+			out[n++] = tag | ids[gstart[g] + j];
 	for (uint32_t i = 0; i < nuser; i++) {
 		if (pair[i] < 0 || !glen[pair[i]]) {
 			if (n < cap)
@@ -496,17 +502,38 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 			continue;
 		}
 		for (uint32_t j = 0; j < glen[pair[i]] && n < cap; j++)
-			out[n++] = PY_IP_FRAME | ids[gstart[pair[i]] + j];
+			out[n++] = tag | ids[gstart[pair[i]] + j];
 	}
 	for (uint32_t g = last_pair_group; g < ng; g++)
 		for (uint32_t j = 0; j < glen[g] && n < cap; j++)
-			out[n++] = PY_IP_FRAME | ids[gstart[g] + j];
+			out[n++] = tag | ids[gstart[g] + j];
 	return n;
 }
 
-int python_frame(struct python *py, uint32_t id, struct py_frame *out)
+int python_frame(struct python *py, uint64_t token, struct py_frame *out)
 {
-	return py_frames_get(py->frames, id, out);
+	return py_frames_get(py->frames[(token & PY_IP_GEN) ? 1 : 0],
+			    (uint32_t)token, out);
+}
+
+void python_new_interval(struct python *py)
+{
+	uint64_t n, full;
+	struct py_frames *fresh;
+
+	py_frames_stats(py->frames[py->cur], &n, &full);
+	if (n < PY_FRAMES_MAX / 2)
+		return;
+	fresh = py_frames_new();
+	if (!fresh)
+		return;
+	/* the other generation was last used two or more intervals ago */
+	py_frames_stats(py->frames[!py->cur], &n, &full);
+	__atomic_add_fetch(&py->full_before, full, __ATOMIC_RELAXED);
+	py_frames_free(py->frames[!py->cur]);
+	py->frames[!py->cur] = fresh;
+	py->cur = !py->cur;
+	STAT_ADD(py, frame_rotations, 1);
 }
 
 void python_stats(struct python *py, struct python_stats *out)
@@ -520,5 +547,7 @@ void python_stats(struct python *py, struct python_stats *out)
 	py_code_cache_stats(py->codes, &cs);	/* racy sizes: fine for stats */
 	out->code_reads = cs.reads;
 	out->read_timeouts = cs.timeouts;
-	py_frames_stats(py->frames, &out->frames, &out->frames_full);
+	py_frames_stats(py->frames[py->cur], &out->frames, &out->frames_full);
+	out->frames_full += __atomic_load_n(&py->full_before, __ATOMIC_RELAXED);
+	out->frame_rotations = __atomic_load_n(&py->st.frame_rotations, __ATOMIC_RELAXED);
 }

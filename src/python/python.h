@@ -33,8 +33,9 @@ struct python_stats {
 	uint64_t code_reads;		/* code objects read from processes */
 	uint64_t code_errors;		/* samples with a code object unreadable */
 	uint64_t read_timeouts;		/* process memory reads that hung (abandoned) */
-	uint64_t frames;		/* distinct Python frames interned */
+	uint64_t frames;		/* distinct Python frames interned (this generation) */
 	uint64_t frames_full;		/* frames refused: table full */
+	uint64_t frame_rotations;	/* frame tables started afresh */
 	uint64_t map_errors;		/* python_procs updates that failed */
 };
 
@@ -73,8 +74,22 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 			    const uint64_t *frames, uint32_t nframes,
 			    uint64_t *out, uint32_t cap, uint64_t now_ns);
 
-/* python_frame - frame @id (from PY_IP_FRAME | id). 0 or -ENOENT. */
-int python_frame(struct python *py, uint32_t id, struct py_frame *out);
+/*
+ * python_frame - the frame a Python "IP" stands for (@token: PY_IP_FRAME,
+ * maybe PY_IP_GEN, and the id in the low 32 bits). Any thread. Returns 0,
+ * or -ENOENT for an unknown id.
+ */
+int python_frame(struct python *py, uint64_t token, struct py_frame *out);
+
+/*
+ * python_new_interval - a new aggregation interval starts: if the frame
+ * table is half full, new frames go to a fresh table from now on (the
+ * other generation, whose ids only the interval before last used). So
+ * the table never fills for good in a long run. Call on the reader
+ * thread, before the interval's first python_merge_stack(), and only
+ * once the profile of the interval before last has been built.
+ */
+void python_new_interval(struct python *py);
 
 /* python_stats - counters and sizes (any thread). */
 void python_stats(struct python *py, struct python_stats *out);
