@@ -199,18 +199,26 @@ int py_frame_step(struct profd_unwind_state *st)
 	idx = (__u32)st->sample.kernel_len + st->sample.user_len;
 	if (st->py.frame_model == PROFD_PY_FRAMES_CSTACK_SHIM &&
 	    py_buf_u8(st, st->py.frame_owner) == st->py.owner_cstack) {
-		/* the eval call below ran the frames above */
-		if (n) {
-			idx += 2 * (n - 1);
-			barrier_var(idx);
-			st->ips[idx & (PROFD_SCRATCH_IPS - 1)] |= PROFD_PY_GROUP_END;
+		/*
+		 * The eval call of this shim ran the frames above. If it ran
+		 * none that are still linked (it is returning: its frame was
+		 * unlinked before being cleared), say so with an empty group,
+		 * a placeholder frame whose code is 0.
+		 */
+		__u32 last = idx + 2 * (n ? n - 1 : 0);
+
+		barrier_var(last);
+		if (n && !(st->ips[last & (PROFD_SCRATCH_IPS - 1)] & PROFD_PY_GROUP_END)) {
+			st->ips[last & (PROFD_SCRATCH_IPS - 1)] |= PROFD_PY_GROUP_END;
+			return PY_STEP_NEXT;
 		}
-		return PY_STEP_NEXT;
-	}
-	if (st->py.frame_model == PROFD_PY_FRAMES_OBJECTS ||
-	    (st->py.frame_model == PROFD_PY_FRAMES_IS_ENTRY &&
-	     py_buf_u8(st, st->py.frame_is_entry)))
+		code = PROFD_PY_GROUP_END;
+		instr = 0;
+	} else if (st->py.frame_model == PROFD_PY_FRAMES_OBJECTS ||
+		   (st->py.frame_model == PROFD_PY_FRAMES_IS_ENTRY &&
+		    py_buf_u8(st, st->py.frame_is_entry))) {
 		code |= PROFD_PY_GROUP_END;
+	}
 	idx += 2 * n;
 	put_ip(st, idx, code);
 	put_ip(st, idx + 1, instr);

@@ -12,7 +12,9 @@
  * user IPs, sample.python_len frames of two __u64 each:
  *
  *   [0] code object address | PROFD_PY_GROUP_END if this is the last
- *       (outermost) frame run by its _PyEval_EvalFrameDefault call
+ *       (outermost) frame run by its _PyEval_EvalFrameDefault call; a
+ *       code address of 0 is a placeholder: an eval call (3.12+) whose
+ *       frames are no longer linked (it is returning), an empty group
  *   [1] the frame's raw position field (8 bytes read at frame_instr:
  *       f_lasti in the low 32 bits for 3.9/3.10, a pointer for 3.11+)
  *

@@ -363,6 +363,8 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 	int64_t units;
 	int err = 0, line;
 
+	if (!code_addr)
+		return 0;	/* placeholder of an empty group (unwind_python.h) */
 	c = py_code_get(py->codes, p->pid, p->gen, code_addr, o, &p->types,
 			now_ns, budget, &err);
 	if (!c) {
