@@ -150,8 +150,12 @@ void remote_reader_free(struct remote_reader *r)
 		free(r);
 }
 
+/* @pid hung a read that has not returned yet, or did so recently. */
 static bool pid_stuck(struct remote_reader *r, pid_t pid, uint64_t now)
 {
+	for (int i = 0; i < REMOTE_MAX_WORKERS; i++)
+		if (r->w[i].stuck && r->w[i].job && r->w[i].job->pid == pid)
+			return true;
 	for (int i = 0; i < STUCK_PIDS; i++)
 		if (r->stuck[i].pid == pid && now < r->stuck[i].until_ns)
 			return true;

@@ -7,9 +7,10 @@
  * nobody serves, a hung FUSE or NFS file) can sleep in the kernel for
  * ever; the caller waits at most REMOTE_READ_TIMEOUT_NS, then abandons the
  * worker (it rejoins when its read returns) and marks the process as
- * stuck for REMOTE_STUCK_PID_NS, so its further reads fail at once. At
- * most REMOTE_MAX_WORKERS threads exist; with all of them stuck, every
- * read fails with -ETIMEDOUT.
+ * stuck until that read returns and REMOTE_STUCK_PID_NS after, so its
+ * further reads fail at once and one process holds at most one worker.
+ * At most REMOTE_MAX_WORKERS threads exist; with all of them stuck (as
+ * many hung processes), every read fails with -EAGAIN.
  *
  * Threads: one caller at a time (the reader thread).
  */
@@ -22,7 +23,7 @@
 
 #define REMOTE_READ_TIMEOUT_NS	(500ULL * 1000 * 1000)
 #define REMOTE_STUCK_PID_NS	(10ULL * 1000 * 1000 * 1000)
-#define REMOTE_MAX_WORKERS	4
+#define REMOTE_MAX_WORKERS	16
 #define REMOTE_READ_MAX		(1u << 20)	/* bytes per read */
 
 struct remote_reader;
