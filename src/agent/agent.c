@@ -173,17 +173,23 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	snap = p ? p->snap : NULL;
 	comm = p && p->comm[0] ? p->comm : s->comm;
 	nuser = s->user_len;
-
-	pthread_mutex_lock(&ag->agg_lock);
-	if (ag->py && (s->flags & PROFD_SAMPLE_PYTHON)) {
+	if (!ag->py || !(s->flags & PROFD_SAMPLE_PYTHON)) {
+		pthread_mutex_lock(&ag->agg_lock);
+		goto add;
+	}
+	for (;;) {
 		/*
-		 * Python frames take the place of the eval loop's frames. Under
-		 * agg_lock, so every stack of an interval names its frames in
-		 * the frame table generation of that interval.
+		 * Python frames take the place of the eval loop's frames. The
+		 * merge reads process memory, so it runs outside agg_lock; a
+		 * stack must name its frames in its interval's generation of
+		 * the frame table, so it is merged again if the interval
+		 * changed meanwhile (rare: the frames are cached by then).
 		 */
-		if (ag->py_interval != ag->interval) {
+		uint64_t interval = __atomic_load_n(&ag->interval, __ATOMIC_ACQUIRE);
+
+		if (ag->py_interval != interval) {
 			python_new_interval(ag->py);
-			ag->py_interval = ag->interval;
+			ag->py_interval = interval;
 		}
 		memcpy(ag->merged, ips, s->kernel_len * sizeof(*ips));
 		nuser = python_merge_stack(ag->py, s->pid, s->flags,
@@ -192,8 +198,13 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 					   s->python_len,
 					   ag->merged + s->kernel_len,
 					   MERGED_USER_MAX, now);
-		ips = ag->merged;
+		pthread_mutex_lock(&ag->agg_lock);
+		if (ag->interval == interval)
+			break;
+		pthread_mutex_unlock(&ag->agg_lock);
 	}
+	ips = ag->merged;
+add:
 	/* only flags the profile shows are part of a stack's identity */
 	if (aggregate_add(ag->cur, s->pid, s->tid, comm, s->comm, snap,
 			  s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
@@ -495,7 +506,7 @@ static void flush(struct agent *ag)
 	pthread_mutex_lock(&ag->agg_lock);
 	a = ag->cur;
 	ag->cur = fresh;
-	ag->interval++;
+	__atomic_add_fetch(&ag->interval, 1, __ATOMIC_RELEASE);
 	memcpy(agent_now, ag->counters, sizeof(agent_now));
 	processes = ag->procs_stats.processes;
 	us = ag->unwind_stats;

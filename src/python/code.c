@@ -156,8 +156,10 @@ static int read_bytes(struct py_code_cache *c, pid_t pid, uint64_t addr, const s
 	if (types->bytes && get_u64(hdr, off->ob_type) != types->bytes)
 		return -EINVAL;
 	memcpy(&size, hdr + off->ob_size, sizeof(size));
-	if (size < 0 || size > PY_LINETABLE_MAX)
+	if (size < 0 || size > (1LL << 40))
 		return -EINVAL;
+	if (size > PY_LINETABLE_MAX)
+		size = PY_LINETABLE_MAX;	/* lines past the cut read as unknown */
 	b = malloc(size ? size : 1);
 	if (!b)
 		return -ENOMEM;
@@ -384,6 +386,8 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		return &e->code;
 	}
 	if (*budget < hlen) {
+		if (e && !e->failed)
+			return &e->code;	/* recheck later */
 		*err = -EAGAIN;	/* this sample read enough already */
 		return NULL;
 	}
@@ -391,7 +395,7 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 	ret = remote_read(c->remote, pid, addr, hdr, hlen);
 	if (!ret)
 		fingerprint(off, hdr, print);
-	if (e && !e->failed && (ret == -ETIMEDOUT ||
+	if (e && !e->failed && (ret == -ETIMEDOUT || ret == -EAGAIN ||
 		  (!ret && !memcmp(print, e->print, sizeof(print))))) {
 		/* same object still there (or the process's memory hangs:
 		 * keep what was read before) */

@@ -23,7 +23,7 @@
 
 #define PY_CODE_RECHECK_NS	(1000ULL * 1000 * 1000)
 #define PY_NAME_MAX		1024	/* characters kept of a name or file name */
-#define PY_LINETABLE_MAX	(64u << 10)	/* bytes of a line table read */
+#define PY_LINETABLE_MAX	(64u << 10)	/* bytes of a line table read (the rest: line unknown) */
 /* Bytes one sample may read from its process (python_merge_stack()). */
 #define PY_READ_BUDGET		(1u << 20)
 

@@ -22,6 +22,7 @@ struct py_frames {
 	uint32_t n, cap;
 	uint32_t *slots;	/* open addressing: ids, 0 = empty */
 	uint32_t nslots;
+	uint64_t bytes;		/* of the strings */
 	uint64_t full;
 };
 
@@ -68,7 +69,8 @@ static uint32_t add(struct py_frames *t, const char *fn, const char *file,
 	struct entry *e;
 	uint32_t j;
 
-	if (t->n >= PY_FRAMES_MAX)
+	if (t->n >= PY_FRAMES_MAX ||
+	    t->bytes + strlen(fn) + strlen(file) + 2 > PY_FRAMES_MAX_BYTES)
 		return 0;
 	if ((t->n + 1) * 2 > t->nslots && grow_slots(t))
 		return 0;
@@ -89,6 +91,7 @@ static uint32_t add(struct py_frames *t, const char *fn, const char *file,
 		free((char *)e->f.file);
 		return 0;
 	}
+	t->bytes += strlen(fn) + strlen(file) + 2;
 	e->f.line = line;
 	e->f.first_line = first;
 	e->hash = h;
@@ -188,4 +191,14 @@ void py_frames_stats(struct py_frames *t, uint64_t *frames, uint64_t *full)
 	*frames = t->n - PY_FRAME_FIRST_FREE;
 	*full = t->full;
 	pthread_mutex_unlock(&t->lock);
+}
+
+bool py_frames_half_full(struct py_frames *t)
+{
+	bool half;
+
+	pthread_mutex_lock(&t->lock);
+	half = t->n >= PY_FRAMES_MAX / 2 || t->bytes >= PY_FRAMES_MAX_BYTES / 2;
+	pthread_mutex_unlock(&t->lock);
+	return half;
 }

@@ -13,6 +13,7 @@
 #ifndef PROFD_PYTHON_FRAMES_H
 #define PROFD_PYTHON_FRAMES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Tag of a user "IP" that is a Python frame id, not an address. */
@@ -22,6 +23,7 @@
 #ifndef PY_FRAMES_MAX	/* a build may set it lower, to test the rotation */
 #define PY_FRAMES_MAX	(1u << 18)
 #endif
+#define PY_FRAMES_MAX_BYTES	(64ULL << 20)	/* of names per table */
 
 /* Ids of the fixed frames every table has. */
 enum py_fixed_frame {
@@ -63,5 +65,8 @@ int py_frames_get(struct py_frames *t, uint32_t id, struct py_frame *out);
 
 /* py_frames_stats - frames interned, and interns refused (table full). */
 void py_frames_stats(struct py_frames *t, uint64_t *frames, uint64_t *full);
+
+/* py_frames_half_full - the table holds half of its count or byte bound. */
+bool py_frames_half_full(struct py_frames *t);
 
 #endif /* PROFD_PYTHON_FRAMES_H */

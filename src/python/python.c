@@ -523,8 +523,7 @@ void python_new_interval(struct python *py)
 	uint64_t n, full;
 	struct py_frames *fresh;
 
-	py_frames_stats(py->frames[py->cur], &n, &full);
-	if (n < PY_FRAMES_MAX / 2)
+	if (!py_frames_half_full(py->frames[py->cur]))
 		return;
 	fresh = py_frames_new();
 	if (!fresh)

@@ -20,6 +20,7 @@ struct job {
 	uint64_t addr;
 	size_t len;
 	int ret;
+	uint64_t ns;	/* how long the read took */
 	bool taken;	/* a worker is reading it */
 	bool done;
 	uint8_t data[];
@@ -41,6 +42,8 @@ struct remote_reader {
 	struct worker w[REMOTE_MAX_WORKERS];
 	struct { pid_t pid; uint64_t until_ns; } stuck[STUCK_PIDS];
 	uint32_t next_stuck;
+	/* read time per process in the current window (slow, not hung, memory) */
+	struct { pid_t pid; uint64_t window_ns, spent_ns; } spent[STUCK_PIDS];
 	uint64_t timeouts;
 };
 
@@ -71,6 +74,7 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
 		struct job *j;
+		uint64_t t0;
 		int ret;
 
 		/* a job nobody took yet (w->job stays set until the caller
@@ -82,7 +86,9 @@ static void *worker_main(void *arg)
 		j = w->job;
 		j->taken = true;
 		pthread_mutex_unlock(&r->lock);
+		t0 = mono_ns();
 		ret = read_now(j->pid, j->addr, j->data, j->len);
+		t0 = mono_ns() - t0;
 		pthread_mutex_lock(&r->lock);
 		if (w->stuck) {
 			/* the caller gave up on this read: rejoin the pool */
@@ -92,6 +98,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		j->ret = ret;
+		j->ns = t0;
 		j->done = true;
 		pthread_cond_broadcast(&r->done);
 	}
@@ -162,6 +169,35 @@ static bool pid_stuck(struct remote_reader *r, pid_t pid, uint64_t now)
 	return false;
 }
 
+static void shun(struct remote_reader *r, pid_t pid, uint64_t now)
+{
+	r->stuck[r->next_stuck].pid = pid;
+	r->stuck[r->next_stuck].until_ns = now + REMOTE_STUCK_PID_NS;
+	r->next_stuck = (r->next_stuck + 1) % STUCK_PIDS;
+	__atomic_add_fetch(&r->timeouts, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Charge @ns of read time to @pid; a process whose reads took more than
+ * REMOTE_PID_BUDGET_NS in one REMOTE_PID_WINDOW_NS window is shunned.
+ */
+static void charge(struct remote_reader *r, pid_t pid, uint64_t now, uint64_t ns)
+{
+	uint32_t slot = (uint32_t)pid % STUCK_PIDS;
+
+	if (r->spent[slot].pid != pid ||
+	    now - r->spent[slot].window_ns > REMOTE_PID_WINDOW_NS) {
+		r->spent[slot].pid = pid;
+		r->spent[slot].window_ns = now;
+		r->spent[slot].spent_ns = 0;
+	}
+	r->spent[slot].spent_ns += ns;
+	if (r->spent[slot].spent_ns > REMOTE_PID_BUDGET_NS) {
+		r->spent[slot].spent_ns = 0;
+		shun(r, pid, now);
+	}
+}
+
 /* An idle worker, started on demand; NULL when all are stuck. */
 static struct worker *idle_worker(struct remote_reader *r)
 {
@@ -225,10 +261,7 @@ int remote_read(struct remote_reader *r, pid_t pid, uint64_t addr, void *buf,
 		    !j->done) {
 			/* abandon the worker with its job; shun the process */
 			w->stuck = true;
-			r->stuck[r->next_stuck].pid = pid;
-			r->stuck[r->next_stuck].until_ns = now + REMOTE_STUCK_PID_NS;
-			r->next_stuck = (r->next_stuck + 1) % STUCK_PIDS;
-			__atomic_add_fetch(&r->timeouts, 1, __ATOMIC_RELAXED);
+			shun(r, pid, now);
 			pthread_mutex_unlock(&r->lock);
 			return -ETIMEDOUT;
 		}
@@ -237,6 +270,7 @@ int remote_read(struct remote_reader *r, pid_t pid, uint64_t addr, void *buf,
 	if (!ret)
 		memcpy(buf, j->data, len);
 	w->job = NULL;
+	charge(r, pid, now, j->ns);
 out:
 	pthread_mutex_unlock(&r->lock);
 	free(j);

@@ -9,6 +9,9 @@
  * worker (it rejoins when its read returns) and marks the process as
  * stuck until that read returns and REMOTE_STUCK_PID_NS after, so its
  * further reads fail at once and one process holds at most one worker.
+ * Memory that is slow rather than hung is caught by a budget: a process
+ * whose reads took over REMOTE_PID_BUDGET_NS in a REMOTE_PID_WINDOW_NS
+ * window is shunned the same way (both counted as timeouts).
  * At most REMOTE_MAX_WORKERS threads exist; with all of them stuck (as
  * many hung processes), every read fails with -EAGAIN.
  *
@@ -24,6 +27,9 @@
 #define REMOTE_READ_TIMEOUT_NS	(500ULL * 1000 * 1000)
 #define REMOTE_STUCK_PID_NS	(10ULL * 1000 * 1000 * 1000)
 #define REMOTE_MAX_WORKERS	16
+/* Slow memory: more read time than this per window shuns the process too. */
+#define REMOTE_PID_BUDGET_NS	(100ULL * 1000 * 1000)
+#define REMOTE_PID_WINDOW_NS	(1000ULL * 1000 * 1000)
 #define REMOTE_READ_MAX		(1u << 20)	/* bytes per read */
 
 struct remote_reader;
