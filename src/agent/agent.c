@@ -39,6 +39,12 @@
 /* User frames after merging: native + Python + an error frame. */
 #define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 2)
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
+/*
+ * Most samples do not wake the reader (emit_sample()): it polls. Short
+ * enough that a Python code object is usually still alive when its
+ * sample is named (import-time module code lives only milliseconds).
+ */
+#define READER_POLL_MS 20
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 
 /* User-space counters of loss and error, reported beside the BPF ones. */
@@ -318,7 +324,7 @@ static void *reader_main(void *arg)
 	uint64_t last_reap = now_ns(CLOCK_MONOTONIC);
 
 	while (!__atomic_load_n(&ag->stop_reader, __ATOMIC_ACQUIRE)) {
-		int n = tracer_poll(ag->tracer, 100);
+		int n = tracer_poll(ag->tracer, READER_POLL_MS);
 		uint64_t now;
 
 		if (n < 0) {
