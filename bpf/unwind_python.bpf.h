@@ -158,6 +158,21 @@ __u64 py_start(struct profd_unwind_state *st)
 	return frame;
 }
 
+/* The fingerprint of the code object at @code (0: unreadable). */
+static __always_inline __u32 py_code_print(struct profd_unwind_state *st, __u64 code)
+{
+	__u32 size = st->py.code_print_size;
+
+	if (size > PROFD_PY_PRINT_BUF)
+		size = PROFD_PY_PRINT_BUF;
+	if (!code || bpf_probe_read_user(st->py_buf, size,
+					 (void *)(code + st->py.code_print_off)))
+		return 0;
+	return profd_py_fingerprint(*(__u32 *)&st->py_buf[st->py.code_firstlineno_rel & 127],
+				    py_buf_u64(st, st->py.code_name_rel & 127),
+				    py_buf_u64(st, st->py.code_filename_rel & 127));
+}
+
 enum py_step_result {
 	PY_STEP_NEXT = 0,
 	PY_STEP_DONE = 1,	/* chain ended */
@@ -214,10 +229,14 @@ int py_frame_step(struct profd_unwind_state *st)
 		}
 		code = PROFD_PY_GROUP_END;
 		instr = 0;
-	} else if (st->py.frame_model == PROFD_PY_FRAMES_OBJECTS ||
-		   (st->py.frame_model == PROFD_PY_FRAMES_IS_ENTRY &&
-		    py_buf_u8(st, st->py.frame_is_entry))) {
-		code |= PROFD_PY_GROUP_END;
+	} else {
+		if (st->py.frame_model == PROFD_PY_FRAMES_OBJECTS ||
+		    (st->py.frame_model == PROFD_PY_FRAMES_IS_ENTRY &&
+		     py_buf_u8(st, st->py.frame_is_entry)))
+			code |= PROFD_PY_GROUP_END;
+		if (st->py.frame_model != PROFD_PY_FRAMES_OBJECTS)
+			instr -= code & ~PROFD_PY_GROUP_END;	/* offset in the object */
+		instr = (__u32)instr | (__u64)py_code_print(st, code & ~PROFD_PY_GROUP_END) << 32;
 	}
 	idx += 2 * n;
 	put_ip(st, idx, code);

@@ -15,8 +15,11 @@
  *       (outermost) frame run by its _PyEval_EvalFrameDefault call; a
  *       code address of 0 is a placeholder: an eval call (3.12+) whose
  *       frames are no longer linked (it is returning), an empty group
- *   [1] the frame's raw position field (8 bytes read at frame_instr:
- *       f_lasti in the low 32 bits for 3.9/3.10, a pointer for 3.11+)
+ *   [1] low 32 bits: the frame's position: f_lasti (3.9/3.10), or the
+ *       position pointer minus the code object's address (3.11+);
+ *       high 32 bits: profd_py_fingerprint() of the code object as BPF
+ *       read it (0: unreadable), so user space can tell a code object
+ *       from another one later allocated at the same address
  *
  * Frames are leaf first. User space names each frame from its code object
  * and puts each group of frames where its _PyEval_EvalFrameDefault native
@@ -72,8 +75,33 @@ struct profd_python_proc {
 	__u16 tstate_read_size;		/* <= PROFD_PY_TSTATE_BUF */
 	__u8 frame_model;		/* enum profd_py_frame_model */
 	__u8 owner_cstack;		/* FRAME_OWNED_BY_CSTACK (3.12+) */
-	__u16 _pad[3];
+	/* the code object bytes read for the fingerprint: [code_print_off,
+	 * + code_print_size), and where its fields lie in them */
+	__u16 code_print_off;
+	__u8 code_print_size;		/* <= PROFD_PY_PRINT_BUF */
+	__u8 code_firstlineno_rel;	/* int co_firstlineno */
+	__u8 code_name_rel;		/* co_qualname (3.11+) or co_name pointer */
+	__u8 code_filename_rel;		/* co_filename pointer */
+	__u16 _pad;
 };
+
+#define PROFD_PY_PRINT_BUF		120
+
+/*
+ * profd_py_fingerprint - 32 bits that tell code objects at one address
+ * apart: their first line and the addresses of their name and file name
+ * strings. Computed alike by BPF and user space (src/python/code.c).
+ */
+static inline __u32 profd_py_fingerprint(__u32 firstlineno, __u64 name,
+					 __u64 filename)
+{
+	__u64 h = (name >> 3) * 0x9e3779b97f4a7c15ULL;
+
+	h ^= (filename >> 3) * 0xff51afd7ed558ccdULL;
+	h ^= firstlineno;
+	h ^= h >> 29;
+	return (__u32)(h ^ (h >> 32)) | 1;	/* never 0: 0 means unread */
+}
 
 /* python_threads value: tid -> its PyThreadState (0: not a Python thread). */
 struct profd_python_thread {

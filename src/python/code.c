@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "bpf/unwind_python.h"
 #include "python/code.h"
 #include "python/remote.h"
 
@@ -20,6 +21,7 @@ struct entry {
 	size_t bytes;
 	uint64_t checked_ns;
 	int failed;		/* < 0: reading it failed (cached like a success) */
+	uint32_t bpf_print;	/* fingerprint BPF saw (0: none) */
 	uint64_t print[7];	/* the fields read: compared on recheck */
 	struct entry *hnext;		/* hash chain */
 	struct entry *prev, *next;	/* LRU list, most recent first */
@@ -251,6 +253,17 @@ static int decode(struct py_code_cache *cache, pid_t pid, const uint8_t *hdr,
 	return err;
 }
 
+/* The fingerprint of a code object header, as BPF computes it. */
+static uint32_t code_print(const struct py_offsets *off, const uint8_t *hdr)
+{
+	uint16_t name_off = off->code_qualname != PY_OFF_NONE ? off->code_qualname
+							      : off->code_name;
+
+	return profd_py_fingerprint((uint32_t)get_i32(hdr, off->code_firstlineno),
+				    get_u64(hdr, name_off),
+				    get_u64(hdr, off->code_filename));
+}
+
 struct py_code_cache *py_code_cache_new(size_t max_entries, size_t max_bytes)
 {
 	struct py_code_cache *c = calloc(1, sizeof(*c));
@@ -357,8 +370,8 @@ static void entry_insert(struct py_code_cache *c, struct entry *e, size_t b)
 const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 				  uint64_t gen, uint64_t addr,
 				  const struct py_offsets *off,
-				  const struct py_types *types, uint64_t now_ns,
-				  size_t *budget, int *err)
+				  const struct py_types *types, uint32_t print_bpf,
+				  uint64_t now_ns, size_t *budget, int *err)
 {
 	size_t b = bucket(c, pid, gen, addr);
 	uint32_t hlen = header_len(off);
@@ -374,7 +387,13 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 	for (e = c->buckets[b]; e; e = e->hnext)
 		if (e->addr == addr && e->pid == pid && e->gen == gen)
 			break;
-	if (e && now_ns - e->checked_ns < PY_CODE_RECHECK_NS) {
+	if (e && print_bpf && e->bpf_print != print_bpf) {
+		entry_remove(c, e);	/* another object now lives there */
+		e = NULL;
+	}
+	/* with a fingerprint to match, a good entry needs no re-check */
+	if (e && ((print_bpf && !e->failed) ||
+		  now_ns - e->checked_ns < PY_CODE_RECHECK_NS)) {
 		c->st.hits++;
 		lru_unlink(c, e);
 		lru_push(c, e);
@@ -412,10 +431,13 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		ret = -ENOMEM;
 		goto fail;
 	}
+	if (!ret && print_bpf && code_print(off, hdr) != print_bpf)
+		ret = -ESTALE;	/* freed and replaced since the sample */
 	if (!ret) {
 		ret = decode(c, pid, hdr, off, types, &e->code);
 		c->st.reads++;
 	}
+	e->bpf_print = print_bpf;
 	e->pid = pid;
 	e->gen = gen;
 	e->addr = addr;

@@ -56,20 +56,25 @@ void py_code_cache_free(struct py_code_cache *c);
 /*
  * py_code_get - the code object at @addr in process @pid (whose
  * interpreter has layout @off and types @types), from the cache or read
- * now. @gen distinguishes successive processes with the same pid.
+ * now. @gen distinguishes successive processes with the same pid;
+ * @print_bpf is the object's fingerprint as BPF read it at sample time
+ * (profd_py_fingerprint(); 0: none): an entry is only used for the same
+ * fingerprint, needs no re-check then, and an object whose fingerprint
+ * differs when read (freed and replaced since) is -ESTALE.
  * @now_ns is CLOCK_MONOTONIC. *@budget is the bytes the caller may still
  * read from the process; reads are charged to it. Failures are cached like
  * successes (for PY_CODE_RECHECK_NS), so a bad address is not read again
  * each sample. The result is owned by the cache and valid until the next
  * call. Returns NULL and sets *@err: -ESRCH/-EFAULT (not readable),
- * -EINVAL (not a code object, or a malformed one), -EAGAIN (budget spent:
+ * -EINVAL (not a code object, or a malformed one), -ESTALE (replaced
+ * since the sample), -EAGAIN (budget spent:
  * not read), -ENOMEM.
  */
 const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 				  uint64_t gen, uint64_t addr,
 				  const struct py_offsets *off,
-				  const struct py_types *types, uint64_t now_ns,
-				  size_t *budget, int *err);
+				  const struct py_types *types, uint32_t print_bpf,
+				  uint64_t now_ns, size_t *budget, int *err);
 
 struct py_code_stats {
 	uint64_t entries, bytes;	/* now */

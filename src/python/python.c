@@ -231,6 +231,25 @@ static void fill_bpf(const struct pyproc *p, struct profd_python_proc *v)
 	v->frame_read_size = 0;
 	v->tstate_read_size = 0;
 	{
+		uint16_t name = o->code_qualname != PY_OFF_NONE ? o->code_qualname
+								: o->code_name;
+		uint16_t lo = o->code_firstlineno, hi = o->code_firstlineno + 4;
+
+		if (name < lo)
+			lo = name;
+		if (o->code_filename < lo)
+			lo = o->code_filename;
+		if (name + 8 > hi)
+			hi = name + 8;
+		if (o->code_filename + 8 > hi)
+			hi = o->code_filename + 8;
+		v->code_print_off = lo;
+		v->code_print_size = hi - lo;
+		v->code_firstlineno_rel = o->code_firstlineno - lo;
+		v->code_name_rel = name - lo;
+		v->code_filename_rel = o->code_filename - lo;
+	}
+	{
 		uint16_t f[] = { o->frame_code, o->frame_previous, o->frame_instr,
 				 o->frame_is_entry, o->frame_owner };
 		uint16_t t[] = { o->tstate_next, o->tstate_thread_id, o->tstate_frame };
@@ -248,7 +267,8 @@ static void fill_bpf(const struct pyproc *p, struct profd_python_proc *v)
 static bool bpf_usable(const struct profd_python_proc *v)
 {
 	return v->frame_read_size <= PROFD_PY_FRAME_BUF &&
-	       v->tstate_read_size <= PROFD_PY_TSTATE_BUF;
+	       v->tstate_read_size <= PROFD_PY_TSTATE_BUF &&
+	       v->code_print_size <= PROFD_PY_PRINT_BUF;
 }
 
 static void proc_remove(struct python *py, pid_t pid)
@@ -366,7 +386,7 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 	if (!code_addr)
 		return 0;	/* placeholder of an empty group (unwind_python.h) */
 	c = py_code_get(py->codes, p->pid, p->gen, code_addr, o, &p->types,
-			now_ns, budget, &err);
+			(uint32_t)(instr >> 32), now_ns, budget, &err);
 	if (!c) {
 		if (py->verbose > 2)
 			fprintf(stderr, "profd: pid %d: code object at %#llx: %s\n",
@@ -381,8 +401,8 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 	case PY_LASTI_CODEUNITS:
 		units = (int32_t)instr;
 		break;
-	default:	/* pointers into co_code_adaptive */
-		units = ((int64_t)(instr - (code_addr + o->code_code_adaptive))) / 2;
+	default:	/* BPF made the pointer an offset in the code object */
+		units = ((int64_t)(int32_t)instr - o->code_code_adaptive) / 2;
 		if (units < c->first_traceable)
 			return 0;
 		break;
