@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "proc/maps.h"
+#include "util/hex.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -29,16 +30,6 @@ struct cursor {
 	const char *end;
 };
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Parse at least one hex digit (at most 16) into *v. */
 static bool parse_hex(struct cursor *c, uint64_t *v)
@@ -46,7 +37,7 @@ static bool parse_hex(struct cursor *c, uint64_t *v)
 	uint64_t x = 0;
 	int n = 0, d;
 
-	while (c->p < c->end && (d = hexval(*c->p)) >= 0) {
+	while (c->p < c->end && (d = hex_digit(*c->p)) >= 0) {
 		if (++n > 16)
 			return false;
 		x = (x << 4) | (uint64_t)d;

@@ -28,6 +28,7 @@
 #include "python/linetable.h"
 
 #include "check.h"
+#include "util/hex.h"
 
 /* --- tables flush against an unmapped page ----------------------------- */
 
@@ -639,16 +640,6 @@ static int self_test(void)
 
 /* --- the driver ------------------------------------------------------------ */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static int drive_line(char *text, unsigned long lineno)
 {
@@ -681,7 +672,7 @@ static int drive_line(char *text, unsigned long lineno)
 	if (!table)
 		return -ENOMEM;
 	for (len = 0; len < hexlen / 2; len++) {
-		int hi = hexval(hex[2 * len]), lo = hexval(hex[2 * len + 1]);
+		int hi = hex_digit(hex[2 * len]), lo = hex_digit(hex[2 * len + 1]);
 
 		if (hi < 0 || lo < 0)
 			goto bad;
