@@ -36,12 +36,16 @@
 #      BPF_COST_NAME: the RESULT line's label (default bpf_cost),
 #      BPF_COST_CHECK: optional command line run after each item with
 #        profd's output directory (its pprof profiles) appended; its
-#        stdout (key=value words) is added to the RESULT line.
+#        stdout (key=value words) is added to the RESULT line,
+#      BPF_COST_BEFORE: optional command line run before each item (e.g.
+#        to wait for a quiet machine); its stdout is printed as a
+#        "#   before: ..." line after the RESULT line,
+#      BPF_COST_TARGET_NS: the median to beat (default 2000).
 # kernel.bpf_stats_enabled is global: if another tool switches it off during
 # a measurement it is switched on again and counted (stats_reenabled=N; the
 # runs in between are not counted, and the windows without runs are left out).
 # Output: one "RESULT $BPF_COST_NAME ..." line per item (read by run-all.sh).
-# Target: median <= 2000 ns per sample.
+# Target: median <= BPF_COST_TARGET_NS (2000) ns per sample.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -52,7 +56,8 @@ WARMUP=${BPF_COST_WARMUP:-3}
 JOBS=${BPF_COST_JOBS:-$(nproc)}
 NAME=${BPF_COST_NAME:-bpf_cost}
 CHECK=${BPF_COST_CHECK:-}
-TARGET_NS=2000
+BEFORE=${BPF_COST_BEFORE:-}
+TARGET_NS=${BPF_COST_TARGET_NS:-2000}
 
 need_root_and_profd
 need_tool bpftool
@@ -95,6 +100,9 @@ measure() {
 	done
 	tag=$(echo "$item" | tr -c 'A-Za-z0-9\n' '_')
 	w=$WORK/windows-$tag
+	local before=""
+	# shellcheck disable=SC2086
+	[ -n "$BEFORE" ] && before=$($BEFORE)
 
 	log "$NAME: $hz Hz${flags:+ $flags}, $JOBS x $WORKLOAD_DESC, ${SECONDS_RUN} s, windows of ${WINDOW} s; $(machine_info)"
 	for i in $(seq 1 "$JOBS"); do
@@ -159,7 +167,10 @@ measure() {
 		"profd_samples_kept=${samples:-?} load1=$load_start..$load_end" \
 		"${checked:+$checked }workload=$(echo "$WORKLOAD_DESC" | tr ' ' '+')" \
 		"target_ns=$TARGET_NS $(awk -v m="$med" -v t=$TARGET_NS 'BEGIN { print (m <= t) ? "PASS" : "MISS" }')"
+	[ -n "$before" ] && echo "#   before: $before"
 	grep "interval\|done" "$WORK/profd-$tag.log" | sed 's/^/  /' >&2
+	awk '{ print $4 }' "$w" | tr '\n' ' ' | sed 's/^/  window averages ns: /' >&2
+	echo >&2
 }
 
 echo "$(machine_info)"
