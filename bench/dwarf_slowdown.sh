@@ -48,33 +48,6 @@ objdump -d "$WORK/cpuwork" | awk '/<(kernel_loop|stage_[abc]|run_worker)>:/ { f 
 	f && /mov +%rsp,%rbp/ { print "frame pointer set up: " $0; bad = 1 } f && ++n > 4 { f = 0 }
 	END { exit bad }' || die "cpuwork still keeps frame pointers"
 
-start_perf() {
-	local i
-	rm -f "$WORK/perf.data"
-	perf record -q -e cpu-clock -F "$1" -a --call-graph dwarf -o "$WORK/perf.data" \
-		>"$WORK/perf.log" 2>&1 &
-	PERF_PID=$!
-	PERF_T0=$(date +%s.%N)
-	bg_add "$PERF_PID"
-	for i in $(seq 1 100); do
-		[ -s "$WORK/perf.data" ] && break
-		kill -0 "$PERF_PID" 2>/dev/null || { cat "$WORK/perf.log" >&2; die "perf record failed"; }
-		sleep 0.1
-	done
-	sleep 0.5
-}
-
-stop_perf() {
-	kill -INT "$PERF_PID" 2>/dev/null
-	wait "$PERF_PID" 2>/dev/null
-	bg_forget "$PERF_PID"
-	local bytes secs
-	bytes=$(stat -c %s "$WORK/perf.data" 2>/dev/null || echo 0)
-	secs=$(awk -v a="$PERF_T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-	echo "$bytes $secs" >>"$WORK/perf_sizes"
-	rm -f "$WORK/perf.data" "$WORK/perf.data.old"
-}
-
 run_config() {
 	local out
 	case $1 in
@@ -82,7 +55,7 @@ run_config() {
 	profd-*) start_profd "$WORK/profd.log" --sampling-frequency "${1#profd-}" \
 			--output-dir "$WORK/profd-out"
 		PROFD_CPU0=$(proc_cpu_ms "$PROFD_PID") ;;
-	perf-dwarf) start_perf 99 ;;
+	perf-dwarf) start_perf 99 --call-graph dwarf ;;
 	*) die "unknown configuration $1" ;;
 	esac
 	"$WORK/cpuwork" "$ROUNDS" "$JOBS" >"$WORK/cpuwork.out" || die "cpuwork failed"

@@ -96,6 +96,40 @@ stop_profd() {
 	bg_forget "$PROFD_PID"
 }
 
+# start_perf HZ PERF_OPTS... - `perf record -e cpu-clock -F HZ -a` with
+# PERF_OPTS (the call-graph mode: -g, --call-graph dwarf) in the
+# background; sets PERF_PID and PERF_T0, returns once its events are open.
+start_perf() {
+	local hz=$1 i
+	shift
+	rm -f "$WORK/perf.data"
+	perf record -q "$@" -e cpu-clock -F "$hz" -a -o "$WORK/perf.data" \
+		>"$WORK/perf.log" 2>&1 &
+	PERF_PID=$!
+	PERF_T0=$(date +%s.%N)
+	bg_add "$PERF_PID"
+	# ready once the header is written (events open and enabled)
+	for i in $(seq 1 100); do
+		[ -s "$WORK/perf.data" ] && break
+		kill -0 "$PERF_PID" 2>/dev/null || { cat "$WORK/perf.log" >&2; die "perf record failed"; }
+		sleep 0.1
+	done
+	sleep 0.5
+}
+
+# stop_perf - stop perf record; appends "bytes seconds" of what it wrote
+# to $WORK/perf_sizes, then removes it.
+stop_perf() {
+	local bytes secs
+	kill -INT "$PERF_PID" 2>/dev/null
+	wait "$PERF_PID" 2>/dev/null
+	bg_forget "$PERF_PID"
+	bytes=$(stat -c %s "$WORK/perf.data" 2>/dev/null || echo 0)
+	secs=$(awk -v a="$PERF_T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	echo "$bytes $secs" >>"$WORK/perf_sizes"
+	rm -f "$WORK/perf.data" "$WORK/perf.data.old"
+}
+
 # prog_ids_of_pid PID - ids of the BPF programs PID holds open (from
 # /proc/PID/fdinfo), so a second profd on the machine is never measured.
 prog_ids_of_pid() {

@@ -38,28 +38,6 @@ case " $CONFIGS " in *" perf-"*) need_tool perf ;; esac
 bench_init
 build_workload cpuwork "$BENCH_DIR/cpuwork.c"
 
-# start_perf HZ - perf record system-wide in the background; PERF_PID.
-start_perf() {
-	local i
-	perf record -q -g -e cpu-clock -F "$1" -a -o "$WORK/perf.data" \
-		>"$WORK/perf.log" 2>&1 &
-	PERF_PID=$!
-	bg_add "$PERF_PID"
-	# ready once the header is written (events open and enabled)
-	for i in $(seq 1 100); do
-		[ -s "$WORK/perf.data" ] && break
-		kill -0 "$PERF_PID" 2>/dev/null || { cat "$WORK/perf.log" >&2; die "perf record failed"; }
-		sleep 0.1
-	done
-	sleep 0.5
-}
-
-stop_perf() {
-	kill -INT "$PERF_PID" 2>/dev/null
-	wait "$PERF_PID" 2>/dev/null
-	bg_forget "$PERF_PID"
-	rm -f "$WORK/perf.data" "$WORK/perf.data.old"
-}
 
 # run_config NAME - one timed run under NAME; appends "NAME wall_s cpu_s"
 # to $WORK/times. (Not in a $(...) subshell: the EXIT trap must see PIDs.)
@@ -69,7 +47,7 @@ run_config() {
 	base|base-again) ;;
 	profd-*) start_profd "$WORK/profd.log" --sampling-frequency "${1#profd-}" \
 			--output-dir "$WORK/profd-out" ;;
-	perf-*) start_perf "${1#perf-}" ;;
+	perf-*) start_perf "${1#perf-}" -g ;;
 	*) die "unknown configuration $1" ;;
 	esac
 	"$WORK/cpuwork" "$ROUNDS" "$JOBS" >"$WORK/cpuwork.out" || die "cpuwork failed"
