@@ -85,15 +85,9 @@ wait_quiet() {
 	log "wait_quiet: $QUIET_NOTE"
 }
 
-# map_ids_of_pid PID - ids of the BPF maps PID holds open (from
-# /proc/PID/fdinfo): the skeleton's maps and the shard arrays user space
-# created itself.
-map_ids_of_pid() {
-	local f
-	for f in /proc/"$1"/fdinfo/*; do
-		sed -n 's/^map_id:[[:space:]]*//p' "$f" 2>/dev/null
-	done | sort -un
-}
+# map_ids_of_pid PID - ids of the BPF maps PID holds open: the
+# skeleton's maps and the shard arrays user space created itself.
+map_ids_of_pid() { bpf_ids_of_pid map "$1"; }
 
 # map_list PID - "id type name bytes_memlock max_entries value_size" of
 # each BPF map PID holds open.

@@ -130,14 +130,18 @@ stop_perf() {
 	rm -f "$WORK/perf.data" "$WORK/perf.data.old"
 }
 
-# prog_ids_of_pid PID - ids of the BPF programs PID holds open (from
-# /proc/PID/fdinfo), so a second profd on the machine is never measured.
-prog_ids_of_pid() {
+# bpf_ids_of_pid KIND PID - ids of the BPF objects of KIND (prog, map)
+# PID holds open (from /proc/PID/fdinfo), so a second profd on the machine
+# is never measured.
+bpf_ids_of_pid() {
 	local f
-	for f in /proc/"$1"/fdinfo/*; do
-		sed -n 's/^prog_id:[[:space:]]*//p' "$f" 2>/dev/null
+	for f in /proc/"$2"/fdinfo/*; do
+		sed -n "s/^$1_id:[[:space:]]*//p" "$f" 2>/dev/null
 	done | sort -un
 }
+
+# prog_ids_of_pid PID - ids of the BPF programs PID holds open.
+prog_ids_of_pid() { bpf_ids_of_pid prog "$1"; }
 
 # prog_list PID - "id type name" of each BPF program PID holds open.
 prog_list() {
