@@ -25,17 +25,7 @@ need_tool clang
 need_tool bpftool
 bench_init
 
-VMLINUX_DIR=$ROOT/build
-if [ ! -s "$VMLINUX_DIR/vmlinux.h" ]; then
-	VMLINUX_DIR=$WORK
-	bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$WORK/vmlinux.h" ||
-		die "cannot generate vmlinux.h"
-fi
-clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -I"$VMLINUX_DIR" \
-	-c "$BENCH_DIR/bpf_parts/parts.bpf.c" -o "$WORK/parts.bpf.o" ||
-	die "cannot build parts.bpf.c"
-$CC -O2 -Wall -o "$WORK/parts" "$BENCH_DIR/bpf_parts/parts.c" -lbpf ||
-	die "cannot build parts.c"
+build_bpf_parts "$BENCH_DIR/bpf_parts/parts.bpf.c" "$WORK/parts.bpf.o"
 build_workload chain "$ROOT/tests/workloads/chain.c"
 
 echo "$(machine_info)"

@@ -26,17 +26,8 @@ need_root_and_profd
 need_tool clang
 dwarf_bench_init
 
-VMLINUX_DIR=$ROOT/build
-if [ ! -s "$VMLINUX_DIR/vmlinux.h" ]; then
-	VMLINUX_DIR=$WORK
-	bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$WORK/vmlinux.h" ||
-		die "cannot generate vmlinux.h"
-fi
-clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -I"$VMLINUX_DIR" -I"$ROOT/bpf" \
-	-c "$BENCH_DIR/workloads_dwarf/dwarf_parts.bpf.c" -o "$WORK/dwarf_parts.bpf.o" ||
-	die "cannot build dwarf_parts.bpf.c"
-$CC -O2 -Wall -o "$WORK/parts" "$BENCH_DIR/bpf_parts/parts.c" -lbpf ||
-	die "cannot build bench/bpf_parts/parts.c"
+need_tool bpftool
+build_bpf_parts "$BENCH_DIR/workloads_dwarf/dwarf_parts.bpf.c" "$WORK/dwarf_parts.bpf.o"
 build_dwarf_workload dwparts_rec "$DWARF_SRC/recursion.c"
 
 wait_quiet "$MAXWAIT"
