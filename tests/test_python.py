@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ROOT
 from pprof_traces import comments, pprof_traces
+from test_profd import run_profd
 
 PYDIR = os.path.join(ROOT, "tests", "workloads", "python")
 FREQ = "99"
@@ -44,12 +45,6 @@ def markers(script):
             if m:
                 out[m.group(1)] = no
     return out
-
-
-def run_profd(profd_bin, outdir, *args, timeout=90):
-    proc = subprocess.run([profd_bin, "--output-dir", str(outdir), *args],
-                          capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stderr, sorted(glob.glob(str(outdir / "cpu-*.pb.gz")))
 
 
 def traces(pprof, paths):
