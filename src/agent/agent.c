@@ -136,7 +136,8 @@ struct agent {
 	uint64_t run_start_mono;
 	unsigned int intervals;
 	uint64_t total_samples;
-	unsigned int write_failures;	/* intervals whose files were not written */
+	unsigned int write_failures;	/* intervals whose profile or flame graph
+					 * was not written */
 };
 
 static uint64_t now_ns(clockid_t clk)
@@ -454,7 +455,8 @@ static void note_counter(char *buf, size_t size, size_t *off, const char *name,
 
 static void status_line(struct agent *ag, const struct aggregate *a,
 			const uint64_t *bpf_delta, const uint64_t *agent_delta,
-			uint64_t processes, const char *path, int write_err)
+			uint64_t processes, const char *path, int write_err,
+			const char *flame_path, int flame_err)
 {
 	char lost[512] = "", partial[512] = "";
 	uint64_t nlost = 0, npartial = 0;
@@ -484,13 +486,14 @@ static void status_line(struct agent *ag, const struct aggregate *a,
 		}
 	}
 	fprintf(stderr, "profd: interval %u: %llu samples, %llu stacks, "
-		"%llu processes tracked, %llu lost%s%s%s, %llu partial%s%s%s, %s %s\n",
+		"%llu processes tracked, %llu lost%s%s%s, %llu partial%s%s%s, %s %s%s%s\n",
 		ag->intervals, (unsigned long long)a->nsamples,
 		(unsigned long long)a->nstacks, (unsigned long long)processes,
 		(unsigned long long)nlost, lo ? " (" : "", lost + (lo ? 1 : 0),
 		lo ? ")" : "", (unsigned long long)npartial, po ? " (" : "",
 		partial + (po ? 1 : 0), po ? ")" : "",
-		write_err ? "FAILED to write" : "wrote", path);
+		write_err ? "FAILED to write" : "wrote", path,
+		flame_err ? "; FAILED to write " : "", flame_err ? flame_path : "");
 }
 
 static void flush(struct agent *ag)
@@ -501,7 +504,7 @@ static void flush(struct agent *ag)
 	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 8][96];
 	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 8];
 	struct unwind_loader_stats us;
-	char path[PATH_MAX] = "", flame_path[PATH_MAX];
+	char path[PATH_MAX] = "", flame_path[PATH_MAX] = "";
 	struct aggregate *a, *fresh = aggregate_new(MAX_STACKS_PER_INTERVAL, end);
 	struct profile *p;
 	uint32_t ncomments = 0;
@@ -573,7 +576,8 @@ static void flush(struct agent *ag)
 	ag->agent_prev[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
 	pthread_mutex_unlock(&ag->agg_lock);
 	ag->write_failures += err || ferr;
-	status_line(ag, a, bpf_delta, agent_delta, processes, path, err || ferr);
+	status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
+		    flame_path, ferr);
 	profile_free(p);
 	aggregate_free(a);
 }
@@ -783,8 +787,8 @@ int agent_run(const struct agent_config *cfg)
 	pthread_join(ag.reader, NULL);
 	flush(&ag);
 	if (ag.write_failures)
-		fprintf(stderr, "profd: error: %u of %u intervals could not be written "
-			"to %s (see above)\n", ag.write_failures, ag.intervals,
+		fprintf(stderr, "profd: error: the files of %u of %u intervals could "
+			"not all be written to %s (see above)\n", ag.write_failures, ag.intervals,
 			cfg->output_dir);
 	else
 		fprintf(stderr, "profd: done: %llu samples in %u profiles; "
