@@ -260,6 +260,29 @@ def test_forked_child_has_python_stacks(profd_bin, pprof, tmp_path):
         assert total >= 20 and good >= 0.9 * total, (pid, good, total, worst(mine, ok))
 
 
+def test_short_lived_forked_children(profd_bin, pprof, tmp_path):
+    """Children that live 30 ms: their frames are named from the parent's
+    copies of the code objects (fork copied them), not left unknown. (A
+    child's first samples, before profd read its maps, have no Python
+    frames at all: those are left out here.)"""
+    mk = markers("lifecycle.py")
+    pids_file = tmp_path / "children"
+    work, samples = lifecycle(profd_bin, pprof, tmp_path, "forkshort", str(pids_file))
+    children = set(pids_file.read_text().split())
+    kids = [s for s in samples if s["labels"].get("pid") in children and
+            any(f.startswith("[python:") or " " in f for f in s["frames"])]
+    want = [("spin", mk["spin"]), ("short_child", mk["short_child"])]
+
+    def ok(s):
+        return script_frames(s["frames"], "lifecycle.py")[:2] == want
+    good = sum(s["value"] for s in kids if ok(s))
+    total = sum(s["value"] for s in kids)
+    unknown = sum(s["value"] for s in kids
+                  if "[python: unknown code object]" in s["frames"])
+    assert total >= 20 and good >= 0.8 * total, (good, total, worst(kids, ok))
+    assert unknown <= 0.05 * total, (unknown, total, worst(kids, ok))
+
+
 def test_asyncio_coroutines(profd_bin, pprof, tmp_path):
     mk = markers("lifecycle.py")
     work, samples = lifecycle(profd_bin, pprof, tmp_path, "asyncio")

@@ -367,8 +367,21 @@ static void entry_insert(struct py_code_cache *c, struct entry *e, size_t b)
 	}
 }
 
+/* The cached entry of (@pid, @gen, @addr), or NULL. */
+static struct entry *lookup(struct py_code_cache *c, pid_t pid, uint64_t gen,
+			    uint64_t addr)
+{
+	struct entry *e;
+
+	for (e = c->buckets[bucket(c, pid, gen, addr)]; e; e = e->hnext)
+		if (e->addr == addr && e->pid == pid && e->gen == gen)
+			return e;
+	return NULL;
+}
+
 const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
-				  uint64_t gen, uint64_t addr,
+				  uint64_t gen, pid_t parent, uint64_t parent_gen,
+				  uint64_t addr,
 				  const struct py_offsets *off,
 				  const struct py_types *types, uint32_t print_bpf,
 				  uint64_t now_ns, size_t *budget, int *err)
@@ -384,9 +397,19 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		*err = -EINVAL;
 		return NULL;
 	}
-	for (e = c->buckets[b]; e; e = e->hnext)
-		if (e->addr == addr && e->pid == pid && e->gen == gen)
-			break;
+	e = lookup(c, pid, gen, addr);
+	if (parent && print_bpf && (!e || e->failed)) {
+		/* copied by fork and unchanged (same fingerprint): the parent's
+		 * copy names it, even after this process exited */
+		const struct py_code *pc;
+		int perr = 0;
+
+		pc = py_code_get(c, parent, parent_gen, 0, 0, addr, off, types,
+				 print_bpf, now_ns, budget, &perr);
+		if (pc)
+			return pc;
+		e = lookup(c, pid, gen, addr);	/* may have been evicted */
+	}
 	if (e && print_bpf && e->bpf_print != print_bpf) {
 		entry_remove(c, e);	/* another object now lives there */
 		e = NULL;

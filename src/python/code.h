@@ -60,7 +60,10 @@ void py_code_cache_free(struct py_code_cache *c);
  * @print_bpf is the object's fingerprint as BPF read it at sample time
  * (profd_py_fingerprint(); 0: none): an entry is only used for the same
  * fingerprint, needs no re-check then, and an object whose fingerprint
- * differs when read (freed and replaced since) is -ESTALE.
+ * differs when read (freed and replaced since) is -ESTALE. A process
+ * forked from @parent (@parent_gen; 0: none) is named from the parent's
+ * copy of the object (cached or read) when its fingerprint matches: fork
+ * copied it, so a child that exits in milliseconds is still named.
  * @now_ns is CLOCK_MONOTONIC. *@budget is the bytes the caller may still
  * read from the process; reads are charged to it. Failures are cached like
  * successes (for PY_CODE_RECHECK_NS), so a bad address is not read again
@@ -71,7 +74,8 @@ void py_code_cache_free(struct py_code_cache *c);
  * not read), -ENOMEM.
  */
 const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
-				  uint64_t gen, uint64_t addr,
+				  uint64_t gen, pid_t parent, uint64_t parent_gen,
+				  uint64_t addr,
 				  const struct py_offsets *off,
 				  const struct py_types *types, uint32_t print_bpf,
 				  uint64_t now_ns, size_t *budget, int *err);

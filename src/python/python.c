@@ -46,6 +46,11 @@ struct pyproc {
 	const struct py_offsets *off;
 	struct py_types types;		/* runtime addresses */
 	uint64_t eval_start, eval_end, cold_start, cold_end;
+	/* the CPython process this one was forked from (same interpreter at
+	 * the same address): its code objects were copied, so its cache
+	 * names ours while they keep their fingerprints; 0 if none */
+	pid_t parent;
+	uint64_t parent_gen;
 	struct pyproc *next;
 };
 
@@ -285,6 +290,44 @@ static void proc_remove(struct python *py, pid_t pid)
 		bpf_map_delete_elem(py->procs_fd, &key);
 }
 
+/* The parent process, from /proc/PID/stat (0 if unreadable). */
+static pid_t parent_pid(pid_t pid)
+{
+	char path[64], buf[512], *close_paren;
+	ssize_t n;
+	int fd, ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+	close_paren = strrchr(buf, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/* Link @p to its parent when that is the same interpreter, same place. */
+static void set_parent(struct python *py, struct pyproc *p)
+{
+	pid_t ppid = parent_pid(p->pid);
+	struct pyproc *q = ppid > 0 ? *proc_slot(py, ppid) : NULL;
+
+	p->parent = 0;
+	p->parent_gen = 0;
+	if (q && q->off && q->inode == p->inode && q->dev_major == p->dev_major &&
+	    q->dev_minor == p->dev_minor && q->bias == p->bias) {
+		p->parent = q->pid;
+		p->parent_gen = q->gen;
+	}
+}
+
 void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps)
 {
 	const struct proc_mapping *found = NULL;
@@ -341,6 +384,7 @@ void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 	}
 	p->gen = ++py->next_gen;
 	p->bias = bias;
+	set_parent(py, p);
 	p->types.code = d->bin.code_type ? d->bin.code_type + bias : 0;
 	p->types.unicode = d->bin.unicode_type ? d->bin.unicode_type + bias : 0;
 	p->types.bytes = d->bin.bytes_type ? d->bin.bytes_type + bias : 0;
@@ -385,8 +429,9 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 
 	if (!code_addr)
 		return 0;	/* placeholder of an empty group (unwind_python.h) */
-	c = py_code_get(py->codes, p->pid, p->gen, code_addr, o, &p->types,
-			(uint32_t)(instr >> 32), now_ns, budget, &err);
+	c = py_code_get(py->codes, p->pid, p->gen, p->parent, p->parent_gen,
+			code_addr, o, &p->types, (uint32_t)(instr >> 32), now_ns,
+			budget, &err);
 	if (!c) {
 		if (py->verbose > 2)
 			fprintf(stderr, "profd: pid %d: code object at %#llx: %s\n",

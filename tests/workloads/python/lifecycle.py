@@ -4,10 +4,13 @@
   lifecycle.py asyncio two tasks in one event loop: coro_outer -> coro_inner
   lifecycle.py exec    /bin/sh execs this interpreter again with 'after_exec'
   lifecycle.py deep    recursion 300 deep: more Python frames than profd keeps
+  lifecycle.py forkshort PIDFILE  children that live 30 ms each run
+                       short_child(); their pids are appended to PIDFILE
 """
 import asyncio
 import os
 import sys
+import time
 
 
 def spin(n):
@@ -33,6 +36,12 @@ async def coro_outer(name):
 
 async def amain():
     await asyncio.gather(coro_outer("a"), coro_outer("b"))
+
+
+def short_child():
+    end = time.monotonic() + 0.03
+    while time.monotonic() < end:
+        spin(200)  # @short_child
 
 
 def deep(n):
@@ -63,6 +72,16 @@ if __name__ == "__main__":
                              sys.executable, os.path.abspath(__file__)])
     elif mode == "after_exec":
         after_exec()
+    elif mode == "forkshort":
+        while True:
+            pid = os.fork()
+            if pid == 0:
+                short_child()
+                os._exit(0)
+            with open(sys.argv[2], "a") as f:
+                f.write(f"{pid}\n")
+            os.waitpid(pid, 0)
+            time.sleep(0.05)
     elif mode == "deep":
         sys.setrecursionlimit(10000)
         deep(300)
