@@ -14,7 +14,8 @@ CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
              -fno-omit-frame-pointer \
              -I$(BUILD) -I$(BUILD)/gen -Isrc -I.
 LDLIBS    := -lbpf -lelf -lz -lprotobuf-c -lstdc++ -lpthread -lm
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall \
+             -idirafter /usr/include/$(shell $(CC) -dumpmachine)
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -31,7 +32,11 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 .PHONY: all deps test-deps test run clean bench
 # Keep intermediate BPF objects and generated sources.
 .SECONDARY:
-all: $(BUILD)/profd $(UNIT_BINS)
+all: $(BUILD)/profd $(UNIT_BINS) inject gpu-test-bins
+
+# The CUDA/NVTX injection library and the GPU mocks/test programs.
+include inject/inject.mk
+include tests/gpu/gpu.mk
 
 deps:
 	@sh scripts/deps.sh

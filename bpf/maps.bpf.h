@@ -16,6 +16,7 @@ const volatile bool cfg_filter_pids = false;	/* only PIDs in pid_filter */
 const volatile bool cfg_include_idle = false;	/* keep pid 0 samples */
 const volatile __u32 cfg_max_user_frames = 256;	/* --max-stack-depth */
 const volatile bool cfg_dwarf_unwinding = true;	/* !--no-dwarf-unwinding */
+const volatile bool cfg_follow_children = false;	/* add forked children to pid_filter */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -51,6 +52,12 @@ static __always_inline void count(enum profd_counter c)
 
 	if (v)
 		*v += 1;	/* per-CPU slot: no atomics needed */
+}
+
+/* pid_wanted - @pid (tgid) passes the --pid / `profd exec` filter. */
+static __always_inline bool pid_wanted(__u32 pid)
+{
+	return !cfg_filter_pids || bpf_map_lookup_elem(&pid_filter, &pid);
 }
 
 static __always_inline struct profd_unwind_state *unwind_state(void)

@@ -5,7 +5,7 @@
  * Owns: the cpu-clock sampler (perf_event), the process lifecycle
  * tracepoints (tp_btf sched_process_exec / sched_process_exit), and the
  * instantiation of the unwinder chain for perf_event and kprobe-type
- * (uprobe/USDT) programs.
+ * (uprobe/USDT) programs. The GPU probes' programs live in gpu.bpf.h.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -19,10 +19,8 @@ char LICENSE[] SEC("license") = "GPL";
 PROFD_DEFINE_UNWINDERS(perf, "perf_event")
 PROFD_DEFINE_UNWINDERS(kprobe, "kprobe")
 
-static __always_inline bool pid_wanted(__u32 pid)
-{
-	return !cfg_filter_pids || bpf_map_lookup_elem(&pid_filter, &pid);
-}
+/* the GPU probes capture stacks with the kprobe-type chain above */
+#include "gpu.bpf.h"
 
 SEC("perf_event")
 int profd_sample(struct bpf_perf_event_data *ctx)
@@ -77,9 +75,32 @@ int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(profd_proc_exit, struct task_struct *p)
 {
+	__u32 pid = p->tgid;
+
 	/* The process ends with its last thread: signal->live hit zero. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	proc_event(PROFD_EVENT_PROC_EXIT, p);
+	if (cfg_follow_children)
+		bpf_map_delete_elem(&pid_filter, &pid);
+	return 0;
+}
+
+/*
+ * `profd exec`: a new process forked by one in the filter joins it, so
+ * the whole tree is profiled. Threads (same tgid) need nothing.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(profd_proc_fork, struct task_struct *parent,
+	     struct task_struct *child)
+{
+	__u32 ppid = parent->tgid, pid = child->tgid;
+	__u8 one = 1;
+
+	if (!cfg_follow_children || pid == ppid ||
+	    !bpf_map_lookup_elem(&pid_filter, &ppid))
+		return 0;
+	if (!bpf_map_update_elem(&pid_filter, &pid, &one, BPF_NOEXIST))
+		count(PROFD_CNT_FOLLOWED_CHILDREN);
 	return 0;
 }

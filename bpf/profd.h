@@ -37,6 +37,7 @@ enum profd_event_type {
 	PROFD_EVENT_SAMPLE = 1,		/* struct profd_sample (+ ips) */
 	PROFD_EVENT_PROC_EXEC = 2,	/* struct profd_proc_event */
 	PROFD_EVENT_PROC_EXIT = 3,	/* struct profd_proc_event */
+	/* 16..: GPU events in the cupti_events ringbuf (gpu_events.h) */
 };
 
 /* Where a sample came from (struct profd_sample.origin). */
@@ -161,6 +162,11 @@ enum profd_counter {
 	PROFD_CNT_PY_NO_THREAD_STATE,	/* thread without a PyThreadState (not a loss) */
 	PROFD_CNT_PY_READ_ERR,		/* Python frame/thread state unreadable: walk ended */
 	PROFD_CNT_PY_TRUNCATED,		/* more Python frames than kept */
+	PROFD_CNT_GPU_LAUNCHES,		/* GPU launch probes fired (not a loss) */
+	PROFD_CNT_GPU_EVENTS_LOST,	/* GPU records (batch entries) dropped: cupti_events full */
+	PROFD_CNT_GPU_KERNELS_LOST,	/* of which kernel timings */
+	PROFD_CNT_GPU_BAD_BATCH,	/* GPU probe with an oversized or unreadable batch */
+	PROFD_CNT_FOLLOWED_CHILDREN,	/* children added to the PID filter (not a loss) */
 	PROFD_CNT_MAX,
 };
 

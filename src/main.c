@@ -36,10 +36,17 @@ static const char doc[] =
 "      run continuously, one profile per minute\n"
 "  pprof -top profd-out/cpu-*.pb.gz\n"
 "      read a profile with Google's pprof\n"
+"  profd exec --output-dir out -- python3 train.py\n"
+"      run a command, profile its process tree (CPU, and GPU for CUDA\n"
+"      programs: kernel time on the launching stacks) until it exits\n"
+"\n"
+"GPU: CUDA programs that load profd's injection library (CUDA_INJECTION64_PATH\n"
+"=.../libprofd_inject.so; `profd exec` sets it) get DIR/gpu-<UTC time>.pb.gz:\n"
+"each kernel's time on the CPU stack that launched it.\n"
 "\n"
 "SIGINT/SIGTERM stop profd after writing the partial interval and the\n"
 "flame graph. Exit status: 0 on success, 1 on a start-up error, 64 on a\n"
-"usage error.";
+"usage error; `profd exec` exits with the command's status.";
 
 enum {
 	OPT_FREQ = 'F',
@@ -55,6 +62,9 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_UNWIND_MEMORY,
 	OPT_MAX_PROCESSES,
+	OPT_NO_GPU,
+	OPT_INJECT_LIBRARY,
+	OPT_GPU_TIMEOUT,
 };
 
 static const struct argp_option options[] = {
@@ -85,12 +95,21 @@ static const struct argp_option options[] = {
 	  "least recently used tables are evicted beyond it", 0 },
 	{ "max-processes", OPT_MAX_PROCESSES, "N", 0,
 	  "Processes with unwind tables at once, 16-1048576 (default 8192)", 0 },
+	{ "no-gpu", OPT_NO_GPU, NULL, 0,
+	  "Do not attach to the CUDA injection library (no GPU profiles)", 0 },
+	{ "inject-library", OPT_INJECT_LIBRARY, "PATH", 0,
+	  "The CUDA/NVTX injection library (default: libprofd_inject.so next to "
+	  "the profd binary, else PREFIX/lib/profd/)", 0 },
+	{ "gpu-correlation-timeout", OPT_GPU_TIMEOUT, "SECONDS", 0,
+	  "How long a GPU launch waits for its kernel records and a kernel for "
+	  "its launch, 1-3600 (default 30)", 0 },
 	{ 0 },
 };
 
 struct args {
 	struct agent_config cfg;
 	pid_t pids[1024];
+	bool exec;		/* `profd exec`: the first argument starts CMD */
 };
 
 /* The thread group (process) of task @tid, or -1 if it is gone. */
@@ -216,8 +235,36 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--max-processes must be 16-1048576, got '%s'", arg);
 		a->cfg.max_processes = v;
 		break;
+	case OPT_NO_GPU:
+		a->cfg.gpu = false;
+		break;
+	case OPT_INJECT_LIBRARY:
+		if (!*arg)
+			argp_error(state, "--inject-library must not be empty");
+		a->cfg.inject_library = arg;
+		break;
+	case OPT_GPU_TIMEOUT:
+		v = parse_uint(arg, 1, 3600);
+		if (v < 0)
+			argp_error(state, "--gpu-correlation-timeout must be 1-3600 seconds, "
+				   "got '%s'", arg);
+		a->cfg.gpu_timeout_s = v;
+		break;
 	case ARGP_KEY_ARG:
+		if (a->exec) {
+			/* CMD and its arguments: everything from here on */
+			a->cfg.exec_argv = &state->argv[state->next - 1];
+			state->next = state->argc;
+			break;
+		}
 		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (a->exec && !a->cfg.exec_argv)
+			argp_error(state, "exec needs a command: profd exec [OPTIONS] -- CMD [ARGS]");
+		if (a->exec && a->cfg.npids)
+			argp_error(state, "exec profiles the command's process tree: "
+				   "--pid does not apply");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -238,12 +285,24 @@ int main(int argc, char **argv)
 			.python_unwinding = true,
 			.unwind_memory_mib = 64,
 			.max_processes = 8192,
+			.gpu = true,
+			.gpu_timeout_s = 30,
 		},
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
+	unsigned int flags = 0;
 
 	argp_err_exit_status = 64;	/* EX_USAGE */
-	if (argp_parse(&argp, argc, argv, 0, NULL, &a))
+	if (argc > 1 && !strcmp(argv[1], "exec")) {
+		/* `profd exec [OPTIONS] [--] CMD [ARGS]`: options stop at CMD */
+		a.exec = true;
+		argp.args_doc = "-- CMD [ARGS...]";
+		flags = ARGP_IN_ORDER;
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
+	if (argp_parse(&argp, argc, argv, flags, NULL, &a))
 		return 64;
 	return agent_run(&a.cfg);
 }

@@ -554,3 +554,137 @@ def test_flamegraph_big_tree_is_pruned(unit_bin, chromium, tmp_path):
     for f in dom.frames:
         assert float(style_of(f)["width"].rstrip("%")) >= 0.1 - 1e-9
     assert elapsed < 60, f"chromium took {elapsed:.1f}s"
+
+
+# --- several views: CPU samples and GPU kernel time -----------------------
+
+def test_flamegraph_views(chromium, tmp_path):
+    """build/tests/unit/test_flamegraph_views checks the pages' JSON and
+    writes them; here chromium runs the page's script on each view. Inputs
+    of tests/unit/test_flamegraph_views.c, restated."""
+    sgemm, softmax = "ampere_sgemm_128x64_nn", "softmax_kernel_f32"
+    sgemm_ns, softmax_ns = 12345678, 1200000000
+    gpu_total = sgemm_ns + softmax_ns
+    base = ("all", "trainer", "main")
+    cpu_tree = {base[:1]: 10, base[:2]: 10, base: 10,
+                base + ("train_step",): 8,
+                base + ("train_step", "compute_loss"): 5,
+                base + ("train_step", "launch_matmul"): 3,
+                base + ("train_step", "launch_matmul", "cudaLaunchKernel"): 3,
+                base + ("write",): 2, base + ("write", "do_syscall_64"): 2}
+    step = base + ("train_step",)
+    gpu_tree = {base[:1]: gpu_total, base[:2]: gpu_total, base: gpu_total,
+                step: gpu_total,
+                step + ("launch_matmul",): sgemm_ns,
+                step + ("launch_matmul", "cudaLaunchKernel"): sgemm_ns,
+                step + ("launch_matmul", "cudaLaunchKernel", sgemm): sgemm_ns,
+                step + ("launch_softmax",): softmax_ns,
+                step + ("launch_softmax", "cudaLaunchKernel"): softmax_ns,
+                step + ("launch_softmax", "cudaLaunchKernel", softmax):
+                    softmax_ns}
+
+    binary = os.environ.get("PROFD_TEST_FLAMEGRAPH_VIEWS_BIN")
+    if not binary:
+        target = "build/tests/unit/test_flamegraph_views"
+        r = subprocess.run(["make", "-C", ROOT, target], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, f"make failed:\n{r.stdout}\n{r.stderr}"
+        binary = os.path.join(ROOT, target)
+    r = subprocess.run([binary, str(tmp_path)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAIL" not in r.stdout
+
+    def page(name, fragment=""):
+        return parse_dom(dump_dom(chromium, str(tmp_path / name), tmp_path,
+                                  fragment))
+
+    def paths_of(frames):
+        """Path -> (width, frame): data-i is the preorder index, so each
+        frame's parent is the last one before it a row lower (chromium's
+        rounding of left/width is too coarse for frame_paths here)."""
+        paths, stack = {}, []
+        for f in sorted(frames, key=lambda f: int(f["data-i"])):
+            depth = int(float(style_of(f)["bottom"].rstrip("px")) // 16)
+            stack = stack[:depth] + [f["data-name"]]
+            assert len(stack) == depth + 1, f["data-name"]
+            paths[tuple(stack)] = (float(style_of(f)["width"].rstrip("%")), f)
+        return paths
+
+    def check_tree(dom, tree, total, unit, view):
+        fg = dom.ids["fg"]
+        assert (fg["data-view"], fg["data-unit"]) == (str(view), unit)
+        assert int(fg["data-total"]) == total
+        paths = paths_of(dom.frames)
+        assert set(paths) == set(tree)
+        for path, (width, f) in paths.items():
+            assert width == pytest.approx(100 * tree[path] / total, abs=0.01)
+            assert f["title"].startswith(path[-1] + "\n")
+        return {p[-1]: f for p, (_, f) in paths.items()}
+
+    def tabs(dom):
+        return [(dom.ids[f"tab-{k}"]["_text"],
+                 dom.ids[f"tab-{k}"]["aria-selected"])
+                for k in range(2) if f"tab-{k}" in dom.ids]
+
+    def rgb(frame):
+        return [int(x) for x in re.findall(r"\d+", style_of(frame)["background"])]
+
+    # The first view first: CPU, in samples, no GPU kernel frames.
+    dom = page("views.html")
+    assert "hidden" not in dom.ids["tabs"]
+    assert tabs(dom) == [("CPU", "true"), ("GPU kernel time", "false")]
+    by = check_tree(dom, cpu_tree, 10, "samples", 0)
+    assert by["compute_loss"]["title"] == (
+        "compute_loss\n5 samples (50.00% of all) [user]")
+    assert by["do_syscall_64"]["data-kind"] == "kernel"
+    assert not [f for f in dom.frames if f["data-kind"] == "cuda"]
+    assert "hidden" in dom.ids["lg-cuda"]
+    assert dom.ids["empty"].get("hidden") is not None
+
+    # The GPU tab, searched: durations, kernels in their own colour.
+    dom = page("views.html", "v=1&s=sgemm")
+    assert tabs(dom) == [("CPU", "false"), ("GPU kernel time", "true")]
+    by = check_tree(dom, gpu_tree, gpu_total, "ns", 1)
+    for name, f in by.items():
+        cuda = name in (sgemm, softmax)
+        assert (f["data-kind"] == "cuda") == cuda, name
+        assert ("g" in f["class"].split()) == cuda, name
+    assert "m" in by[sgemm]["class"].split()
+    assert by[sgemm]["title"] == f"{sgemm}\n12.3 ms (1.02% of all) [cuda]"
+    assert by[softmax]["title"] == f"{softmax}\n1.20 s (98.98% of all) [cuda]"
+    assert by["train_step"]["title"].startswith("train_step\n1.21 s (100.00%")
+    assert dom.ids["match"]["_text"] == "Matched: 1.02% (12.3 ms)"
+    assert int(dom.ids["match"]["data-matched"]) == sgemm_ns
+    r_, g_, b_ = rgb(by[softmax])
+    assert g_ > r_ and g_ > b_, "GPU kernels are green"
+    assert rgb(by[softmax]) != rgb(by["launch_softmax"])
+    assert "hidden" not in dom.ids["lg-cuda"]
+
+    # Zoom in the GPU view: the zoomed frame spans the width.
+    z = by["launch_softmax"]["data-i"]
+    dom = page("views.html", f"v=1&z={z}")
+    paths = paths_of(dom.frames)
+    zpath = step + ("launch_softmax",)
+    assert set(paths) == {p for p in gpu_tree if zpath[:len(p)] == p[:len(zpath)]}
+    for path, (width, f) in paths.items():
+        assert width == pytest.approx(100)
+        assert ("a" in f["class"].split()) == (len(path) < len(zpath))
+    assert "100.00% of zoomed" in paths[zpath + ("cudaLaunchKernel",)][1]["title"]
+
+    # An empty view keeps its tab and says so.
+    dom = page("empty.html", "v=1")
+    assert tabs(dom) == [("CPU", "false"), ("GPU kernel time", "true")]
+    assert dom.ids["empty"].get("hidden") is None
+    assert dom.ids["empty"]["_text"] == "No data yet."
+    assert dom.frames == [] and dom.ids["fg"]["data-drawn"] == "0"
+
+    # The node bound is per tree: the capped GPU view says what it cut.
+    dom = page("capped.html", "v=1")
+    assert len(dom.frames) == 3
+    assert dom.ids["note"]["_text"] == "2 stacks cut at the frame bound"
+
+    # flamegraph_write_html: one view, no tab bar.
+    dom = page("single.html")
+    assert dom.ids["tabs"].get("hidden") is not None
+    check_tree(dom, cpu_tree, 10, "samples", 0)

@@ -18,11 +18,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "bpf/gpu_events.h"
+#include "agent/exec.h"
 #include "aggregate/aggregate.h"
+#include "gpu/gpu.h"
 #include "output/flamegraph.h"
 #include "output/pprof.h"
 #include "proc/process.h"
@@ -46,6 +50,8 @@
  */
 #define READER_POLL_MS 20
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
+/* How often every process's maps are scanned for the injection library. */
+#define GPU_SCAN_EVERY_NS (5ULL * 1000 * 1000 * 1000)
 
 /* User-space counters of loss and error, reported beside the BPF ones. */
 enum agent_counter {
@@ -65,6 +71,18 @@ enum agent_counter {
 	AGENT_CNT_PYTHON_UPDATE_ERRORS,	/* python_procs updates that failed */
 	AGENT_CNT_PYTHON_READ_TIMEOUTS,	/* process memory reads abandoned (hung) */
 	AGENT_CNT_PYTHON_FRAME_TABLES,	/* Python frame tables started afresh */
+	AGENT_CNT_GPU_KERNELS,		/* CUDA kernel records joined into a GPU profile */
+	AGENT_CNT_GPU_LAUNCHES_NO_STACK,/* launches the library sent without a stack */
+	AGENT_CNT_GPU_KERNELS_NO_LAUNCH,/* kernels whose launch never came: "[unknown launch]" */
+	AGENT_CNT_GPU_LAUNCHES_UNMATCHED, /* launches no kernel record joined in time */
+	AGENT_CNT_GPU_CORRELATION_EVICTED, /* launches evicted at the table bound */
+	AGENT_CNT_GPU_RECORDS_DROPPED,	/* kernel records CUPTI dropped (library report) */
+	AGENT_CNT_GPU_LIBRARY_ERRORS,	/* other errors the injection library reported */
+	AGENT_CNT_GPU_NAMES_UNKNOWN,	/* kernels or PC samples without a name */
+	AGENT_CNT_GPU_PC_SAMPLES,	/* GPU PC samples */
+	AGENT_CNT_GPU_PC_UNRESOLVED,	/* PC samples not placed in their cubin */
+	AGENT_CNT_GPU_CUBIN_ERRORS,	/* cubins unreadable or not ELF */
+	AGENT_CNT_GPU_ATTACH_ERRORS,	/* injection library copies we could not attach */
 	AGENT_CNT_MAX,
 };
 
@@ -85,6 +103,18 @@ static const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = COUNTER_PARTIAL,
 	[AGENT_CNT_PYTHON_READ_TIMEOUTS] = COUNTER_PARTIAL,
 	[AGENT_CNT_PYTHON_FRAME_TABLES] = COUNTER_STAT,
+	[AGENT_CNT_GPU_KERNELS] = COUNTER_STAT,
+	[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_LAUNCHES_UNMATCHED] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_CORRELATION_EVICTED] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_RECORDS_DROPPED] = COUNTER_LOST,
+	[AGENT_CNT_GPU_LIBRARY_ERRORS] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_NAMES_UNKNOWN] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_PC_SAMPLES] = COUNTER_STAT,
+	[AGENT_CNT_GPU_PC_UNRESOLVED] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_CUBIN_ERRORS] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_ATTACH_ERRORS] = COUNTER_PARTIAL,
 };
 
 static const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -104,6 +134,18 @@ static const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = "python_update_error",
 	[AGENT_CNT_PYTHON_READ_TIMEOUTS] = "python_read_timeout",
 	[AGENT_CNT_PYTHON_FRAME_TABLES] = "python_frame_table_rotations",
+	[AGENT_CNT_GPU_KERNELS] = "gpu_kernels",
+	[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = "gpu_launches_no_stack",
+	[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = "gpu_kernels_no_launch",
+	[AGENT_CNT_GPU_LAUNCHES_UNMATCHED] = "gpu_launches_unmatched",
+	[AGENT_CNT_GPU_CORRELATION_EVICTED] = "gpu_correlation_evicted",
+	[AGENT_CNT_GPU_RECORDS_DROPPED] = "gpu_records_dropped",
+	[AGENT_CNT_GPU_LIBRARY_ERRORS] = "gpu_library_errors",
+	[AGENT_CNT_GPU_NAMES_UNKNOWN] = "gpu_names_unknown",
+	[AGENT_CNT_GPU_PC_SAMPLES] = "gpu_pc_samples",
+	[AGENT_CNT_GPU_PC_UNRESOLVED] = "gpu_pc_unresolved",
+	[AGENT_CNT_GPU_CUBIN_ERRORS] = "gpu_cubin_errors",
+	[AGENT_CNT_GPU_ATTACH_ERRORS] = "gpu_attach_errors",
 };
 
 struct agent {
@@ -118,6 +160,12 @@ struct agent {
 	struct kallsyms *ksyms;
 	char kernel_build_id[128];
 	struct flamegraph *flame;
+	struct flamegraph *gpu_flame;	/* GPU kernel time by launching stack */
+	struct gpu *gpu;		/* NULL: --no-gpu */
+	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
+	uint64_t gpu_attach_errors;	/* reader thread */
+	struct exec_child child;	/* `profd exec` */
+	bool exec_failed;		/* the command could not be run */
 
 	pthread_mutex_t agg_lock;	/* guards cur, interval, counters, procs_stats */
 	struct aggregate *cur;
@@ -212,6 +260,22 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	}
 	ips = ag->merged;
 add:
+	if (s->origin == PROFD_ORIGIN_PROBE) {
+		/* a GPU launch: its stack waits for the kernels it launched */
+		pthread_mutex_unlock(&ag->agg_lock);
+		if (ag->gpu) {
+			struct gpu_launch_info l = {
+				.pid = s->pid, .tid = s->tid, .comm = comm,
+				.thread_name = s->comm, .snap = snap,
+				.flags = s->flags & PROFD_SAMPLE_USER_TRUNCATED,
+				.correlation_id = s->cookie, .ips = ips,
+				.nkernel = s->kernel_len, .nuser = nuser,
+			};
+
+			gpu_launch(ag->gpu, &l, now);
+		}
+		return;
+	}
 	/* only flags the profile shows are part of a stack's identity */
 	if (aggregate_add(ag->cur, s->pid, s->tid, comm, s->comm, snap,
 			  s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
@@ -252,13 +316,41 @@ static int on_event(void *ctx, const void *data, size_t size)
 		if (size < sizeof(*e))
 			goto malformed;
 		memcpy(comm, e->comm, PROFD_TASK_COMM_LEN);
-		if (type == PROFD_EVENT_PROC_EXEC)
+		if (type == PROFD_EVENT_PROC_EXEC) {
 			process_exec(ag->procs, e->pid, comm);
-		else
+		} else {
 			process_exit(ag->procs, e->pid);
+			if (ag->gpu)
+				gpu_process_exit(ag->gpu, e->pid, now);
+		}
+		return 0;
+	}
+	case PROFD_EVENT_GPU_LAUNCH: {
+		const struct profd_gpu_launch *l = data;
+		char comm[PROFD_TASK_COMM_LEN + 1] = { 0 };
+		struct process *p;
+
+		if (size < sizeof(*l))
+			goto malformed;
+		if (!ag->gpu)
+			return 0;
+		memcpy(comm, l->comm, PROFD_TASK_COMM_LEN);
+		p = process_get(ag->procs, l->pid, now);
+		struct gpu_launch_info li = {
+			.pid = l->pid, .tid = l->tid,
+			.comm = p && p->comm[0] ? p->comm : comm,
+			.thread_name = comm, .no_stack = true,
+			.correlation_id = l->correlation_id,
+		};
+		gpu_launch(ag->gpu, &li, now);
 		return 0;
 	}
 	default:
+		if (type >= PROFD_EVENT_GPU_KERNELS && type <= PROFD_EVENT_GPU_ERROR) {
+			if (ag->gpu && gpu_record(ag->gpu, data, size, now))
+				goto malformed;
+			return 0;
+		}
 		goto malformed;
 	}
 malformed:
@@ -266,6 +358,48 @@ malformed:
 	ag->counters[AGENT_CNT_RECORDS_MALFORMED]++;
 	pthread_mutex_unlock(&ag->agg_lock);
 	return 0;
+}
+
+/*
+ * A process mapped a copy of the injection library profd is not attached
+ * to yet (another path, a container's copy): attach to it too. Uprobes
+ * are per file, so this covers every process using that copy.
+ */
+static void attach_gpu_library(void *ctx, pid_t pid, const char *path)
+{
+	struct agent *ag = ctx;
+	char root_path[PATH_MAX];
+	int ret;
+
+	/* the path as the process sees it: through its root */
+	snprintf(root_path, sizeof(root_path), "/proc/%d/root%s", pid, path);
+	ret = tracer_gpu_attach(ag->tracer, root_path);
+	if (ret == 1 && ag->cfg->verbose)
+		fprintf(stderr, "profd: GPU probes attached to %s (pid %d)\n", path, pid);
+	if (ret < 0 && ret != -ENOENT) {
+		ag->gpu_attach_errors++;
+		if (ag->gpu_attach_errors <= 3)
+			fprintf(stderr, "profd: warning: cannot attach to the CUDA "
+				"injection library %s of pid %d: %s\n", path, pid,
+				ret == -ESRCH ? "not a profd injection library" :
+				strerror(-ret));
+	}
+}
+
+static void attach_gpu_libraries(struct agent *ag, pid_t pid,
+				 const struct proc_maps *maps)
+{
+	const char *last = NULL;
+
+	for (size_t i = 0; i < maps->n; i++) {
+		const char *path = maps->v[i].path, *base = strrchr(path, '/');
+
+		if (!base || !strstr(base, GPU_INJECT_LIBRARY_NAME) ||
+		    (last && !strcmp(last, path)))
+			continue;
+		last = path;
+		attach_gpu_library(ag, pid, path);
+	}
 }
 
 /* Process table listener: keep the BPF unwind and Python maps in step. */
@@ -277,6 +411,8 @@ static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 		unwind_loader_update(ag->unwind, pid, maps);
 	if (ag->py)
 		python_maps_read(ag->py, pid, maps);
+	if (ag->gpu)
+		attach_gpu_libraries(ag, pid, maps);
 }
 
 static void on_removed(void *ctx, pid_t pid)
@@ -295,13 +431,28 @@ static void publish_proc_stats(struct agent *ag)
 
 	struct unwind_loader_stats ust = { 0 };
 	struct python_stats pst = { 0 };
+	struct gpu_stats gst = { 0 };
 
 	process_table_stats(ag->procs, &st);
 	if (ag->unwind)
 		unwind_loader_stats(ag->unwind, &ust);
 	if (ag->py)
 		python_stats(ag->py, &pst);
+	if (ag->gpu)
+		gpu_stats(ag->gpu, &gst);
 	pthread_mutex_lock(&ag->agg_lock);
+	ag->counters[AGENT_CNT_GPU_KERNELS] = gst.kernels;
+	ag->counters[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = gst.launches_no_stack;
+	ag->counters[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = gst.kernels_no_launch;
+	ag->counters[AGENT_CNT_GPU_LAUNCHES_UNMATCHED] = gst.launches_unmatched;
+	ag->counters[AGENT_CNT_GPU_CORRELATION_EVICTED] = gst.correlation_evicted;
+	ag->counters[AGENT_CNT_GPU_RECORDS_DROPPED] = gst.records_dropped;
+	ag->counters[AGENT_CNT_GPU_LIBRARY_ERRORS] = gst.library_errors;
+	ag->counters[AGENT_CNT_GPU_NAMES_UNKNOWN] = gst.names_unknown;
+	ag->counters[AGENT_CNT_GPU_PC_SAMPLES] = gst.pc_samples;
+	ag->counters[AGENT_CNT_GPU_PC_UNRESOLVED] = gst.pc_unresolved;
+	ag->counters[AGENT_CNT_GPU_CUBIN_ERRORS] = gst.cubin_errors;
+	ag->counters[AGENT_CNT_GPU_ATTACH_ERRORS] = ag->gpu_attach_errors;
 	ag->procs_stats = st;
 	ag->unwind_stats = ust;
 	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
@@ -322,7 +473,7 @@ static void publish_proc_stats(struct agent *ag)
 static void *reader_main(void *arg)
 {
 	struct agent *ag = arg;
-	uint64_t last_reap = now_ns(CLOCK_MONOTONIC);
+	uint64_t last_reap = now_ns(CLOCK_MONOTONIC), last_gpu_scan = 0;
 
 	while (!__atomic_load_n(&ag->stop_reader, __ATOMIC_ACQUIRE)) {
 		int n = tracer_poll(ag->tracer, READER_POLL_MS);
@@ -335,6 +486,13 @@ static void *reader_main(void *arg)
 			break;
 		}
 		now = now_ns(CLOCK_MONOTONIC);
+		if (ag->gpu) {
+			gpu_tick(ag->gpu, now);
+			if (now - last_gpu_scan >= GPU_SCAN_EVERY_NS) {
+				gpu_discover_libraries(attach_gpu_library, ag);
+				last_gpu_scan = now;
+			}
+		}
 		if (now - last_reap >= REAP_EVERY_NS) {
 			process_table_reap(ag->procs, now, IDLE_PROCESS_NS);
 			last_reap = now;
@@ -343,6 +501,8 @@ static void *reader_main(void *arg)
 	}
 	/* Sampling is off: whatever is left in the ringbuf is the last data. */
 	tracer_drain(ag->tracer);
+	if (ag->gpu)
+		gpu_finish(ag->gpu);	/* nothing more will join: count the rest */
 	publish_proc_stats(ag);
 	return NULL;
 }
@@ -397,7 +557,8 @@ static void remove_stale_temps(const char *dir)
 
 /* interval flush */
 
-static int output_path(const char *dir, uint64_t start_ns, char *out, size_t len)
+static int output_path(const char *dir, const char *kind, uint64_t start_ns,
+		       char *out, size_t len)
 {
 	time_t secs = start_ns / 1000000000ULL;
 	struct tm tm;
@@ -407,9 +568,9 @@ static int output_path(const char *dir, uint64_t start_ns, char *out, size_t len
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	for (int i = 0; i < 1000; i++) {
 		if (i)
-			snprintf(out, len, "%s/cpu-%s-%d.pb.gz", dir, stamp, i);
+			snprintf(out, len, "%s/%s-%s-%d.pb.gz", dir, kind, stamp, i);
 		else
-			snprintf(out, len, "%s/cpu-%s.pb.gz", dir, stamp);
+			snprintf(out, len, "%s/%s-%s.pb.gz", dir, kind, stamp);
 		if (access(out, F_OK))
 			return 0;
 	}
@@ -496,19 +657,83 @@ static void status_line(struct agent *ag, const struct aggregate *a,
 		flame_err ? "; FAILED to write " : "", flame_err ? flame_path : "");
 }
 
+/* Most device lines in a profile's comments. */
+#define GPU_COMMENT_DEVICES 8
+
+/* Write one GPU profile to DIR/KIND-<time>.pb.gz; its path into @path. */
+static int write_one(struct agent *ag, const char *kind, struct profile *p,
+		     uint64_t start_ns, char *path, size_t len)
+{
+	int err = make_dir(ag->cfg->output_dir);
+
+	if (!err && !p)
+		err = -ENOMEM;
+	if (!err)
+		err = output_path(ag->cfg->output_dir, kind, start_ns, path, len);
+	if (!err)
+		err = pprof_write(p, path);
+	if (err)
+		fprintf(stderr, "profd: error: writing %s: %s\n",
+			path[0] ? path : "the GPU profile", strerror(-err));
+	return err;
+}
+
+/*
+ * The GPU profiles of the interval: kernel time by launching stack
+ * (gpu-*.pb.gz) and PC samples (gpu-pc-*.pb.gz), each only when the
+ * interval has some. @paths gets what was written, for the status line.
+ */
+static int write_gpu_profiles(struct agent *ag, const struct build_opts *bo,
+			      uint64_t end, char *paths, size_t len)
+{
+	struct gpu_interval *iv;
+	char path[PATH_MAX] = "";
+	uint64_t start = ag->gpu_interval_start;
+	int err = 0, e;
+
+	if (!ag->gpu || !(iv = gpu_swap(ag->gpu)))
+		return 0;
+	ag->gpu_interval_start = end;
+	if (gpu_interval_kernels(iv)) {
+		struct profile *p = gpu_build_kernel_profile(iv, bo, start);
+
+		e = write_one(ag, "gpu", p, start, path, sizeof(path));
+		err = err ? err : e;
+		if (!e)
+			snprintf(paths, len, "%s", path);
+		if (p && ag->gpu_flame)
+			flamegraph_add_profile(ag->gpu_flame, p, 1);
+		profile_free(p);
+	}
+	if (gpu_interval_pc_samples(iv)) {
+		struct profile *p = gpu_build_pc_profile(iv, bo, start);
+		size_t used = strlen(paths);
+
+		path[0] = '\0';
+		e = write_one(ag, "gpu-pc", p, start, path, sizeof(path));
+		err = err ? err : e;
+		if (!e)
+			snprintf(paths + used, len - used, "%s%s", used ? ", " : "", path);
+		profile_free(p);
+	}
+	gpu_interval_free(iv);
+	return err;
+}
+
 static void flush(struct agent *ag)
 {
 	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 }, bpf_delta[PROFD_CNT_MAX];
 	uint64_t agent_now[AGENT_CNT_MAX], agent_delta[AGENT_CNT_MAX];
 	uint64_t end = now_ns(CLOCK_REALTIME), processes;
-	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 8][96];
-	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 8];
+	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 8 + GPU_COMMENT_DEVICES][96];
+	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 8 + GPU_COMMENT_DEVICES];
 	struct unwind_loader_stats us;
 	char path[PATH_MAX] = "", flame_path[PATH_MAX] = "";
 	struct aggregate *a, *fresh = aggregate_new(MAX_STACKS_PER_INTERVAL, end);
 	struct profile *p;
 	uint32_t ncomments = 0;
-	int err = 0, ferr = 0;
+	char gpu_path[PATH_MAX] = "";
+	int err = 0, ferr = 0, gerr = 0;
 
 	if (!fresh)
 		return;	/* keep aggregating into the current table */
@@ -532,6 +757,9 @@ static void flush(struct agent *ag)
 	ag->total_samples += a->nsamples;
 
 	counter_comments(ag, bpf_delta, agent_delta, &us, comments, &ncomments);
+	if (ag->gpu)
+		ncomments += gpu_device_comments(ag->gpu, comments + ncomments,
+						 GPU_COMMENT_DEVICES);
 	for (uint32_t i = 0; i < ncomments; i++)
 		comment_ptrs[i] = comments[i];
 
@@ -551,7 +779,8 @@ static void flush(struct agent *ag)
 	if (!err && !p)
 		err = -ENOMEM;
 	if (!err)
-		err = output_path(ag->cfg->output_dir, a->start_ns, path, sizeof(path));
+		err = output_path(ag->cfg->output_dir, "cpu", a->start_ns, path,
+				  sizeof(path));
 	if (!err)
 		err = pprof_write(p, path);
 	if (err) {
@@ -559,11 +788,19 @@ static void flush(struct agent *ag)
 			path[0] ? path : "the profile", strerror(-err));
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 	}
+	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path));
+	if (gerr)
+		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 	if (p && !flamegraph_add_profile(ag->flame, p, 0)) {
+		struct flamegraph_view views[2] = {
+			{ .name = "CPU", .fg = ag->flame, .unit = "samples" },
+			{ .name = "GPU kernel time", .fg = ag->gpu_flame, .unit = "ns" },
+		};
+
 		snprintf(flame_path, sizeof(flame_path), "%s/flamegraph.html",
 			 ag->cfg->output_dir);
-		ferr = flamegraph_write_html(ag->flame, flame_path,
-					     "profd CPU flame graph", "samples");
+		ferr = flamegraph_write_views(flame_path, "profd flame graph", views,
+					      ag->gpu_flame ? 2 : 1);
 		if (ferr) {
 			fprintf(stderr, "profd: error: writing %s: %s\n",
 				flame_path, strerror(-ferr));
@@ -575,9 +812,12 @@ static void flush(struct agent *ag)
 	ag->counters[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
 	ag->agent_prev[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
 	pthread_mutex_unlock(&ag->agg_lock);
-	ag->write_failures += err || ferr;
+	ag->write_failures += err || ferr || gerr;
 	status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
 		    flame_path, ferr);
+	if (gpu_path[0])
+		fprintf(stderr, "profd: interval %u: %s %s\n", ag->intervals,
+			gerr ? "FAILED to write" : "GPU:", gpu_path);
 	profile_free(p);
 	aggregate_free(a);
 }
@@ -612,13 +852,79 @@ static bool pids_alive(const struct agent_config *cfg)
 	return false;
 }
 
-static int agent_setup(struct agent *ag)
+/*
+ * The injection library profd attaches to at start: --inject-library, or
+ * libprofd_inject.so next to the binary, or in ../lib/profd/ (installed).
+ * Resolved to an absolute path (the child's environment gets it). NULL
+ * when there is none.
+ */
+static char *find_inject_library(const struct agent_config *cfg)
+{
+	char exe[PATH_MAX], cand[PATH_MAX + 64], *slash;
+	ssize_t n;
+
+	if (cfg->inject_library)
+		return realpath(cfg->inject_library, NULL);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	snprintf(cand, sizeof(cand), "%s/libprofd_inject.so", exe);
+	if (!access(cand, R_OK))
+		return realpath(cand, NULL);
+	snprintf(cand, sizeof(cand), "%s/../lib/profd/libprofd_inject.so", exe);
+	if (!access(cand, R_OK))
+		return realpath(cand, NULL);
+	return NULL;
+}
+
+/* GPU: the correlation state and the probes of profd's own library. */
+static int gpu_setup(struct agent *ag, const char *lib)
+{
+	const struct agent_config *cfg = ag->cfg;
+	struct gpu_opts go = {
+		.launch_timeout_ns = (uint64_t)cfg->gpu_timeout_s * 1000000000ULL,
+		.verbose = cfg->verbose,
+	};
+	int ret;
+
+	ag->gpu = gpu_new(&go);
+	ag->gpu_flame = flamegraph_new(0);
+	if (!ag->gpu || !ag->gpu_flame) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
+	ag->gpu_interval_start = now_ns(CLOCK_REALTIME);
+	if (!lib) {
+		if (cfg->exec_argv || cfg->inject_library || cfg->verbose)
+			fprintf(stderr, "profd: warning: no CUDA injection library "
+				"(libprofd_inject.so) next to profd: GPU kernels are "
+				"profiled only in processes that load a copy profd finds "
+				"(use --inject-library PATH)\n");
+		return 0;
+	}
+	ret = tracer_gpu_attach(ag->tracer, lib);
+	if (ret < 0) {
+		fprintf(stderr, "profd: error: cannot attach to the CUDA injection "
+			"library %s: %s\n", lib, ret == -ESRCH ?
+			"it has no profd probes" : strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+static int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
 	struct tracer_opts to = {
 		.frequency_hz = cfg->frequency_hz,
-		.pids = cfg->pids,
-		.npids = cfg->npids,
+		.pids = cfg->exec_argv ? &ag->child.pid : cfg->pids,
+		.npids = cfg->exec_argv ? 1 : cfg->npids,
+		.follow_children = cfg->exec_argv != NULL,
 		.include_idle = cfg->include_idle,
 		.max_stack_depth = cfg->max_stack_depth,
 		.ringbuf_bytes = 8u << 20,
@@ -653,6 +959,8 @@ static int agent_setup(struct agent *ag)
 	}
 	ag->tracer = tracer_open(&to, on_event, ag);
 	if (!ag->tracer)
+		return -1;
+	if (cfg->gpu && gpu_setup(ag, inject_lib))
 		return -1;
 	if (cfg->python_unwinding) {
 		ag->py = python_new(tracer_python_procs_fd(ag->tracer), cfg->verbose);
@@ -691,6 +999,8 @@ static void agent_teardown(struct agent *ag)
 	tracer_close(ag->tracer);
 	unwind_loader_free(ag->unwind);
 	python_free(ag->py);
+	gpu_free(ag->gpu);
+	flamegraph_free(ag->gpu_flame);
 	free(ag->merged);
 	aggregate_free(ag->cur);
 	process_table_free(ag->procs);
@@ -721,9 +1031,10 @@ int agent_run(const struct agent_config *cfg)
 {
 	struct agent ag = { .cfg = cfg };
 	uint64_t start, next_flush, end, interval_ns, now;
+	char *inject_lib = NULL;
 	sigset_t set;
 	int sig = 0, ret = 1;
-	bool stop = false;
+	bool stop = false, forwarded = false;
 
 	pthread_mutex_init(&ag.sym_lock, NULL);
 	pthread_mutex_init(&ag.agg_lock, NULL);
@@ -732,11 +1043,25 @@ int agent_run(const struct agent_config *cfg)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);	/* the terminal or ssh session went away */
+	if (cfg->exec_argv)
+		sigaddset(&set, SIGCHLD);	/* the command exited */
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	/* a closed stderr pipe must not kill profd before it writes its files */
 	signal(SIGPIPE, SIG_IGN);
 
-	if (agent_setup(&ag))
+	if (cfg->gpu)
+		inject_lib = find_inject_library(cfg);
+	if (cfg->exec_argv) {
+		/* the child waits for the programs to load before it execs */
+		int err = exec_child_start(&ag.child, cfg->exec_argv, inject_lib);
+
+		if (err) {
+			fprintf(stderr, "profd: error: cannot start %s: %s\n",
+				cfg->exec_argv[0], strerror(-err));
+			goto out;
+		}
+	}
+	if (agent_setup(&ag, inject_lib))
 		goto out;
 	if (pthread_create(&ag.reader, NULL, reader_main, &ag)) {
 		fprintf(stderr, "profd: error: cannot start the reader thread\n");
@@ -752,7 +1077,18 @@ int agent_run(const struct agent_config *cfg)
 	next_flush = start + interval_ns;
 	fprintf(stderr, "profd: sampling %u CPUs at %u Hz%s, writing to %s\n",
 		tracer_ncpus(ag.tracer), cfg->frequency_hz,
-		cfg->npids ? " (--pid)" : "", cfg->output_dir);
+		cfg->npids ? " (--pid)" : cfg->exec_argv ? " (exec)" : "",
+		cfg->output_dir);
+	if (cfg->exec_argv) {
+		int err = exec_child_release(&ag.child);
+
+		if (err) {
+			fprintf(stderr, "profd: error: cannot run %s: %s\n",
+				cfg->exec_argv[0], strerror(-err));
+			ag.exec_failed = true;
+			stop = true;
+		}
+	}
 
 	while (!stop) {
 		uint64_t deadline = next_flush < end ? next_flush : end;
@@ -761,9 +1097,23 @@ int agent_run(const struct agent_config *cfg)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (deadline > now + 1000000000ULL)
 			deadline = now + 1000000000ULL;
-		if (wait_signal(&set, deadline, &sig)) {
+		if (wait_signal(&set, deadline, &sig) && sig != SIGCHLD) {
+			if (cfg->exec_argv && !forwarded && !ag.child.exited) {
+				/* let the command stop (and flush its GPU records) first */
+				fprintf(stderr, "profd: %s: passing it to %s; again to "
+					"stop profd at once\n", strsignal(sig),
+					cfg->exec_argv[0]);
+				kill(ag.child.pid, sig);
+				forwarded = true;
+				continue;
+			}
 			fprintf(stderr, "profd: %s: writing what was collected\n",
 				strsignal(sig));
+			break;
+		}
+		if (cfg->exec_argv && exec_child_reap(&ag.child, false)) {
+			fprintf(stderr, "profd: %s exited (status %d)\n",
+				cfg->exec_argv[0], exec_child_exit_code(&ag.child));
 			break;
 		}
 		if (ag.reader_err)
@@ -796,7 +1146,19 @@ int agent_run(const struct agent_config *cfg)
 			(unsigned long long)ag.total_samples, ag.intervals,
 			cfg->output_dir);
 	ret = ag.reader_err || ag.write_failures ? 1 : 0;
+	if (cfg->exec_argv && !ret) {
+		if (ag.exec_failed)
+			ret = 127;
+		else if (exec_child_reap(&ag.child, false))
+			ret = exec_child_exit_code(&ag.child);
+		else
+			fprintf(stderr, "profd: %s (pid %d) is still running, "
+				"no longer profiled\n", cfg->exec_argv[0], ag.child.pid);
+	}
 out:
+	if (cfg->exec_argv && ag.child.go_fd >= 0)
+		exec_child_kill(&ag.child);	/* never released: it must not run */
 	agent_teardown(&ag);
+	free(inject_lib);
 	return ret;
 }

@@ -30,14 +30,21 @@ struct agent_config {
 	bool python_unwinding;		/* !--no-python-unwinding */
 	unsigned int unwind_memory_mib;	/* --unwind-memory-limit: shard memory cap */
 	unsigned int max_processes;	/* --max-processes with unwind tables */
+	bool gpu;			/* !--no-gpu: attach to the CUDA injection library */
+	const char *inject_library;	/* --inject-library; NULL: next to the binary */
+	unsigned int gpu_timeout_s;	/* --gpu-correlation-timeout */
+	char *const *exec_argv;		/* `profd exec -- CMD ARGS`; NULL: system-wide */
 };
 
 /*
  * agent_run - run profd with @cfg until the duration ends, every --pid
- * process exited, or SIGINT/SIGTERM arrives; every interval writes
- * OUTPUT_DIR/cpu-<UTC time>.pb.gz and OUTPUT_DIR/flamegraph.html.
- * Returns the process exit code (0 on success, 1 on a start-up error
- * already printed as one line).
+ * process exited, the `profd exec` command exited, or SIGINT/SIGTERM
+ * arrives; every interval writes OUTPUT_DIR/cpu-<UTC time>.pb.gz, when
+ * CUDA kernels ran OUTPUT_DIR/gpu-<UTC time>.pb.gz (and gpu-pc-... with
+ * PC sampling), and OUTPUT_DIR/flamegraph.html.
+ * Returns the process exit code: 0 on success, 1 on an error already
+ * printed as one line; with exec_argv, the command's exit status when
+ * profd itself succeeded (128 + signal if it was killed).
  */
 int agent_run(const struct agent_config *cfg);
 

@@ -88,4 +88,31 @@ struct build_opts {
 struct profile *aggregate_build_profile(const struct aggregate *a,
 					const struct build_opts *o);
 
+/*
+ * The stack symbolizer aggregate_build_profile() uses, for other profiles
+ * of the same process stacks (GPU kernels by launching stack).
+ * stack_builder_new - a builder adding to @p with @o's symbol sources
+ * (period, comments and end time are unused); it adds the kernel
+ * mapping and a "[truncated]" location to @p. NULL on out of memory.
+ */
+struct stack_builder;
+struct stack_builder *stack_builder_new(struct profile *p,
+					const struct build_opts *o);
+void stack_builder_free(struct stack_builder *b);
+
+/* Most locations one stack can have: merged user frames + [truncated]. */
+#define STACK_BUILDER_MAX_LOCATIONS \
+	(PROFD_MAX_KERNEL_FRAMES + PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 3)
+
+/*
+ * stack_builder_locations - the location ids (leaf first) of a stack laid
+ * out as in struct agg_stack (@nkernel kernel then @nuser user IPs, user
+ * IPs possibly Python frame tokens), plus "[truncated]" when @flags has
+ * PROFD_SAMPLE_USER_TRUNCATED. @locs holds STACK_BUILDER_MAX_LOCATIONS;
+ * *@nlocs gets the count. Returns 0 or -ENOMEM.
+ */
+int stack_builder_locations(struct stack_builder *b, struct proc_snapshot *snap,
+			    uint32_t flags, const uint64_t *ips, uint16_t nkernel,
+			    uint16_t nuser, uint32_t *locs, uint32_t *nlocs);
+
 #endif /* PROFD_AGGREGATE_AGGREGATE_H */

@@ -16,9 +16,6 @@
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 #define PYTHON_MAPPING_NAME "[python]"
-/* Most locations one stack can have: merged user frames + [truncated]. */
-#define MAX_STACK_LOCATIONS \
-	(PROFD_MAX_KERNEL_FRAMES + PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 3)
 #define KERNEL_START 0xffff800000000000ULL
 
 /* (snapshot, mapping index) -> profile mapping id, open addressing. */
@@ -28,7 +25,7 @@ struct mapping_key {
 	uint32_t id;
 };
 
-struct build {
+struct stack_builder {
 	struct profile *p;
 	const struct build_opts *o;
 	struct mapping_key *mkeys;
@@ -46,7 +43,7 @@ static uint64_t key_hash(const struct proc_snapshot *snap, int idx)
 	return h ^ (h >> 29);
 }
 
-static int mkeys_grow(struct build *b)
+static int mkeys_grow(struct stack_builder *b)
 {
 	uint32_t ncap = b->mcap ? b->mcap * 2 : 256;
 	struct mapping_key *n = calloc(ncap, sizeof(*n));
@@ -69,7 +66,7 @@ static int mkeys_grow(struct build *b)
 	return 0;
 }
 
-static uint32_t user_mapping_id(struct build *b, struct proc_snapshot *snap,
+static uint32_t user_mapping_id(struct stack_builder *b, struct proc_snapshot *snap,
 				int idx)
 {
 	const struct proc_mapping *m = &snap->maps.v[idx];
@@ -94,7 +91,7 @@ static uint32_t user_mapping_id(struct build *b, struct proc_snapshot *snap,
 	return b->mkeys[j].id;
 }
 
-static uint32_t kernel_location(struct build *b, uint64_t ip, bool leaf)
+static uint32_t kernel_location(struct stack_builder *b, uint64_t ip, bool leaf)
 {
 	const struct ksym *ks = NULL;
 	uint32_t fn = 0;
@@ -113,7 +110,7 @@ static uint32_t kernel_location(struct build *b, uint64_t ip, bool leaf)
 	return profile_location_id(b->p, b->kernel_mapping, ip, fn, 0);
 }
 
-static uint32_t user_location(struct build *b, struct proc_snapshot *snap,
+static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *snap,
 			      uint64_t ip, bool exact)
 {
 	uint64_t lookup = exact ? ip : ip - 1;
@@ -138,7 +135,7 @@ static uint32_t user_location(struct build *b, struct proc_snapshot *snap,
 	return profile_location_id(b->p, mapping_id, ip, fn, 0);
 }
 
-static uint32_t python_location(struct build *b, uint64_t token)
+static uint32_t python_location(struct stack_builder *b, uint64_t token)
 {
 	struct py_frame f;
 	uint32_t fn = 0;
@@ -155,9 +152,34 @@ static uint32_t python_location(struct build *b, uint64_t token)
 	return profile_location_id(b->p, b->python_mapping, 0, fn, f.line);
 }
 
-static int add_stack(struct build *b, const struct agg_stack *s)
+int stack_builder_locations(struct stack_builder *b, struct proc_snapshot *snap,
+			    uint32_t flags, const uint64_t *ips, uint16_t nkernel,
+			    uint16_t nuser, uint32_t *locs, uint32_t *nlocs)
 {
-	uint32_t n = 0, nips = (uint32_t)s->nkernel + s->nuser;
+	uint32_t n = 0, nips = (uint32_t)nkernel + nuser;
+
+	for (uint32_t i = 0; i < nkernel; i++)
+		locs[n++] = kernel_location(b, ips[i], i == 0);
+	for (uint32_t i = nkernel; i < nips && n < STACK_BUILDER_MAX_LOCATIONS - 1; i++) {
+		if (ips[i] & PY_IP_FRAME) {
+			locs[n++] = python_location(b, ips[i]);
+			continue;
+		}
+		locs[n++] = user_location(b, snap, ips[i] & ~PROFD_IP_EXACT,
+					  i == nkernel || (ips[i] & PROFD_IP_EXACT));
+	}
+	if (flags & PROFD_SAMPLE_USER_TRUNCATED)
+		locs[n++] = b->truncated_location;
+	*nlocs = n;
+	for (uint32_t i = 0; i < n; i++)
+		if (!locs[i])
+			return -ENOMEM;
+	return 0;
+}
+
+static int add_stack(struct stack_builder *b, const struct agg_stack *s)
+{
+	uint32_t n;
 	struct profile_label labels[4] = {
 		{ .key = "pid", .num = s->pid },
 		{ .key = "tid", .num = s->tid },
@@ -168,40 +190,54 @@ static int add_stack(struct build *b, const struct agg_stack *s)
 		(int64_t)s->count,
 		(int64_t)(s->count * b->o->period_ns),
 	};
+	int ret = stack_builder_locations(b, s->snap, s->flags, s->ips,
+					  s->nkernel, s->nuser, b->locs, &n);
 
-	for (uint32_t i = 0; i < s->nkernel; i++)
-		b->locs[n++] = kernel_location(b, s->ips[i], i == 0);
-	for (uint32_t i = s->nkernel; i < nips && n < MAX_STACK_LOCATIONS - 1; i++) {
-		if (s->ips[i] & PY_IP_FRAME) {
-			b->locs[n++] = python_location(b, s->ips[i]);
-			continue;
-		}
-		b->locs[n++] = user_location(b, s->snap,
-					     s->ips[i] & ~PROFD_IP_EXACT,
-					     i == s->nkernel ||
-					     (s->ips[i] & PROFD_IP_EXACT));
-	}
-	if (s->flags & PROFD_SAMPLE_USER_TRUNCATED)
-		b->locs[n++] = b->truncated_location;
-	for (uint32_t i = 0; i < n; i++)
-		if (!b->locs[i])
-			return -ENOMEM;
+	if (ret)
+		return ret;
 	return profile_add_sample(b->p, b->locs, n, values, labels, 4);
+}
+
+struct stack_builder *stack_builder_new(struct profile *p,
+					const struct build_opts *o)
+{
+	struct stack_builder *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->p = p;
+	b->o = o;
+	b->locs = malloc(STACK_BUILDER_MAX_LOCATIONS * sizeof(*b->locs));
+	b->kernel_mapping = profile_add_mapping(p, KERNEL_START, UINT64_MAX, 0,
+						KERNEL_MAPPING_NAME,
+						o->kernel_build_id);
+	b->truncated_location = profile_location_id(
+		p, 0, 0, profile_function_id(p, "[truncated]", "[truncated]", ""), 0);
+	if (!b->locs || !b->kernel_mapping || !b->truncated_location) {
+		stack_builder_free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void stack_builder_free(struct stack_builder *b)
+{
+	if (!b)
+		return;
+	free(b->mkeys);
+	free(b->locs);
+	free(b);
 }
 
 struct profile *aggregate_build_profile(const struct aggregate *a,
 					const struct build_opts *o)
 {
-	struct build b = { .o = o };
+	struct stack_builder *b = NULL;
 	struct profile *p = profile_new();
 	int ret = -ENOMEM;
 
 	if (!p)
 		return NULL;
-	b.p = p;
-	b.locs = malloc(MAX_STACK_LOCATIONS * sizeof(*b.locs));
-	if (!b.locs)
-		goto out;
 	if (profile_add_sample_type(p, "samples", "count") ||
 	    profile_add_sample_type(p, "cpu", "nanoseconds"))
 		goto out;
@@ -213,26 +249,19 @@ struct profile *aggregate_build_profile(const struct aggregate *a,
 	for (uint32_t i = 0; i < o->ncomments; i++)
 		if (profile_add_comment(p, o->comments[i]))
 			goto out;
-
-	b.kernel_mapping = profile_add_mapping(p, KERNEL_START, UINT64_MAX, 0,
-					       KERNEL_MAPPING_NAME,
-					       o->kernel_build_id);
-	b.truncated_location = profile_location_id(
-		p, 0, 0, profile_function_id(p, "[truncated]", "[truncated]", ""), 0);
-	if (!b.kernel_mapping || !b.truncated_location)
+	b = stack_builder_new(p, o);
+	if (!b)
 		goto out;
-
 	for (uint32_t i = 0; i < a->nbuckets; i++) {
 		for (const struct agg_stack *s = a->buckets[i]; s; s = s->next) {
-			ret = add_stack(&b, s);
+			ret = add_stack(b, s);
 			if (ret)
 				goto out;
 		}
 	}
 	ret = 0;
 out:
-	free(b.mkeys);
-	free(b.locs);
+	stack_builder_free(b);
 	if (ret) {
 		profile_free(p);
 		return NULL;

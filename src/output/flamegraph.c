@@ -11,14 +11,17 @@
  * profiles merged into it are freed long before the page is written.
  *
  * The page: one HTML file, inline CSS and JS, a CSP that forbids any
- * network access. The tree is embedded as JSON in a
- * <script type="application/json"> block: a name table plus a flat
- * preorder array of (name index, value, kind, child count), children
- * sorted by name. Every string is escaped so that no byte sequence in a
- * symbol name (`</script>`, quotes, control characters, invalid UTF-8)
- * can end the block or break JSON.parse. The script builds DOM elements
- * with textContent (never innerHTML) and draws only frames wider than
- * 0.1% of the zoomed frame, so 100k-node trees stay fast.
+ * network access. The trees are embedded as JSON in one
+ * <script type="application/json"> block: {"title", "views": [...]},
+ * each view {"name", "unit", "total", "truncated", "names", "nodes"}: its
+ * own name table plus a flat preorder array of (name index, value, kind,
+ * child count), children sorted by name. Every string is escaped so
+ * that no byte sequence in a symbol name (`</script>`, quotes, control
+ * characters, invalid UTF-8) can end the block or break JSON.parse. The
+ * script builds a view's arrays when its tab is first shown and keeps
+ * them for later switches, builds DOM elements with textContent (never
+ * innerHTML) and draws only frames wider than 0.1% of the zoomed frame,
+ * so 100k-node trees stay fast.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +36,7 @@
 #include "util/hash.h"
 
 #define KERNEL_MAPPING	"[kernel.kallsyms]"
+#define CUDA_MAPPING	"[cuda]"		/* GPU kernels (src/gpu/build.c) */
 
 /* Frame kinds, as the page's KINDS array numbers them. */
 enum fg_kind {
@@ -40,6 +44,7 @@ enum fg_kind {
 	FG_PROCESS = 1,
 	FG_USER = 2,
 	FG_KERNEL = 3,
+	FG_CUDA = 4,
 };
 
 struct fg_node {
@@ -245,6 +250,18 @@ static bool is_kernel_mapping(const struct profile_mapping *m)
 		       sizeof(KERNEL_MAPPING) - 1) == 0;
 }
 
+static bool is_cuda_mapping(const struct profile_mapping *m)
+{
+	return m && m->filename && strcmp(m->filename, CUDA_MAPPING) == 0;
+}
+
+static uint8_t mapping_kind(const struct profile_mapping *m)
+{
+	if (is_kernel_mapping(m))
+		return FG_KERNEL;
+	return is_cuda_mapping(m) ? FG_CUDA : FG_USER;
+}
+
 /*
  * Name index and kind of location @id, interned on first use and cached
  * in @cache (name + 1, 0 = not yet) and @kinds. Returns the name index or
@@ -277,7 +294,7 @@ static int64_t location_frame(struct flamegraph *fg, const struct profile *p,
 	idx = fg_intern(fg, name ? name : buf);
 	if (idx >= 0 && loc) {
 		cache[id] = idx + 1;
-		kinds[id] = is_kernel_mapping(m) ? FG_KERNEL : FG_USER;
+		kinds[id] = mapping_kind(m);
 	}
 	return idx;
 }
@@ -586,32 +603,56 @@ static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
 	return 0;
 }
 
-int flamegraph_write_html(const struct flamegraph *fg, const char *path,
-			  const char *title, const char *unit)
+/* One view's JSON object: labels, total, names and the preorder nodes. */
+static int emit_view(const struct flamegraph_view *v, struct sbuf *b)
 {
-	struct sbuf b = { 0 };
+	const struct flamegraph *fg = v->fg;
 	int err;
 
+	sb_puts(b, "{\"name\":");
+	sb_json_str(b, v->name);
+	sb_puts(b, ",\"unit\":");
+	sb_json_str(b, v->unit ? v->unit : "samples");
+	sb_printf(b, ",\"total\":%" PRIu64 ",\"truncated\":%" PRIu64,
+		  flamegraph_total(fg), fg->truncated);
+	sb_puts(b, ",\n\"names\":[");
+	for (uint32_t i = 0; i < fg->nnames; i++) {
+		if (i)
+			sb_put(b, ",", 1);
+		sb_json_str(b, fg->names[i]);
+	}
+	sb_puts(b, "],\n\"nodes\":[");
+	err = emit_nodes(fg, b);
+	sb_puts(b, "]}");
+	return err;
+}
+
+int flamegraph_write_views(const char *path, const char *title,
+			   const struct flamegraph_view *views,
+			   unsigned int nviews)
+{
+	struct sbuf b = { 0 };
+	int err = 0;
+
+	if (!path || !views || !nviews)
+		return -EINVAL;
+	for (unsigned int i = 0; i < nviews; i++)
+		if (!views[i].name || !views[i].fg)
+			return -EINVAL;
 	if (!title)
 		title = "profd flame graph";
-	if (!unit)
-		unit = "samples";
 	sb_puts(&b, page_head);
 	sb_puts(&b, "<title>");
 	sb_html_str(&b, title);
 	sb_puts(&b, "</title>\n<script id=\"fg-data\" type=\"application/json\">");
 	sb_puts(&b, "{\"title\":");
 	sb_json_str(&b, title);
-	sb_puts(&b, ",\"unit\":");
-	sb_json_str(&b, unit);
-	sb_puts(&b, ",\n\"names\":[");
-	for (uint32_t i = 0; i < fg->nnames; i++) {
+	sb_puts(&b, ",\"views\":[\n");
+	for (unsigned int i = 0; i < nviews && !err; i++) {
 		if (i)
-			sb_put(&b, ",", 1);
-		sb_json_str(&b, fg->names[i]);
+			sb_puts(&b, ",\n");
+		err = emit_view(&views[i], &b);
 	}
-	sb_puts(&b, "],\n\"nodes\":[");
-	err = emit_nodes(fg, &b);
 	sb_puts(&b, "]}\n");
 	sb_puts(&b, page_tail);
 	if (!err)
@@ -620,4 +661,16 @@ int flamegraph_write_html(const struct flamegraph *fg, const char *path,
 		err = write_file_atomic(path, b.p, b.n);
 	free(b.p);
 	return err;
+}
+
+int flamegraph_write_html(const struct flamegraph *fg, const char *path,
+			  const char *title, const char *unit)
+{
+	struct flamegraph_view v = {
+		.name = title ? title : "profd flame graph",
+		.fg = fg,
+		.unit = unit,
+	};
+
+	return flamegraph_write_views(path, title, &v, 1);
 }

@@ -5,7 +5,8 @@
  * Owns: a merged call tree of every profile of a run (root -> process
  * name -> outermost frame -> ... -> leaf) and its rendering as one HTML
  * file with inline CSS/JS: no network access, zoom on click, search with
- * highlighting and the matched share.
+ * highlighting and the matched share. One page may hold several trees
+ * ("views", e.g. CPU samples and GPU kernel time), one tab each.
  */
 #ifndef PROFD_OUTPUT_FLAMEGRAPH_H
 #define PROFD_OUTPUT_FLAMEGRAPH_H
@@ -33,16 +34,42 @@ void flamegraph_free(struct flamegraph *fg);
  * flamegraph_add_profile - merge every sample of @p into the tree, using
  * sample value @value_index as the weight. The first frame under the root
  * is the sample's "comm" label (process name) when present. Frame names:
- * the function name, else "[unknown] 0xADDR (file)"; kernel frames keep
- * their names and are marked so the page colours them apart.
+ * the function name, else "[unknown] 0xADDR (file)". Kernel frames
+ * (mapping "[kernel.kallsyms]") and GPU kernels (mapping "[cuda]", the
+ * leaves of a GPU kernel-time profile) keep their names and are marked
+ * so the page colours each apart.
  * Returns 0, -EINVAL if @value_index >= p->nsample_types, or -ENOMEM.
  */
 int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 			   uint32_t value_index);
 
+/* One tab of a page: a tree and how to label it. Nothing here is owned. */
+struct flamegraph_view {
+	const char *name;		/* tab label, e.g. "CPU" or "GPU kernel time" */
+	const struct flamegraph *fg;	/* its tree */
+	const char *unit;		/* weight unit: "samples" or "ns" (NULL: "samples") */
+};
+
 /*
- * flamegraph_write_html - write the page to @path atomically. @title shows
- * at the top; @unit names the weight ("samples"). Returns 0 or -errno.
+ * flamegraph_write_views - write one page with a tab per view to @path
+ * atomically (a temporary file renamed into place; none is left behind
+ * on error). The first view is shown first; a single view gets no tab
+ * bar. A view whose tree is empty (total 0) still gets its tab, which
+ * says "No data yet.". A weight in "ns" (or "nanoseconds") is shown as a
+ * duration ("12.3 ms", "1.20 s"), any other unit as a count ("1,234
+ * samples"). @title (NULL: "profd flame graph") shows at the top. Each
+ * tree keeps its own node bound (flamegraph_new). The views and trees
+ * are only read; the caller keeps them.
+ * Returns 0, -EINVAL if @views is NULL, @nviews is 0 or a view has no
+ * name or no tree, -ENOMEM, or the -errno of writing the file.
+ */
+int flamegraph_write_views(const char *path, const char *title,
+			   const struct flamegraph_view *views,
+			   unsigned int nviews);
+
+/*
+ * flamegraph_write_html - flamegraph_write_views() with one view: @fg
+ * weighted in @unit (NULL: "samples"), no tab bar. Returns 0 or -errno.
  */
 int flamegraph_write_html(const struct flamegraph *fg, const char *path,
 			  const char *title, const char *unit);

@@ -10,7 +10,7 @@
 
 #include "bpf/unwind_python.h"
 #include "python/code.h"
-#include "python/remote.h"
+#include "proc/remote.h"
 
 #define HDR_MAX 256
 

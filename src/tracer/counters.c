@@ -24,6 +24,11 @@ static const char *const names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_PY_NO_THREAD_STATE] = "python_no_thread_state",
 	[PROFD_CNT_PY_READ_ERR] = "python_frame_read_error",
 	[PROFD_CNT_PY_TRUNCATED] = "python_stack_truncated",
+	[PROFD_CNT_GPU_LAUNCHES] = "gpu_launches",
+	[PROFD_CNT_GPU_EVENTS_LOST] = "gpu_events_lost",
+	[PROFD_CNT_GPU_KERNELS_LOST] = "gpu_kernels_lost",
+	[PROFD_CNT_GPU_BAD_BATCH] = "gpu_bad_batch",
+	[PROFD_CNT_FOLLOWED_CHILDREN] = "followed_children",
 };
 
 const char *profd_counter_name(enum profd_counter c)
@@ -43,6 +48,9 @@ enum counter_kind profd_counter_kind(enum profd_counter c)
 	case PROFD_CNT_TAIL_CALL_FAILED:
 	case PROFD_CNT_NO_SCRATCH:
 	case PROFD_CNT_PROC_EVENT_LOST:
+	case PROFD_CNT_GPU_EVENTS_LOST:
+	case PROFD_CNT_GPU_KERNELS_LOST:
+	case PROFD_CNT_GPU_BAD_BATCH:
 		return COUNTER_LOST;
 	case PROFD_CNT_KERNEL_STACK_ERR:	/* sample kept, stack cut short */
 	case PROFD_CNT_USER_READ_ERR:

@@ -14,18 +14,7 @@
 #include <bpf/bpf.h>
 
 #include "profd.skel.h"
-#include "tracer/tracer.h"
-
-struct tracer {
-	struct profd_bpf *skel;
-	struct ring_buffer *rb;
-	int ncpus_possible;
-	int *perf_fds;			/* per possible CPU, -1 if not open */
-	struct bpf_link **perf_links;
-	unsigned int nsampled;
-	tracer_event_fn fn;
-	void *ctx;
-};
+#include "tracer/tracer_internal.h"
 
 int parse_cpu_list(const char *s, bool *online, int n)
 {
@@ -210,7 +199,12 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 	if (o->ringbuf_bytes)
 		bpf_map__set_max_entries(t->skel->maps.events, o->ringbuf_bytes);
 	if (o->npids)
-		bpf_map__set_max_entries(t->skel->maps.pid_filter, o->npids);
+		bpf_map__set_max_entries(t->skel->maps.pid_filter,
+					 o->follow_children ? PID_FILTER_TREE_MAX : o->npids);
+	t->skel->rodata->cfg_follow_children = o->follow_children;
+	if (o->gpu_ringbuf_bytes)
+		bpf_map__set_max_entries(t->skel->maps.cupti_events,
+					 o->gpu_ringbuf_bytes);
 
 	err = profd_bpf__load(t->skel);
 	if (err) {
@@ -229,7 +223,10 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 		bpf_program__attach(t->skel->progs.profd_proc_exec);
 	t->skel->links.profd_proc_exit =
 		bpf_program__attach(t->skel->progs.profd_proc_exit);
-	if (!t->skel->links.profd_proc_exec || !t->skel->links.profd_proc_exit) {
+	t->skel->links.profd_proc_fork =
+		bpf_program__attach(t->skel->progs.profd_proc_fork);
+	if (!t->skel->links.profd_proc_exec || !t->skel->links.profd_proc_exit ||
+	    !t->skel->links.profd_proc_fork) {
 		fprintf(stderr, "profd: error: cannot attach the sched tracepoints: %s\n",
 			strerror(errno));
 		goto fail;
@@ -239,6 +236,13 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 	if (!t->rb) {
 		fprintf(stderr, "profd: error: cannot open the events ringbuf: %s\n",
 			strerror(errno));
+		goto fail;
+	}
+	err = ring_buffer__add(t->rb, bpf_map__fd(t->skel->maps.cupti_events),
+			       on_record, t);
+	if (err) {
+		fprintf(stderr, "profd: error: cannot open the cupti_events ringbuf: %s\n",
+			strerror(-err));
 		goto fail;
 	}
 	if (attach_samplers(t, o))
@@ -334,6 +338,7 @@ void tracer_close(struct tracer *t)
 			if (t->perf_fds[cpu] >= 0)
 				close(t->perf_fds[cpu]);
 	}
+	tracer_gpu_detach_all(t);
 	ring_buffer__free(t->rb);
 	profd_bpf__destroy(t->skel);
 	free(t->perf_links);

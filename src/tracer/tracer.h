@@ -27,7 +27,12 @@ struct tracer_opts {
 	int verbose;			/* 1: libbpf warnings, 2: its debug log too */
 	bool dwarf_unwinding;		/* walk with unwind tables where loaded */
 	unsigned int max_processes;	/* entries of unwind_procs */
+	bool follow_children;		/* children of --pid processes join the filter */
+	unsigned int gpu_ringbuf_bytes;	/* cupti_events size, power of two; 0: default */
 };
+
+/* Processes the PID filter holds when it follows children. */
+#define PID_FILTER_TREE_MAX 65536
 
 /*
  * Called on the polling thread for every ringbuf record; @data starts with
@@ -75,6 +80,21 @@ void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd);
  * profd_python_proc), owned by @t.
  */
 int tracer_python_procs_fd(const struct tracer *t);
+
+/*
+ * tracer_gpu_attach - attach the GPU probe programs (bpf/gpu.bpf.h) to
+ * every USDT probe of provider "profd" in the CUDA injection library at
+ * @path, for every process that maps it now or later (uprobes are per
+ * file). A file already attached (same device and inode) is skipped.
+ * Returns 1 when newly attached, 0 when already attached, or a negative
+ * errno: -ENOENT (no such file), -ENOSPC (too many library copies),
+ * -ESRCH (not a profd injection library: a probe is missing), others from
+ * libbpf. Prints nothing; the caller decides what to report.
+ */
+int tracer_gpu_attach(struct tracer *t, const char *path);
+
+/* tracer_gpu_libraries - number of library files attached. */
+unsigned int tracer_gpu_libraries(const struct tracer *t);
 
 /* tracer_ncpus - number of CPUs sampled (online at start). */
 unsigned int tracer_ncpus(const struct tracer *t);

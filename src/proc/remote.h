@@ -17,8 +17,8 @@
  *
  * Threads: one caller at a time (the reader thread).
  */
-#ifndef PROFD_PYTHON_REMOTE_H
-#define PROFD_PYTHON_REMOTE_H
+#ifndef PROFD_PROC_REMOTE_H
+#define PROFD_PROC_REMOTE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -56,4 +56,4 @@ int remote_read(struct remote_reader *r, pid_t pid, uint64_t addr, void *buf,
 /* remote_reader_timeouts - reads abandoned so far. */
 uint64_t remote_reader_timeouts(const struct remote_reader *r);
 
-#endif /* PROFD_PYTHON_REMOTE_H */
+#endif /* PROFD_PROC_REMOTE_H */

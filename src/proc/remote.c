@@ -11,7 +11,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "python/remote.h"
+#include "proc/remote.h"
 
 #define STUCK_PIDS 16
 

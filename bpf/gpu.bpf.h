@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * gpu.bpf.h - the USDT programs on the CUDA injection library's probes.
+ *
+ * Owns: the `cupti_events` ringbuf and one program per probe of provider
+ * "profd" (bpf/gpu_events.h). The launch probe captures the launching
+ * thread's CPU stack with capture_stack(), the routine the CPU sampler
+ * uses, through the kprobe-type unwinder chain; the other probes copy
+ * the library's fixed-size batches into one record each.
+ *
+ * Programs are attached by src/tracer/usdt.c to every copy of the library
+ * (pid -1: every process mapping it, now and later). The kernel bumps each
+ * probe's semaphore while a program is attached, which is what turns the
+ * library's work on.
+ */
+#ifndef PROFD_BPF_GPU_BPF_H
+#define PROFD_BPF_GPU_BPF_H
+
+#include <bpf/usdt.bpf.h>
+
+#include "gpu_events.h"
+#include "stack.bpf.h"
+
+/* Payload bytes one batch record may carry. */
+#define PROFD_GPU_BATCH_BYTES	(PROFD_GPU_BATCH_MAX * 64)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);	/* resized by the loader */
+} cupti_events SEC(".maps");
+
+struct gpu_scratch {
+	struct profd_gpu_batch hdr;
+	__u8 payload[PROFD_GPU_BATCH_BYTES];
+	struct profd_gpu_name name;
+	char name_buf[PROFD_GPU_NAME_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gpu_scratch);
+} gpu_scratch SEC(".maps");
+
+static __always_inline void count_n(enum profd_counter c, __u64 n)
+{
+	__u32 key = c;
+	__u64 *v = bpf_map_lookup_elem(&counters, &key);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline struct gpu_scratch *gpu_scratch_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&gpu_scratch, &zero);
+}
+
+/*
+ * forward_batch - copy @n structs of @size bytes from user address @ptr
+ * into one cupti_events record of @type. A batch larger than the
+ * contract allows or an unreadable one is counted, not forwarded.
+ */
+static __always_inline int forward_batch(__u32 type, const void *ptr, __u32 n,
+					 __u32 size)
+{
+	struct gpu_scratch *s;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 bytes;	/* 64-bit: a 32-bit copy loses its bound to the verifier */
+
+	if (!pid_wanted(id >> 32))
+		return 0;
+	s = gpu_scratch_get();
+	if (!s) {
+		count(PROFD_CNT_NO_SCRATCH);
+		return 0;
+	}
+	if (n == 0 || n > PROFD_GPU_BATCH_MAX || n * size > PROFD_GPU_BATCH_BYTES) {
+		count(PROFD_CNT_GPU_BAD_BATCH);
+		return 0;
+	}
+	bytes = (__u64)n * size;
+	barrier_var(bytes);
+	if (bytes > PROFD_GPU_BATCH_BYTES)
+		return 0;
+	if (bpf_probe_read_user(s->payload, bytes, ptr)) {
+		count(PROFD_CNT_GPU_BAD_BATCH);
+		return 0;
+	}
+	s->hdr.type = type;
+	s->hdr.pid = id >> 32;
+	s->hdr.tid = (__u32)id;
+	s->hdr.n = n;
+	s->hdr.ktime_ns = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&cupti_events, s, sizeof(s->hdr) + bytes, 0)) {
+		/* what was lost, in the unit the batch carries */
+		count_n(PROFD_CNT_GPU_EVENTS_LOST, n);
+		if (type == PROFD_EVENT_GPU_KERNELS)
+			count_n(PROFD_CNT_GPU_KERNELS_LOST, n);
+	}
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(profd_gpu_launch, __u64 correlation_id, __u32 cbid, __u32 flags)
+{
+	struct profd_gpu_launch *r;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!pid_wanted(id >> 32))
+		return 0;
+	count(PROFD_CNT_GPU_LAUNCHES);
+	if (flags & PROFD_GPU_LAUNCH_STACK)
+		return capture_stack(ctx, &unwind_progs_kprobe, PROFD_ORIGIN_PROBE,
+				     correlation_id, false);
+	r = bpf_ringbuf_reserve(&cupti_events, sizeof(*r), 0);
+	if (!r) {
+		count(PROFD_CNT_GPU_EVENTS_LOST);
+		return 0;
+	}
+	r->type = PROFD_EVENT_GPU_LAUNCH;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->flags = flags;
+	r->correlation_id = correlation_id;
+	r->ktime_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(profd_gpu_kernels, const void *v, __u32 n)
+{
+	return forward_batch(PROFD_EVENT_GPU_KERNELS, v, n,
+			     sizeof(struct profd_gpu_kernel));
+}
+
+SEC("usdt")
+int BPF_USDT(profd_gpu_pc_samples, const void *v, __u32 n)
+{
+	return forward_batch(PROFD_EVENT_GPU_PC_SAMPLES, v, n,
+			     sizeof(struct profd_gpu_pc_sample));
+}
+
+SEC("usdt")
+int BPF_USDT(profd_gpu_stall_reasons, const void *v, __u32 n)
+{
+	return forward_batch(PROFD_EVENT_GPU_STALL_REASONS, v, n,
+			     sizeof(struct profd_gpu_stall_reason));
+}
+
+SEC("usdt")
+int BPF_USDT(profd_gpu_cubin, const void *v, __u32 n)
+{
+	return forward_batch(PROFD_EVENT_GPU_CUBIN, v, n,
+			     sizeof(struct profd_gpu_cubin));
+}
+
+SEC("usdt")
+int BPF_USDT(profd_gpu_device, const void *v, __u32 n)
+{
+	return forward_batch(PROFD_EVENT_GPU_DEVICE, v, n,
+			     sizeof(struct profd_gpu_device));
+}
+
+SEC("usdt")
+int BPF_USDT(profd_gpu_error, const void *v, __u32 n)
+{
+	return forward_batch(PROFD_EVENT_GPU_ERROR, v, n,
+			     sizeof(struct profd_gpu_error));
+}
+
+SEC("usdt")
+int BPF_USDT(profd_gpu_name, __u32 name_id, const char *str)
+{
+	struct gpu_scratch *s;
+	__u64 id = bpf_get_current_pid_tgid();
+	long len;
+
+	if (!pid_wanted(id >> 32))
+		return 0;
+	s = gpu_scratch_get();
+	if (!s) {
+		count(PROFD_CNT_NO_SCRATCH);
+		return 0;
+	}
+	len = bpf_probe_read_user_str(s->name_buf, sizeof(s->name_buf), str);
+	if (len <= 0) {
+		count(PROFD_CNT_GPU_BAD_BATCH);
+		return 0;
+	}
+	s->name.type = PROFD_EVENT_GPU_NAME;
+	s->name.pid = id >> 32;
+	s->name.name_id = name_id;
+	s->name.len = len;
+	barrier_var(len);
+	if (len > PROFD_GPU_NAME_MAX)
+		return 0;
+	if (bpf_ringbuf_output(&cupti_events, &s->name, sizeof(s->name) + len, 0))
+		count(PROFD_CNT_GPU_EVENTS_LOST);
+	return 0;
+}
+
+#endif /* PROFD_BPF_GPU_BPF_H */

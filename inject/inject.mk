@@ -1,0 +1,19 @@
+# inject.mk - build/libprofd_inject.so, the CUDA injection library (inject/).
+# libcuda loads it through CUDA_INJECTION64_PATH; it dlopens libcupti
+# itself, so it builds with the CUDA headers only (no GPU, no libcupti).
+CUDA_INCLUDE  ?= /usr/local/cuda/include
+INJECT_SRCS   := $(wildcard inject/*.c)
+INJECT_OBJS   := $(patsubst inject/%.c,$(BUILD)/inject/%.o,$(INJECT_SRCS))
+INJECT_CFLAGS := -fPIC -fvisibility=hidden -isystem $(CUDA_INCLUDE)
+
+.PHONY: inject
+inject: $(BUILD)/libprofd_inject.so
+
+$(BUILD)/inject/%.o: inject/%.c $(wildcard inject/*.h) bpf/gpu_events.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(INJECT_CFLAGS) -c $< -o $@
+
+# Only InitializeInjection is exported (-fvisibility=hidden + exports.map).
+$(BUILD)/libprofd_inject.so: $(INJECT_OBJS) inject/exports.map
+	$(CC) $(CFLAGS) -shared -Wl,--version-script=inject/exports.map \
+		-Wl,-z,defs -o $@ $(INJECT_OBJS) -ldl -lpthread

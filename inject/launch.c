@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * launch.c - kernel and graph launch callbacks: profd:launch.
+ *
+ * Owns: the launch hot path. With no agent (launch and kernels semaphores
+ * zero, nothing attached before) a callback costs two loads and a compare:
+ * no lock, no thread-local access. With an agent it fires
+ * profd:launch(correlation id, cbid, flags) at API entry of the outermost
+ * launch call of the thread: a runtime launch calls the driver, and the
+ * kernel record carries the runtime call's correlation id, so driver
+ * callbacks nested in a runtime launch are skipped (thread-local depth).
+ * A per-thread token bucket decides which launches get
+ * PROFD_GPU_LAUNCH_STACK (BPF captures the CPU stack); the others still
+ * fire, so every kernel's time can be attributed.
+ */
+#include "inject.h"
+#include "probes.h"
+
+/* Marks, in CUPTI's entry/exit correlationData, an entry we counted. */
+#define DEPTH_MARK 0x70726f6664ull	/* "profd" */
+
+/* Per-thread state; stale (gen != attach_gen) after an agent detached. */
+struct launch_tls {
+	unsigned gen;
+	int rt_depth;		/* runtime launch calls this thread is in */
+	int bucket_init;
+	double tokens;
+	uint64_t last_ns;
+};
+
+static __thread struct launch_tls tls;
+static unsigned attach_gen;	/* bumped when the agent (re)attaches */
+static unsigned last_mask_seen;
+
+void launch_init(void)
+{
+	attach_gen = 1;
+}
+
+/* The thread's state, reset if it belongs to an earlier agent session. */
+static struct launch_tls *thread_state(void)
+{
+	unsigned gen = __atomic_load_n(&attach_gen, __ATOMIC_RELAXED);
+	struct launch_tls *t = &tls;
+
+	if (t->gen != gen) {
+		t->gen = gen;
+		t->rt_depth = 0;
+	}
+	return t;
+}
+
+/* One token from the thread's bucket: 1 = capture this launch's stack. */
+static int take_token(struct launch_tls *t)
+{
+	uint64_t now;
+
+	if (inject_cfg.stack_rate <= 0)
+		return 1;
+	now = inject_now_ns();
+	if (!t->bucket_init) {
+		t->bucket_init = 1;
+		t->tokens = inject_cfg.stack_burst;
+	} else if (now > t->last_ns) {
+		t->tokens += (double)(now - t->last_ns) * 1e-9 *
+			     inject_cfg.stack_rate;
+		if (t->tokens > inject_cfg.stack_burst)
+			t->tokens = inject_cfg.stack_burst;
+	}
+	t->last_ns = now;
+	if (t->tokens >= 1.0) {
+		t->tokens -= 1.0;
+		return 1;
+	}
+	return 0;
+}
+
+static int is_graph_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+		       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+	return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+	       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
+static void fire(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+		 const CUpti_CallbackData *cb, struct launch_tls *t)
+{
+	uint32_t flags = 0;
+
+	if (!PROBE_ON(launch))
+		return;
+	if (take_token(t))
+		flags |= PROFD_GPU_LAUNCH_STACK;
+	if (is_graph_launch(domain, cbid))
+		flags |= PROFD_GPU_LAUNCH_GRAPH;
+	FIRE_LAUNCH(cb->correlationId, cbid, flags);
+}
+
+/* Agent attach/detach: a new session invalidates every thread's depth. */
+static void note_mask(unsigned mask)
+{
+	unsigned had = __atomic_load_n(&last_mask_seen, __ATOMIC_RELAXED);
+
+	if (had == mask)
+		return;
+	if (!(had & (INJECT_P_LAUNCH | INJECT_P_KERNELS)) &&
+	    (mask & (INJECT_P_LAUNCH | INJECT_P_KERNELS)))
+		__atomic_add_fetch(&attach_gen, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&last_mask_seen, mask, __ATOMIC_RELAXED);
+}
+
+/* An agent is (or was) attached: the work behind launch_on_api. */
+static __attribute__((noinline)) void
+launch_slow(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+	    const CUpti_CallbackData *cb)
+{
+	struct launch_tls *t;
+
+	/* Turns activity on before this launch proceeds (or off). */
+	inject_agent_check();
+	note_mask(__atomic_load_n(&inject_seen_mask, __ATOMIC_RELAXED));
+	if (!cb || !(PROBE_ON(launch) || PROBE_ON(kernels)))
+		return;
+
+	t = thread_state();
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		if (cb->callbackSite == CUPTI_API_ENTER) {
+			t->rt_depth++;
+			if (cb->correlationData)
+				*cb->correlationData = DEPTH_MARK;
+			if (t->rt_depth == 1)
+				fire(domain, cbid, cb, t);
+		} else if (cb->correlationData ?
+				   *cb->correlationData == DEPTH_MARK :
+				   t->rt_depth > 0) {
+			if (t->rt_depth > 0)
+				t->rt_depth--;
+		}
+		return;
+	}
+	/* Driver: only launches made directly, not from inside cudart. */
+	if (cb->callbackSite == CUPTI_API_ENTER && t->rt_depth == 0)
+		fire(domain, cbid, cb, t);
+}
+
+void launch_on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+		   const CUpti_CallbackData *cb)
+{
+	/* Fast exit: no agent now and none handled before. */
+	if (__builtin_expect(!(__atomic_load_n(&PROFD_SEM(launch),
+					       __ATOMIC_RELAXED) |
+			       __atomic_load_n(&PROFD_SEM(kernels),
+					       __ATOMIC_RELAXED)), 1) &&
+	    __atomic_load_n(&inject_seen_mask, __ATOMIC_RELAXED) == 0)
+		return;
+	launch_slow(domain, cbid, cb);
+}

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * exec.c - the command `profd exec` runs (see exec.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/exec.h"
+
+int exec_child_start(struct exec_child *c, char *const *argv,
+		     const char *inject_library)
+{
+	int go[2], err[2];
+	sigset_t none;
+
+	memset(c, 0, sizeof(*c));
+	c->go_fd = c->err_fd = -1;
+	if (pipe2(go, O_CLOEXEC))
+		return -errno;
+	if (pipe2(err, O_CLOEXEC)) {
+		close(go[0]);
+		close(go[1]);
+		return -errno;
+	}
+	c->pid = fork();
+	if (c->pid < 0) {
+		int e = -errno;
+
+		close(go[0]);
+		close(go[1]);
+		close(err[0]);
+		close(err[1]);
+		c->pid = 0;
+		return e;
+	}
+	if (c->pid == 0) {
+		char b;
+		int e;
+
+		close(go[1]);
+		close(err[0]);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		/* profd went away without releasing us: do not run unprofiled */
+		if (read(go[0], &b, 1) != 1)
+			_exit(127);
+		if (inject_library) {
+			setenv("CUDA_INJECTION64_PATH", inject_library, 0);
+			setenv("NVTX_INJECTION64_PATH", inject_library, 0);
+		}
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	c->go_fd = go[1];
+	c->err_fd = err[0];
+	return 0;
+}
+
+int exec_child_release(struct exec_child *c)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(c->go_fd, "x", 1) != 1)
+		e = errno;
+	close(c->go_fd);
+	c->go_fd = -1;
+	if (e)
+		return -e;
+	/* EOF: the exec closed the pipe (CLOEXEC); 4 bytes: its errno */
+	do {
+		n = read(c->err_fd, &e, sizeof(e));
+	} while (n < 0 && errno == EINTR);
+	close(c->err_fd);
+	c->err_fd = -1;
+	if (n == sizeof(e)) {
+		exec_child_reap(c, true);
+		return -e;
+	}
+	return 0;
+}
+
+bool exec_child_reap(struct exec_child *c, bool block)
+{
+	pid_t r;
+
+	if (!c->pid || c->exited)
+		return c->exited;
+	do {
+		r = waitpid(c->pid, &c->status, block ? 0 : WNOHANG);
+	} while (r < 0 && errno == EINTR);
+	if (r == c->pid || (r < 0 && errno == ECHILD))
+		c->exited = true;
+	return c->exited;
+}
+
+void exec_child_kill(struct exec_child *c)
+{
+	if (!c->pid || c->exited)
+		return;
+	if (c->go_fd >= 0) {
+		close(c->go_fd);	/* the child sees EOF and exits 127 */
+		c->go_fd = -1;
+	} else {
+		kill(c->pid, SIGTERM);
+	}
+	if (c->err_fd >= 0) {
+		close(c->err_fd);
+		c->err_fd = -1;
+	}
+	exec_child_reap(c, true);
+}
+
+int exec_child_exit_code(const struct exec_child *c)
+{
+	if (WIFEXITED(c->status))
+		return WEXITSTATUS(c->status);
+	if (WIFSIGNALED(c->status))
+		return 128 + WTERMSIG(c->status);
+	return 1;
+}

@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpu.c - GPU records into per-interval tables (see gpu.h).
+ *
+ * Owns: the dispatch of cupti_events records, the per-process name and
+ * stall-reason tables, interned names and launching stacks, the current
+ * interval's kernel and PC-sample tables, devices and counters. The join
+ * itself is correlate.c; cubins are cubin.c; profiles are build.c.
+ */
+#include <errno.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu_internal.h"
+#include "symbol/demangle.h"
+#include "util/hash.h"
+
+/* An exited process's tables stay this long (records still in flight). */
+#define PROC_GRACE_NS	(10ULL * 1000 * 1000 * 1000)
+#define SWEEP_EVERY_NS	(1000ULL * 1000 * 1000)
+#define MAX_WARNINGS	10
+#define PROC_BUCKETS	1024
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
+
+/* names */
+
+const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s)
+{
+	uint64_t h = fnv1a_str(s);
+	struct gpu_name *n;
+	uint32_t b;
+
+	if (!g->names_cap || g->nnames >= g->names_cap) {
+		uint32_t ncap = g->names_cap ? g->names_cap * 2 : 1024;
+		struct gpu_name **nb;
+
+		if (g->nnames >= GPU_MAX_NAMES)
+			return NULL;
+		nb = calloc(ncap, sizeof(*nb));
+		if (!nb)
+			return NULL;
+		for (uint32_t i = 0; i < g->names_cap; i++) {
+			while (g->names[i]) {
+				n = g->names[i];
+				g->names[i] = n->next;
+				n->next = nb[n->hash & (ncap - 1)];
+				nb[n->hash & (ncap - 1)] = n;
+			}
+		}
+		free(g->names);
+		g->names = nb;
+		g->names_cap = ncap;
+	}
+	b = h & (g->names_cap - 1);
+	for (n = g->names[b]; n; n = n->next)
+		if (n->hash == h && !strcmp(n->mangled, s))
+			return n;
+	n = calloc(1, sizeof(*n));
+	if (!n || !(n->mangled = strdup(s))) {
+		free(n);
+		return NULL;
+	}
+	n->demangled = demangle(s);
+	if (!n->demangled)
+		n->demangled = n->mangled;
+	n->hash = h;
+	n->next = g->names[b];
+	g->names[b] = n;
+	g->nnames++;
+	return n;
+}
+
+static const char *stall_intern(struct gpu *g, const char *s)
+{
+	char **nv;
+
+	for (uint32_t i = 0; i < g->nstall_names; i++)
+		if (!strcmp(g->stall_names[i], s))
+			return g->stall_names[i];
+	if (g->nstall_names >= 4096)
+		return NULL;
+	nv = realloc(g->stall_names, (g->nstall_names + 1) * sizeof(*nv));
+	if (!nv)
+		return NULL;
+	g->stall_names = nv;
+	nv[g->nstall_names] = strdup(s);
+	return nv[g->nstall_names] ? nv[g->nstall_names++] : NULL;
+}
+
+/* processes */
+
+struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create)
+{
+	uint32_t b = mix(pid) & (g->procs_cap - 1);
+	struct gpu_proc *p;
+
+	for (p = g->procs[b]; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	if (!create)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->next = g->procs[b];
+	g->procs[b] = p;
+	return p;
+}
+
+static void proc_free(struct gpu_proc *p)
+{
+	free(p->ids);
+	free(p->stalls);
+	free(p);
+}
+
+static int proc_set_name(struct gpu_proc *p, uint32_t id, const struct gpu_name *n)
+{
+	uint32_t j;
+
+	if ((p->ids_n + 1) * 2 > p->ids_cap) {
+		uint32_t ncap = p->ids_cap ? p->ids_cap * 2 : 64;
+		__typeof__(p->ids) nv = calloc(ncap, sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < p->ids_cap; i++) {
+			if (!p->ids[i].id)
+				continue;
+			j = mix(p->ids[i].id) & (ncap - 1);
+			while (nv[j].id)
+				j = (j + 1) & (ncap - 1);
+			nv[j] = p->ids[i];
+		}
+		free(p->ids);
+		p->ids = nv;
+		p->ids_cap = ncap;
+	}
+	j = mix(id) & (p->ids_cap - 1);
+	while (p->ids[j].id && p->ids[j].id != id)
+		j = (j + 1) & (p->ids_cap - 1);
+	if (!p->ids[j].id)
+		p->ids_n++;
+	p->ids[j].id = id;
+	p->ids[j].name = n;
+	return 0;
+}
+
+/*
+ * The name of id @id in @p; if the name probe was missed (profd attached
+ * after the library interned it), read it at @ptr in the process.
+ */
+const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
+				     uint32_t id, uint64_t ptr)
+{
+	char buf[PROFD_GPU_NAME_MAX];
+	const struct gpu_name *n;
+	uint32_t j;
+
+	if (!id || !p)
+		return NULL;
+	if (p->ids_cap) {
+		j = mix(id) & (p->ids_cap - 1);
+		while (p->ids[j].id) {
+			if (p->ids[j].id == id)
+				return p->ids[j].name;
+			j = (j + 1) & (p->ids_cap - 1);
+		}
+	}
+	if (!ptr || p->exited_ns)
+		return NULL;
+	/* two reads: most names fit the first 256 bytes */
+	if (remote_read(g->remote, p->pid, ptr, buf, 256))
+		return NULL;
+	if (!memchr(buf, '\0', 256) &&
+	    remote_read(g->remote, p->pid, ptr + 256, buf + 256, sizeof(buf) - 256))
+		return NULL;
+	buf[sizeof(buf) - 1] = '\0';
+	n = gpu_name_intern(g, buf);
+	if (n)
+		proc_set_name(p, id, n);	/* on failure: read again next time */
+	return n;
+}
+
+/* stacks */
+
+static uint64_t stack_hash(const struct gpu_launch_info *l, uint32_t flags)
+{
+	uint64_t h = fnv1a(&l->pid, sizeof(l->pid), 0xcbf29ce484222325ULL);
+
+	h = fnv1a(&l->tid, sizeof(l->tid), h);
+	h = fnv1a(&flags, sizeof(flags), h);
+	h = fnv1a(&l->snap, sizeof(l->snap), h);
+	h = fnv1a(l->thread_name, strlen(l->thread_name), h);
+	return fnv1a(l->ips, ((size_t)l->nkernel + l->nuser) * sizeof(*l->ips), h);
+}
+
+static bool stack_equal(const struct gpu_stack *s, const struct gpu_launch_info *l,
+			uint32_t flags)
+{
+	return s->pid == l->pid && s->tid == l->tid && s->flags == flags &&
+	       s->snap == l->snap && s->nkernel == l->nkernel &&
+	       s->nuser == l->nuser && !strncmp(s->thread_name, l->thread_name, 15) &&
+	       !strncmp(s->comm, l->comm, 15) &&
+	       !memcmp(s->ips, l->ips, ((size_t)l->nkernel + l->nuser) * sizeof(*l->ips));
+}
+
+static int stacks_grow(struct gpu *g)
+{
+	uint32_t ncap = g->stacks_cap ? g->stacks_cap * 2 : 1024;
+	struct gpu_stack **nb = calloc(ncap, sizeof(*nb));
+
+	if (!nb)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < g->stacks_cap; i++) {
+		while (g->stacks[i]) {
+			struct gpu_stack *s = g->stacks[i];
+
+			g->stacks[i] = s->next;
+			s->next = nb[s->hash & (ncap - 1)];
+			nb[s->hash & (ncap - 1)] = s;
+		}
+	}
+	free(g->stacks);
+	g->stacks = nb;
+	g->stacks_cap = ncap;
+	return 0;
+}
+
+struct gpu_stack *gpu_stack_intern(struct gpu *g, const struct gpu_launch_info *l,
+				   uint32_t extra_flags)
+{
+	uint32_t flags = l->flags | extra_flags;
+	uint64_t h = stack_hash(l, flags);
+	size_t nips = (size_t)l->nkernel + l->nuser;
+	struct gpu_stack *s;
+	uint32_t b;
+
+	if (g->nstacks >= g->stacks_cap && stacks_grow(g) && !g->stacks_cap)
+		return NULL;
+	b = h & (g->stacks_cap - 1);
+	for (s = g->stacks[b]; s; s = s->next) {
+		if (s->hash == h && stack_equal(s, l, flags)) {
+			__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+			return s;
+		}
+	}
+	s = calloc(1, sizeof(*s) + nips * sizeof(*s->ips));
+	if (!s)
+		return NULL;
+	s->hash = h;
+	s->refs = 1;
+	s->pid = l->pid;
+	s->tid = l->tid;
+	snprintf(s->comm, sizeof(s->comm), "%s", l->comm ? l->comm : "");
+	snprintf(s->thread_name, sizeof(s->thread_name), "%s",
+		 l->thread_name ? l->thread_name : "");
+	s->snap = l->snap ? proc_snapshot_get(l->snap) : NULL;
+	s->flags = flags;
+	s->nkernel = l->nkernel;
+	s->nuser = l->nuser;
+	memcpy(s->ips, l->ips, nips * sizeof(*s->ips));
+	s->next = g->stacks[b];
+	g->stacks[b] = s;
+	g->nstacks++;
+	return s;
+}
+
+void gpu_stack_put(struct gpu_stack *s)
+{
+	if (s)
+		__atomic_sub_fetch(&s->refs, 1, __ATOMIC_RELEASE);
+}
+
+/* Free stacks nobody references (only this thread takes references). */
+static void stacks_sweep(struct gpu *g, bool all)
+{
+	for (uint32_t i = 0; i < g->stacks_cap; i++) {
+		struct gpu_stack **pp = &g->stacks[i];
+
+		while (*pp) {
+			struct gpu_stack *s = *pp;
+
+			if (!all && __atomic_load_n(&s->refs, __ATOMIC_ACQUIRE)) {
+				pp = &s->next;
+				continue;
+			}
+			*pp = s->next;
+			proc_snapshot_put(s->snap);
+			free(s);
+			g->nstacks--;
+		}
+	}
+}
+
+/* intervals */
+
+struct gpu_interval *gpu_interval_new(void)
+{
+	struct gpu_interval *iv = calloc(1, sizeof(*iv));
+
+	if (!iv)
+		return NULL;
+	iv->nkbuckets = 4096;
+	iv->npbuckets = 4096;
+	iv->kbuckets = calloc(iv->nkbuckets, sizeof(*iv->kbuckets));
+	iv->pbuckets = calloc(iv->npbuckets, sizeof(*iv->pbuckets));
+	if (!iv->kbuckets || !iv->pbuckets) {
+		gpu_interval_free(iv);
+		return NULL;
+	}
+	return iv;
+}
+
+void gpu_interval_free(struct gpu_interval *iv)
+{
+	if (!iv)
+		return;
+	for (uint32_t i = 0; iv->kbuckets && i < iv->nkbuckets; i++) {
+		while (iv->kbuckets[i]) {
+			struct gpu_kernel_entry *e = iv->kbuckets[i];
+
+			iv->kbuckets[i] = e->next;
+			gpu_stack_put(e->stack);
+			free(e);
+		}
+	}
+	for (uint32_t i = 0; iv->pbuckets && i < iv->npbuckets; i++) {
+		while (iv->pbuckets[i]) {
+			struct gpu_pc_entry *e = iv->pbuckets[i];
+
+			iv->pbuckets[i] = e->next;
+			free(e);
+		}
+	}
+	free(iv->kbuckets);
+	free(iv->pbuckets);
+	free(iv);
+}
+
+uint64_t gpu_interval_kernels(const struct gpu_interval *iv)
+{
+	return iv ? iv->kernels : 0;
+}
+
+uint64_t gpu_interval_pc_samples(const struct gpu_interval *iv)
+{
+	return iv ? iv->pc_samples : 0;
+}
+
+/* Count one kernel's time on (stack, name, device, stream, graph). */
+void gpu_add_kernel(struct gpu *g, struct gpu_stack *s, const struct gpu_name *name,
+		    const struct profd_gpu_kernel *k)
+{
+	uint64_t dur = k->end_ns > k->start_ns ? k->end_ns - k->start_ns : 0;
+	uint64_t h = mix((uintptr_t)s ^ mix((uintptr_t)name) ^
+			 mix(((uint64_t)k->device_id << 32 | k->stream_id) ^
+			     (uint64_t)k->graph_id << 17));
+	struct gpu_kernel_entry *e;
+	struct gpu_interval *iv;
+
+	if (!name)
+		GPU_STAT_ADD(g, names_unknown, 1);
+	GPU_STAT_ADD(g, kernels, 1);
+	pthread_mutex_lock(&g->lock);
+	iv = g->cur;
+	for (e = iv->kbuckets[h & (iv->nkbuckets - 1)]; e; e = e->next)
+		if (e->stack == s && e->name == name && e->device == k->device_id &&
+		    e->stream == k->stream_id && e->graph == k->graph_id)
+			break;
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e) {
+			pthread_mutex_unlock(&g->lock);
+			return;
+		}
+		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+		e->stack = s;
+		e->name = name;
+		e->device = k->device_id;
+		e->stream = k->stream_id;
+		e->graph = k->graph_id;
+		e->next = iv->kbuckets[h & (iv->nkbuckets - 1)];
+		iv->kbuckets[h & (iv->nkbuckets - 1)] = e;
+		iv->nkentries++;
+	}
+	e->count++;
+	e->total_ns += dur;
+	iv->kernels++;
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* records */
+
+static void on_kernels(struct gpu *g, const struct profd_gpu_batch *b,
+		       const struct profd_gpu_kernel *v, uint64_t now)
+{
+	struct gpu_proc *p = gpu_proc_get(g, b->pid, true);
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct gpu_name *n = gpu_proc_name(g, p, v[i].name_id,
+							 v[i].name_ptr);
+
+		gpu_corr_kernel(g, b->pid, &v[i], n, now);
+	}
+}
+
+static void on_pc_samples(struct gpu *g, const struct profd_gpu_batch *b,
+			  const struct profd_gpu_pc_sample *v)
+{
+	struct gpu_proc *p = gpu_proc_get(g, b->pid, true);
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct gpu_name *fn = gpu_proc_name(g, p, v[i].function_name_id, 0);
+		const char *stall = "";
+		struct gpu_pc_entry *e;
+		struct gpu_interval *iv;
+		uint64_t addr = 0, h;
+		bool resolved;
+
+		for (uint32_t s = 0; p && s < p->nstalls; s++)
+			if (p->stalls[s].device == v[i].device_id &&
+			    p->stalls[s].index == v[i].stall_reason)
+				stall = p->stalls[s].name;
+		resolved = fn && gpu_cubin_resolve(g, v[i].cubin_crc, fn->mangled,
+						   v[i].pc_offset, &addr);
+		if (!fn)
+			GPU_STAT_ADD(g, names_unknown, v[i].samples);
+		else if (!resolved)
+			GPU_STAT_ADD(g, pc_unresolved, v[i].samples);
+		GPU_STAT_ADD(g, pc_samples, v[i].samples);
+		h = mix(v[i].cubin_crc ^ mix(v[i].pc_offset) ^ mix((uintptr_t)stall) ^
+			mix((uint64_t)b->pid << 8 | v[i].device_id) ^ (uintptr_t)fn);
+		pthread_mutex_lock(&g->lock);
+		iv = g->cur;
+		for (e = iv->pbuckets[h & (iv->npbuckets - 1)]; e; e = e->next)
+			if (e->pid == (pid_t)b->pid && e->crc == v[i].cubin_crc &&
+			    e->function == fn && e->pc_offset == v[i].pc_offset &&
+			    e->stall == stall && e->device == v[i].device_id)
+				break;
+		if (!e && (e = calloc(1, sizeof(*e)))) {
+			e->pid = b->pid;
+			snprintf(e->comm, sizeof(e->comm), "%s", p ? p->comm : "");
+			e->crc = v[i].cubin_crc;
+			e->function = fn;
+			e->pc_offset = v[i].pc_offset;
+			e->address = addr;
+			e->resolved = resolved;
+			e->stall = stall;
+			e->device = v[i].device_id;
+			e->next = iv->pbuckets[h & (iv->npbuckets - 1)];
+			iv->pbuckets[h & (iv->npbuckets - 1)] = e;
+			iv->npentries++;
+		}
+		if (e) {
+			e->samples += v[i].samples;
+			iv->pc_samples += v[i].samples;
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+}
+
+static void on_stall_reasons(struct gpu *g, const struct profd_gpu_batch *b,
+			     const struct profd_gpu_stall_reason *v)
+{
+	struct gpu_proc *p = gpu_proc_get(g, b->pid, true);
+	char name[sizeof(v->name) + 1];
+
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct gpu_stall *ns;
+		const char *s;
+		uint32_t j;
+
+		memcpy(name, v[i].name, sizeof(v[i].name));
+		name[sizeof(v[i].name)] = '\0';
+		/* "smsp__pcsamp_warps_issue_stalled_barrier" -> "barrier" */
+		s = strstr(name, "_stalled_");
+		s = stall_intern(g, s ? s + strlen("_stalled_") : name);
+		if (!s)
+			continue;
+		for (j = 0; j < p->nstalls; j++)
+			if (p->stalls[j].device == v[i].device_id &&
+			    p->stalls[j].index == v[i].index)
+				break;
+		if (j == p->nstalls) {
+			if (p->nstalls >= GPU_MAX_STALL_REASONS * 4)
+				continue;
+			ns = realloc(p->stalls, (p->nstalls + 1) * sizeof(*ns));
+			if (!ns)
+				continue;
+			p->stalls = ns;
+			p->nstalls++;
+		}
+		p->stalls[j].device = v[i].device_id;
+		p->stalls[j].index = v[i].index;
+		p->stalls[j].name = s;
+	}
+}
+
+static void on_error(struct gpu *g, const struct profd_gpu_batch *b,
+		     const struct profd_gpu_error *v)
+{
+	for (uint32_t i = 0; i < b->n; i++) {
+		char msg[sizeof(v->message) + 1];
+
+		if (v[i].code == PROFD_GPU_ERR_RECORDS_DROPPED) {
+			GPU_STAT_ADD(g, records_dropped, v[i].count);
+			continue;
+		}
+		GPU_STAT_ADD(g, library_errors, 1);
+		if (g->warnings >= MAX_WARNINGS && !g->o.verbose)
+			continue;
+		g->warnings++;
+		memcpy(msg, v[i].message, sizeof(v[i].message));
+		msg[sizeof(v[i].message)] = '\0';
+		fprintf(stderr, "profd: warning: CUDA injection library in pid %u: "
+			"%s (error %u, result %d)\n", b->pid, msg, v[i].code,
+			v[i].result);
+	}
+}
+
+int gpu_record(struct gpu *g, const void *data, size_t size, uint64_t now)
+{
+	const struct profd_gpu_batch *b = data;
+	static const uint32_t elem[] = {
+		[PROFD_EVENT_GPU_KERNELS] = sizeof(struct profd_gpu_kernel),
+		[PROFD_EVENT_GPU_CUBIN] = sizeof(struct profd_gpu_cubin),
+		[PROFD_EVENT_GPU_PC_SAMPLES] = sizeof(struct profd_gpu_pc_sample),
+		[PROFD_EVENT_GPU_STALL_REASONS] = sizeof(struct profd_gpu_stall_reason),
+		[PROFD_EVENT_GPU_DEVICE] = sizeof(struct profd_gpu_device),
+		[PROFD_EVENT_GPU_ERROR] = sizeof(struct profd_gpu_error),
+	};
+	const void *v = b + 1;
+
+	if (size < sizeof(uint32_t))
+		goto malformed;
+	if (b->type == PROFD_EVENT_GPU_NAME) {
+		const struct profd_gpu_name *n = data;
+		const char *s = (const char *)(n + 1);
+		struct gpu_proc *p;
+		const struct gpu_name *gn;
+
+		if (size < sizeof(*n) || !n->len || n->len > PROFD_GPU_NAME_MAX ||
+		    size < sizeof(*n) + n->len || s[n->len - 1] != '\0')
+			goto malformed;
+		p = gpu_proc_get(g, n->pid, true);
+		gn = gpu_name_intern(g, s);
+		if (p && gn)
+			proc_set_name(p, n->name_id, gn);
+		return 0;
+	}
+	if (size < sizeof(*b) || b->type >= sizeof(elem) / sizeof(elem[0]) ||
+	    !elem[b->type] || b->n > PROFD_GPU_BATCH_MAX ||
+	    size < sizeof(*b) + (size_t)b->n * elem[b->type])
+		goto malformed;
+	switch (b->type) {
+	case PROFD_EVENT_GPU_KERNELS:
+		on_kernels(g, b, v, now);
+		break;
+	case PROFD_EVENT_GPU_CUBIN:
+		for (uint32_t i = 0; i < b->n; i++)
+			gpu_cubin_seen(g, b->pid, (const struct profd_gpu_cubin *)v + i);
+		break;
+	case PROFD_EVENT_GPU_PC_SAMPLES:
+		on_pc_samples(g, b, v);
+		break;
+	case PROFD_EVENT_GPU_STALL_REASONS:
+		on_stall_reasons(g, b, v);
+		break;
+	case PROFD_EVENT_GPU_DEVICE:
+		pthread_mutex_lock(&g->lock);
+		for (uint32_t i = 0; i < b->n; i++) {
+			const struct profd_gpu_device *d = (const struct profd_gpu_device *)v + i;
+
+			if (d->device_id < GPU_MAX_DEVICES) {
+				g->devices[d->device_id] = *d;
+				g->devices[d->device_id].name[sizeof(d->name) - 1] = '\0';
+				g->device_seen[d->device_id] = true;
+			}
+		}
+		pthread_mutex_unlock(&g->lock);
+		break;
+	case PROFD_EVENT_GPU_ERROR:
+		on_error(g, b, v);
+		break;
+	}
+	return 0;
+malformed:
+	GPU_STAT_ADD(g, malformed, 1);
+	return -EINVAL;
+}
+
+void gpu_launch(struct gpu *g, const struct gpu_launch_info *l, uint64_t now)
+{
+	struct gpu_stack *s;
+	struct gpu_proc *p = gpu_proc_get(g, l->pid, true);
+
+	if (p && l->comm)
+		snprintf(p->comm, sizeof(p->comm), "%s", l->comm);
+	GPU_STAT_ADD(g, launches, 1);
+	if (l->no_stack)
+		GPU_STAT_ADD(g, launches_no_stack, 1);
+	s = gpu_stack_intern(g, l, l->no_stack ? GPU_STACK_NOT_CAPTURED : 0);
+	if (!s)
+		return;
+	gpu_corr_launch(g, l->pid, l->correlation_id, s, now);
+	gpu_stack_put(s);
+}
+
+void gpu_process_exit(struct gpu *g, pid_t pid, uint64_t now)
+{
+	struct gpu_proc *p = gpu_proc_get(g, pid, false);
+
+	if (p && !p->exited_ns)
+		p->exited_ns = now ? now : 1;
+}
+
+static void procs_sweep(struct gpu *g, uint64_t now, bool all)
+{
+	for (uint32_t i = 0; i < g->procs_cap; i++) {
+		struct gpu_proc **pp = &g->procs[i];
+
+		while (*pp) {
+			struct gpu_proc *p = *pp;
+
+			if (!all && (!p->exited_ns || now - p->exited_ns < PROC_GRACE_NS)) {
+				pp = &p->next;
+				continue;
+			}
+			*pp = p->next;
+			proc_free(p);
+		}
+	}
+}
+
+void gpu_tick(struct gpu *g, uint64_t now)
+{
+	gpu_corr_expire(g, now, false);
+	if (now - g->last_sweep_ns >= SWEEP_EVERY_NS) {
+		g->last_sweep_ns = now;
+		procs_sweep(g, now, false);
+		stacks_sweep(g, false);
+	}
+}
+
+void gpu_finish(struct gpu *g)
+{
+	gpu_corr_expire(g, 0, true);
+}
+
+struct gpu_interval *gpu_swap(struct gpu *g)
+{
+	struct gpu_interval *fresh = gpu_interval_new(), *old;
+
+	if (!fresh)
+		return NULL;
+	pthread_mutex_lock(&g->lock);
+	old = g->cur;
+	g->cur = fresh;
+	pthread_mutex_unlock(&g->lock);
+	return old;
+}
+
+unsigned int gpu_device_comments(struct gpu *g, char (*out)[96], unsigned int n)
+{
+	unsigned int k = 0;
+
+	pthread_mutex_lock(&g->lock);
+	for (unsigned int i = 0; i < GPU_MAX_DEVICES && k < n; i++) {
+		const struct profd_gpu_device *d = &g->devices[i];
+
+		if (!g->device_seen[i])
+			continue;
+		snprintf(out[k++], 96, "cuda_device %u: %.32s, %u SMs, %u MHz, "
+			 "cc %u.%u, %llu MiB", d->device_id, d->name, d->sm_count,
+			 d->clock_khz / 1000, d->cc_major, d->cc_minor,
+			 (unsigned long long)(d->total_memory >> 20));
+	}
+	pthread_mutex_unlock(&g->lock);
+	return k;
+}
+
+void gpu_stats(struct gpu *g, struct gpu_stats *st)
+{
+	const uint64_t *src = (const uint64_t *)&g->st;
+	uint64_t *dst = (uint64_t *)st;
+
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+struct gpu *gpu_new(const struct gpu_opts *o)
+{
+	struct gpu *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	g->o = *o;
+	elf_version(EV_CURRENT);
+	if (!g->o.launch_timeout_ns)
+		g->o.launch_timeout_ns = 30ULL * 1000 * 1000 * 1000;
+	if (!g->o.max_launches)
+		g->o.max_launches = 1u << 20;
+	pthread_mutex_init(&g->lock, NULL);
+	g->cur = gpu_interval_new();
+	g->procs_cap = PROC_BUCKETS;
+	g->procs = calloc(g->procs_cap, sizeof(*g->procs));
+	g->remote = remote_reader_new();
+	if (!g->cur || !g->procs || !g->remote || gpu_corr_init(g) ||
+	    stacks_grow(g)) {
+		gpu_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void gpu_free(struct gpu *g)
+{
+	if (!g)
+		return;
+	gpu_corr_free(g);
+	gpu_interval_free(g->cur);
+	stacks_sweep(g, true);
+	free(g->stacks);
+	if (g->procs)
+		procs_sweep(g, 0, true);
+	free(g->procs);
+	gpu_cubins_free(g);
+	for (uint32_t i = 0; i < g->names_cap; i++) {
+		while (g->names[i]) {
+			struct gpu_name *n = g->names[i];
+
+			g->names[i] = n->next;
+			if (n->demangled != n->mangled)
+				free(n->demangled);
+			free(n->mangled);
+			free(n);
+		}
+	}
+	free(g->names);
+	for (uint32_t i = 0; i < g->nstall_names; i++)
+		free(g->stall_names[i]);
+	free(g->stall_names);
+	remote_reader_free(g->remote);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}

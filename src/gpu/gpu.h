@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * gpu.h - CUDA kernel time joined with the CPU stacks that launched it.
+ *
+ * Owns: everything user space does with the records of the CUDA injection
+ * library (bpf/gpu_events.h): the join of launch stacks and kernel
+ * timings by (pid, correlation id) (correlate.c), kernel and SASS function
+ * names, cubins read from process memory and their function symbols
+ * (cubin.c), PC samples with stall reasons, device configurations and
+ * library errors, and the per-interval tables the GPU profiles are built
+ * from (build.c).
+ *
+ * Threads: the reader thread calls gpu_launch(), gpu_record(), gpu_tick()
+ * and gpu_finish(); the main thread calls gpu_swap(), the builders and
+ * gpu_stats(). Only the interval tables and the stats cross threads.
+ */
+#ifndef PROFD_GPU_GPU_H
+#define PROFD_GPU_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "aggregate/aggregate.h"
+#include "profile/profile.h"
+#include "proc/process.h"
+
+struct gpu_opts {
+	uint64_t launch_timeout_ns;	/* a launch waits this long for its kernels,
+					 * a kernel this long for its launch */
+	uint32_t max_launches;		/* correlation entries kept, all processes */
+	int verbose;
+};
+
+/* Cumulative counters (see gpu_stats()). */
+struct gpu_stats {
+	uint64_t launches;		/* launch probes seen (with or without stack) */
+	uint64_t launches_no_stack;	/* of which the library sent without a stack */
+	uint64_t kernels;		/* kernel records joined into the profile */
+	uint64_t kernels_no_launch;	/* kernels whose launch never came: on "[unknown launch]" */
+	uint64_t launches_unmatched;	/* launches no kernel record ever joined */
+	uint64_t correlation_evicted;	/* launches evicted at the max_launches bound */
+	uint64_t records_dropped;	/* activity records CUPTI dropped (library report) */
+	uint64_t library_errors;	/* other errors the library reported */
+	uint64_t names_unknown;		/* kernels or PC samples with no name */
+	uint64_t pc_samples;		/* PC sample counts received */
+	uint64_t pc_unresolved;		/* PC samples whose function is not in its cubin */
+	uint64_t cubins;		/* distinct cubins parsed */
+	uint64_t cubin_errors;		/* cubins unreadable or not ELF */
+	uint64_t malformed;		/* records shorter than their header says */
+};
+
+/* One launch, as the reader thread saw it. */
+struct gpu_launch_info {
+	pid_t pid;
+	pid_t tid;
+	const char *comm;		/* process name */
+	const char *thread_name;
+	struct proc_snapshot *snap;	/* may be NULL; a reference is taken */
+	uint32_t flags;			/* PROFD_SAMPLE_* of the stack */
+	bool no_stack;			/* the library sent the launch without a stack */
+	uint64_t correlation_id;
+	const uint64_t *ips;		/* as struct agg_stack: kernel then user */
+	uint16_t nkernel;
+	uint16_t nuser;
+};
+
+struct gpu;
+struct gpu_interval;
+
+/* gpu_new - empty state. NULL on out of memory. */
+struct gpu *gpu_new(const struct gpu_opts *o);
+
+/* gpu_free - free everything, open intervals included. NULL is fine. */
+void gpu_free(struct gpu *g);
+
+/*
+ * gpu_launch - a launch probe's stack (or a launch sent without one):
+ * joins the kernel records of (pid, correlation id) that came first and
+ * waits for the rest. Reader thread.
+ */
+void gpu_launch(struct gpu *g, const struct gpu_launch_info *l, uint64_t now);
+
+/*
+ * gpu_record - one cupti_events record of type 17..23 (kernel timings,
+ * names, cubins, PC samples, stall reasons, devices, errors). Returns 0,
+ * or -EINVAL for a malformed record (counted). Reader thread.
+ */
+int gpu_record(struct gpu *g, const void *data, size_t size, uint64_t now);
+
+/* gpu_process_exit - @pid exited: its tables go after a grace period. */
+void gpu_process_exit(struct gpu *g, pid_t pid, uint64_t now);
+
+/*
+ * gpu_tick - expire launches and kernels that waited past the timeout
+ * (CLOCK_MONOTONIC @now), forget exited processes. Reader thread, often.
+ */
+void gpu_tick(struct gpu *g, uint64_t now);
+
+/*
+ * gpu_finish - profd stops: every kernel still waiting for its launch goes
+ * to "[unknown launch]", every launch still waiting is counted unmatched.
+ * Reader thread, after the last drain.
+ */
+void gpu_finish(struct gpu *g);
+
+/*
+ * gpu_swap - hand over the current interval's tables and start new ones.
+ * Returns the old interval (caller frees with gpu_interval_free()), or
+ * NULL on out of memory (the current tables go on). Main thread.
+ */
+struct gpu_interval *gpu_swap(struct gpu *g);
+
+/* gpu_interval_free - free an interval from gpu_swap(). NULL is fine. */
+void gpu_interval_free(struct gpu_interval *iv);
+
+/* gpu_interval_kernels / _pc_samples - entries the interval holds. */
+uint64_t gpu_interval_kernels(const struct gpu_interval *iv);
+uint64_t gpu_interval_pc_samples(const struct gpu_interval *iv);
+
+/*
+ * gpu_build_kernel_profile - the GPU kernel-time profile of @iv: sample
+ * types kernels/count and gpu_kernel_time/nanoseconds; each sample is one
+ * (launching stack, kernel, device, stream, graph) with the kernel's
+ * demangled name as the leaf (mapping "[cuda]") above the launching CPU
+ * stack; labels pid, tid, comm, thread_name, cuda_device, cuda_stream,
+ * cuda_graph. @o gives symbol sources, comments and the interval's end;
+ * @start_ns is its start (Unix ns). NULL on out of memory.
+ */
+struct profile *gpu_build_kernel_profile(const struct gpu_interval *iv,
+					 const struct build_opts *o,
+					 uint64_t start_ns);
+
+/*
+ * gpu_build_pc_profile - the PC-sampling profile of @iv: sample type
+ * pc_samples/count; each sample is one SASS location (function + offset
+ * in its cubin, mapping "cubin:<crc>") with labels stall_reason, pid,
+ * comm, cuda_device. NULL on out of memory.
+ */
+struct profile *gpu_build_pc_profile(const struct gpu_interval *iv,
+				     const struct build_opts *o,
+				     uint64_t start_ns);
+
+/*
+ * gpu_device_comments - one line per device seen ("cuda_device 0: NAME,
+ * 132 SMs, 1980 MHz, ...") into @out (@n lines of @len bytes at most).
+ * Returns the lines written. Main thread.
+ */
+unsigned int gpu_device_comments(struct gpu *g, char (*out)[96], unsigned int n);
+
+/* The injection library's file name starts with this. */
+#define GPU_INJECT_LIBRARY_NAME "libprofd_inject"
+
+typedef void (*gpu_library_fn)(void *ctx, pid_t pid, const char *path);
+
+/*
+ * gpu_discover_libraries - call @fn for every (process, mapped file)
+ * whose file name contains GPU_INJECT_LIBRARY_NAME, once per file per
+ * process; @path is as the process sees it. Processes that vanish while
+ * being read are skipped. Returns the number of calls.
+ */
+unsigned int gpu_discover_libraries(gpu_library_fn fn, void *ctx);
+
+/* gpu_stats - the cumulative counters. Any thread. */
+void gpu_stats(struct gpu *g, struct gpu_stats *st);
+
+#endif /* PROFD_GPU_GPU_H */

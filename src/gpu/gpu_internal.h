@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * gpu_internal.h - the state the files of src/gpu/ share. Not for use outside
+ * src/gpu/ (the API is gpu.h).
+ *
+ * Lifetimes: names and stall-reason strings are interned for the life of
+ * struct gpu; launching stacks are interned and reference counted (the
+ * reader thread frees unreferenced ones in gpu_tick()); intervals hold
+ * references to the stacks their entries name.
+ */
+#ifndef PROFD_GPU_GPU_INTERNAL_H
+#define PROFD_GPU_GPU_INTERNAL_H
+
+#include <pthread.h>
+
+#include "bpf/gpu_events.h"
+#include "bpf/profd.h"
+#include "gpu/gpu.h"
+#include "proc/remote.h"
+
+/* gpu_stack.flags beyond PROFD_SAMPLE_*: why there is no CPU stack */
+#define GPU_STACK_NOT_CAPTURED	(1u << 30)	/* library's token bucket was empty */
+#define GPU_STACK_UNKNOWN	(1u << 31)	/* the launch never came */
+
+#define GPU_MAX_NAMES		(1u << 20)	/* interned names, all processes */
+#define GPU_MAX_DEVICES		64
+#define GPU_MAX_STALL_REASONS	256		/* per process and device */
+#define GPU_MAX_CUBIN_BYTES	(512ULL << 20)
+
+/* A kernel or SASS function name, interned for the life of struct gpu. */
+struct gpu_name {
+	uint64_t hash;
+	char *mangled;
+	char *demangled;	/* == mangled when not a C++ name */
+	struct gpu_name *next;
+};
+
+/* A launching CPU stack, interned: launches from one call site share it. */
+struct gpu_stack {
+	uint64_t hash;
+	uint32_t refs;			/* atomic */
+	pid_t pid;
+	pid_t tid;
+	char comm[16];
+	char thread_name[16];
+	struct proc_snapshot *snap;	/* ref held; may be NULL */
+	uint32_t flags;			/* PROFD_SAMPLE_* | GPU_STACK_* */
+	uint16_t nkernel;
+	uint16_t nuser;
+	struct gpu_stack *next;
+	uint64_t ips[];
+};
+
+/* A list of correlation entries in expiry order (constant delay each). */
+struct gpu_list {
+	struct gpu_corr *head, *tail;
+	uint64_t delay_ns;
+	uint64_t n;
+};
+
+/* A launch (stack known) or a kernel (launch not yet known). */
+struct gpu_corr {
+	pid_t pid;
+	bool is_kernel;			/* pending kernel record, else launch */
+	bool matched;			/* launch: a kernel joined it */
+	uint64_t correlation_id;
+	uint64_t expires_ns;
+	struct gpu_stack *stack;	/* launch: ref held */
+	struct profd_gpu_kernel k;	/* pending kernel */
+	const struct gpu_name *name;	/* pending kernel */
+	struct gpu_list *list;
+	struct gpu_corr *hnext;
+	struct gpu_corr *prev, *next;
+};
+
+struct gpu_stall {
+	uint32_t device;
+	uint32_t index;
+	const char *name;
+};
+
+/* Per-process tables: name ids and stall reasons are per process. */
+struct gpu_proc {
+	pid_t pid;
+	uint64_t exited_ns;		/* CLOCK_MONOTONIC, 0 while alive */
+	struct { uint32_t id; const struct gpu_name *name; } *ids;
+	uint32_t ids_cap, ids_n;	/* open addressing, power of two */
+	struct gpu_stall *stalls;
+	uint32_t nstalls;
+	char comm[16];
+	struct gpu_proc *next;
+};
+
+/* A cubin by CRC, its function symbols sorted by name. */
+struct gpu_cubin_sym {
+	const char *name;		/* points into the cubin's string copy */
+	uint64_t offset;		/* file offset of the function's first byte */
+	uint64_t size;
+};
+
+struct gpu_cubin {
+	uint64_t crc;
+	int state;			/* 0: not read yet, 1: parsed, -errno: failed */
+	pid_t pid;			/* a process holding the library's copy */
+	uint64_t image_ptr, size;
+	struct gpu_cubin_sym *syms;
+	uint32_t nsyms;
+	char *strings;
+	struct gpu_cubin *next;
+};
+
+/* Interval entries. */
+struct gpu_kernel_entry {
+	struct gpu_stack *stack;	/* ref held */
+	const struct gpu_name *name;
+	uint32_t device, stream, graph;
+	uint64_t count;
+	uint64_t total_ns;
+	struct gpu_kernel_entry *next;
+};
+
+struct gpu_pc_entry {
+	pid_t pid;
+	char comm[16];
+	uint64_t crc;
+	const struct gpu_name *function;	/* NULL: unknown */
+	uint64_t pc_offset;
+	uint64_t address;		/* offset in the cubin file, 0 if unresolved */
+	bool resolved;
+	const char *stall;		/* interned, "" if unknown */
+	uint32_t device;
+	uint64_t samples;
+	struct gpu_pc_entry *next;
+};
+
+struct gpu_interval {
+	struct gpu_kernel_entry **kbuckets;
+	uint32_t nkbuckets;
+	uint64_t nkentries;
+	uint64_t kernels;
+	struct gpu_pc_entry **pbuckets;
+	uint32_t npbuckets;
+	uint64_t npentries;
+	uint64_t pc_samples;
+};
+
+struct gpu {
+	struct gpu_opts o;
+	pthread_mutex_t lock;		/* cur, devices */
+	struct gpu_interval *cur;
+	struct gpu_stats st;		/* updated with GPU_STAT_ADD */
+	struct profd_gpu_device devices[GPU_MAX_DEVICES];
+	bool device_seen[GPU_MAX_DEVICES];
+
+	/* reader thread only */
+	struct gpu_name **names;
+	uint32_t names_cap;
+	uint32_t nnames;
+	struct gpu_stack **stacks;
+	uint32_t stacks_cap;
+	uint32_t nstacks;
+	struct gpu_corr **corr;
+	uint32_t corr_cap;
+	uint64_t ncorr;
+	struct gpu_list launches;	/* waiting for their first kernel */
+	struct gpu_list matched;	/* joined; kept for late records of the same id */
+	struct gpu_list graph_matched;	/* joined by graph kernels: kept longer */
+	struct gpu_list pending;	/* kernels waiting for their launch */
+	struct gpu_proc **procs;
+	uint32_t procs_cap;
+	struct gpu_cubin **cubins;
+	uint32_t cubins_cap;
+	char **stall_names;		/* interned stall reason names */
+	uint32_t nstall_names;
+	struct remote_reader *remote;
+	uint64_t last_sweep_ns;
+	unsigned int warnings;		/* library errors printed */
+};
+
+#define GPU_STAT_ADD(g, field, n) \
+	__atomic_fetch_add(&(g)->st.field, (n), __ATOMIC_RELAXED)
+
+/* gpu.c */
+struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create);
+const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s);
+const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
+				     uint32_t id, uint64_t ptr);
+struct gpu_stack *gpu_stack_intern(struct gpu *g, const struct gpu_launch_info *l,
+				   uint32_t extra_flags);
+void gpu_stack_put(struct gpu_stack *s);
+void gpu_add_kernel(struct gpu *g, struct gpu_stack *s, const struct gpu_name *name,
+		    const struct profd_gpu_kernel *k);
+struct gpu_interval *gpu_interval_new(void);
+
+/* correlate.c */
+int gpu_corr_init(struct gpu *g);
+void gpu_corr_free(struct gpu *g);
+void gpu_corr_launch(struct gpu *g, pid_t pid, uint64_t correlation_id,
+		     struct gpu_stack *s, uint64_t now);
+void gpu_corr_kernel(struct gpu *g, pid_t pid, const struct profd_gpu_kernel *k,
+		     const struct gpu_name *name, uint64_t now);
+void gpu_corr_expire(struct gpu *g, uint64_t now, bool all);
+
+/* cubin.c */
+void gpu_cubin_seen(struct gpu *g, pid_t pid, const struct profd_gpu_cubin *c);
+/*
+ * gpu_cubin_resolve - file offset in cubin @crc of @function's byte at
+ * @pc_offset; reads and parses the cubin on first use. false when the
+ * cubin or the function is unknown.
+ */
+bool gpu_cubin_resolve(struct gpu *g, uint64_t crc, const char *function,
+		       uint64_t pc_offset, uint64_t *address);
+void gpu_cubins_free(struct gpu *g);
+
+#endif /* PROFD_GPU_GPU_INTERNAL_H */

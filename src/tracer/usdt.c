@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * usdt.c - attaching the GPU programs to the injection library's probes.
+ *
+ * Owns: the table of library files (by device and inode) the programs of
+ * bpf/gpu.bpf.h are attached to. Each attachment is libbpf's USDT attach
+ * with pid -1: a uprobe on the file, so every process mapping it, now or
+ * later, fires the programs, and the kernel raises the probe's semaphore
+ * in each of them (which switches the library's work on).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/gpu_events.h"
+#include "profd.skel.h"
+#include "tracer/tracer_internal.h"
+
+static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name)
+{
+	struct profd_bpf *s = t->skel;
+
+	switch (i) {
+	case 0: *name = "launch"; return s->progs.profd_gpu_launch;
+	case 1: *name = "kernels"; return s->progs.profd_gpu_kernels;
+	case 2: *name = "name"; return s->progs.profd_gpu_name;
+	case 3: *name = "cubin"; return s->progs.profd_gpu_cubin;
+	case 4: *name = "pc_samples"; return s->progs.profd_gpu_pc_samples;
+	case 5: *name = "stall_reasons"; return s->progs.profd_gpu_stall_reasons;
+	case 6: *name = "device"; return s->progs.profd_gpu_device;
+	case 7: *name = "error"; return s->progs.profd_gpu_error;
+	}
+	return NULL;
+}
+
+static void detach(struct gpu_library *lib)
+{
+	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
+		bpf_link__destroy(lib->links[i]);
+		lib->links[i] = NULL;
+	}
+}
+
+int tracer_gpu_attach(struct tracer *t, const char *path)
+{
+	struct gpu_library *lib;
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
+	for (unsigned int i = 0; i < t->ngpu_libs; i++)
+		if (t->gpu_libs[i].dev == st.st_dev && t->gpu_libs[i].ino == st.st_ino)
+			return 0;
+	if (t->ngpu_libs == TRACER_GPU_MAX_LIBRARIES)
+		return -ENOSPC;
+	lib = &t->gpu_libs[t->ngpu_libs];
+	memset(lib, 0, sizeof(*lib));
+	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
+		const char *name;
+		struct bpf_program *prog = probe_prog(t, i, &name);
+
+		lib->links[i] = bpf_program__attach_usdt(prog, -1, path,
+							 PROFD_USDT_PROVIDER,
+							 name, NULL);
+		if (!lib->links[i]) {
+			int err = errno ? -errno : -EINVAL;
+
+			detach(lib);
+			/* libbpf says ENOENT when the note lacks the probe */
+			return err == -ENOENT ? -ESRCH : err;
+		}
+	}
+	lib->dev = st.st_dev;
+	lib->ino = st.st_ino;
+	t->ngpu_libs++;
+	return 1;
+}
+
+unsigned int tracer_gpu_libraries(const struct tracer *t)
+{
+	return t->ngpu_libs;
+}
+
+void tracer_gpu_detach_all(struct tracer *t)
+{
+	for (unsigned int i = 0; i < t->ngpu_libs; i++)
+		detach(&t->gpu_libs[i]);
+	t->ngpu_libs = 0;
+}
