@@ -205,4 +205,34 @@ int BPF_USDT(profd_gpu_name, __u32 name_id, const char *str)
 	return 0;
 }
 
+/*
+ * The dynamic loader's shared-library event hook (_dl_debug_state, the
+ * function debuggers break on) ran: the process just dlopen'ed or closed
+ * a library, perhaps the injection library libcuda loads from
+ * CUDA_INJECTION64_PATH. User space looks at its maps and attaches to a
+ * copy it does not know yet, before the library's first launches. A
+ * uprobe on ld.so (attached by the tracer, pid -1): kprobes and fexit
+ * are missing on some kernels, uprobes are what the GPU path needs anyway.
+ */
+SEC("uprobe")
+int profd_dl_event(struct pt_regs *ctx)
+{
+	struct profd_proc_event *e;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!pid_wanted(pid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(PROFD_CNT_PROC_EVENT_LOST);
+		return 0;
+	}
+	e->type = PROFD_EVENT_LIB_MAPPED;
+	e->pid = pid;
+	e->ktime_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
 #endif /* PROFD_BPF_GPU_BPF_H */

@@ -37,6 +37,8 @@ enum profd_event_type {
 	PROFD_EVENT_SAMPLE = 1,		/* struct profd_sample (+ ips) */
 	PROFD_EVENT_PROC_EXEC = 2,	/* struct profd_proc_event */
 	PROFD_EVENT_PROC_EXIT = 3,	/* struct profd_proc_event */
+	PROFD_EVENT_LIB_MAPPED = 4,	/* struct profd_proc_event: the process
+					 * loaded or closed a shared library (gpu.bpf.h) */
 	/* 16..: GPU events in the cupti_events ringbuf (gpu_events.h) */
 };
 

@@ -111,21 +111,27 @@ static void parse_buffer(uint8_t *buf, size_t valid)
 				   "cuptiActivityGetNextRecord");
 }
 
-/* CUPTI hands back a buffer: forward its kernels, then free it. */
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
-				      uint8_t *buf, size_t size, size_t valid)
+/* Records CUPTI dropped since the last call (no buffer space): report. */
+static void report_dropped(CUcontext ctx, uint32_t stream)
 {
 	size_t dropped = 0;
 
-	in_buffer_cb++;
-	if (buf && valid && PROBE_ON(kernels))
-		parse_buffer(buf, valid);
 	if (cupti.cuptiActivityGetNumDroppedRecords &&
 	    cupti.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) ==
 		    CUPTI_SUCCESS &&
 	    dropped)
 		inject_error(PROFD_GPU_ERR_RECORDS_DROPPED, 0, dropped,
 			     "CUPTI dropped %zu activity records", dropped);
+}
+
+/* CUPTI hands back a buffer: forward its kernels, then free it. */
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
+				      uint8_t *buf, size_t size, size_t valid)
+{
+	in_buffer_cb++;
+	if (buf && valid && PROBE_ON(kernels))
+		parse_buffer(buf, valid);
+	report_dropped(ctx, stream);
 	free(buf);
 	in_buffer_cb--;
 }
@@ -257,6 +263,8 @@ void activity_flush(void)
 	if (r != CUPTI_SUCCESS)
 		inject_cupti_error(PROFD_GPU_ERR_ACTIVITY, r,
 				   "cuptiActivityFlushAll(FORCED)");
+	/* Drops after the last buffer handed back. */
+	report_dropped(NULL, 0);
 }
 
 void activity_shutdown(void)

@@ -7,7 +7,7 @@ import re
 import subprocess
 
 SEP = re.compile(r"^-+\+-+$")
-VALUE_LINE = re.compile(r"^(\s*)(\d+)(\s+)(\S.*)$")
+VALUE_LINE = re.compile(r"^(\s*)(\d+)([a-z]*)(\s+)(\S.*)$")  # value, unit (-unit=ns)
 LABEL_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*):\s+(.*)$")
 
 
@@ -29,15 +29,15 @@ def pprof_traces(pprof, path, *extra):
             m = VALUE_LINE.match(line)
             if m:
                 block["value"] = int(m.group(2))
-                block["col"] = len(m.group(1)) + len(m.group(2)) + len(m.group(3))
-                block["frames"].append(m.group(4).strip())
+                block["col"] = sum(len(m.group(i)) for i in range(1, 5))
+                block["frames"].append(m.group(5).strip())
                 continue
             m = LABEL_LINE.match(line)
             if m:
                 block["labels"][m.group(1)] = m.group(2).strip()
             continue
         if line.strip():
-            block["frames"].append(line[block["col"]:].strip() or line.strip())
+            block["frames"].append(line.strip())  # the column varies with value width
     if block and block["frames"]:
         samples.append(block)
     return samples

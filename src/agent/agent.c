@@ -51,7 +51,11 @@
 #define READER_POLL_MS 20
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 /* How often every process's maps are scanned for the injection library. */
-#define GPU_SCAN_EVERY_NS (5ULL * 1000 * 1000 * 1000)
+#define GPU_SCAN_EVERY_NS (30ULL * 1000 * 1000 * 1000)
+/* A process mapping the library is looked at after these delays. */
+#define GPU_LIB_CHECK_NS (20ULL * 1000 * 1000)
+#define GPU_LIB_RECHECK_NS (500ULL * 1000 * 1000)
+#define GPU_LIB_CHECKS 64
 
 /* User-space counters of loss and error, reported beside the BPF ones. */
 enum agent_counter {
@@ -164,6 +168,12 @@ struct agent {
 	struct gpu *gpu;		/* NULL: --no-gpu */
 	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
 	uint64_t gpu_attach_errors;	/* reader thread */
+	struct {			/* reader thread: processes that mapped the library */
+		pid_t pid;
+		uint64_t due_ns;
+		bool again;		/* one more look later */
+	} lib_checks[GPU_LIB_CHECKS];
+	unsigned int nlib_checks;
 	struct exec_child child;	/* `profd exec` */
 	bool exec_failed;		/* the command could not be run */
 
@@ -325,6 +335,21 @@ static int on_event(void *ctx, const void *data, size_t size)
 		}
 		return 0;
 	}
+	case PROFD_EVENT_LIB_MAPPED: {
+		const struct profd_proc_event *e = data;
+
+		if (size < sizeof(*e))
+			goto malformed;
+		for (unsigned int i = 0; i < ag->nlib_checks; i++)
+			if (ag->lib_checks[i].pid == (pid_t)e->pid)
+				return 0;	/* one look at a time per process */
+		if (ag->gpu && ag->nlib_checks < GPU_LIB_CHECKS) {
+			ag->lib_checks[ag->nlib_checks].pid = e->pid;
+			ag->lib_checks[ag->nlib_checks].due_ns = now + GPU_LIB_CHECK_NS;
+			ag->lib_checks[ag->nlib_checks++].again = true;
+		}
+		return 0;
+	}
 	case PROFD_EVENT_GPU_LAUNCH: {
 		const struct profd_gpu_launch *l = data;
 		char comm[PROFD_TASK_COMM_LEN + 1] = { 0 };
@@ -383,6 +408,25 @@ static void attach_gpu_library(void *ctx, pid_t pid, const char *path)
 				"injection library %s of pid %d: %s\n", path, pid,
 				ret == -ESRCH ? "not a profd injection library" :
 				strerror(-ret));
+	}
+}
+
+/* Look at the processes BPF saw mapping the library, once their delay passed. */
+static void check_mapped_libraries(struct agent *ag, uint64_t now)
+{
+	for (unsigned int i = 0; i < ag->nlib_checks;) {
+		if (ag->lib_checks[i].due_ns > now) {
+			i++;
+			continue;
+		}
+		gpu_discover_libraries(ag->lib_checks[i].pid, attach_gpu_library, ag);
+		if (ag->lib_checks[i].again) {
+			ag->lib_checks[i].again = false;
+			ag->lib_checks[i].due_ns = now + GPU_LIB_RECHECK_NS;
+			i++;
+		} else {
+			ag->lib_checks[i] = ag->lib_checks[--ag->nlib_checks];
+		}
 	}
 }
 
@@ -488,8 +532,9 @@ static void *reader_main(void *arg)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (ag->gpu) {
 			gpu_tick(ag->gpu, now);
+			check_mapped_libraries(ag, now);
 			if (now - last_gpu_scan >= GPU_SCAN_EVERY_NS) {
-				gpu_discover_libraries(attach_gpu_library, ag);
+				gpu_discover_libraries(-1, attach_gpu_library, ag);
 				last_gpu_scan = now;
 			}
 		}

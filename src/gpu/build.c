@@ -43,6 +43,7 @@ static int add_kernel_sample(struct profile *p, struct stack_builder *sb,
 {
 	const struct gpu_stack *s = e->stack;
 	struct profile_label labels[7];
+	char dev[12], stream[12], graph[12];
 	uint32_t nl = 0;
 	int64_t values[2] = { (int64_t)e->count, (int64_t)e->total_ns };
 	const char *name = e->name ? e->name->demangled : "[unknown kernel]";
@@ -74,9 +75,13 @@ static int add_kernel_sample(struct profile *p, struct stack_builder *sb,
 						       .str = s->thread_name };
 	}
 	labels[nl++] = (struct profile_label){ .key = "comm", .str = s->comm };
-	labels[nl++] = (struct profile_label){ .key = "cuda_device", .num = e->device };
-	labels[nl++] = (struct profile_label){ .key = "cuda_stream", .num = e->stream };
-	labels[nl++] = (struct profile_label){ .key = "cuda_graph", .num = e->graph };
+	/* string labels: pprof drops numeric labels equal to 0 (device 0!) */
+	snprintf(dev, sizeof(dev), "%u", e->device);
+	snprintf(stream, sizeof(stream), "%u", e->stream);
+	snprintf(graph, sizeof(graph), "%u", e->graph);
+	labels[nl++] = (struct profile_label){ .key = "cuda_device", .str = dev };
+	labels[nl++] = (struct profile_label){ .key = "cuda_stream", .str = stream };
+	labels[nl++] = (struct profile_label){ .key = "cuda_graph", .str = graph };
 	return profile_add_sample(p, locs, n + 1, values, labels, nl);
 }
 
@@ -167,13 +172,16 @@ struct profile *gpu_build_pc_profile(const struct gpu_interval *iv,
 	set_common(p, o, start_ns);
 	for (uint32_t i = 0; i < iv->npbuckets; i++) {
 		for (const struct gpu_pc_entry *e = iv->pbuckets[i]; e; e = e->next) {
+			char dev[12];
 			struct profile_label labels[4] = {
 				{ .key = "stall_reason", .str = e->stall[0] ? e->stall : "unknown" },
 				{ .key = "pid", .num = e->pid },
 				{ .key = "comm", .str = e->comm },
-				{ .key = "cuda_device", .num = e->device },
+				{ .key = "cuda_device", .str = dev },
 			};
 			int64_t value = (int64_t)e->samples;
+
+			snprintf(dev, sizeof(dev), "%u", e->device);
 			const char *name = e->function ? e->function->demangled :
 					   "[unknown function]";
 			uint32_t mid = cubin_mapping_id(p, &maps, &nmaps, e->crc);

@@ -3,10 +3,10 @@
  * discover.c - finding copies of the injection library in running
  * processes (see gpu_discover_libraries() in gpu.h).
  *
- * The maps re-read on a process's samples finds a library a busy process
- * loads; this scan also finds it in processes that sleep between launches
- * and are rarely sampled. Only /proc/PID/maps lines naming the library
- * are looked at.
+ * BPF reports a process mapping the library (PROFD_EVENT_LIB_MAPPED) and
+ * the agent looks at that process; the maps re-read on samples and a slow
+ * scan of every process cover kernels where that probe is missing. Only
+ * /proc/PID/maps lines naming the library are looked at.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -17,41 +17,49 @@
 
 #include "gpu/gpu.h"
 
-unsigned int gpu_discover_libraries(gpu_library_fn fn, void *ctx)
+/* The library's files in @pid's maps, one call each. */
+static unsigned int scan_pid(pid_t pid, gpu_library_fn fn, void *ctx)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *de;
+	char path[64], line[PATH_MAX + 256], last[PATH_MAX] = "";
 	unsigned int found = 0;
-	char path[300], line[PATH_MAX + 256];
+	FILE *f;
 
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/'), *nl;
+
+		if (!file || !strstr(file, GPU_INJECT_LIBRARY_NAME))
+			continue;
+		nl = strchr(file, '\n');
+		if (nl)
+			*nl = '\0';
+		if (!strcmp(file, last))
+			continue;
+		snprintf(last, sizeof(last), "%s", file);
+		fn(ctx, pid, file);
+		found++;
+	}
+	fclose(f);
+	return found;
+}
+
+unsigned int gpu_discover_libraries(pid_t pid, gpu_library_fn fn, void *ctx)
+{
+	unsigned int found = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (pid > 0)
+		return scan_pid(pid, fn, ctx);
+	d = opendir("/proc");
 	if (!d)
 		return 0;
-	while ((de = readdir(d))) {
-		FILE *f;
-		char last[PATH_MAX] = "";
-
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/maps", de->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			char *file = strchr(line, '/'), *nl;
-
-			if (!file || !strstr(file, GPU_INJECT_LIBRARY_NAME))
-				continue;
-			nl = strchr(file, '\n');
-			if (nl)
-				*nl = '\0';
-			if (!strcmp(file, last))
-				continue;
-			snprintf(last, sizeof(last), "%s", file);
-			fn(ctx, atoi(de->d_name), file);
-			found++;
-		}
-		fclose(f);
-	}
+	while ((de = readdir(d)))
+		if (isdigit((unsigned char)de->d_name[0]))
+			found += scan_pid(atoi(de->d_name), fn, ctx);
 	closedir(d);
 	return found;
 }

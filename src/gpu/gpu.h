@@ -125,7 +125,8 @@ uint64_t gpu_interval_pc_samples(const struct gpu_interval *iv);
  * (launching stack, kernel, device, stream, graph) with the kernel's
  * demangled name as the leaf (mapping "[cuda]") above the launching CPU
  * stack; labels pid, tid, comm, thread_name, cuda_device, cuda_stream,
- * cuda_graph. @o gives symbol sources, comments and the interval's end;
+ * cuda_graph (decimal strings: pprof drops numeric labels of 0). @o
+ * gives symbol sources, comments and the interval's end;
  * @start_ns is its start (Unix ns). NULL on out of memory.
  */
 struct profile *gpu_build_kernel_profile(const struct gpu_interval *iv,
@@ -157,10 +158,11 @@ typedef void (*gpu_library_fn)(void *ctx, pid_t pid, const char *path);
 /*
  * gpu_discover_libraries - call @fn for every (process, mapped file)
  * whose file name contains GPU_INJECT_LIBRARY_NAME, once per file per
- * process; @path is as the process sees it. Processes that vanish while
- * being read are skipped. Returns the number of calls.
+ * process, in process @pid, or in every process when @pid <= 0; @path is
+ * as the process sees it. Processes that vanish while being read are
+ * skipped. Returns the number of calls.
  */
-unsigned int gpu_discover_libraries(gpu_library_fn fn, void *ctx);
+unsigned int gpu_discover_libraries(pid_t pid, gpu_library_fn fn, void *ctx);
 
 /* gpu_stats - the cumulative counters. Any thread. */
 void gpu_stats(struct gpu *g, struct gpu_stats *st);

@@ -110,6 +110,37 @@ static int setup_pid_filter(struct tracer *t, const struct tracer_opts *o)
 	return 0;
 }
 
+/*
+ * The dynamic loader's shared-library hook, in every process using the
+ * same ld.so as profd (its PT_INTERP). Without it the agent's slower
+ * maps scan finds the CUDA injection library.
+ */
+static void attach_dl_event(struct tracer *t, const struct tracer_opts *o)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
+	char line[4096], ldso[4096] = "";
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *path = strchr(line, '/');
+
+		if (path && strstr(path, "/ld-linux")) {
+			path[strcspn(path, "\n")] = '\0';
+			snprintf(ldso, sizeof(ldso), "%s", path);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (ldso[0])
+		t->skel->links.profd_dl_event = bpf_program__attach_uprobe_opts(
+			t->skel->progs.profd_dl_event, -1, ldso, 0, &uo);
+	if (!t->skel->links.profd_dl_event && o->verbose)
+		fprintf(stderr, "profd: warning: cannot watch %s for library loads (%s): "
+			"the CUDA injection library is found by a slower scan\n",
+			ldso[0] ? ldso : "ld.so", strerror(errno));
+}
+
 static int attach_samplers(struct tracer *t, const struct tracer_opts *o)
 {
 	bool *online = calloc(t->ncpus_possible, sizeof(*online));
@@ -213,6 +244,7 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 			strerror(-err));
 		goto fail;
 	}
+	attach_dl_event(t, o);
 	err = setup_pid_filter(t, o);
 	if (err) {
 		fprintf(stderr, "profd: error: cannot fill the PID filter: %s\n",

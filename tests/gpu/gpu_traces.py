@@ -18,16 +18,24 @@ def gpu_profiles(outdir, kind="gpu"):
                   if kind != "gpu" or not os.path.basename(p).startswith("gpu-pc-"))
 
 
+def _by_key(blocks):
+    """-traces blocks summed by (frames, labels): pprof orders them by value."""
+    out = {}
+    for b in blocks:
+        key = (tuple(b["frames"]), tuple(sorted(b["labels"].items())))
+        out[key] = out.get(key, 0) + b["value"]
+    return out
+
+
 def kernel_samples(pprof, outdir):
     samples = []
     for path in gpu_profiles(outdir):
-        counts = pprof_traces(pprof, path, "-sample_index=kernels")
-        times = pprof_traces(pprof, path, "-sample_index=gpu_kernel_time")
-        assert len(counts) == len(times), path
-        for c, t in zip(counts, times):
-            assert c["frames"] == t["frames"] and c["labels"] == t["labels"], path
-            samples.append({"frames": c["frames"], "labels": c["labels"],
-                            "kernels": c["value"], "ns": t["value"]})
+        counts = _by_key(pprof_traces(pprof, path, "-sample_index=kernels"))
+        times = _by_key(pprof_traces(pprof, path, "-sample_index=gpu_kernel_time", "-unit=ns"))
+        assert counts.keys() == times.keys(), path
+        for key, n in counts.items():
+            samples.append({"frames": list(key[0]), "labels": dict(key[1]),
+                            "kernels": n, "ns": times[key]})
     return samples
 
 
