@@ -97,9 +97,8 @@ static __always_inline int forward_batch(__u32 type, const void *ptr, __u32 n,
 	s->hdr.ktime_ns = bpf_ktime_get_ns();
 	if (bpf_ringbuf_output(&cupti_events, s, sizeof(s->hdr) + bytes, 0)) {
 		/* what was lost, in the unit the batch carries */
-		count_n(PROFD_CNT_GPU_EVENTS_LOST, n);
-		if (type == PROFD_EVENT_GPU_KERNELS)
-			count_n(PROFD_CNT_GPU_KERNELS_LOST, n);
+		count_n(type == PROFD_EVENT_GPU_KERNELS ? PROFD_CNT_GPU_KERNELS_LOST :
+			PROFD_CNT_GPU_EVENTS_LOST, n);
 	}
 	return 0;
 }

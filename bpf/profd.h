@@ -165,8 +165,8 @@ enum profd_counter {
 	PROFD_CNT_PY_READ_ERR,		/* Python frame/thread state unreadable: walk ended */
 	PROFD_CNT_PY_TRUNCATED,		/* more Python frames than kept */
 	PROFD_CNT_GPU_LAUNCHES,		/* GPU launch probes fired (not a loss) */
-	PROFD_CNT_GPU_EVENTS_LOST,	/* GPU records (batch entries) dropped: cupti_events full */
-	PROFD_CNT_GPU_KERNELS_LOST,	/* of which kernel timings */
+	PROFD_CNT_GPU_EVENTS_LOST,	/* GPU records other than kernels dropped: cupti_events full */
+	PROFD_CNT_GPU_KERNELS_LOST,	/* kernel timings dropped: cupti_events full */
 	PROFD_CNT_GPU_BAD_BATCH,	/* GPU probe with an oversized or unreadable batch */
 	PROFD_CNT_FOLLOWED_CHILDREN,	/* children added to the PID filter (not a loss) */
 	PROFD_CNT_MAX,

@@ -235,14 +235,20 @@ def test_token_bucket_keeps_every_kernel(profd_bin, pprof, tmp_path):
     samples = kernel_samples(pprof, str(out))
     n = sum(v[0] for v in logged.values())
     assert n > 1000
-    assert sum(s["kernels"] for s in samples) == n
+    # flat out, the ringbuf may overflow: every kernel is in the profile or counted lost
+    lost = counter(pprof, out, "gpu_kernels_lost")
+    assert sum(s["kernels"] for s in samples) + lost == n
+    assert lost <= 0.05 * n
     not_captured = sum(s["kernels"] for s in samples
                        if "[launch stack not captured]" in s["frames"])
     on_stack = sum(s["kernels"] for s in samples
                    if is_subsequence(["launch_tiny", "flood_loop", "main"], s["frames"][1:]))
-    assert not_captured + on_stack == n
+    unknown = sum(s["kernels"] for s in samples if "[unknown launch]" in s["frames"])
+    assert not_captured + on_stack + unknown == n - lost
+    assert unknown == counter(pprof, out, "gpu_kernels_no_launch")
+    # the bucket: a burst of 10, then 50 per second
     assert 10 <= on_stack <= 10 + 60 * 3, on_stack
-    assert counter(pprof, out, "gpu_launches_no_stack") == not_captured
+    assert not_captured > 0.9 * (n - lost)
 
 
 def test_pc_samples_with_stall_reasons(profd_bin, pprof, tmp_path):

@@ -973,6 +973,7 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 		.include_idle = cfg->include_idle,
 		.max_stack_depth = cfg->max_stack_depth,
 		.ringbuf_bytes = 8u << 20,
+		.gpu_ringbuf_bytes = cfg->gpu ? 8u << 20 : 4096,
 		.verbose = cfg->verbose,
 		.dwarf_unwinding = cfg->dwarf_unwinding,
 		.max_processes = cfg->max_processes,

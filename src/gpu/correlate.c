@@ -9,9 +9,9 @@
  * first:
  *  - a launch waits in `launches` for its first kernel, at most the
  *    launch timeout (then it is counted unmatched);
- *  - a kernel whose launch is not there waits in `pending`, as long; when
- *    the launch comes, every waiting kernel of that id joins it; past the
- *    timeout it is counted under "[unknown launch]" (its time is kept);
+ *  - kernels whose launch is not there wait, chained on their id's entry
+ *    in `pending`, as long; when the launch comes, they all join it; past
+ *    the timeout they are counted under "[unknown launch]" (time kept);
  *  - a joined launch stays a while (`matched`), since more records may
  *    carry its id: a graph launch is one correlation id for all of the
  *    graph's kernels (`graph_matched` keeps those longer), a cooperative
@@ -117,25 +117,27 @@ static void table_del(struct gpu *g, struct gpu_corr *c)
 	}
 }
 
-/* The launch entry of (pid, id), or the first pending kernel if @kernel. */
-static struct gpu_corr *table_find(struct gpu *g, pid_t pid, uint64_t id,
-				   bool kernel)
+/* The entry of (pid, id), NULL if none. */
+static struct gpu_corr *table_find(struct gpu *g, pid_t pid, uint64_t id)
 {
 	struct gpu_corr *c = g->corr[corr_hash(pid, id) & (g->corr_cap - 1)];
 
 	for (; c; c = c->hnext)
-		if (c->pid == pid && c->correlation_id == id && c->is_kernel == kernel)
+		if (c->pid == pid && c->correlation_id == id)
 			return c;
 	return NULL;
 }
 
-static void corr_free(struct gpu *g, struct gpu_corr *c)
+static struct gpu_corr *corr_new(struct gpu *g, pid_t pid, uint64_t id)
 {
-	table_del(g, c);
-	if (c->list)
-		list_del(c);
-	gpu_stack_put(c->stack);
-	free(c);
+	struct gpu_corr *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->pid = pid;
+	c->correlation_id = id;
+	table_add(g, c);
+	return c;
 }
 
 /* A stack standing for launches profd never saw. */
@@ -157,35 +159,75 @@ static void joined(struct gpu *g, struct gpu_corr *launch, bool graph, uint64_t 
 	struct gpu_list *to = graph ? &g->graph_matched : &g->matched;
 
 	launch->matched = true;
-	if (launch->list == &g->graph_matched && !graph)
+	if (launch->list == to || (launch->list == &g->graph_matched && !graph))
 		return;		/* a graph launch keeps its longer stay */
 	list_del(launch);
 	list_push(to, launch, now);
 }
 
+/* Count the waiting kernels of @c on "[unknown launch]" and drop them. */
+static void kernels_unknown(struct gpu *g, struct gpu_corr *c)
+{
+	struct gpu_stack *s = c->kernels ? unknown_stack(g, c->pid) : NULL;
+
+	while (c->kernels) {
+		struct gpu_pending *k = c->kernels;
+
+		c->kernels = k->next;
+		GPU_STAT_ADD(g, kernels_no_launch, 1);
+		if (s)
+			gpu_add_kernel(g, s, k->name, &k->k);
+		free(k);
+		g->npending--;
+	}
+	gpu_stack_put(s);
+}
+
+static void corr_free(struct gpu *g, struct gpu_corr *c)
+{
+	table_del(g, c);
+	if (c->list)
+		list_del(c);
+	kernels_unknown(g, c);
+	gpu_stack_put(c->stack);
+	free(c);
+}
+
 void gpu_corr_launch(struct gpu *g, pid_t pid, uint64_t correlation_id,
 		     struct gpu_stack *s, uint64_t now)
 {
-	struct gpu_corr *c = table_find(g, pid, correlation_id, false), *k;
+	struct gpu_corr *c = table_find(g, pid, correlation_id);
 
-	if (c) {
+	if (c && c->stack) {
 		/* the same id again (a process that exec'ed reuses ids): newest wins */
 		corr_free(g, c);
+		c = NULL;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c && !(c = corr_new(g, pid, correlation_id)))
 		return;
-	c->pid = pid;
-	c->correlation_id = correlation_id;
 	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
 	c->stack = s;
-	table_add(g, c);
+	if (c->list)
+		list_del(c);	/* from `pending` */
 	list_push(&g->launches, c, now);
-	/* kernels that came first */
-	while ((k = table_find(g, pid, correlation_id, true))) {
-		gpu_add_kernel(g, s, k->name, &k->k);
-		joined(g, c, k->k.graph_id != 0, now);
-		corr_free(g, k);
+	/* kernels that came first: oldest first */
+	if (c->kernels) {
+		struct gpu_pending *rev = NULL, *k;
+		bool graph = false;
+
+		while ((k = c->kernels)) {
+			c->kernels = k->next;
+			k->next = rev;
+			rev = k;
+		}
+		while ((k = rev)) {
+			rev = k->next;
+			gpu_add_kernel(g, s, k->name, &k->k);
+			graph |= k->k.graph_id != 0;
+			free(k);
+			g->npending--;
+		}
+		joined(g, c, graph, now);
 	}
 	/* the bound: evict the oldest launch still waiting, then the oldest joined */
 	while (g->launches.n + g->matched.n + g->graph_matched.n > g->o.max_launches) {
@@ -204,17 +246,22 @@ void gpu_corr_launch(struct gpu *g, pid_t pid, uint64_t correlation_id,
 void gpu_corr_kernel(struct gpu *g, pid_t pid, const struct profd_gpu_kernel *k,
 		     const struct gpu_name *name, uint64_t now)
 {
-	struct gpu_corr *c = table_find(g, pid, k->correlation_id, false);
+	struct gpu_corr *c = table_find(g, pid, k->correlation_id);
+	struct gpu_pending *pk;
 
-	if (c) {
+	if (c && c->stack) {
 		gpu_add_kernel(g, c->stack, name, k);
 		joined(g, c, k->graph_id != 0, now);
 		return;
 	}
-	if (g->pending.n >= g->o.max_launches) {
+	pk = g->npending < g->o.max_launches ? malloc(sizeof(*pk)) : NULL;
+	if (pk && !c && (c = corr_new(g, pid, k->correlation_id)))
+		list_push(&g->pending, c, now);
+	if (!pk || !c) {
 		/* no room to wait: count it now, on the unknown launch */
 		struct gpu_stack *s = unknown_stack(g, pid);
 
+		free(pk);
 		GPU_STAT_ADD(g, kernels_no_launch, 1);
 		if (s) {
 			gpu_add_kernel(g, s, name, k);
@@ -222,16 +269,11 @@ void gpu_corr_kernel(struct gpu *g, pid_t pid, const struct profd_gpu_kernel *k,
 		}
 		return;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return;
-	c->pid = pid;
-	c->is_kernel = true;
-	c->correlation_id = k->correlation_id;
-	c->k = *k;
-	c->name = name;
-	table_add(g, c);
-	list_push(&g->pending, c, now);
+	pk->k = *k;
+	pk->name = name;
+	pk->next = c->kernels;
+	c->kernels = pk;
+	g->npending++;
 }
 
 void gpu_corr_expire(struct gpu *g, uint64_t now, bool all)
@@ -246,17 +288,9 @@ void gpu_corr_expire(struct gpu *g, uint64_t now, bool all)
 		while (l->head && (all || l->head->expires_ns <= now)) {
 			struct gpu_corr *c = l->head;
 
-			if (c->is_kernel) {
-				struct gpu_stack *s = unknown_stack(g, c->pid);
-
-				GPU_STAT_ADD(g, kernels_no_launch, 1);
-				if (s) {
-					gpu_add_kernel(g, s, c->name, &c->k);
-					gpu_stack_put(s);
-				}
-			} else if (!c->matched) {
+			/* a pending entry's kernels go to "[unknown launch]" in corr_free */
+			if (c->stack && !c->matched)
 				GPU_STAT_ADD(g, launches_unmatched, 1);
-			}
 			corr_free(g, c);
 		}
 	}

@@ -58,16 +58,26 @@ struct gpu_list {
 	uint64_t n;
 };
 
-/* A launch (stack known) or a kernel (launch not yet known). */
+/* A kernel record waiting for its launch. */
+struct gpu_pending {
+	struct profd_gpu_kernel k;
+	const struct gpu_name *name;
+	struct gpu_pending *next;
+};
+
+/*
+ * One (pid, correlation id): its launch's stack once known, and the kernel
+ * records that came before it. In exactly one expiry list: `launches`
+ * (stack known, no kernel yet), `matched`/`graph_matched` (joined) or
+ * `pending` (kernels waiting, no launch yet).
+ */
 struct gpu_corr {
 	pid_t pid;
-	bool is_kernel;			/* pending kernel record, else launch */
-	bool matched;			/* launch: a kernel joined it */
+	bool matched;			/* a kernel joined the launch */
 	uint64_t correlation_id;
 	uint64_t expires_ns;
-	struct gpu_stack *stack;	/* launch: ref held */
-	struct profd_gpu_kernel k;	/* pending kernel */
-	const struct gpu_name *name;	/* pending kernel */
+	struct gpu_stack *stack;	/* ref held; NULL until the launch comes */
+	struct gpu_pending *kernels;	/* waiting for the launch, newest first */
 	struct gpu_list *list;
 	struct gpu_corr *hnext;
 	struct gpu_corr *prev, *next;
@@ -165,7 +175,8 @@ struct gpu {
 	struct gpu_list launches;	/* waiting for their first kernel */
 	struct gpu_list matched;	/* joined; kept for late records of the same id */
 	struct gpu_list graph_matched;	/* joined by graph kernels: kept longer */
-	struct gpu_list pending;	/* kernels waiting for their launch */
+	struct gpu_list pending;	/* ids with kernels waiting for their launch */
+	uint64_t npending;		/* kernels waiting, all ids */
 	struct gpu_proc **procs;
 	uint32_t procs_cap;
 	struct gpu_cubin **cubins;

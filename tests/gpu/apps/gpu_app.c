@@ -23,6 +23,9 @@
  *       cuLaunchKernel(tiny, 1 us) as fast as possible.
  *   gpu_app pc [N=5]       chains' main-thread chain only (no evaluator).
  *   gpu_app noop           main -> noop_loop -> launch_tiny, 1000 launches.
+ *   gpu_app graphflood [SECONDS=1] [--nodes N=1000] [--rate K]  one graph of
+ *       N tiny kernels launched over and over, at K kernels/s if given
+ *       (kernel-record throughput bench).
  *
  * Options (after the mode): --cubin PATH (default: fake.cubin next to the
  * executable), --start-delay-ms MS (sleep after setup, before launching),
@@ -54,6 +57,8 @@ static struct {
 	CUmodule mod;
 	CUfunction matmul, relu, softmax, layernorm, tiny;
 	long iter_sleep_us;
+	int nodes;		/* graphflood: kernels per graph */
+	double rate;		/* graphflood: kernels per second, 0 = flat out */
 } g;
 
 static long n_matmul, n_relu, n_softmax, n_layernorm, n_tiny, n_graphs;
@@ -377,6 +382,56 @@ static NOINLINE void flood_loop(double seconds)
 	       n_tiny, t - t0, (double)n_tiny / (t - t0), (int)getpid());
 }
 
+/*
+ * graphflood: a graph of g.nodes tiny kernels launched again and again:
+ * one launch probe, g.nodes kernel records (the kernel-record pipeline's
+ * throughput, bench/gpu_throughput.sh).
+ */
+static NOINLINE void graph_flood(double seconds)
+{
+	static uint64_t dur = 1 * US;
+	CUgraph graph;
+	CUgraphExec exec;
+	CUgraphNode prev = NULL, node;
+	CUstream s;
+	long launches = 0;
+	double t0, t;
+
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuGraphCreate(&graph, 0));
+	for (int i = 0; i < g.nodes; i++) {
+		void *args[] = { &dur };
+		CUDA_KERNEL_NODE_PARAMS p;
+
+		memset(&p, 0, sizeof(p));
+		p.func = g.tiny;
+		p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+		p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+		p.kernelParams = args;
+		CHECK(cuGraphAddKernelNode(&node, graph, prev ? &prev : NULL, prev ? 1 : 0, &p));
+		prev = node;
+	}
+	CHECK(cuGraphInstantiate(&exec, graph, 0));
+	t0 = now_s();
+	do {
+		CHECK(cuGraphLaunch(exec, s));
+		if (++launches % 16 == 0)
+			CHECK(cuStreamSynchronize(s));
+		t = now_s();
+		/* --rate: kernels per second, paced by sleeping ahead of schedule */
+		if (g.rate > 0 && (double)launches * g.nodes / g.rate > t - t0 + 0.001)
+			sleep_us((long)(((double)launches * g.nodes / g.rate - (t - t0)) * 1e6));
+	} while (t - t0 < seconds);
+	CHECK(cuStreamSynchronize(s));
+	t = now_s();
+	printf("gpu_app graphflood: graph_launches=%ld nodes=%d kernels=%ld seconds=%.3f "
+	       "kernels_per_sec=%.0f pid=%d\n", launches, g.nodes, launches * g.nodes,
+	       t - t0, (double)launches * g.nodes / (t - t0), (int)getpid());
+	CHECK(cuGraphExecDestroy(exec));
+	CHECK(cuGraphDestroy(graph));
+	CHECK(cuStreamDestroy(s));
+}
+
 static NOINLINE void noop_loop(int n)
 {
 	for (int i = 0; i < n; i++)
@@ -388,8 +443,9 @@ static NOINLINE void noop_loop(int n)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gpu_app chains|graph|flood|pc|noop [N|SECONDS] [--cubin PATH]"
-		" [--start-delay-ms MS] [--exit-delay-ms MS] [--iter-sleep-us US]\n");
+	fprintf(stderr, "usage: gpu_app chains|graph|flood|graphflood|pc|noop [N|SECONDS]"
+		" [--cubin PATH] [--start-delay-ms MS] [--exit-delay-ms MS] [--iter-sleep-us US]"
+		" [--nodes N] [--rate KERNELS_PER_SEC]\n");
 	exit(2);
 }
 
@@ -414,6 +470,10 @@ int main(int argc, char **argv)
 			exit_delay_ms = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--iter-sleep-us") && i + 1 < argc)
 			g.iter_sleep_us = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
+			g.nodes = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+			g.rate = atof(argv[++i]);
 		else if (argv[i][0] != '-' && !count)
 			count = argv[i];
 		else
@@ -435,6 +495,11 @@ int main(int argc, char **argv)
 		flood_loop(count ? atof(count) : 1.0);
 	else if (!strcmp(mode, "noop"))
 		noop_loop(count ? atoi(count) : 1000);
+	else if (!strcmp(mode, "graphflood")) {
+		if (g.nodes <= 0)
+			g.nodes = 1000;
+		graph_flood(count ? atof(count) : 1.0);
+	}
 	else
 		usage();
 	if (exit_delay_ms)
