@@ -132,6 +132,13 @@ int BPF_USDT(profd_gpu_launch, __u64 correlation_id, __u32 cbid, __u32 flags)
 }
 
 SEC("usdt")
+int BPF_USDT(profd_gpu_launches, const void *v, __u32 n)
+{
+	return forward_batch(PROFD_EVENT_GPU_LAUNCHES, v, n,
+			     sizeof(struct profd_gpu_launch_rec));
+}
+
+SEC("usdt")
 int BPF_USDT(profd_gpu_kernels, const void *v, __u32 n)
 {
 	return forward_batch(PROFD_EVENT_GPU_KERNELS, v, n,

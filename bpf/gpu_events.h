@@ -12,12 +12,17 @@
  * whose semaphore is zero, i.e. when no agent is attached):
  *
  *   profd:launch(u64 correlation_id, u32 cbid, u32 flags)
- *	A kernel or graph launch, fired in the launching thread at API
- *	entry. flags & PROFD_GPU_LAUNCH_STACK: BPF captures the CPU stack
- *	with the CPU sampler's unwinder (a struct profd_sample of origin
- *	PROFD_ORIGIN_PROBE, cookie = correlation id, in the `events`
- *	ringbuf); otherwise (token bucket empty) BPF forwards a
- *	struct profd_gpu_launch record.
+ *	A kernel or graph launch whose CPU stack is wanted (the library's
+ *	per-thread token bucket had a token), fired in the launching thread
+ *	at API entry: BPF captures the CPU stack with the CPU sampler's
+ *	unwinder (a struct profd_sample of origin PROFD_ORIGIN_PROBE,
+ *	cookie = correlation id, in the `events` ringbuf). Without
+ *	PROFD_GPU_LAUNCH_STACK in flags, BPF forwards a struct
+ *	profd_gpu_launch record instead.
+ *   profd:launches(const struct profd_gpu_launch_rec *v, u32 n)
+ *	Launches without a stack (bucket empty), batched per thread so
+ *	they cost no trap each; flushed when a batch fills, every
+ *	PROFD_ACTIVITY_FLUSH_MS and at thread and process exit.
  *   profd:kernels(const struct profd_gpu_kernel *v, u32 n)
  *   profd:pc_samples(const struct profd_gpu_pc_sample *v, u32 n)
  *   profd:stall_reasons(const struct profd_gpu_stall_reason *v, u32 n)
@@ -63,6 +68,7 @@ enum profd_gpu_event_type {
 	PROFD_EVENT_GPU_STALL_REASONS = 21,	/* batch of struct profd_gpu_stall_reason */
 	PROFD_EVENT_GPU_DEVICE = 22,		/* batch of struct profd_gpu_device */
 	PROFD_EVENT_GPU_ERROR = 23,		/* batch of struct profd_gpu_error */
+	PROFD_EVENT_GPU_LAUNCHES = 24,		/* batch of struct profd_gpu_launch_rec */
 };
 
 /* profd:launch flags */
@@ -87,6 +93,13 @@ struct profd_gpu_launch {
 	__u64 correlation_id;
 	__u64 ktime_ns;
 	char comm[16];
+};
+
+/* A launch without a stack, in a profd:launches batch. 16 bytes. */
+struct profd_gpu_launch_rec {
+	__u64 correlation_id;
+	__u32 tid;		/* the launching thread */
+	__u32 flags;		/* PROFD_GPU_LAUNCH_* (never _STACK) */
 };
 
 /* A string the library interned. */

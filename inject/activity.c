@@ -178,6 +178,7 @@ static void *flusher_main(void *arg)
 		if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED))
 			continue;
 		pthread_mutex_unlock(&flusher_lock);
+		launch_flush_all();
 		cupti.cuptiActivityFlushAll(0);
 		pthread_mutex_lock(&flusher_lock);
 	}
@@ -271,6 +272,7 @@ void activity_shutdown(void)
 {
 	struct timespec ts;
 
+	launch_flush_all();
 	if (flusher_running) {
 		pthread_mutex_lock(&flusher_lock);
 		flusher_stop = 1;

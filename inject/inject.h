@@ -91,6 +91,7 @@ enum {
 	INJECT_P_STALL_REASONS = 1u << 5,
 	INJECT_P_DEVICE = 1u << 6,
 	INJECT_P_ERROR = 1u << 7,
+	INJECT_P_LAUNCHES = 1u << 8,
 };
 
 /* Mask of the probes handled last (agent attach/detach). Read lock-free. */
@@ -119,6 +120,12 @@ uint64_t inject_now_ns(void) INJECT_HIDDEN;
  */
 void launch_on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		   const CUpti_CallbackData *cb) INJECT_HIDDEN;
+
+/*
+ * launch_flush_all - fire every thread's batch of stack-less launches
+ * (profd:launches). Called by the flusher thread and at exit.
+ */
+void launch_flush_all(void) INJECT_HIDDEN;
 
 /* launch_init - read the token bucket settings; call once at init. */
 void launch_init(void) INJECT_HIDDEN;

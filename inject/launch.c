@@ -9,10 +9,19 @@
  * launch call of the thread: a runtime launch calls the driver, and the
  * kernel record carries the runtime call's correlation id, so driver
  * callbacks nested in a runtime launch are skipped (thread-local depth).
- * A per-thread token bucket decides which launches get
- * PROFD_GPU_LAUNCH_STACK (BPF captures the CPU stack); the others still
- * fire, so every kernel's time can be attributed.
+ * A per-thread token bucket decides which launches get a stack: those
+ * fire profd:launch (a uprobe trap, and BPF captures the CPU stack); the
+ * others are appended to the thread's batch and leave 64 at a time
+ * through profd:launches, so every kernel's time can still be attributed
+ * to its thread while most launches cost no trap. Batches are flushed
+ * when full, by the flusher thread (PROFD_ACTIVITY_FLUSH_MS), and at
+ * thread and process exit.
  */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "inject.h"
 #include "probes.h"
 
@@ -21,6 +30,7 @@
 
 /* Per-thread state; stale (gen != attach_gen) after an agent detached. */
 struct launch_tls {
+	pid_t tid;		/* cached gettid() */
 	unsigned gen;
 	int rt_depth;		/* runtime launch calls this thread is in */
 	int bucket_init;
@@ -29,12 +39,119 @@ struct launch_tls {
 };
 
 static __thread struct launch_tls tls;
+
+/* A thread's stack-less launches; in `batches` for the flusher. */
+struct launch_batch {
+	pthread_mutex_t lock;	/* owner vs flusher: uncontended but for flushes */
+	uint32_t n;
+	int free;		/* its thread exited: reusable */
+	struct profd_gpu_launch_rec v[PROFD_GPU_BATCH_MAX];
+	struct launch_batch *next;
+};
+
+static __thread struct launch_batch *tbatch;
+static pthread_mutex_t batches_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct launch_batch *batches;
+static pthread_key_t batch_key;
+static int batch_key_ok;
+
+/* Fire @b's launches; caller holds b->lock. */
+static void batch_fire(struct launch_batch *b)
+{
+	if (b->n && PROBE_ON(launches))
+		FIRE_LAUNCHES(b->v, b->n);
+	b->n = 0;
+}
+
+/* Thread exit: flush, and leave the batch for the next thread. */
+static void batch_release(void *arg)
+{
+	struct launch_batch *b = arg;
+
+	pthread_mutex_lock(&b->lock);
+	batch_fire(b);
+	b->free = 1;
+	pthread_mutex_unlock(&b->lock);
+}
+
+static struct launch_batch *thread_batch(void)
+{
+	struct launch_batch *b;
+
+	if (tbatch)
+		return tbatch;
+	pthread_mutex_lock(&batches_lock);
+	for (b = batches; b; b = b->next)
+		if (b->free)
+			break;
+	if (!b && (b = calloc(1, sizeof(*b)))) {
+		pthread_mutex_init(&b->lock, NULL);
+		b->next = batches;
+		batches = b;
+	}
+	if (b)
+		b->free = 0;
+	pthread_mutex_unlock(&batches_lock);
+	if (b && batch_key_ok)
+		pthread_setspecific(batch_key, b);
+	tbatch = b;
+	return b;
+}
+
+void launch_flush_all(void)
+{
+	struct launch_batch *b;
+
+	pthread_mutex_lock(&batches_lock);
+	for (b = batches; b; b = b->next) {
+		pthread_mutex_lock(&b->lock);
+		batch_fire(b);
+		pthread_mutex_unlock(&b->lock);
+	}
+	pthread_mutex_unlock(&batches_lock);
+}
+
+/* A launch without a stack: into the thread's batch (fired when full). */
+static void batch_add(uint64_t corr, uint32_t flags)
+{
+	struct launch_batch *b = thread_batch();
+
+	if (!b) {
+		/* no memory for a batch: one trap for this launch, as before */
+		FIRE_LAUNCH(corr, 0, flags);
+		return;
+	}
+	pthread_mutex_lock(&b->lock);
+	b->v[b->n].correlation_id = corr;
+	if (!tls.tid)
+		tls.tid = (pid_t)syscall(SYS_gettid);
+	b->v[b->n].tid = tls.tid;
+	b->v[b->n].flags = flags;
+	if (++b->n == PROFD_GPU_BATCH_MAX)
+		batch_fire(b);
+	pthread_mutex_unlock(&b->lock);
+}
 static unsigned attach_gen;	/* bumped when the agent (re)attaches */
 static unsigned last_mask_seen;
+
+/* A forked child starts with no launches of its parent's and its own tid. */
+static void launch_atfork_child(void)
+{
+	/* only this thread survives: a lock another thread held stays held */
+	pthread_mutex_init(&batches_lock, NULL);
+	for (struct launch_batch *b = batches; b; b = b->next) {
+		pthread_mutex_init(&b->lock, NULL);
+		b->n = 0;
+		b->free = b != tbatch;
+	}
+	tls.tid = 0;
+}
 
 void launch_init(void)
 {
 	attach_gen = 1;
+	pthread_atfork(NULL, NULL, launch_atfork_child);
+	batch_key_ok = pthread_key_create(&batch_key, batch_release) == 0;
 }
 
 /* The thread's state, reset if it belongs to an earlier agent session. */
@@ -91,11 +208,14 @@ static void fire(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 
 	if (!PROBE_ON(launch))
 		return;
-	if (take_token(t))
-		flags |= PROFD_GPU_LAUNCH_STACK;
 	if (is_graph_launch(domain, cbid))
 		flags |= PROFD_GPU_LAUNCH_GRAPH;
-	FIRE_LAUNCH(cb->correlationId, cbid, flags);
+	if (take_token(t))
+		FIRE_LAUNCH(cb->correlationId, cbid, flags | PROFD_GPU_LAUNCH_STACK);
+	else if (PROBE_ON(launches))
+		batch_add(cb->correlationId, flags);
+	else	/* an agent without the batch probe: one trap each */
+		FIRE_LAUNCH(cb->correlationId, cbid, flags);
 }
 
 /* Agent attach/detach: a new session invalidates every thread's depth. */

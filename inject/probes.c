@@ -2,7 +2,7 @@
 /*
  * probes.c - the probe semaphores and the error reporter.
  *
- * Owns: the eight profd_<probe>_semaphore variables (section .probes, as
+ * Owns: the nine profd_<probe>_semaphore variables (section .probes, as
  * sys/sdt.h expects), the attached-probe mask, and error reporting: every
  * failure in the library becomes a struct profd_gpu_error fired on
  * profd:error and, with PROFD_INJECT_VERBOSE=1, one stderr line. The last
@@ -27,6 +27,7 @@ SEMAPHORE(pc_samples);
 SEMAPHORE(stall_reasons);
 SEMAPHORE(device);
 SEMAPHORE(error);
+SEMAPHORE(launches);
 
 #define KEPT_ERRORS 16
 
@@ -54,6 +55,8 @@ unsigned inject_probe_mask(void)
 		m |= INJECT_P_DEVICE;
 	if (PROBE_ON(error))
 		m |= INJECT_P_ERROR;
+	if (PROBE_ON(launches))
+		m |= INJECT_P_LAUNCHES;
 	return m;
 }
 

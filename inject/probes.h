@@ -27,6 +27,7 @@ extern unsigned short profd_pc_samples_semaphore INJECT_HIDDEN;
 extern unsigned short profd_stall_reasons_semaphore INJECT_HIDDEN;
 extern unsigned short profd_device_semaphore INJECT_HIDDEN;
 extern unsigned short profd_error_semaphore INJECT_HIDDEN;
+extern unsigned short profd_launches_semaphore INJECT_HIDDEN;
 
 /* Non-zero while an agent has the probe attached. */
 #define PROBE_ON(name) \
@@ -36,6 +37,7 @@ extern unsigned short profd_error_semaphore INJECT_HIDDEN;
 #define FIRE_LAUNCH(corr, cbid, flags) \
 	STAP_PROBE3(profd, launch, (uint64_t)(corr), (uint32_t)(cbid), \
 		    (uint32_t)(flags))
+#define FIRE_LAUNCHES(v, n) STAP_PROBE2(profd, launches, (v), (uint32_t)(n))
 #define FIRE_KERNELS(v, n) STAP_PROBE2(profd, kernels, (v), (uint32_t)(n))
 #define FIRE_NAME(id, str) STAP_PROBE2(profd, name, (uint32_t)(id), (str))
 #define FIRE_CUBIN(v, n) STAP_PROBE2(profd, cubin, (v), (uint32_t)(n))

@@ -227,7 +227,8 @@ def test_no_probe_work_without_an_agent(profd_bin, tmp_path):
 
 def test_token_bucket_keeps_every_kernel(profd_bin, pprof, tmp_path):
     """PROFD_LAUNCH_STACK_RATE bounds stack captures, not kernel time."""
-    proc, out, lines = run_exec(profd_bin, tmp_path, ["flood", "1", "--exit-delay-ms", "300"],
+    proc, out, lines = run_exec(profd_bin, tmp_path, ["flood", "1", "--iter-sleep-us", "2000",
+                                                      "--exit-delay-ms", "300"],
                                 env_extra={"PROFD_LAUNCH_STACK_RATE": 50,
                                            "PROFD_LAUNCH_STACK_BURST": 10})
     assert proc.returncode == 0, proc.stderr
@@ -235,10 +236,11 @@ def test_token_bucket_keeps_every_kernel(profd_bin, pprof, tmp_path):
     samples = kernel_samples(pprof, str(out))
     n = sum(v[0] for v in logged.values())
     assert n > 1000
-    # flat out, the ringbuf may overflow: every kernel is in the profile or counted lost
+    # ~100k launches/s: nothing may be lost, but if the ringbuf overflowed
+    # (a loaded machine) every kernel is in the profile or counted lost
     lost = counter(pprof, out, "gpu_kernels_lost")
     assert sum(s["kernels"] for s in samples) + lost == n
-    assert lost <= 0.05 * n
+    assert lost <= 0.01 * n
     not_captured = sum(s["kernels"] for s in samples
                        if "[launch stack not captured]" in s["frames"])
     on_stack = sum(s["kernels"] for s in samples
@@ -248,7 +250,7 @@ def test_token_bucket_keeps_every_kernel(profd_bin, pprof, tmp_path):
     assert unknown == counter(pprof, out, "gpu_kernels_no_launch")
     # the bucket: a burst of 10, then 50 per second
     assert 10 <= on_stack <= 10 + 60 * 3, on_stack
-    assert not_captured > 0.9 * (n - lost)
+    assert not_captured > 0.95 * (n - lost)
 
 
 def test_pc_samples_with_stall_reasons(profd_bin, pprof, tmp_path):

@@ -371,7 +371,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 		return 0;
 	}
 	default:
-		if (type >= PROFD_EVENT_GPU_KERNELS && type <= PROFD_EVENT_GPU_ERROR) {
+		if (type >= PROFD_EVENT_GPU_KERNELS && type <= PROFD_EVENT_GPU_LAUNCHES) {
 			if (ag->gpu && gpu_record(ag->gpu, data, size, now))
 				goto malformed;
 			return 0;
@@ -729,7 +729,8 @@ static int write_one(struct agent *ag, const char *kind, struct profile *p,
  * interval has some. @paths gets what was written, for the status line.
  */
 static int write_gpu_profiles(struct agent *ag, const struct build_opts *bo,
-			      uint64_t end, char *paths, size_t len)
+			      uint64_t end, char *paths, size_t len,
+			      uint64_t *kernels, uint64_t *ns)
 {
 	struct gpu_interval *iv;
 	char path[PATH_MAX] = "";
@@ -739,6 +740,8 @@ static int write_gpu_profiles(struct agent *ag, const struct build_opts *bo,
 	if (!ag->gpu || !(iv = gpu_swap(ag->gpu)))
 		return 0;
 	ag->gpu_interval_start = end;
+	*kernels = gpu_interval_kernels(iv);
+	*ns = gpu_interval_time_ns(iv);
 	if (gpu_interval_kernels(iv)) {
 		struct profile *p = gpu_build_kernel_profile(iv, bo, start);
 
@@ -778,6 +781,7 @@ static void flush(struct agent *ag)
 	struct profile *p;
 	uint32_t ncomments = 0;
 	char gpu_path[PATH_MAX] = "";
+	uint64_t gpu_kernels = 0, gpu_ns = 0;
 	int err = 0, ferr = 0, gerr = 0;
 
 	if (!fresh)
@@ -833,7 +837,8 @@ static void flush(struct agent *ag)
 			path[0] ? path : "the profile", strerror(-err));
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 	}
-	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path));
+	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
+				  &gpu_kernels, &gpu_ns);
 	if (gerr)
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 	if (p && !flamegraph_add_profile(ag->flame, p, 0)) {
@@ -860,9 +865,11 @@ static void flush(struct agent *ag)
 	ag->write_failures += err || ferr || gerr;
 	status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
 		    flame_path, ferr);
-	if (gpu_path[0])
-		fprintf(stderr, "profd: interval %u: %s %s\n", ag->intervals,
-			gerr ? "FAILED to write" : "GPU:", gpu_path);
+	if (gpu_path[0] || gerr)
+		fprintf(stderr, "profd: interval %u: %llu GPU kernels, %.3f s of GPU time; "
+			"%s %s\n", ag->intervals, (unsigned long long)gpu_kernels,
+			gpu_ns / 1e9, gerr ? "FAILED to write" : "wrote",
+			gpu_path[0] ? gpu_path : "the GPU profile");
 	profile_free(p);
 	aggregate_free(a);
 }

@@ -352,6 +352,11 @@ uint64_t gpu_interval_kernels(const struct gpu_interval *iv)
 	return iv ? iv->kernels : 0;
 }
 
+uint64_t gpu_interval_time_ns(const struct gpu_interval *iv)
+{
+	return iv ? iv->time_ns : 0;
+}
+
 uint64_t gpu_interval_pc_samples(const struct gpu_interval *iv)
 {
 	return iv ? iv->pc_samples : 0;
@@ -396,6 +401,7 @@ void gpu_add_kernel(struct gpu *g, struct gpu_stack *s, const struct gpu_name *n
 	e->count++;
 	e->total_ns += dur;
 	iv->kernels++;
+	iv->time_ns += dur;
 	pthread_mutex_unlock(&g->lock);
 }
 
@@ -411,6 +417,26 @@ static void on_kernels(struct gpu *g, const struct profd_gpu_batch *b,
 							 v[i].name_ptr);
 
 		gpu_corr_kernel(g, b->pid, &v[i], n, now);
+	}
+}
+
+/* Launches the library sent without a stack, a batch per thread. */
+static void on_launches(struct gpu *g, const struct profd_gpu_batch *b,
+			const struct profd_gpu_launch_rec *v, uint64_t now)
+{
+	struct gpu_proc *p = gpu_proc_get(g, b->pid, true);
+
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct gpu_launch_info l = {
+			.pid = b->pid,
+			.tid = v[i].tid,
+			.comm = p ? p->comm : "",
+			.thread_name = "",
+			.no_stack = true,
+			.correlation_id = v[i].correlation_id,
+		};
+
+		gpu_launch(g, &l, now);
 	}
 }
 
@@ -540,6 +566,7 @@ int gpu_record(struct gpu *g, const void *data, size_t size, uint64_t now)
 		[PROFD_EVENT_GPU_STALL_REASONS] = sizeof(struct profd_gpu_stall_reason),
 		[PROFD_EVENT_GPU_DEVICE] = sizeof(struct profd_gpu_device),
 		[PROFD_EVENT_GPU_ERROR] = sizeof(struct profd_gpu_error),
+		[PROFD_EVENT_GPU_LAUNCHES] = sizeof(struct profd_gpu_launch_rec),
 	};
 	const void *v = b + 1;
 
@@ -594,6 +621,9 @@ int gpu_record(struct gpu *g, const void *data, size_t size, uint64_t now)
 	case PROFD_EVENT_GPU_ERROR:
 		on_error(g, b, v);
 		break;
+	case PROFD_EVENT_GPU_LAUNCHES:
+		on_launches(g, b, v, now);
+		break;
 	}
 	return 0;
 malformed:
@@ -606,7 +636,7 @@ void gpu_launch(struct gpu *g, const struct gpu_launch_info *l, uint64_t now)
 	struct gpu_stack *s;
 	struct gpu_proc *p = gpu_proc_get(g, l->pid, true);
 
-	if (p && l->comm)
+	if (p && l->comm && l->comm != p->comm)
 		snprintf(p->comm, sizeof(p->comm), "%s", l->comm);
 	GPU_STAT_ADD(g, launches, 1);
 	if (l->no_stack)

@@ -115,8 +115,12 @@ struct gpu_interval *gpu_swap(struct gpu *g);
 /* gpu_interval_free - free an interval from gpu_swap(). NULL is fine. */
 void gpu_interval_free(struct gpu_interval *iv);
 
-/* gpu_interval_kernels / _pc_samples - entries the interval holds. */
+/*
+ * gpu_interval_kernels / _time_ns / _pc_samples - kernels, their summed
+ * GPU time (ns) and PC samples the interval holds.
+ */
 uint64_t gpu_interval_kernels(const struct gpu_interval *iv);
+uint64_t gpu_interval_time_ns(const struct gpu_interval *iv);
 uint64_t gpu_interval_pc_samples(const struct gpu_interval *iv);
 
 /*

@@ -148,6 +148,7 @@ struct gpu_interval {
 	uint32_t nkbuckets;
 	uint64_t nkentries;
 	uint64_t kernels;
+	uint64_t time_ns;
 	struct gpu_pc_entry **pbuckets;
 	uint32_t npbuckets;
 	uint64_t npentries;

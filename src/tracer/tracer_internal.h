@@ -14,7 +14,7 @@
 /* Copies of the injection library the GPU programs can attach to. */
 #define TRACER_GPU_MAX_LIBRARIES 32
 /* Probes of provider "profd" (bpf/gpu_events.h). */
-#define TRACER_GPU_PROBES 8
+#define TRACER_GPU_PROBES 9
 
 struct gpu_library {
 	dev_t dev;

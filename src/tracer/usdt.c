@@ -31,6 +31,7 @@ static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name
 	case 5: *name = "stall_reasons"; return s->progs.profd_gpu_stall_reasons;
 	case 6: *name = "device"; return s->progs.profd_gpu_device;
 	case 7: *name = "error"; return s->progs.profd_gpu_error;
+	case 8: *name = "launches"; return s->progs.profd_gpu_launches;
 	}
 	return NULL;
 }

@@ -376,6 +376,8 @@ static NOINLINE void flood_loop(double seconds)
 	do {
 		for (int i = 0; i < 256; i++)
 			launch_tiny(NULL);
+		if (g.iter_sleep_us)	/* pacing: per 256 launches */
+			sleep_us(g.iter_sleep_us);
 		t = now_s();
 	} while (t - t0 < seconds);
 	printf("gpu_app flood: launches=%ld seconds=%.3f launches_per_sec=%.0f pid=%d\n",
