@@ -8,7 +8,7 @@
 # launches a graph of 1000 tiny kernels over and over at a paced rate, so
 # there is one launch probe per 1000 kernel records. For each rate, every
 # kernel must be in the profile (stat.gpu_kernels) with nothing counted lost.
-# Env: GPU_RATES (kernels/s, default "500000 1000000 2000000 3000000"),
+# Env: GPU_RATES (kernels/s, default "1000000 2000000 4000000 8000000"),
 # GPU_SECONDS (per rate, default 3).
 # Prints: RESULT gpu_throughput rate=R kernels=N in_profile=N lost=N ok=0|1
 source "$(dirname "$0")/lib.sh"
@@ -20,7 +20,7 @@ machine_info
 
 seconds=${GPU_SECONDS:-3}
 best=0
-for rate in ${GPU_RATES:-500000 1000000 2000000 3000000}; do
+for rate in ${GPU_RATES:-1000000 2000000 4000000 8000000}; do
 	out=$WORK/rate-$rate
 	line=$(profd_exec "$out" graphflood "$seconds" --rate "$rate" --exit-delay-ms 500 |
 	       grep '^gpu_app graphflood')

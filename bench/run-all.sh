@@ -2,7 +2,7 @@
 # bench/run-all.sh - run profd's benchmarks and print a summary (`make bench`).
 #
 # Runs, in this order, the suites named in BENCH_SUITES (default
-# "core python dwarf"; about 15 minutes on a 2-CPU machine, core alone
+# "core python dwarf gpu"; about 16 minutes on a 2-CPU machine, core alone
 # 5-6):
 # core:
 #   bench/bpf_cost.sh        BPF run time per sample at 99 and 19 Hz, and at 99 Hz
@@ -23,6 +23,11 @@
 #   bench/dwarf_memory.sh    BPF map memory with every process profiled (~0.5 min)
 #   bench/dwarf_first_stack.sh  time to the first full stack of a new process
 #   bench/dwarf_slowdown.sh  slowdown of a no-FP program, profd vs perf --call-graph dwarf
+# gpu (mock CUDA stack, no GPU needed; needs build/tests/gpu):
+#   bench/gpu_throughput.sh  kernel records per second through probe -> ringbuf
+#                            -> correlation without loss (~20 s)
+#   bench/gpu_launch_cost.sh what the injection library adds per launch, with
+#                            and without profd attached (~40 s)
 # Each script's full output goes to $BENCH_OUT (default: a new
 # /tmp/profd-bench-results.XXXXXX directory), the summary to stdout.
 # Needs root and build/profd (run `make` first; PROFD=/path/to/profd measures
@@ -67,7 +72,7 @@ run() {
 	child=""
 }
 
-suites=${BENCH_SUITES:-core python dwarf}
+suites=${BENCH_SUITES:-core python dwarf gpu}
 parts=0
 [ "${BENCH_PARTS:-1}" != 0 ] && command -v clang >/dev/null && parts=1
 names=""
@@ -80,7 +85,8 @@ for suite in $suites; do
 	dwarf) names="$names unwind_table_build dwarf_bpf_cost"
 		[ $parts = 1 ] && names="$names dwarf_parts"
 		names="$names dwarf_memory dwarf_first_stack dwarf_slowdown" ;;
-	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf)" >&2; exit 1 ;;
+	gpu) names="$names gpu_throughput gpu_launch_cost" ;;
+	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu)" >&2; exit 1 ;;
 	esac
 done
 
@@ -109,6 +115,20 @@ function kv(s,   n, i, a, p) {
 		v["hz"], v["flags"], v["median_ns"], v["mean_ns"], v["windows"], (v["median_ns"] + 0 <= 2000) ? "met" : "MISSED"
 	printf "   run_cnt of the tail-called programs at the end (0 = counted in profd_sample): %s\n",
 		v["tailcalled_run_cnt_after"]
+}
+/^RESULT gpu_throughput / {
+	kv($0)
+	printf "GPU kernel records %8s/s asked, %8s/s made: %s in the profile, %s lost\n",
+		v["rate"], v["achieved"], v["in_profile"], v["lost"]
+}
+/^RESULT gpu_throughput_best / {
+	kv($0)
+	printf "GPU kernel records per second without loss: %s; target >= 1000000: %s\n",
+		v["kernels_per_sec_without_loss"], (v["kernels_per_sec_without_loss"] + 0 >= 1000000) ? "met" : "MISSED"
+}
+/^RESULT gpu_launch_cost / {
+	kv($0)
+	printf "GPU launch cost %-13s %8s ns per launch (+%s ns)\n", v["config"], v["ns_per_launch"], v["added_ns"]
 }
 /^RESULT bpf_parts mode=alone / {
 	kv($0)

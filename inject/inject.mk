@@ -7,7 +7,12 @@ INJECT_OBJS   := $(patsubst inject/%.c,$(BUILD)/inject/%.o,$(INJECT_SRCS))
 INJECT_CFLAGS := -fPIC -fvisibility=hidden -isystem $(CUDA_INCLUDE)
 
 .PHONY: inject
+ifneq ($(wildcard $(CUDA_INCLUDE)/cupti.h),)
 inject: $(BUILD)/libprofd_inject.so
+else
+inject:
+	@echo "note: no CUDA headers at $(CUDA_INCLUDE) (CUDA_INCLUDE=...): GPU profiling not built"
+endif
 
 $(BUILD)/inject/%.o: inject/%.c $(wildcard inject/*.h) bpf/gpu_events.h
 	@mkdir -p $(dir $@)

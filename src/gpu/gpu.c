@@ -164,6 +164,7 @@ const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
 {
 	char buf[PROFD_GPU_NAME_MAX];
 	const struct gpu_name *n;
+	size_t first;
 	uint32_t j;
 
 	if (!id || !p)
@@ -178,11 +179,18 @@ const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
 	}
 	if (!ptr || p->exited_ns)
 		return NULL;
-	/* two reads: most names fit the first 256 bytes */
-	if (remote_read(g->remote, p->pid, ptr, buf, 256))
+	/*
+	 * Two reads: most names fit the first one, which stops at the page
+	 * end (the next page may be unmapped); the rest up to the limit.
+	 */
+	first = 4096 - (ptr & 4095);
+	if (first > 256)
+		first = 256;
+	if (remote_read(g->remote, p->pid, ptr, buf, first))
 		return NULL;
-	if (!memchr(buf, '\0', 256) &&
-	    remote_read(g->remote, p->pid, ptr + 256, buf + 256, sizeof(buf) - 256))
+	if (!memchr(buf, '\0', first) &&
+	    remote_read(g->remote, p->pid, ptr + first, buf + first,
+			sizeof(buf) - first))
 		return NULL;
 	buf[sizeof(buf) - 1] = '\0';
 	n = gpu_name_intern(g, buf);
@@ -211,7 +219,8 @@ static bool stack_equal(const struct gpu_stack *s, const struct gpu_launch_info 
 	       s->snap == l->snap && s->nkernel == l->nkernel &&
 	       s->nuser == l->nuser && !strncmp(s->thread_name, l->thread_name, 15) &&
 	       !strncmp(s->comm, l->comm, 15) &&
-	       !memcmp(s->ips, l->ips, ((size_t)l->nkernel + l->nuser) * sizeof(*l->ips));
+	       (!(l->nkernel + l->nuser) ||
+		!memcmp(s->ips, l->ips, ((size_t)l->nkernel + l->nuser) * sizeof(*l->ips)));
 }
 
 static int stacks_grow(struct gpu *g)
@@ -268,7 +277,8 @@ struct gpu_stack *gpu_stack_intern(struct gpu *g, const struct gpu_launch_info *
 	s->flags = flags;
 	s->nkernel = l->nkernel;
 	s->nuser = l->nuser;
-	memcpy(s->ips, l->ips, nips * sizeof(*s->ips));
+	if (nips)	/* stack-less launches have no ips (NULL) */
+		memcpy(s->ips, l->ips, nips * sizeof(*s->ips));
 	s->next = g->stacks[b];
 	g->stacks[b] = s;
 	g->nstacks++;
@@ -550,6 +560,10 @@ static void on_error(struct gpu *g, const struct profd_gpu_batch *b,
 		g->warnings++;
 		memcpy(msg, v[i].message, sizeof(v[i].message));
 		msg[sizeof(v[i].message)] = '\0';
+		/* the process wrote it: no terminal control characters */
+		for (char *c = msg; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 		fprintf(stderr, "profd: warning: CUDA injection library in pid %u: "
 			"%s (error %u, result %d)\n", b->pid, msg, v[i].code,
 			v[i].result);

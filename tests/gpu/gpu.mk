@@ -24,7 +24,11 @@ GPU_TEST_BINS := $(GPU_MOCK_DIR)/libcuda.so.1 $(GPU_MOCK_DIR)/libcuda.so \
                  $(GPU_APPS_DIR)/gpu_app $(GPU_APPS_DIR)/fake.cubin
 
 .PHONY: gpu-test-bins
+ifneq ($(wildcard $(CUDA_INCLUDE)/cupti.h),)
 gpu-test-bins: $(GPU_TEST_BINS)
+else
+gpu-test-bins:
+endif
 
 $(GPU_MOCK_DIR)/libcuda.so.1: tests/gpu/mock/cuda_driver.c tests/gpu/mock/cupti_core.c $(GPU_MOCK_HDRS)
 	@mkdir -p $(dir $@)

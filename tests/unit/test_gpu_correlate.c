@@ -8,7 +8,8 @@
  * kernels, records spread over batches and seconds), aggregation of
  * kernels on one stack, the launch timeout ("[unknown launch]", unmatched
  * launches) and gpu_finish(), the max_launches bound and the pending
- * bound, launches without a stack, kernels without a name (and names
+ * bound, launches without a stack (gpu_launch_info.no_stack and
+ * PROFD_EVENT_GPU_LAUNCHES batches), kernels without a name (and names
  * read from process memory), malformed records and random bytes, interval
  * swaps and the release of the stacks freed intervals held, PC samples
  * with stall reasons, unresolved and resolved against a real ELF "cubin"
