@@ -194,6 +194,7 @@ struct agent {
 	uint64_t run_start_mono;
 	unsigned int intervals;
 	uint64_t total_samples;
+	uint64_t total_gpu_kernels;
 	unsigned int write_failures;	/* intervals whose profile or flame graph
 					 * was not written */
 };
@@ -863,6 +864,7 @@ static void flush(struct agent *ag)
 	ag->agent_prev[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
 	pthread_mutex_unlock(&ag->agg_lock);
 	ag->write_failures += err || ferr || gerr;
+	ag->total_gpu_kernels += gpu_kernels;
 	status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
 		    flame_path, ferr);
 	if (gpu_path[0] || gerr)
@@ -1194,9 +1196,12 @@ int agent_run(const struct agent_config *cfg)
 			"not all be written to %s (see above)\n", ag.write_failures, ag.intervals,
 			cfg->output_dir);
 	else
-		fprintf(stderr, "profd: done: %llu samples in %u profiles; "
+		fprintf(stderr, "profd: done: %llu samples%s%.0llu%s in %u profiles; "
 			"flame graph: %s/flamegraph.html\n",
-			(unsigned long long)ag.total_samples, ag.intervals,
+			(unsigned long long)ag.total_samples,
+			ag.total_gpu_kernels ? " and " : "",
+			(unsigned long long)ag.total_gpu_kernels,
+			ag.total_gpu_kernels ? " GPU kernels" : "", ag.intervals,
 			cfg->output_dir);
 	ret = ag.reader_err || ag.write_failures ? 1 : 0;
 	if (cfg->exec_argv && !ret) {
