@@ -16,6 +16,12 @@
 #ifndef PROFD_BPF_GPU_BPF_H
 #define PROFD_BPF_GPU_BPF_H
 
+/*
+ * Each copy of the injection library has ~20 probe sites, each a USDT
+ * spec: room for TRACER_GPU_MAX_LIBRARIES (src/tracer/tracer_internal.h)
+ * copies.
+ */
+#define BPF_USDT_MAX_SPEC_CNT 2048
 #include <bpf/usdt.bpf.h>
 
 #include "gpu_events.h"

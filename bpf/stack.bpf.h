@@ -199,14 +199,21 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs)
 
 /* Pending bytes above which every record wakes the reader. */
 #define PROFD_WAKEUP_BYTES	(64 * 1024)
+/* Probe samples (GPU launches) wake the reader at most this often. */
+#define PROFD_PROBE_WAKEUP_NS	(5 * 1000 * 1000)
+
+/* When a probe sample last woke the reader (races are harmless). */
+__u64 last_probe_wakeup_ns;
 
 /*
  * emit_sample - copy the finished record from scratch to the ringbuf.
  *
  * A wakeup costs more than the rest of the capture, so the reader is only
  * woken when it must act at once: the process (or this pc) has no unwind
- * info yet, so its maps must be read while it lives; or the buffer fills.
- * Otherwise the reader picks the record up at its next periodic poll.
+ * info yet, so its maps must be read while it lives; the buffer fills; or
+ * a probe sample (a GPU launch, whose program may exit milliseconds
+ * later, before its frames' files are opened) came after 5 ms without
+ * one. Otherwise the reader picks the record up at its next periodic poll.
  */
 static __always_inline int emit_sample(void)
 {
@@ -229,6 +236,11 @@ static __always_inline int emit_sample(void)
 	    (st->sample.flags & PROFD_SAMPLE_UNWIND_MISSING) ||
 	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
 		flags = BPF_RB_FORCE_WAKEUP;
+	if (st->sample.origin == PROFD_ORIGIN_PROBE &&
+	    st->sample.ktime_ns - last_probe_wakeup_ns > PROFD_PROBE_WAKEUP_NS) {
+		last_probe_wakeup_ns = st->sample.ktime_ns;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
 	if (bpf_ringbuf_output(&events, &st->sample, size, flags))
 		count(PROFD_CNT_RINGBUF_FULL);
 	return 0;

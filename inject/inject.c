@@ -45,6 +45,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include "inject.h"
 #include "probes.h"
 
@@ -56,6 +58,7 @@ unsigned inject_seen_mask;
 static CUpti_SubscriberHandle subscriber;
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static int exiting;
+static pid_t init_pid;		/* the process InitializeInjection ran in */
 
 static const char *const cupti_paths[] = {
 	"libcupti.so.13",
@@ -412,6 +415,9 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
  */
 static void inject_atexit(void)
 {
+	/* a forked child exiting: CUPTI's state and threads are the parent's */
+	if (getpid() != init_pid)
+		return;
 	if (activity_in_buffer_callback())
 		return;
 	if (__atomic_exchange_n(&exiting, 1, __ATOMIC_ACQ_REL))
@@ -431,6 +437,7 @@ int InitializeInjection(void)
 	if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
 		return 1;
 
+	init_pid = getpid();
 	config_load();
 	lib = cupti_open();
 	if (!lib || cupti_resolve(lib) < 0)

@@ -90,7 +90,8 @@ void modules_on_loaded(const CUpti_ModuleResourceData *md)
 
 	if (!md || !md->pCubin || !md->cubinSize)
 		return;
-	if (!PROBE_ON(cubin) && !inject_cfg.pc_sampling)
+	/* only PC samples need cubins: no copies unless they are collected */
+	if (!inject_cfg.pc_sampling || !PROBE_ON(pc_samples))
 		return;
 	if (!cupti.cuptiGetCubinCrc) {
 		if (!__atomic_exchange_n(&crc_missing_reported, 1,
@@ -230,6 +231,7 @@ void modules_replay_devices(void)
 			batch[n++] = devices[i];
 	}
 	pthread_mutex_unlock(&modules_lock);
-	if (n && PROBE_ON(device))
-		FIRE_DEVICE(batch, n);
+	/* batches of at most PROFD_GPU_BATCH_MAX * 64 bytes (bpf/gpu.bpf.h) */
+	for (i = 0; i < n && PROBE_ON(device); i += 32)
+		FIRE_DEVICE(batch + i, n - i < 32 ? n - i : 32);
 }

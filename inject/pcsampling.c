@@ -259,7 +259,8 @@ void pcsampling_on_context_created(CUcontext ctx, uint32_t device_id)
 	struct pcs_ctx *c;
 	CUptiResult r;
 
-	if (!inject_cfg.pc_sampling || !ctx || !have_api())
+	/* no agent listening when the context starts: no PC sampling for it */
+	if (!inject_cfg.pc_sampling || !ctx || !have_api() || !PROBE_ON(pc_samples))
 		return;
 	c = calloc(1, sizeof(*c));
 	if (!c) {

@@ -19,7 +19,9 @@ const char *argp_program_version = "profd " PROFD_VERSION;
 const char *argp_program_bug_address = "the profd issue tracker";
 
 static const char doc[] =
-"profd -- whole-system continuous CPU profiler (eBPF)\n"
+"profd -- whole-system continuous CPU and GPU profiler (eBPF)\n"
+"\n"
+"To profile one command and its children: profd exec [OPTION...] -- CMD [ARGS...]\n"
 "\n"
 "Samples every process on every online CPU with the cpu-clock perf event,\n"
 "captures kernel and user stacks in BPF, and writes one gzipped pprof\n"
@@ -298,7 +300,7 @@ int main(int argc, char **argv)
 		a.exec = true;
 		argp.args_doc = "-- CMD [ARGS...]";
 		flags = ARGP_IN_ORDER;
-		argv[1] = argv[0];
+		argv[1] = "profd exec";	/* argp's name in usage and errors */
 		argc--;
 		argv++;
 	}

@@ -53,7 +53,7 @@
 /* How often every process's maps are scanned for the injection library. */
 #define GPU_SCAN_EVERY_NS (30ULL * 1000 * 1000 * 1000)
 /* A process mapping the library is looked at after these delays. */
-#define GPU_LIB_CHECK_NS (20ULL * 1000 * 1000)
+#define GPU_LIB_CHECK_NS 0	/* _dl_debug_state runs after the mapping too */
 #define GPU_LIB_RECHECK_NS (500ULL * 1000 * 1000)
 #define GPU_LIB_CHECKS 64
 
@@ -87,6 +87,8 @@ enum agent_counter {
 	AGENT_CNT_GPU_PC_UNRESOLVED,	/* PC samples not placed in their cubin */
 	AGENT_CNT_GPU_CUBIN_ERRORS,	/* cubins unreadable or not ELF */
 	AGENT_CNT_GPU_ATTACH_ERRORS,	/* injection library copies we could not attach */
+	AGENT_CNT_GPU_KERNELS_BOGUS,	/* kernel records with impossible times: dropped */
+	AGENT_CNT_GPU_STACKS_DROPPED,	/* launch stacks over the memory bound: not kept */
 	AGENT_CNT_MAX,
 };
 
@@ -119,6 +121,8 @@ static const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_GPU_PC_UNRESOLVED] = COUNTER_PARTIAL,
 	[AGENT_CNT_GPU_CUBIN_ERRORS] = COUNTER_PARTIAL,
 	[AGENT_CNT_GPU_ATTACH_ERRORS] = COUNTER_PARTIAL,
+	[AGENT_CNT_GPU_KERNELS_BOGUS] = COUNTER_LOST,
+	[AGENT_CNT_GPU_STACKS_DROPPED] = COUNTER_PARTIAL,
 };
 
 static const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -150,6 +154,8 @@ static const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_GPU_PC_UNRESOLVED] = "gpu_pc_unresolved",
 	[AGENT_CNT_GPU_CUBIN_ERRORS] = "gpu_cubin_errors",
 	[AGENT_CNT_GPU_ATTACH_ERRORS] = "gpu_attach_errors",
+	[AGENT_CNT_GPU_KERNELS_BOGUS] = "gpu_kernels_bogus",
+	[AGENT_CNT_GPU_STACKS_DROPPED] = "gpu_launch_stacks_dropped",
 };
 
 struct agent {
@@ -498,6 +504,8 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_GPU_PC_UNRESOLVED] = gst.pc_unresolved;
 	ag->counters[AGENT_CNT_GPU_CUBIN_ERRORS] = gst.cubin_errors;
 	ag->counters[AGENT_CNT_GPU_ATTACH_ERRORS] = ag->gpu_attach_errors;
+	ag->counters[AGENT_CNT_GPU_KERNELS_BOGUS] = gst.kernels_bogus;
+	ag->counters[AGENT_CNT_GPU_STACKS_DROPPED] = gst.stacks_dropped;
 	ag->procs_stats = st;
 	ag->unwind_stats = ust;
 	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
@@ -536,6 +544,8 @@ static void *reader_main(void *arg)
 			check_mapped_libraries(ag, now);
 			if (now - last_gpu_scan >= GPU_SCAN_EVERY_NS) {
 				gpu_discover_libraries(-1, attach_gpu_library, ag);
+				/* copies nobody maps any more free their USDT specs */
+				tracer_gpu_detach_unused(ag->tracer);
 				last_gpu_scan = now;
 			}
 		}
@@ -594,7 +604,7 @@ static void remove_stale_temps(const char *dir)
 		const char *t = strstr(e->d_name, ".tmp");
 
 		if (t && strlen(t) == 10 &&
-		    (!strncmp(e->d_name, "cpu-", 4) ||
+		    (!strncmp(e->d_name, "cpu-", 4) || !strncmp(e->d_name, "gpu-", 4) ||
 		     !strncmp(e->d_name, "flamegraph.html", 15)))
 			unlinkat(dirfd(d), e->d_name, 0);
 	}
@@ -868,9 +878,10 @@ static void flush(struct agent *ag)
 	status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
 		    flame_path, ferr);
 	if (gpu_path[0] || gerr)
-		fprintf(stderr, "profd: interval %u: %llu GPU kernels, %.3f s of GPU time; "
+		fprintf(stderr, "profd: interval %u: %llu GPU kernels, %.3f s of GPU time%s; "
 			"%s %s\n", ag->intervals, (unsigned long long)gpu_kernels,
-			gpu_ns / 1e9, gerr ? "FAILED to write" : "wrote",
+			gpu_ns / 1e9, gpu_kernels ? "" : " (PC samples only)",
+			gerr ? "FAILED to write" : "wrote",
 			gpu_path[0] ? gpu_path : "the GPU profile");
 	profile_free(p);
 	aggregate_free(a);
@@ -918,7 +929,7 @@ static char *find_inject_library(const struct agent_config *cfg)
 	ssize_t n;
 
 	if (cfg->inject_library)
-		return realpath(cfg->inject_library, NULL);
+		return realpath(cfg->inject_library, NULL);	/* checked in agent_run */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)
 		return NULL;
@@ -934,6 +945,33 @@ static char *find_inject_library(const struct agent_config *cfg)
 	if (!access(cand, R_OK))
 		return realpath(cand, NULL);
 	return NULL;
+}
+
+/*
+ * --inject-library PATH must be a profd injection library: one line saying
+ * what is wrong with it otherwise. @resolved is realpath(PATH) or NULL.
+ */
+static int check_inject_library(const char *path, const char *resolved)
+{
+	unsigned char magic[4] = { 0 };
+	struct stat st;
+	const char *why = NULL;
+	FILE *f;
+
+	if (!resolved || stat(resolved, &st))
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if (!(f = fopen(resolved, "re")))
+		why = strerror(errno);
+	else {
+		if (fread(magic, 1, 4, f) != 4 || memcmp(magic, "\177ELF", 4))
+			why = "not an ELF shared library";
+		fclose(f);
+	}
+	if (why)
+		fprintf(stderr, "profd: error: --inject-library %s: %s\n", path, why);
+	return why ? -1 : 0;
 }
 
 /* GPU: the correlation state and the probes of profd's own library. */
@@ -954,7 +992,7 @@ static int gpu_setup(struct agent *ag, const char *lib)
 	}
 	ag->gpu_interval_start = now_ns(CLOCK_REALTIME);
 	if (!lib) {
-		if (cfg->exec_argv || cfg->inject_library || cfg->verbose)
+		if (cfg->exec_argv || cfg->verbose)
 			fprintf(stderr, "profd: warning: no CUDA injection library "
 				"(libprofd_inject.so) next to profd: GPU kernels are "
 				"profiled only in processes that load a copy profd finds "
@@ -964,8 +1002,11 @@ static int gpu_setup(struct agent *ag, const char *lib)
 	ret = tracer_gpu_attach(ag->tracer, lib);
 	if (ret < 0) {
 		fprintf(stderr, "profd: error: cannot attach to the CUDA injection "
-			"library %s: %s\n", lib, ret == -ESRCH ?
-			"it has no profd probes" : strerror(-ret));
+			"library %s: %s\n", cfg->inject_library ? cfg->inject_library : lib,
+			ret == -ESRCH ? "it has no profd probes" :
+			ret == -EBADF || ret == -EINVAL || ret == -ENOEXEC ?
+			"not a profd injection library (bad ELF or no USDT notes)" :
+			strerror(-ret));
 		return -1;
 	}
 	return 0;
@@ -1086,7 +1127,7 @@ int agent_run(const struct agent_config *cfg)
 {
 	struct agent ag = { .cfg = cfg };
 	uint64_t start, next_flush, end, interval_ns, now;
-	char *inject_lib = NULL;
+	char *inject_lib = NULL, *private_lib = NULL;
 	sigset_t set;
 	int sig = 0, ret = 1;
 	bool stop = false, forwarded = false;
@@ -1104,8 +1145,28 @@ int agent_run(const struct agent_config *cfg)
 	/* a closed stderr pipe must not kill profd before it writes its files */
 	signal(SIGPIPE, SIG_IGN);
 
-	if (cfg->gpu)
+	if (cfg->gpu) {
 		inject_lib = find_inject_library(cfg);
+		if (cfg->inject_library && check_inject_library(cfg->inject_library, inject_lib))
+			goto out;
+	}
+	if (cfg->exec_argv && inject_lib) {
+		/* a copy only the command's tree maps: other CUDA programs using
+		 * the library file are left alone (uprobes are per file) */
+		private_lib = exec_private_library(inject_lib);
+		if (private_lib) {
+			free(inject_lib);
+			inject_lib = strdup(private_lib);
+		} else if (cfg->verbose) {
+			fprintf(stderr, "profd: note: no private copy of %s (%s): other "
+				"processes using it are traced too (their data is "
+				"filtered out)\n", inject_lib, strerror(errno));
+		}
+		if (getenv("CUDA_INJECTION64_PATH"))
+			fprintf(stderr, "profd: warning: CUDA_INJECTION64_PATH is already "
+				"set (%s) and is kept: GPU kernels are profiled only if it "
+				"is a profd injection library\n", getenv("CUDA_INJECTION64_PATH"));
+	}
 	if (cfg->exec_argv) {
 		/* the child waits for the programs to load before it execs */
 		int err = exec_child_start(&ag.child, cfg->exec_argv, inject_lib);
@@ -1209,14 +1270,17 @@ int agent_run(const struct agent_config *cfg)
 			ret = 127;
 		else if (exec_child_reap(&ag.child, false))
 			ret = exec_child_exit_code(&ag.child);
-		else
+		else {
 			fprintf(stderr, "profd: %s (pid %d) is still running, "
 				"no longer profiled\n", cfg->exec_argv[0], ag.child.pid);
+			ret = sig ? 128 + sig : 1;
+		}
 	}
 out:
 	if (cfg->exec_argv && ag.child.go_fd >= 0)
 		exec_child_kill(&ag.child);	/* never released: it must not run */
 	agent_teardown(&ag);
+	exec_private_library_remove(private_lib);
 	free(inject_lib);
 	return ret;
 }

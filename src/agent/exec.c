@@ -8,6 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,6 +126,74 @@ void exec_child_kill(struct exec_child *c)
 		c->err_fd = -1;
 	}
 	exec_child_reap(c, true);
+}
+
+char *exec_private_library(const char *lib)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[PATH_MAX], *copy = NULL;
+	struct statvfs vfs;
+	struct stat st;
+	int in = -1, out = -1, e = 0;
+	off_t off = 0;
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if (snprintf(dir, sizeof(dir), "%s/profd-exec.XXXXXX", tmp) >= (int)sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	if (!statvfs(tmp, &vfs) && (vfs.f_flag & ST_NOEXEC)) {
+		errno = EXDEV;	/* a library there could not be mapped executable */
+		return NULL;
+	}
+	if (!mkdtemp(dir))
+		return NULL;
+	if (asprintf(&copy, "%s/libprofd_inject.so", dir) < 0) {
+		copy = NULL;
+		e = ENOMEM;
+		goto fail;
+	}
+	in = open(lib, O_RDONLY | O_CLOEXEC);
+	if (in < 0 || fstat(in, &st) ||
+	    (out = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755)) < 0) {
+		e = errno;
+		goto fail;
+	}
+	while (off < st.st_size) {
+		ssize_t n = sendfile(out, in, &off, st.st_size - off);
+
+		if (n <= 0) {
+			e = n < 0 ? errno : EIO;
+			goto fail;
+		}
+	}
+	if (close(out)) {
+		out = -1;
+		e = errno;
+		goto fail;
+	}
+	close(in);
+	return copy;
+fail:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (copy)
+		unlink(copy);
+	rmdir(dir);
+	free(copy);
+	errno = e;
+	return NULL;
+}
+
+void exec_private_library_remove(char *copy)
+{
+	if (!copy)
+		return;
+	unlink(copy);
+	rmdir(dirname(copy));	/* modifies copy: last use */
 }
 
 int exec_child_exit_code(const struct exec_child *c)

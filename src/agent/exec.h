@@ -47,6 +47,20 @@ bool exec_child_reap(struct exec_child *c, bool block);
 void exec_child_kill(struct exec_child *c);
 
 /*
+ * exec_private_library - a copy of @lib in a new directory under $TMPDIR
+ * (or /tmp), so that only the command's process tree maps it: uprobes are
+ * per file, and attaching to the shared library would switch CUDA
+ * activity on in every process using it. Returns the copy's path
+ * (malloc'd) or NULL (then use @lib; errno says why: EXDEV when the
+ * temporary directory is mounted noexec). Remove it with
+ * exec_private_library_remove().
+ */
+char *exec_private_library(const char *lib);
+
+/* exec_private_library_remove - delete the copy and its directory. */
+void exec_private_library_remove(char *copy);
+
+/*
  * exec_child_exit_code - the shell convention: the exit status, or
  * 128 + signal number if a signal killed it.
  */

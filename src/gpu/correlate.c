@@ -177,6 +177,7 @@ static void kernels_unknown(struct gpu *g, struct gpu_corr *c)
 		GPU_STAT_ADD(g, kernels_no_launch, 1);
 		if (s)
 			gpu_add_kernel(g, s, k->name, &k->k);
+		gpu_name_put(k->name);
 		free(k);
 		g->npending--;
 	}
@@ -224,6 +225,7 @@ void gpu_corr_launch(struct gpu *g, pid_t pid, uint64_t correlation_id,
 			rev = k->next;
 			gpu_add_kernel(g, s, k->name, &k->k);
 			graph |= k->k.graph_id != 0;
+			gpu_name_put(k->name);
 			free(k);
 			g->npending--;
 		}
@@ -270,7 +272,7 @@ void gpu_corr_kernel(struct gpu *g, pid_t pid, const struct profd_gpu_kernel *k,
 		return;
 	}
 	pk->k = *k;
-	pk->name = name;
+	pk->name = gpu_name_get(name);	/* the process's table may go first */
 	pk->next = c->kernels;
 	c->kernels = pk;
 	g->npending++;

@@ -42,16 +42,17 @@ void gpu_cubin_seen(struct gpu *g, pid_t pid, const struct profd_gpu_cubin *rec)
 		g->cubins_cap = 256;
 	}
 	if (c) {
-		/* not parsed yet: a newer copy in a live process is as good */
-		if (c->state <= 0 && rec->image_ptr) {
+		/* not read yet: a newer copy in a live process is as good (a
+		 * failed one is not tried again) */
+		if (c->state == 0 && rec->image_ptr) {
 			c->pid = pid;
 			c->image_ptr = rec->image_ptr;
 			c->size = rec->size;
-			if (c->state < 0)
-				c->state = 0;
 		}
 		return;
 	}
+	if (g->ncubins >= GPU_MAX_CUBINS)
+		return;		/* its PC samples stay unresolved (counted) */
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return;
@@ -62,6 +63,7 @@ void gpu_cubin_seen(struct gpu *g, pid_t pid, const struct profd_gpu_cubin *rec)
 	c->state = rec->image_ptr ? 0 : -ENODATA;
 	c->next = g->cubins[rec->crc & (g->cubins_cap - 1)];
 	g->cubins[rec->crc & (g->cubins_cap - 1)] = c;
+	g->ncubins++;
 }
 
 static int sym_cmp(const void *a, const void *b)
@@ -148,7 +150,8 @@ static int load(struct gpu *g, struct gpu_cubin *c)
 	char *image;
 	int ret = 0;
 
-	if (!c->size || c->size > GPU_MAX_CUBIN_BYTES)
+	if (!c->size || c->size > GPU_MAX_CUBIN_BYTES ||
+	    g->cubin_sym_bytes >= GPU_MAX_CUBIN_SYM_BYTES)
 		return -EFBIG;
 	image = malloc(c->size);
 	if (!image)
@@ -162,6 +165,8 @@ static int load(struct gpu *g, struct gpu_cubin *c)
 	}
 	if (!ret)
 		ret = parse(c, image, c->size);
+	if (!ret)
+		g->cubin_sym_bytes += c->nsyms * sizeof(*c->syms);
 	free(image);
 	return ret;
 }

@@ -42,8 +42,6 @@ const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s)
 		uint32_t ncap = g->names_cap ? g->names_cap * 2 : 1024;
 		struct gpu_name **nb;
 
-		if (g->nnames >= GPU_MAX_NAMES)
-			return NULL;
 		nb = calloc(ncap, sizeof(*nb));
 		if (!nb)
 			return NULL;
@@ -62,7 +60,9 @@ const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s)
 	b = h & (g->names_cap - 1);
 	for (n = g->names[b]; n; n = n->next)
 		if (n->hash == h && !strcmp(n->mangled, s))
-			return n;
+			return gpu_name_get(n);
+	if (g->nnames >= GPU_MAX_NAMES)
+		return NULL;
 	n = calloc(1, sizeof(*n));
 	if (!n || !(n->mangled = strdup(s))) {
 		free(n);
@@ -72,10 +72,52 @@ const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s)
 	if (!n->demangled)
 		n->demangled = n->mangled;
 	n->hash = h;
+	n->refs = 1;
 	n->next = g->names[b];
 	g->names[b] = n;
 	g->nnames++;
 	return n;
+}
+
+const struct gpu_name *gpu_name_get(const struct gpu_name *n)
+{
+	if (n)
+		__atomic_add_fetch(&((struct gpu_name *)n)->refs, 1, __ATOMIC_RELAXED);
+	return n;
+}
+
+void gpu_name_put(const struct gpu_name *n)
+{
+	if (n)
+		__atomic_sub_fetch(&((struct gpu_name *)n)->refs, 1, __ATOMIC_RELEASE);
+}
+
+static void name_free(struct gpu_name *n)
+{
+	if (n->demangled != n->mangled)
+		free(n->demangled);
+	free(n->mangled);
+	free(n);
+}
+
+/* Free names nobody references (only the reader thread takes references). */
+static void names_sweep(struct gpu *g, bool all)
+{
+	for (uint32_t i = 0; i < g->names_cap; i++) {
+		struct gpu_name **pp = &g->names[i];
+
+		while (*pp) {
+			struct gpu_name *n = *pp;
+
+			if (!all && __atomic_load_n(&n->refs, __ATOMIC_ACQUIRE)) {
+				pp = &n->next;
+				continue;
+			}
+			*pp = n->next;
+			name_free(n);
+			g->nnames--;
+		}
+	}
 }
 
 static const char *stall_intern(struct gpu *g, const char *s)
@@ -97,6 +139,39 @@ static const char *stall_intern(struct gpu *g, const char *s)
 
 /* processes */
 
+/* /proc/PID/comm or /proc/PID/task/TID/comm into @out[16]; "" if gone. */
+static void read_comm(pid_t pid, pid_t tid, char out[16])
+{
+	char path[64];
+	FILE *f;
+
+	out[0] = '\0';
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(out, 16, f))
+		out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+/* The name of thread @tid of @p, cached (a few threads launch kernels). */
+static const char *thread_name(struct gpu_proc *p, pid_t tid)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nthreads && i < 16; i++)
+		if (p->threads[i].tid == tid)
+			return p->threads[i].name;
+	i = p->nthreads++ % 16;
+	p->threads[i].tid = tid;
+	read_comm(p->pid, tid, p->threads[i].name);
+	return p->threads[i].name;
+}
+
 struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create)
 {
 	uint32_t b = mix(pid) & (g->procs_cap - 1);
@@ -111,6 +186,7 @@ struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	read_comm(pid, 0, p->comm);	/* a launch sample may tell it later */
 	p->next = g->procs[b];
 	g->procs[b] = p;
 	return p;
@@ -118,21 +194,37 @@ struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create)
 
 static void proc_free(struct gpu_proc *p)
 {
+	for (uint32_t i = 0; i < p->ids_cap; i++)
+		if (p->ids[i].id)
+			gpu_name_put(p->ids[i].name);
 	free(p->ids);
 	free(p->stalls);
 	free(p);
 }
 
+/*
+ * proc_set_name - id @id of @p names @n; takes over the caller's reference
+ * to @n (dropped on failure). Bounded per process: -ENOSPC beyond
+ * GPU_PROC_MAX_NAMES ids or GPU_PROC_MAX_NAME_BYTES of strings.
+ */
 static int proc_set_name(struct gpu_proc *p, uint32_t id, const struct gpu_name *n)
 {
+	size_t len = strlen(n->mangled) + 1;
 	uint32_t j;
 
+	if (!id || p->ids_n >= GPU_PROC_MAX_NAMES ||
+	    p->name_bytes + len > GPU_PROC_MAX_NAME_BYTES) {
+		gpu_name_put(n);
+		return -ENOSPC;
+	}
 	if ((p->ids_n + 1) * 2 > p->ids_cap) {
 		uint32_t ncap = p->ids_cap ? p->ids_cap * 2 : 64;
 		__typeof__(p->ids) nv = calloc(ncap, sizeof(*nv));
 
-		if (!nv)
+		if (!nv) {
+			gpu_name_put(n);
 			return -ENOMEM;
+		}
 		for (uint32_t i = 0; i < p->ids_cap; i++) {
 			if (!p->ids[i].id)
 				continue;
@@ -148,10 +240,15 @@ static int proc_set_name(struct gpu_proc *p, uint32_t id, const struct gpu_name 
 	j = mix(id) & (p->ids_cap - 1);
 	while (p->ids[j].id && p->ids[j].id != id)
 		j = (j + 1) & (p->ids_cap - 1);
-	if (!p->ids[j].id)
+	if (!p->ids[j].id) {
 		p->ids_n++;
+	} else {
+		p->name_bytes -= strlen(p->ids[j].name->mangled) + 1;
+		gpu_name_put(p->ids[j].name);
+	}
 	p->ids[j].id = id;
 	p->ids[j].name = n;
+	p->name_bytes += len;
 	return 0;
 }
 
@@ -194,8 +291,9 @@ const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
 		return NULL;
 	buf[sizeof(buf) - 1] = '\0';
 	n = gpu_name_intern(g, buf);
-	if (n)
-		proc_set_name(p, id, n);	/* on failure: read again next time */
+	/* the table holds it from now on; on failure: read again next time */
+	if (!n || proc_set_name(p, id, n))
+		return NULL;
 	return n;
 }
 
@@ -263,9 +361,14 @@ struct gpu_stack *gpu_stack_intern(struct gpu *g, const struct gpu_launch_info *
 			return s;
 		}
 	}
+	if (nips && g->stack_bytes + nips * sizeof(*s->ips) > GPU_MAX_STACK_BYTES) {
+		GPU_STAT_ADD(g, stacks_dropped, 1);
+		return NULL;	/* the caller keeps the launch, without a stack */
+	}
 	s = calloc(1, sizeof(*s) + nips * sizeof(*s->ips));
 	if (!s)
 		return NULL;
+	g->stack_bytes += nips * sizeof(*s->ips);
 	s->hash = h;
 	s->refs = 1;
 	s->pid = l->pid;
@@ -305,6 +408,7 @@ static void stacks_sweep(struct gpu *g, bool all)
 				continue;
 			}
 			*pp = s->next;
+			g->stack_bytes -= ((size_t)s->nkernel + s->nuser) * sizeof(*s->ips);
 			proc_snapshot_put(s->snap);
 			free(s);
 			g->nstacks--;
@@ -341,6 +445,7 @@ void gpu_interval_free(struct gpu_interval *iv)
 
 			iv->kbuckets[i] = e->next;
 			gpu_stack_put(e->stack);
+			gpu_name_put(e->name);
 			free(e);
 		}
 	}
@@ -349,6 +454,7 @@ void gpu_interval_free(struct gpu_interval *iv)
 			struct gpu_pc_entry *e = iv->pbuckets[i];
 
 			iv->pbuckets[i] = e->next;
+			gpu_name_put(e->function);
 			free(e);
 		}
 	}
@@ -400,7 +506,7 @@ void gpu_add_kernel(struct gpu *g, struct gpu_stack *s, const struct gpu_name *n
 		}
 		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
 		e->stack = s;
-		e->name = name;
+		e->name = gpu_name_get(name);
 		e->device = k->device_id;
 		e->stream = k->stream_id;
 		e->graph = k->graph_id;
@@ -423,9 +529,15 @@ static void on_kernels(struct gpu *g, const struct profd_gpu_batch *b,
 	struct gpu_proc *p = gpu_proc_get(g, b->pid, true);
 
 	for (uint32_t i = 0; i < b->n; i++) {
-		const struct gpu_name *n = gpu_proc_name(g, p, v[i].name_id,
-							 v[i].name_ptr);
+		const struct gpu_name *n;
 
+		/* time running backwards or for hours: a broken or hostile record */
+		if (v[i].end_ns < v[i].start_ns ||
+		    v[i].end_ns - v[i].start_ns > GPU_MAX_KERNEL_NS) {
+			GPU_STAT_ADD(g, kernels_bogus, 1);
+			continue;
+		}
+		n = gpu_proc_name(g, p, v[i].name_id, v[i].name_ptr);
 		gpu_corr_kernel(g, b->pid, &v[i], n, now);
 	}
 }
@@ -441,7 +553,7 @@ static void on_launches(struct gpu *g, const struct profd_gpu_batch *b,
 			.pid = b->pid,
 			.tid = v[i].tid,
 			.comm = p ? p->comm : "",
-			.thread_name = "",
+			.thread_name = p ? thread_name(p, v[i].tid) : "",
 			.no_stack = true,
 			.correlation_id = v[i].correlation_id,
 		};
@@ -487,7 +599,7 @@ static void on_pc_samples(struct gpu *g, const struct profd_gpu_batch *b,
 			e->pid = b->pid;
 			snprintf(e->comm, sizeof(e->comm), "%s", p ? p->comm : "");
 			e->crc = v[i].cubin_crc;
-			e->function = fn;
+			e->function = gpu_name_get(fn);
 			e->pc_offset = v[i].pc_offset;
 			e->address = addr;
 			e->resolved = resolved;
@@ -596,9 +708,9 @@ int gpu_record(struct gpu *g, const void *data, size_t size, uint64_t now)
 		    size < sizeof(*n) + n->len || s[n->len - 1] != '\0')
 			goto malformed;
 		p = gpu_proc_get(g, n->pid, true);
-		gn = gpu_name_intern(g, s);
-		if (p && gn)
-			proc_set_name(p, n->name_id, gn);
+		gn = p ? gpu_name_intern(g, s) : NULL;
+		if (gn)
+			proc_set_name(p, n->name_id, gn);	/* takes the reference */
 		return 0;
 	}
 	if (size < sizeof(*b) || b->type >= sizeof(elem) / sizeof(elem[0]) ||
@@ -656,6 +768,14 @@ void gpu_launch(struct gpu *g, const struct gpu_launch_info *l, uint64_t now)
 	if (l->no_stack)
 		GPU_STAT_ADD(g, launches_no_stack, 1);
 	s = gpu_stack_intern(g, l, l->no_stack ? GPU_STACK_NOT_CAPTURED : 0);
+	if (!s && !l->no_stack) {
+		/* over the stack memory bound: keep the launch, not its stack */
+		struct gpu_launch_info bare = *l;
+
+		bare.nkernel = bare.nuser = 0;
+		bare.ips = NULL;
+		s = gpu_stack_intern(g, &bare, GPU_STACK_NOT_CAPTURED);
+	}
 	if (!s)
 		return;
 	gpu_corr_launch(g, l->pid, l->correlation_id, s, now);
@@ -695,6 +815,7 @@ void gpu_tick(struct gpu *g, uint64_t now)
 		g->last_sweep_ns = now;
 		procs_sweep(g, now, false);
 		stacks_sweep(g, false);
+		names_sweep(g, false);
 	}
 }
 
@@ -781,17 +902,7 @@ void gpu_free(struct gpu *g)
 		procs_sweep(g, 0, true);
 	free(g->procs);
 	gpu_cubins_free(g);
-	for (uint32_t i = 0; i < g->names_cap; i++) {
-		while (g->names[i]) {
-			struct gpu_name *n = g->names[i];
-
-			g->names[i] = n->next;
-			if (n->demangled != n->mangled)
-				free(n->demangled);
-			free(n->mangled);
-			free(n);
-		}
-	}
+	names_sweep(g, true);
 	free(g->names);
 	for (uint32_t i = 0; i < g->nstall_names; i++)
 		free(g->stall_names[i]);

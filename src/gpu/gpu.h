@@ -49,6 +49,9 @@ struct gpu_stats {
 	uint64_t cubins;		/* distinct cubins parsed */
 	uint64_t cubin_errors;		/* cubins unreadable or not ELF */
 	uint64_t malformed;		/* records shorter than their header says */
+	uint64_t kernels_bogus;		/* kernel records ending before they start or
+					 * lasting over an hour: dropped */
+	uint64_t stacks_dropped;	/* launch stacks not kept: memory bound */
 };
 
 /* One launch, as the reader thread saw it. */

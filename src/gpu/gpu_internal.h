@@ -3,10 +3,14 @@
  * gpu_internal.h - the state the files of src/gpu/ share. Not for use outside
  * src/gpu/ (the API is gpu.h).
  *
- * Lifetimes: names and stall-reason strings are interned for the life of
- * struct gpu; launching stacks are interned and reference counted (the
- * reader thread frees unreferenced ones in gpu_tick()); intervals hold
- * references to the stacks their entries name.
+ * Lifetimes: stall-reason strings are interned for the life of struct
+ * gpu; names and launching stacks are interned and reference counted
+ * (only the reader thread takes references; the reader thread frees
+ * unreferenced ones in gpu_tick()); intervals hold references to the
+ * stacks and names their entries use. Bounds: names per process
+ * (GPU_PROC_MAX_NAMES, GPU_PROC_MAX_NAME_BYTES), stack bytes
+ * (GPU_MAX_STACK_BYTES), cubins (GPU_MAX_CUBINS, GPU_MAX_CUBIN_SYM_BYTES),
+ * so a hostile process's records cost bounded memory.
  */
 #ifndef PROFD_GPU_GPU_INTERNAL_H
 #define PROFD_GPU_GPU_INTERNAL_H
@@ -23,13 +27,24 @@
 #define GPU_STACK_UNKNOWN	(1u << 31)	/* the launch never came */
 
 #define GPU_MAX_NAMES		(1u << 20)	/* interned names, all processes */
+#define GPU_PROC_MAX_NAMES	65536		/* name ids per process */
+#define GPU_PROC_MAX_NAME_BYTES	(8u << 20)	/* their string bytes per process */
+#define GPU_MAX_STACK_BYTES	(128ULL << 20)	/* interned launch stacks */
+#define GPU_MAX_CUBINS		4096
+#define GPU_MAX_CUBIN_SYM_BYTES	(256ULL << 20)	/* parsed symbols, all cubins */
+#define GPU_MAX_KERNEL_NS	(3600ULL * 1000000000ULL) /* longer: a bogus record */
 #define GPU_MAX_DEVICES		64
 #define GPU_MAX_STALL_REASONS	256		/* per process and device */
-#define GPU_MAX_CUBIN_BYTES	(512ULL << 20)
+#define GPU_MAX_CUBIN_BYTES	(256ULL << 20)
 
-/* A kernel or SASS function name, interned for the life of struct gpu. */
+/*
+ * A kernel or SASS function name, interned and reference counted: held by
+ * the process tables that name it, waiting kernels and interval entries;
+ * the reader thread frees unreferenced ones (gpu_tick).
+ */
 struct gpu_name {
 	uint64_t hash;
+	uint32_t refs;		/* atomic */
 	char *mangled;
 	char *demangled;	/* == mangled when not a C++ name */
 	struct gpu_name *next;
@@ -95,6 +110,9 @@ struct gpu_proc {
 	uint64_t exited_ns;		/* CLOCK_MONOTONIC, 0 while alive */
 	struct { uint32_t id; const struct gpu_name *name; } *ids;
 	uint32_t ids_cap, ids_n;	/* open addressing, power of two */
+	uint64_t name_bytes;		/* string bytes of the names it holds */
+	struct { pid_t tid; char name[16]; } threads[16];	/* thread names seen */
+	uint32_t nthreads;
 	struct gpu_stall *stalls;
 	uint32_t nstalls;
 	char comm[16];
@@ -170,6 +188,7 @@ struct gpu {
 	struct gpu_stack **stacks;
 	uint32_t stacks_cap;
 	uint32_t nstacks;
+	uint64_t stack_bytes;		/* of interned stacks, GPU_MAX_STACK_BYTES */
 	struct gpu_corr **corr;
 	uint32_t corr_cap;
 	uint64_t ncorr;
@@ -182,6 +201,8 @@ struct gpu {
 	uint32_t procs_cap;
 	struct gpu_cubin **cubins;
 	uint32_t cubins_cap;
+	uint32_t ncubins;
+	uint64_t cubin_sym_bytes;
 	char **stall_names;		/* interned stall reason names */
 	uint32_t nstall_names;
 	struct remote_reader *remote;
@@ -194,7 +215,11 @@ struct gpu {
 
 /* gpu.c */
 struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create);
+/* gpu_name_intern - the interned @s with a reference for the caller. */
 const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s);
+/* gpu_name_get/put - take/drop a reference; NULL is fine. */
+const struct gpu_name *gpu_name_get(const struct gpu_name *n);
+void gpu_name_put(const struct gpu_name *n);
 const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
 				     uint32_t id, uint64_t ptr);
 struct gpu_stack *gpu_stack_intern(struct gpu *g, const struct gpu_launch_info *l,

@@ -297,7 +297,8 @@ static bool same_file(const struct stat *st, const struct proc_mapping *m)
  * Open the file behind @m for reading. First the kernel's own link to the
  * mapped file, /proc/PID/map_files/START-END (needs CAP_SYS_ADMIN; works
  * for deleted files and other mount namespaces), then the path inside
- * the process's root, accepted only if it is still the same inode.
+ * the process's root, accepted only if it is still the same inode; once
+ * the process is gone, the path in profd's own root, on the same check.
  * Non-regular files (mapped devices) are refused before any open().
  * Returns an fd or -errno.
  */
@@ -332,7 +333,17 @@ static int open_mapping(pid_t pid, const struct proc_mapping *m)
 	if (stat(path, &st)) {
 		err = -errno;
 		free(path);
-		return err;
+		/*
+		 * The process is gone (it lived milliseconds): the same path
+		 * in profd's own root, if it is the very inode that was mapped.
+		 */
+		if (!stat(m->path, &st) && same_file(&st, m)) {
+			path = strdup(m->path);
+			if (!path)
+				return -ENOMEM;
+		} else {
+			return err;
+		}
 	}
 	if (!same_file(&st, m)) {
 		free(path);

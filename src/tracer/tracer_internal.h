@@ -11,8 +11,12 @@
 
 #include "tracer/tracer.h"
 
-/* Copies of the injection library the GPU programs can attach to. */
-#define TRACER_GPU_MAX_LIBRARIES 32
+/*
+ * Copies of the injection library attached at once (BPF_USDT_MAX_SPEC_CNT
+ * in bpf/gpu.bpf.h has room for them); copies no process maps any more
+ * are detached by tracer_gpu_detach_unused().
+ */
+#define TRACER_GPU_MAX_LIBRARIES 64
 /* Probes of provider "profd" (bpf/gpu_events.h). */
 #define TRACER_GPU_PROBES 9
 
@@ -20,6 +24,7 @@ struct gpu_library {
 	dev_t dev;
 	ino_t ino;
 	struct bpf_link *links[TRACER_GPU_PROBES];
+	bool seen;		/* mapped by a process since the last sweep */
 };
 
 struct tracer {

@@ -53,9 +53,12 @@ int tracer_gpu_attach(struct tracer *t, const char *path)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -ENOENT;
-	for (unsigned int i = 0; i < t->ngpu_libs; i++)
-		if (t->gpu_libs[i].dev == st.st_dev && t->gpu_libs[i].ino == st.st_ino)
+	for (unsigned int i = 0; i < t->ngpu_libs; i++) {
+		if (t->gpu_libs[i].dev == st.st_dev && t->gpu_libs[i].ino == st.st_ino) {
+			t->gpu_libs[i].seen = true;
 			return 0;
+		}
+	}
 	if (t->ngpu_libs == TRACER_GPU_MAX_LIBRARIES)
 		return -ENOSPC;
 	lib = &t->gpu_libs[t->ngpu_libs];
@@ -77,8 +80,26 @@ int tracer_gpu_attach(struct tracer *t, const char *path)
 	}
 	lib->dev = st.st_dev;
 	lib->ino = st.st_ino;
+	lib->seen = true;
 	t->ngpu_libs++;
 	return 1;
+}
+
+unsigned int tracer_gpu_detach_unused(struct tracer *t)
+{
+	unsigned int n = 0;
+
+	/* the first one is profd's own library: kept for processes to come */
+	for (unsigned int i = 1; i < t->ngpu_libs;) {
+		if (t->gpu_libs[i].seen) {
+			t->gpu_libs[i++].seen = false;
+			continue;
+		}
+		detach(&t->gpu_libs[i]);
+		t->gpu_libs[i] = t->gpu_libs[--t->ngpu_libs];
+		n++;
+	}
+	return n;
 }
 
 unsigned int tracer_gpu_libraries(const struct tracer *t)
