@@ -230,6 +230,38 @@ def test_no_probe_work_without_an_agent(profd_bin, tmp_path):
     assert st["buffers_requested"] > 0 and st["activity_enabled_calls"] > 0, st
 
 
+def test_forked_child_exiting_neither_hangs_nor_resends(profd_bin, pprof, tmp_path):
+    """A child fork()ed from a CUDA process runs the library's atexit: it
+    must not flush CUPTI (the parent's state) or send the parent's records."""
+    proc, out, lines = run_exec(profd_bin, tmp_path, ["fork", "5000", "--exit-delay-ms", "300"],
+                                timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "child_status=0" in proc.stdout
+    parent = re.search(r"pid=(\d+)", proc.stdout).group(1)
+    recs = log_records(lines, "kernel")
+    assert len(recs) == 10000 and {r["pid"] for r in recs} == {parent}
+    samples = kernel_samples(pprof, str(out))
+    assert profile_totals(samples) == log_totals(lines)
+    assert counter(pprof, out, "gpu_kernels_no_launch") == 0
+
+
+def test_exec_leaves_other_cuda_programs_alone(profd_bin, tmp_path):
+    """`profd exec` traces a private copy of the library: a CUDA program
+    outside the command's tree using the shared library does no work."""
+    other_log = tmp_path / "other.log"
+    other = subprocess.Popen([APP, "chains", "100", "--iter-sleep-us", "20000"],
+                             env=app_env(other_log, CUDA_INJECTION64_PATH=LIB),
+                             stdout=subprocess.DEVNULL)
+    try:
+        proc, out, lines = run_exec(profd_bin, tmp_path, ["chains", "10", "--exit-delay-ms", "300"])
+        assert proc.returncode == 0, proc.stderr
+        assert stats_line(lines)["activity_enabled_calls"] > 0
+    finally:
+        other.wait(timeout=60)
+    st = stats_line(other_log.read_text().splitlines())
+    assert st["activity_enabled_calls"] == 0 and st["buffers_requested"] == 0, st
+
+
 def test_token_bucket_keeps_every_kernel(profd_bin, pprof, tmp_path):
     """PROFD_LAUNCH_STACK_RATE bounds stack captures, not kernel time."""
     proc, out, lines = run_exec(profd_bin, tmp_path, ["flood", "1", "--iter-sleep-us", "2000",

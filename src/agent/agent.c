@@ -542,7 +542,9 @@ static void *reader_main(void *arg)
 		if (ag->gpu) {
 			gpu_tick(ag->gpu, now);
 			check_mapped_libraries(ag, now);
-			if (now - last_gpu_scan >= GPU_SCAN_EVERY_NS) {
+			/* --pid / exec: only the chosen processes' libraries */
+			if (!ag->cfg->npids && !ag->cfg->exec_argv &&
+			    now - last_gpu_scan >= GPU_SCAN_EVERY_NS) {
 				gpu_discover_libraries(-1, attach_gpu_library, ag);
 				/* copies nobody maps any more free their USDT specs */
 				tracer_gpu_detach_unused(ag->tracer);

@@ -23,6 +23,7 @@
  *       cuLaunchKernel(tiny, 1 us) as fast as possible.
  *   gpu_app pc [N=5]       chains' main-thread chain only (no evaluator).
  *   gpu_app noop           main -> noop_loop -> launch_tiny, 1000 launches.
+ *   gpu_app fork [N=100]   N launches, a forked child that exit()s, N more.
  *   gpu_app graphflood [SECONDS=1] [--nodes N=1000] [--rate K]  one graph of
  *       N tiny kernels launched over and over, at K kernels/s if given
  *       (kernel-record throughput bench).
@@ -43,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -434,6 +436,31 @@ static NOINLINE void graph_flood(double seconds)
 	CHECK(cuStreamDestroy(s));
 }
 
+/*
+ * fork: launches, then a child that exit()s (running atexit handlers in a
+ * copy of a CUDA process, as Python multiprocessing does), then more
+ * launches: the child must neither hang nor re-send the parent's records.
+ */
+static NOINLINE void fork_child_exits(int n)
+{
+	pid_t child;
+	int status;
+
+	for (int i = 0; i < n; i++)
+		launch_tiny(NULL);
+	child = fork();
+	if (child == 0)
+		exit(0);
+	if (child < 0 || waitpid(child, &status, 0) != child) {
+		fprintf(stderr, "gpu_app: fork/waitpid failed\n");
+		exit(1);
+	}
+	for (int i = 0; i < n; i++)
+		launch_tiny(NULL);
+	printf("gpu_app fork: launches=%ld child_status=%d pid=%d\n", n_tiny,
+	       WIFEXITED(status) ? WEXITSTATUS(status) : -1, (int)getpid());
+}
+
 static NOINLINE void noop_loop(int n)
 {
 	for (int i = 0; i < n; i++)
@@ -445,7 +472,7 @@ static NOINLINE void noop_loop(int n)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gpu_app chains|graph|flood|graphflood|pc|noop [N|SECONDS]"
+	fprintf(stderr, "usage: gpu_app chains|graph|flood|graphflood|pc|noop|fork [N|SECONDS]"
 		" [--cubin PATH] [--start-delay-ms MS] [--exit-delay-ms MS] [--iter-sleep-us US]"
 		" [--nodes N] [--rate KERNELS_PER_SEC]\n");
 	exit(2);
@@ -497,6 +524,8 @@ int main(int argc, char **argv)
 		flood_loop(count ? atof(count) : 1.0);
 	else if (!strcmp(mode, "noop"))
 		noop_loop(count ? atoi(count) : 1000);
+	else if (!strcmp(mode, "fork"))
+		fork_child_exits(count ? atoi(count) : 100);
 	else if (!strcmp(mode, "graphflood")) {
 		if (g.nodes <= 0)
 			g.nodes = 1000;
