@@ -226,14 +226,39 @@ int BPF_USDT(profd_gpu_name, __u32 name_id, const char *str)
  * uprobe on ld.so (attached by the tracer, pid -1): kprobes and fexit
  * are missing on some kernels, uprobes are what the GPU path needs anyway.
  */
+/* tgid -> ld.so events seen since exec (the first two are start-up's). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} dl_events SEC(".maps");
+
 SEC("uprobe")
 int profd_dl_event(struct pt_regs *ctx)
 {
 	struct profd_proc_event *e;
-	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32, one = 1, *n;
 
 	if (!pid_wanted(pid))
 		return 0;
+	/*
+	 * ld.so calls the hook twice while it loads a program's libraries
+	 * (RT_ADD, RT_CONSISTENT) and twice per dlopen after that: only the
+	 * dlopens matter (libcuda loads the injection library), and skipping
+	 * start-up spares a maps read of every new process. (A process older
+	 * than profd has its first dlopen skipped instead: the agent's maps
+	 * reads and scans find that library.)
+	 */
+	n = bpf_map_lookup_elem(&dl_events, &pid);
+	if (!n) {
+		bpf_map_update_elem(&dl_events, &pid, &one, BPF_ANY);
+		return 0;
+	}
+	if (*n < 2) {
+		*n += 1;	/* the second start-up call */
+		return 0;
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(PROFD_CNT_PROC_EVENT_LOST);

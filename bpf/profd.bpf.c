@@ -68,7 +68,10 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 	     struct linux_binprm *bprm)
 {
+	__u32 pid = p->tgid;
+
 	proc_event(PROFD_EVENT_PROC_EXEC, p);
+	bpf_map_delete_elem(&dl_events, &pid);	/* a new ld.so starts over */
 	return 0;
 }
 

@@ -1001,6 +1001,14 @@ static int gpu_setup(struct agent *ag, const char *lib)
 				"(use --inject-library PATH)\n");
 		return 0;
 	}
+	/*
+	 * Uprobes cost time to attach and more to detach (~0.1 s per probe
+	 * site at exit), so system-wide and --pid runs attach to a copy of
+	 * the library only once a process maps it (discovery below); a
+	 * `profd exec` command maps its private copy from the start.
+	 */
+	if (!cfg->exec_argv && !cfg->inject_library)
+		return 0;
 	ret = tracer_gpu_attach(ag->tracer, lib);
 	if (ret < 0) {
 		fprintf(stderr, "profd: error: cannot attach to the CUDA injection "

@@ -94,9 +94,9 @@ int tracer_python_procs_fd(const struct tracer *t);
 int tracer_gpu_attach(struct tracer *t, const char *path);
 
 /*
- * tracer_gpu_detach_unused - detach from library copies (other than the
- * first attached) that tracer_gpu_attach() did not see since the last
- * call; call it after a scan of every process. Returns how many.
+ * tracer_gpu_detach_unused - detach from library copies that
+ * tracer_gpu_attach() did not see since the last call; call it after a
+ * scan of every process. Returns how many.
  */
 unsigned int tracer_gpu_detach_unused(struct tracer *t);
 

@@ -89,8 +89,7 @@ unsigned int tracer_gpu_detach_unused(struct tracer *t)
 {
 	unsigned int n = 0;
 
-	/* the first one is profd's own library: kept for processes to come */
-	for (unsigned int i = 1; i < t->ngpu_libs;) {
+	for (unsigned int i = 0; i < t->ngpu_libs;) {
 		if (t->gpu_libs[i].seen) {
 			t->gpu_libs[i++].seen = false;
 			continue;
