@@ -163,9 +163,16 @@ static void *cupti_open(void)
 
 	if (path && *path) {
 		lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-		if (!lib)
+		if (!lib) {
+			const char *err = dlerror();
+			size_t len = strlen(path);
+
+			/* dlerror() is "PATH: reason": keep the reason whole */
+			if (err && !strncmp(err, path, len) && err[len] == ':')
+				err += len + 2;
 			inject_error(PROFD_GPU_ERR_CUPTI_INIT, 0, 1,
-				     "dlopen %s failed: %.60s", path, dlerror());
+				     "PROFD_CUPTI_LIBRARY: %s", err ? err : "dlopen failed");
+		}
 		return lib;
 	}
 	for (i = 0; i < sizeof(cupti_paths) / sizeof(cupti_paths[0]); i++) {

@@ -181,7 +181,7 @@ struct agent {
 	} lib_checks[GPU_LIB_CHECKS];
 	unsigned int nlib_checks;
 	struct exec_child child;	/* `profd exec` */
-	bool exec_failed;		/* the command could not be run */
+	int exec_failed;		/* the command could not be run: 126/127 */
 
 	pthread_mutex_t agg_lock;	/* guards cur, interval, counters, procs_stats */
 	struct aggregate *cur;
@@ -1155,6 +1155,18 @@ int agent_run(const struct agent_config *cfg)
 	/* a closed stderr pipe must not kill profd before it writes its files */
 	signal(SIGPIPE, SIG_IGN);
 
+	if (cfg->exec_argv) {
+		/* before the BPF load: a typo should not cost seconds */
+		int err = exec_find_command(cfg->exec_argv[0]);
+
+		if (err) {
+			fprintf(stderr, "profd: error: cannot run %s: %s\n",
+				cfg->exec_argv[0], err == -ENOENT ?
+				"command not found" : strerror(-err));
+			ret = err == -EACCES ? 126 : 127;
+			goto out;
+		}
+	}
 	if (cfg->gpu) {
 		inject_lib = find_inject_library(cfg);
 		if (cfg->inject_library && check_inject_library(cfg->inject_library, inject_lib))
@@ -1211,7 +1223,7 @@ int agent_run(const struct agent_config *cfg)
 		if (err) {
 			fprintf(stderr, "profd: error: cannot run %s: %s\n",
 				cfg->exec_argv[0], strerror(-err));
-			ag.exec_failed = true;
+			ag.exec_failed = err == -EACCES ? 126 : 127;
 			stop = true;
 		}
 	}
@@ -1277,7 +1289,7 @@ int agent_run(const struct agent_config *cfg)
 	ret = ag.reader_err || ag.write_failures ? 1 : 0;
 	if (cfg->exec_argv && !ret) {
 		if (ag.exec_failed)
-			ret = 127;
+			ret = ag.exec_failed;
 		else if (exec_child_reap(&ag.child, false))
 			ret = exec_child_exit_code(&ag.child);
 		else {

@@ -196,6 +196,31 @@ void exec_private_library_remove(char *copy)
 	rmdir(dirname(copy));	/* modifies copy: last use */
 }
 
+int exec_find_command(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	int err = ENOENT;
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) ? -errno : 0;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? path : ".", cmd) <
+		    (int)sizeof(buf)) {
+			if (!access(buf, X_OK))
+				return 0;
+			if (errno == EACCES)
+				err = EACCES;
+		}
+		path += n + (path[n] == ':');
+	}
+	return -err;
+}
+
 int exec_child_exit_code(const struct exec_child *c)
 {
 	if (WIFEXITED(c->status))

@@ -47,6 +47,12 @@ bool exec_child_reap(struct exec_child *c, bool block);
 void exec_child_kill(struct exec_child *c);
 
 /*
+ * exec_find_command - 0 if @cmd can be run (as execvp would find it:
+ * a path, or a name searched in $PATH), else -ENOENT or -EACCES.
+ */
+int exec_find_command(const char *cmd);
+
+/*
  * exec_private_library - a copy of @lib in a new directory under $TMPDIR
  * (or /tmp), so that only the command's process tree maps it: uprobes are
  * per file, and attaching to the shared library would switch CUDA

@@ -31,11 +31,14 @@ static unsigned int scan_pid(pid_t pid, gpu_library_fn fn, void *ctx)
 	while (fgets(line, sizeof(line), f)) {
 		char *file = strchr(line, '/'), *nl;
 
-		if (!file || !strstr(file, GPU_INJECT_LIBRARY_NAME))
+		if (!file)
 			continue;
 		nl = strchr(file, '\n');
 		if (nl)
 			*nl = '\0';
+		/* the file's name, not a directory on its path */
+		if (!strstr(strrchr(file, '/'), GPU_INJECT_LIBRARY_NAME))
+			continue;
 		if (!strcmp(file, last))
 			continue;
 		snprintf(last, sizeof(last), "%s", file);
