@@ -1278,14 +1278,17 @@ int agent_run(const struct agent_config *cfg)
 		fprintf(stderr, "profd: error: the files of %u of %u intervals could "
 			"not all be written to %s (see above)\n", ag.write_failures, ag.intervals,
 			cfg->output_dir);
-	else
-		fprintf(stderr, "profd: done: %llu samples%s%.0llu%s in %u profiles; "
+	else {
+		char gpu[48] = "";
+
+		if (ag.total_gpu_kernels)
+			snprintf(gpu, sizeof(gpu), " and %llu GPU kernels",
+				 (unsigned long long)ag.total_gpu_kernels);
+		fprintf(stderr, "profd: done: %llu samples%s in %u profiles; "
 			"flame graph: %s/flamegraph.html\n",
-			(unsigned long long)ag.total_samples,
-			ag.total_gpu_kernels ? " and " : "",
-			(unsigned long long)ag.total_gpu_kernels,
-			ag.total_gpu_kernels ? " GPU kernels" : "", ag.intervals,
+			(unsigned long long)ag.total_samples, gpu, ag.intervals,
 			cfg->output_dir);
+	}
 	ret = ag.reader_err || ag.write_failures ? 1 : 0;
 	if (cfg->exec_argv && !ret) {
 		if (ag.exec_failed)
