@@ -90,18 +90,23 @@ int BPF_PROG(profd_proc_exit, struct task_struct *p)
 }
 
 /*
- * `profd exec`: a new process forked by one in the filter joins it, so
- * the whole tree is profiled. Threads (same tgid) need nothing.
+ * A new process: its ld.so hook calls are dlopens from the start (no
+ * start-up to skip, see profd_dl_event), and under `profd exec` a child
+ * of a process in the filter joins it, so the whole tree is profiled.
+ * Threads (same tgid) need nothing.
  */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(profd_proc_fork, struct task_struct *parent,
 	     struct task_struct *child)
 {
-	__u32 ppid = parent->tgid, pid = child->tgid;
+	__u32 ppid = parent->tgid, pid = child->tgid, two = 2;
 	__u8 one = 1;
 
-	if (!cfg_follow_children || pid == ppid ||
-	    !bpf_map_lookup_elem(&pid_filter, &ppid))
+	if (pid == ppid)
+		return 0;	/* a thread */
+	/* a forked child's ld.so is past start-up: its dlopens count (gpu.bpf.h) */
+	bpf_map_update_elem(&dl_events, &pid, &two, BPF_ANY);
+	if (!cfg_follow_children || !bpf_map_lookup_elem(&pid_filter, &ppid))
 		return 0;
 	if (!bpf_map_update_elem(&pid_filter, &pid, &one, BPF_NOEXIST))
 		count(PROFD_CNT_FOLLOWED_CHILDREN);

@@ -149,6 +149,8 @@ char *exec_private_library(const char *lib)
 	}
 	if (!mkdtemp(dir))
 		return NULL;
+	/* a command that drops privileges must still load it */
+	chmod(dir, 0755);
 	if (asprintf(&copy, "%s/libprofd_inject.so", dir) < 0) {
 		copy = NULL;
 		e = ENOMEM;

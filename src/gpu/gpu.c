@@ -61,7 +61,7 @@ const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s)
 	for (n = g->names[b]; n; n = n->next)
 		if (n->hash == h && !strcmp(n->mangled, s))
 			return gpu_name_get(n);
-	if (g->nnames >= GPU_MAX_NAMES)
+	if (g->nnames >= GPU_MAX_NAMES || g->name_bytes >= GPU_MAX_NAME_BYTES)
 		return NULL;
 	n = calloc(1, sizeof(*n));
 	if (!n || !(n->mangled = strdup(s))) {
@@ -73,6 +73,9 @@ const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s)
 		n->demangled = n->mangled;
 	n->hash = h;
 	n->refs = 1;
+	n->bytes = strlen(n->mangled) + 1 + (n->demangled != n->mangled ?
+					       strlen(n->demangled) + 1 : 0);
+	g->name_bytes += n->bytes;
 	n->next = g->names[b];
 	g->names[b] = n;
 	g->nnames++;
@@ -114,6 +117,7 @@ static void names_sweep(struct gpu *g, bool all)
 				continue;
 			}
 			*pp = n->next;
+			g->name_bytes -= n->bytes;
 			name_free(n);
 			g->nnames--;
 		}
@@ -203,19 +207,32 @@ static void proc_free(struct gpu_proc *p)
 }
 
 /*
+ * proc_name_budget - may @p intern one more name of @len bytes? Counted
+ * cumulatively (names replaced or refused still count), so a process
+ * cannot churn names: at most GPU_PROC_MAX_NAMES names and
+ * GPU_PROC_MAX_NAME_BYTES over its life. Checked before interning.
+ */
+static bool proc_name_budget(struct gpu_proc *p, size_t len)
+{
+	if (p->names_interned >= GPU_PROC_MAX_NAMES ||
+	    p->name_bytes + len > GPU_PROC_MAX_NAME_BYTES)
+		return false;
+	p->names_interned++;
+	p->name_bytes += len;
+	return true;
+}
+
+/*
  * proc_set_name - id @id of @p names @n; takes over the caller's reference
- * to @n (dropped on failure). Bounded per process: -ENOSPC beyond
- * GPU_PROC_MAX_NAMES ids or GPU_PROC_MAX_NAME_BYTES of strings.
+ * to @n (dropped on failure). The caller charged proc_name_budget().
  */
 static int proc_set_name(struct gpu_proc *p, uint32_t id, const struct gpu_name *n)
 {
-	size_t len = strlen(n->mangled) + 1;
 	uint32_t j;
 
-	if (!id || p->ids_n >= GPU_PROC_MAX_NAMES ||
-	    p->name_bytes + len > GPU_PROC_MAX_NAME_BYTES) {
+	if (!id) {
 		gpu_name_put(n);
-		return -ENOSPC;
+		return -EINVAL;
 	}
 	if ((p->ids_n + 1) * 2 > p->ids_cap) {
 		uint32_t ncap = p->ids_cap ? p->ids_cap * 2 : 64;
@@ -240,15 +257,12 @@ static int proc_set_name(struct gpu_proc *p, uint32_t id, const struct gpu_name 
 	j = mix(id) & (p->ids_cap - 1);
 	while (p->ids[j].id && p->ids[j].id != id)
 		j = (j + 1) & (p->ids_cap - 1);
-	if (!p->ids[j].id) {
+	if (!p->ids[j].id)
 		p->ids_n++;
-	} else {
-		p->name_bytes -= strlen(p->ids[j].name->mangled) + 1;
+	else
 		gpu_name_put(p->ids[j].name);
-	}
 	p->ids[j].id = id;
 	p->ids[j].name = n;
-	p->name_bytes += len;
 	return 0;
 }
 
@@ -290,6 +304,8 @@ const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
 			sizeof(buf) - first))
 		return NULL;
 	buf[sizeof(buf) - 1] = '\0';
+	if (!proc_name_budget(p, strnlen(buf, sizeof(buf)) + 1))
+		return NULL;
 	n = gpu_name_intern(g, buf);
 	/* the table holds it from now on; on failure: read again next time */
 	if (!n || proc_set_name(p, id, n))
@@ -708,7 +724,7 @@ int gpu_record(struct gpu *g, const void *data, size_t size, uint64_t now)
 		    size < sizeof(*n) + n->len || s[n->len - 1] != '\0')
 			goto malformed;
 		p = gpu_proc_get(g, n->pid, true);
-		gn = p ? gpu_name_intern(g, s) : NULL;
+		gn = p && proc_name_budget(p, n->len) ? gpu_name_intern(g, s) : NULL;
 		if (gn)
 			proc_set_name(p, n->name_id, gn);	/* takes the reference */
 		return 0;

@@ -7,8 +7,9 @@
  * gpu; names and launching stacks are interned and reference counted
  * (only the reader thread takes references; the reader thread frees
  * unreferenced ones in gpu_tick()); intervals hold references to the
- * stacks and names their entries use. Bounds: names per process
- * (GPU_PROC_MAX_NAMES, GPU_PROC_MAX_NAME_BYTES), stack bytes
+ * stacks and names their entries use. Bounds: names a process may intern
+ * over its life (GPU_PROC_MAX_NAMES, GPU_PROC_MAX_NAME_BYTES), all names
+ * (GPU_MAX_NAMES, GPU_MAX_NAME_BYTES), stack bytes
  * (GPU_MAX_STACK_BYTES), cubins (GPU_MAX_CUBINS, GPU_MAX_CUBIN_SYM_BYTES),
  * so a hostile process's records cost bounded memory.
  */
@@ -27,6 +28,7 @@
 #define GPU_STACK_UNKNOWN	(1u << 31)	/* the launch never came */
 
 #define GPU_MAX_NAMES		(1u << 20)	/* interned names, all processes */
+#define GPU_MAX_NAME_BYTES	(256ULL << 20)	/* their strings */
 #define GPU_PROC_MAX_NAMES	65536		/* name ids per process */
 #define GPU_PROC_MAX_NAME_BYTES	(8u << 20)	/* their string bytes per process */
 #define GPU_MAX_STACK_BYTES	(128ULL << 20)	/* interned launch stacks */
@@ -45,6 +47,7 @@
 struct gpu_name {
 	uint64_t hash;
 	uint32_t refs;		/* atomic */
+	uint32_t bytes;		/* of its strings */
 	char *mangled;
 	char *demangled;	/* == mangled when not a C++ name */
 	struct gpu_name *next;
@@ -110,7 +113,8 @@ struct gpu_proc {
 	uint64_t exited_ns;		/* CLOCK_MONOTONIC, 0 while alive */
 	struct { uint32_t id; const struct gpu_name *name; } *ids;
 	uint32_t ids_cap, ids_n;	/* open addressing, power of two */
-	uint64_t name_bytes;		/* string bytes of the names it holds */
+	uint32_t names_interned;	/* names it had interned, ever */
+	uint64_t name_bytes;		/* their string bytes, ever */
 	struct { pid_t tid; char name[16]; } threads[16];	/* thread names seen */
 	uint32_t nthreads;
 	struct gpu_stall *stalls;
@@ -185,6 +189,7 @@ struct gpu {
 	struct gpu_name **names;
 	uint32_t names_cap;
 	uint32_t nnames;
+	uint64_t name_bytes;
 	struct gpu_stack **stacks;
 	uint32_t stacks_cap;
 	uint32_t nstacks;

@@ -9,6 +9,8 @@
  * in each of them (which switches the library's work on).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,12 +38,33 @@ static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name
 	return NULL;
 }
 
+static void *destroy_link(void *link)
+{
+	bpf_link__destroy(link);
+	return NULL;
+}
+
+/*
+ * Each uprobe waits for an RCU grace period as it goes (~0.1 s here), so
+ * the probes' links are destroyed in parallel: exit takes one wait, not
+ * one per probe site.
+ */
 static void detach(struct gpu_library *lib)
 {
+	pthread_t th[TRACER_GPU_PROBES];
+	bool started[TRACER_GPU_PROBES] = { false };
+
 	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
-		bpf_link__destroy(lib->links[i]);
+		if (!lib->links[i])
+			continue;
+		started[i] = !pthread_create(&th[i], NULL, destroy_link, lib->links[i]);
+		if (!started[i])
+			bpf_link__destroy(lib->links[i]);
 		lib->links[i] = NULL;
 	}
+	for (int i = 0; i < TRACER_GPU_PROBES; i++)
+		if (started[i])
+			pthread_join(th[i], NULL);
 }
 
 int tracer_gpu_attach(struct tracer *t, const char *path)
