@@ -26,7 +26,7 @@ for rate in ${GPU_RATES:-1000000 2000000 4000000 8000000}; do
 	       grep '^gpu_app graphflood')
 	kernels=$(app_value "$line" kernels)
 	achieved=$(app_value "$line" kernels_per_sec)
-	in_profile=$(grep -o "[0-9]* GPU kernels" "$out.log" | awk "{ s += \$1 } END { print s + 0 }")
+	in_profile=$(grep -o "interval [0-9]*: [0-9]* GPU kernels" "$out.log" | awk "{ s += \$3 } END { print s + 0 }")
 	lost=$(( $(status_counter "$out.log" gpu_kernels_lost) + \
 		 $(status_counter "$out.log" gpu_records_dropped) ))
 	ok=0

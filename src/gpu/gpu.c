@@ -892,7 +892,7 @@ struct gpu *gpu_new(const struct gpu_opts *o)
 	if (!g->o.launch_timeout_ns)
 		g->o.launch_timeout_ns = 30ULL * 1000 * 1000 * 1000;
 	if (!g->o.max_launches)
-		g->o.max_launches = 1u << 20;
+		g->o.max_launches = 1u << 18;	/* ~50 MiB at most with waiting kernels */
 	pthread_mutex_init(&g->lock, NULL);
 	g->cur = gpu_interval_new();
 	g->procs_cap = PROC_BUCKETS;
