@@ -135,6 +135,14 @@ def test_kernel_time_on_exact_launching_stacks(profd_bin, pprof, tmp_path):
         assert s["labels"]["tid"] == tids["eval" if evaluator else "train"], s
         assert s["labels"]["comm"] == "gpu_app"
         assert s["labels"]["cuda_device"] == "0" and s["labels"]["cuda_graph"] == "0"
+    # the stack ends where the program called CUDA: none of the injection
+    # library's own functions (nm is the oracle) is left at its leaf
+    own = {l.split()[-1] for l in subprocess.run(
+        ["nm", "--defined-only", LIB], capture_output=True, text=True,
+        check=True).stdout.splitlines() if l.split()[1:2] in (["t"], ["T"])}
+    assert own
+    for s in samples:
+        assert not own & set(s["frames"][1:]), s
     # streams: what the records said, per kernel
     want = {(DEMANGLED[r["name"]], r["stream"]) for r in log_records(lines, "kernel")}
     got = {(kernel_of(s), s["labels"]["cuda_stream"]) for s in samples}

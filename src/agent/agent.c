@@ -167,6 +167,7 @@ struct agent {
 	struct unwind_loader *unwind;	/* reader thread only; NULL: FP only */
 	struct python *py;		/* CPython processes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
+	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
 	struct kallsyms *ksyms;
 	char kernel_build_id[128];
 	struct flamegraph *flame;
@@ -214,6 +215,34 @@ static uint64_t now_ns(clockid_t clk)
 }
 
 /* reader thread */
+
+/*
+ * Leading user frames of a launch stack that are the profiler's own (the
+ * injection library's callback and CUPTI's dispatch, which call it): the
+ * stack should end where the program called CUDA. Never all frames.
+ */
+static uint16_t trim_profiler_frames(const struct proc_snapshot *snap,
+				     const uint64_t *ips, uint16_t nuser)
+{
+	uint16_t i;
+
+	if (!snap)
+		return 0;
+	for (i = 0; i < nuser; i++) {
+		uint64_t ip = ips[i] & ~PROFD_IP_EXACT;
+		const struct proc_mapping *m;
+		const char *base;
+
+		if (ips[i] & PY_IP_FRAME)
+			break;
+		m = proc_maps_find(&snap->maps, i && !(ips[i] & PROFD_IP_EXACT) ? ip - 1 : ip);
+		base = m ? strrchr(m->path, '/') : NULL;
+		if (!base || (strncmp(base + 1, "libprofd_inject", 15) &&
+			      strncmp(base + 1, "libcupti", 8)))
+			break;
+	}
+	return i < nuser ? i : 0;
+}
 
 static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			  const uint64_t *ips, uint64_t now)
@@ -281,14 +310,31 @@ add:
 		/* a GPU launch: its stack waits for the kernels it launched */
 		pthread_mutex_unlock(&ag->agg_lock);
 		if (ag->gpu) {
+			uint64_t first = 0;
+			uint16_t trim = s->kernel_len ? 0 :
+					trim_profiler_frames(snap, ips, nuser);
 			struct gpu_launch_info l = {
 				.pid = s->pid, .tid = s->tid, .comm = comm,
 				.thread_name = s->comm, .snap = snap,
 				.flags = s->flags & PROFD_SAMPLE_USER_TRUNCATED,
-				.correlation_id = s->cookie, .ips = ips,
-				.nkernel = s->kernel_len, .nuser = nuser,
+				.correlation_id = s->cookie, .ips = ips + trim,
+				.nkernel = s->kernel_len, .nuser = nuser - trim,
 			};
 
+			if (trim) {
+				/*
+				 * The new leaf is a return address: name it by
+				 * its call instruction (ip - 1), marked exact, in a
+				 * scratch copy (@ips may be the ringbuf record).
+				 */
+				uint64_t *v = ag->launch_ips;
+
+				memcpy(v, ips + trim, (size_t)(nuser - trim) * sizeof(*v));
+				first = v[0];
+				if (!(first & (PY_IP_FRAME | PROFD_IP_EXACT)))
+					v[0] = (first - 1) | PROFD_IP_EXACT;
+				l.ips = v;
+			}
 			gpu_launch(ag->gpu, &l, now);
 		}
 		return;
