@@ -66,13 +66,13 @@ static __always_inline struct gpu_scratch *gpu_scratch_get(void)
 }
 
 /*
- * forward_batch - copy @n structs of @size bytes from user address @ptr
- * into one cupti_events record of @type. A batch larger than the
+ * forward_batch - copy @n structs (profd_gpu_batch_elem_size(@type) bytes
+ * each) from user address @ptr into one cupti_events record of @type. A batch larger than the
  * contract allows or an unreadable one is counted, not forwarded.
  */
-static __always_inline int forward_batch(__u32 type, const void *ptr, __u32 n,
-					 __u32 size)
+static __always_inline int forward_batch(__u32 type, const void *ptr, __u32 n)
 {
+	__u32 size = profd_gpu_batch_elem_size(type);
 	struct gpu_scratch *s;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 bytes;	/* 64-bit: a 32-bit copy loses its bound to the verifier */
@@ -137,54 +137,21 @@ int BPF_USDT(profd_gpu_launch, __u64 correlation_id, __u32 cbid, __u32 flags)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(profd_gpu_launches, const void *v, __u32 n)
-{
-	return forward_batch(PROFD_EVENT_GPU_LAUNCHES, v, n,
-			     sizeof(struct profd_gpu_launch_rec));
-}
+/* A probe whose batch becomes one record: profd:NAME(const T *v, u32 n). */
+#define PROFD_GPU_BATCH_PROGRAM(name, type)				\
+	SEC("usdt")							\
+	int BPF_USDT(profd_gpu_##name, const void *v, __u32 n)		\
+	{								\
+		return forward_batch(type, v, n);			\
+	}
 
-SEC("usdt")
-int BPF_USDT(profd_gpu_kernels, const void *v, __u32 n)
-{
-	return forward_batch(PROFD_EVENT_GPU_KERNELS, v, n,
-			     sizeof(struct profd_gpu_kernel));
-}
-
-SEC("usdt")
-int BPF_USDT(profd_gpu_pc_samples, const void *v, __u32 n)
-{
-	return forward_batch(PROFD_EVENT_GPU_PC_SAMPLES, v, n,
-			     sizeof(struct profd_gpu_pc_sample));
-}
-
-SEC("usdt")
-int BPF_USDT(profd_gpu_stall_reasons, const void *v, __u32 n)
-{
-	return forward_batch(PROFD_EVENT_GPU_STALL_REASONS, v, n,
-			     sizeof(struct profd_gpu_stall_reason));
-}
-
-SEC("usdt")
-int BPF_USDT(profd_gpu_cubin, const void *v, __u32 n)
-{
-	return forward_batch(PROFD_EVENT_GPU_CUBIN, v, n,
-			     sizeof(struct profd_gpu_cubin));
-}
-
-SEC("usdt")
-int BPF_USDT(profd_gpu_device, const void *v, __u32 n)
-{
-	return forward_batch(PROFD_EVENT_GPU_DEVICE, v, n,
-			     sizeof(struct profd_gpu_device));
-}
-
-SEC("usdt")
-int BPF_USDT(profd_gpu_error, const void *v, __u32 n)
-{
-	return forward_batch(PROFD_EVENT_GPU_ERROR, v, n,
-			     sizeof(struct profd_gpu_error));
-}
+PROFD_GPU_BATCH_PROGRAM(launches, PROFD_EVENT_GPU_LAUNCHES)
+PROFD_GPU_BATCH_PROGRAM(kernels, PROFD_EVENT_GPU_KERNELS)
+PROFD_GPU_BATCH_PROGRAM(pc_samples, PROFD_EVENT_GPU_PC_SAMPLES)
+PROFD_GPU_BATCH_PROGRAM(stall_reasons, PROFD_EVENT_GPU_STALL_REASONS)
+PROFD_GPU_BATCH_PROGRAM(cubin, PROFD_EVENT_GPU_CUBIN)
+PROFD_GPU_BATCH_PROGRAM(device, PROFD_EVENT_GPU_DEVICE)
+PROFD_GPU_BATCH_PROGRAM(error, PROFD_EVENT_GPU_ERROR)
 
 SEC("usdt")
 int BPF_USDT(profd_gpu_name, __u32 name_id, const char *str)

@@ -186,4 +186,23 @@ struct profd_gpu_error {
 	char message[112];	/* NUL-terminated */
 };
 
+/*
+ * profd_gpu_batch_elem_size - bytes of one struct in a batch record of
+ * @type, 0 for a type that is not a batch (launch, name) or unknown.
+ * Both sides use it: BPF to size its copy, user space to check a record.
+ */
+static inline __u32 profd_gpu_batch_elem_size(__u32 type)
+{
+	switch (type) {
+	case PROFD_EVENT_GPU_KERNELS:		return sizeof(struct profd_gpu_kernel);
+	case PROFD_EVENT_GPU_CUBIN:		return sizeof(struct profd_gpu_cubin);
+	case PROFD_EVENT_GPU_PC_SAMPLES:	return sizeof(struct profd_gpu_pc_sample);
+	case PROFD_EVENT_GPU_STALL_REASONS:	return sizeof(struct profd_gpu_stall_reason);
+	case PROFD_EVENT_GPU_DEVICE:		return sizeof(struct profd_gpu_device);
+	case PROFD_EVENT_GPU_ERROR:		return sizeof(struct profd_gpu_error);
+	case PROFD_EVENT_GPU_LAUNCHES:		return sizeof(struct profd_gpu_launch_rec);
+	default:				return 0;
+	}
+}
+
 #endif /* PROFD_BPF_GPU_EVENTS_H */

@@ -701,15 +701,7 @@ static void on_error(struct gpu *g, const struct profd_gpu_batch *b,
 int gpu_record(struct gpu *g, const void *data, size_t size, uint64_t now)
 {
 	const struct profd_gpu_batch *b = data;
-	static const uint32_t elem[] = {
-		[PROFD_EVENT_GPU_KERNELS] = sizeof(struct profd_gpu_kernel),
-		[PROFD_EVENT_GPU_CUBIN] = sizeof(struct profd_gpu_cubin),
-		[PROFD_EVENT_GPU_PC_SAMPLES] = sizeof(struct profd_gpu_pc_sample),
-		[PROFD_EVENT_GPU_STALL_REASONS] = sizeof(struct profd_gpu_stall_reason),
-		[PROFD_EVENT_GPU_DEVICE] = sizeof(struct profd_gpu_device),
-		[PROFD_EVENT_GPU_ERROR] = sizeof(struct profd_gpu_error),
-		[PROFD_EVENT_GPU_LAUNCHES] = sizeof(struct profd_gpu_launch_rec),
-	};
+	uint32_t elem;
 	const void *v = b + 1;
 
 	if (size < sizeof(uint32_t))
@@ -729,9 +721,9 @@ int gpu_record(struct gpu *g, const void *data, size_t size, uint64_t now)
 			proc_set_name(p, n->name_id, gn);	/* takes the reference */
 		return 0;
 	}
-	if (size < sizeof(*b) || b->type >= sizeof(elem) / sizeof(elem[0]) ||
-	    !elem[b->type] || b->n > PROFD_GPU_BATCH_MAX ||
-	    size < sizeof(*b) + (size_t)b->n * elem[b->type])
+	elem = size >= sizeof(*b) ? profd_gpu_batch_elem_size(b->type) : 0;
+	if (!elem || b->n > PROFD_GPU_BATCH_MAX ||
+	    size < sizeof(*b) + (size_t)b->n * elem)
 		goto malformed;
 	switch (b->type) {
 	case PROFD_EVENT_GPU_KERNELS:

@@ -926,15 +926,6 @@ static uint64_t rnd(void)
 	return rng;
 }
 
-static const uint32_t elem_size[] = {
-	[PROFD_EVENT_GPU_KERNELS] = sizeof(struct profd_gpu_kernel),
-	[PROFD_EVENT_GPU_CUBIN] = sizeof(struct profd_gpu_cubin),
-	[PROFD_EVENT_GPU_PC_SAMPLES] = sizeof(struct profd_gpu_pc_sample),
-	[PROFD_EVENT_GPU_STALL_REASONS] = sizeof(struct profd_gpu_stall_reason),
-	[PROFD_EVENT_GPU_DEVICE] = sizeof(struct profd_gpu_device),
-	[PROFD_EVENT_GPU_ERROR] = sizeof(struct profd_gpu_error),
-	[PROFD_EVENT_GPU_LAUNCHES] = sizeof(struct profd_gpu_launch_rec),
-};
 
 /*
  * Random records, mostly of the GPU types with plausible sizes, counts,
@@ -982,16 +973,17 @@ static void test_fuzz(unsigned int records)
 			if (r >> 21 & 3)
 				buf[size - 1] = '\0';
 		}
-		if (type < sizeof(elem_size) / sizeof(elem_size[0]) && elem_size[type] &&
+		if (profd_gpu_batch_elem_size(type) &&
 		    size >= sizeof(struct profd_gpu_batch)) {
 			struct profd_gpu_batch *b = (struct profd_gpu_batch *)buf;
-			uint32_t n = (size - sizeof(*b)) / elem_size[type];
+			uint32_t n = (size - sizeof(*b)) / profd_gpu_batch_elem_size(type);
 
 			if (r >> 16 & 3)
 				b->n = r >> 18 & 1 ? n : n % (PROFD_GPU_BATCH_MAX + 1);
 			n = b->n < n ? b->n : n;
 			for (uint32_t j = 0; j < n && r >> 20 & 3; j++) {
-				void *e = buf + sizeof(*b) + (size_t)j * elem_size[type];
+				void *e = buf + sizeof(*b) +
+					  (size_t)j * profd_gpu_batch_elem_size(type);
 				struct profd_gpu_kernel *k = e;
 				struct profd_gpu_pc_sample *pc = e;
 				struct profd_gpu_cubin *cb = e;
