@@ -483,22 +483,6 @@ static void check_mapped_libraries(struct agent *ag, uint64_t now)
 	}
 }
 
-static void attach_gpu_libraries(struct agent *ag, pid_t pid,
-				 const struct proc_maps *maps)
-{
-	const char *last = NULL;
-
-	for (size_t i = 0; i < maps->n; i++) {
-		const char *path = maps->v[i].path, *base = strrchr(path, '/');
-
-		if (!base || !strstr(base, GPU_INJECT_LIBRARY_NAME) ||
-		    (last && !strcmp(last, path)))
-			continue;
-		last = path;
-		attach_gpu_library(ag, pid, path);
-	}
-}
-
 /* Process table listener: keep the BPF unwind and Python maps in step. */
 static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 {
@@ -509,7 +493,7 @@ static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 	if (ag->py)
 		python_maps_read(ag->py, pid, maps);
 	if (ag->gpu)
-		attach_gpu_libraries(ag, pid, maps);
+		gpu_library_mappings(pid, maps, attach_gpu_library, ag);
 }
 
 static void on_removed(void *ctx, pid_t pid)

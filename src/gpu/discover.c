@@ -5,47 +5,46 @@
  *
  * BPF reports a process mapping the library (PROFD_EVENT_LIB_MAPPED) and
  * the agent looks at that process; the maps re-read on samples and a slow
- * scan of every process cover kernels where that probe is missing. Only
- * /proc/PID/maps lines naming the library are looked at.
+ * scan of every process cover kernels where that probe is missing. One
+ * filter, gpu_library_mappings(), serves the maps the agent reads anyway
+ * and the ones read here.
  */
 #include <ctype.h>
 #include <dirent.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/gpu.h"
 
-/* The library's files in @pid's maps, one call each. */
-static unsigned int scan_pid(pid_t pid, gpu_library_fn fn, void *ctx)
+unsigned int gpu_library_mappings(pid_t pid, const struct proc_maps *maps,
+				  gpu_library_fn fn, void *ctx)
 {
-	char path[64], line[PATH_MAX + 256], last[PATH_MAX] = "";
+	const char *last = NULL;
 	unsigned int found = 0;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/'), *nl;
+	for (size_t i = 0; i < maps->n; i++) {
+		const char *path = maps->v[i].path, *base = strrchr(path, '/');
 
-		if (!file)
+		/* the file's name, not a directory on its path; once per file */
+		if (!base || !strstr(base, GPU_INJECT_LIBRARY_NAME) ||
+		    (last && !strcmp(last, path)))
 			continue;
-		nl = strchr(file, '\n');
-		if (nl)
-			*nl = '\0';
-		/* the file's name, not a directory on its path */
-		if (!strstr(strrchr(file, '/'), GPU_INJECT_LIBRARY_NAME))
-			continue;
-		if (!strcmp(file, last))
-			continue;
-		snprintf(last, sizeof(last), "%s", file);
-		fn(ctx, pid, file);
+		last = path;
+		fn(ctx, pid, path);
 		found++;
 	}
-	fclose(f);
+	return found;
+}
+
+static unsigned int scan_pid(pid_t pid, gpu_library_fn fn, void *ctx)
+{
+	struct proc_maps maps;
+	unsigned int found;
+
+	if (proc_maps_read(pid, &maps))
+		return 0;
+	found = gpu_library_mappings(pid, &maps, fn, ctx);
+	proc_maps_free(&maps);
 	return found;
 }
 

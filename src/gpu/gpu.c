@@ -143,25 +143,6 @@ static const char *stall_intern(struct gpu *g, const char *s)
 
 /* processes */
 
-/* /proc/PID/comm or /proc/PID/task/TID/comm into @out[16]; "" if gone. */
-static void read_comm(pid_t pid, pid_t tid, char out[16])
-{
-	char path[64];
-	FILE *f;
-
-	out[0] = '\0';
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(out, 16, f))
-		out[strcspn(out, "\n")] = '\0';
-	fclose(f);
-}
-
 /* The name of thread @tid of @p, cached (a few threads launch kernels). */
 static const char *thread_name(struct gpu_proc *p, pid_t tid)
 {
@@ -172,7 +153,7 @@ static const char *thread_name(struct gpu_proc *p, pid_t tid)
 			return p->threads[i].name;
 	i = p->nthreads++ % 16;
 	p->threads[i].tid = tid;
-	read_comm(p->pid, tid, p->threads[i].name);
+	proc_read_comm(p->pid, tid, p->threads[i].name, sizeof(p->threads[i].name));
 	return p->threads[i].name;
 }
 
@@ -190,7 +171,7 @@ struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create)
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	read_comm(pid, 0, p->comm);	/* a launch sample may tell it later */
+	proc_read_comm(pid, 0, p->comm, sizeof(p->comm));	/* a launch may tell it later */
 	p->next = g->procs[b];
 	g->procs[b] = p;
 	return p;

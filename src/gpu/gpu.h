@@ -171,6 +171,14 @@ typedef void (*gpu_library_fn)(void *ctx, pid_t pid, const char *path);
  */
 unsigned int gpu_discover_libraries(pid_t pid, gpu_library_fn fn, void *ctx);
 
+/*
+ * gpu_library_mappings - call @fn once per injection library file (file
+ * name containing GPU_INJECT_LIBRARY_NAME) mapped in @maps of @pid.
+ * Returns the number of calls.
+ */
+unsigned int gpu_library_mappings(pid_t pid, const struct proc_maps *maps,
+				  gpu_library_fn fn, void *ctx);
+
 /* gpu_stats - the cumulative counters. Any thread. */
 void gpu_stats(struct gpu *g, struct gpu_stats *st);
 

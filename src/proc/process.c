@@ -93,22 +93,28 @@ static struct process **slot_of(struct process_table *pt, pid_t pid)
 	return pp;
 }
 
-static void read_comm(pid_t pid, char *comm)
+void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len)
 {
 	char path[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	out[0] = '\0';
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	n = read(fd, comm, PROCESS_COMM_LEN - 1);
+	n = read(fd, out, len - 1);
 	close(fd);
-	if (n <= 0)
+	if (n <= 0) {
+		out[0] = '\0';
 		return;
-	comm[n] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
+	}
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
 }
 
 /* Read the maps into a new snapshot; keep the old one if the read fails. */
@@ -180,7 +186,7 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now)
 		*pp = p;
 		pt->stats.processes++;
 	}
-	read_comm(pid, p->comm);
+	proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
 	return p;
 }

@@ -114,6 +114,12 @@ void process_request_unwind(struct process_table *pt, struct process *p,
 /* process_exec - exec seen: new name, mappings to re-read. */
 void process_exec(struct process_table *pt, pid_t pid, const char *comm);
 
+/*
+ * proc_read_comm - the name of process @pid (/proc/PID/comm), or of its
+ * thread @tid when non-zero, into @out of @len bytes; "" if it is gone.
+ */
+void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len);
+
 /* process_exit - exit seen: the entry is reaped by process_table_reap(). */
 void process_exit(struct process_table *pt, pid_t pid);
 

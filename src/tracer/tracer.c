@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 
 #include "profd.skel.h"
+#include "proc/maps.h"
 #include "tracer/tracer_internal.h"
 
 int parse_cpu_list(const char *s, bool *online, int n)
@@ -118,20 +119,15 @@ static int setup_pid_filter(struct tracer *t, const struct tracer_opts *o)
 static void attach_dl_event(struct tracer *t, const struct tracer_opts *o)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
-	char line[4096], ldso[4096] = "";
-	FILE *f = fopen("/proc/self/maps", "re");
+	char ldso[4096] = "";
+	struct proc_maps maps;
 
-	while (f && fgets(line, sizeof(line), f)) {
-		char *path = strchr(line, '/');
-
-		if (path && strstr(path, "/ld-linux")) {
-			path[strcspn(path, "\n")] = '\0';
-			snprintf(ldso, sizeof(ldso), "%s", path);
-			break;
-		}
+	if (!proc_maps_read(getpid(), &maps)) {
+		for (size_t i = 0; i < maps.n && !ldso[0]; i++)
+			if (strstr(maps.v[i].path, "/ld-linux"))
+				snprintf(ldso, sizeof(ldso), "%s", maps.v[i].path);
+		proc_maps_free(&maps);
 	}
-	if (f)
-		fclose(f);
 	if (ldso[0])
 		t->skel->links.profd_dl_event = bpf_program__attach_uprobe_opts(
 			t->skel->progs.profd_dl_event, -1, ldso, 0, &uo);
