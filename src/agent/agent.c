@@ -50,12 +50,6 @@
  */
 #define READER_POLL_MS 20
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
-/* How often every process's maps are scanned for the injection library. */
-#define GPU_SCAN_EVERY_NS (30ULL * 1000 * 1000 * 1000)
-/* A process mapping the library is looked at after these delays. */
-#define GPU_LIB_CHECK_NS 0	/* _dl_debug_state runs after the mapping too */
-#define GPU_LIB_RECHECK_NS (500ULL * 1000 * 1000)
-#define GPU_LIB_CHECKS 64
 
 /* User-space counters of loss and error, reported beside the BPF ones. */
 enum agent_counter {
@@ -175,12 +169,7 @@ struct agent {
 	struct gpu *gpu;		/* NULL: --no-gpu */
 	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
 	uint64_t gpu_attach_errors;	/* reader thread */
-	struct {			/* reader thread: processes that mapped the library */
-		pid_t pid;
-		uint64_t due_ns;
-		bool again;		/* one more look later */
-	} lib_checks[GPU_LIB_CHECKS];
-	unsigned int nlib_checks;
+	struct gpu_discovery discovery;	/* reader thread: finding library copies */
 	struct exec_child child;	/* `profd exec` */
 	int exec_failed;		/* the command could not be run: 126/127 */
 
@@ -393,14 +382,8 @@ static int on_event(void *ctx, const void *data, size_t size)
 
 		if (size < sizeof(*e))
 			goto malformed;
-		for (unsigned int i = 0; i < ag->nlib_checks; i++)
-			if (ag->lib_checks[i].pid == (pid_t)e->pid)
-				return 0;	/* one look at a time per process */
-		if (ag->gpu && ag->nlib_checks < GPU_LIB_CHECKS) {
-			ag->lib_checks[ag->nlib_checks].pid = e->pid;
-			ag->lib_checks[ag->nlib_checks].due_ns = now + GPU_LIB_CHECK_NS;
-			ag->lib_checks[ag->nlib_checks++].again = true;
-		}
+		if (ag->gpu)
+			gpu_discovery_dlopen(&ag->discovery, e->pid, now);
 		return 0;
 	}
 	case PROFD_EVENT_GPU_LAUNCH: {
@@ -461,25 +444,6 @@ static void attach_gpu_library(void *ctx, pid_t pid, const char *path)
 				"injection library %s of pid %d: %s\n", path, pid,
 				ret == -ESRCH ? "not a profd injection library" :
 				strerror(-ret));
-	}
-}
-
-/* Look at the processes BPF saw mapping the library, once their delay passed. */
-static void check_mapped_libraries(struct agent *ag, uint64_t now)
-{
-	for (unsigned int i = 0; i < ag->nlib_checks;) {
-		if (ag->lib_checks[i].due_ns > now) {
-			i++;
-			continue;
-		}
-		gpu_discover_libraries(ag->lib_checks[i].pid, attach_gpu_library, ag);
-		if (ag->lib_checks[i].again) {
-			ag->lib_checks[i].again = false;
-			ag->lib_checks[i].due_ns = now + GPU_LIB_RECHECK_NS;
-			i++;
-		} else {
-			ag->lib_checks[i] = ag->lib_checks[--ag->nlib_checks];
-		}
 	}
 }
 
@@ -556,7 +520,7 @@ static void publish_proc_stats(struct agent *ag)
 static void *reader_main(void *arg)
 {
 	struct agent *ag = arg;
-	uint64_t last_reap = now_ns(CLOCK_MONOTONIC), last_gpu_scan = 0;
+	uint64_t last_reap = now_ns(CLOCK_MONOTONIC);
 
 	while (!__atomic_load_n(&ag->stop_reader, __ATOMIC_ACQUIRE)) {
 		int n = tracer_poll(ag->tracer, READER_POLL_MS);
@@ -571,15 +535,10 @@ static void *reader_main(void *arg)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (ag->gpu) {
 			gpu_tick(ag->gpu, now);
-			check_mapped_libraries(ag, now);
-			/* --pid / exec: only the chosen processes' libraries */
-			if (!ag->cfg->npids && !ag->cfg->exec_argv &&
-			    now - last_gpu_scan >= GPU_SCAN_EVERY_NS) {
-				gpu_discover_libraries(-1, attach_gpu_library, ag);
-				/* copies nobody maps any more free their USDT specs */
+			/* after a scan of every process: copies nobody maps
+			 * any more free their USDT specs */
+			if (gpu_discovery_tick(&ag->discovery, now))
 				tracer_gpu_detach_unused(ag->tracer);
-				last_gpu_scan = now;
-			}
 		}
 		if (now - last_reap >= REAP_EVERY_NS) {
 			process_table_reap(ag->procs, now, IDLE_PROCESS_NS);
@@ -1023,6 +982,9 @@ static int gpu_setup(struct agent *ag, const char *lib)
 		return -1;
 	}
 	ag->gpu_interval_start = now_ns(CLOCK_REALTIME);
+	/* --pid / exec: only the chosen processes' libraries, no full scans */
+	gpu_discovery_init(&ag->discovery, !cfg->npids && !cfg->exec_argv,
+			   attach_gpu_library, ag);
 	if (!lib) {
 		if (cfg->exec_argv || cfg->verbose)
 			fprintf(stderr, "profd: warning: no CUDA injection library "

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * discover.c - finding copies of the injection library in running
- * processes (see gpu_discover_libraries() in gpu.h).
+ * processes (gpu_discover_libraries(), struct gpu_discovery in gpu.h).
  *
  * BPF reports a process mapping the library (PROFD_EVENT_LIB_MAPPED) and
  * the agent looks at that process; the maps re-read on samples and a slow
@@ -64,4 +64,49 @@ unsigned int gpu_discover_libraries(pid_t pid, gpu_library_fn fn, void *ctx)
 			found += scan_pid(atoi(de->d_name), fn, ctx);
 	closedir(d);
 	return found;
+}
+
+void gpu_discovery_init(struct gpu_discovery *d, bool full_scans,
+			gpu_library_fn fn, void *ctx)
+{
+	memset(d, 0, sizeof(*d));
+	d->fn = fn;
+	d->ctx = ctx;
+	d->full_scans = full_scans;
+}
+
+void gpu_discovery_dlopen(struct gpu_discovery *d, pid_t pid, uint64_t now)
+{
+	for (unsigned int i = 0; i < d->nchecks; i++)
+		if (d->checks[i].pid == pid)
+			return;
+	if (d->nchecks == GPU_DISCOVERY_CHECKS)
+		return;
+	/* at once: _dl_debug_state also runs after the mapping is made */
+	d->checks[d->nchecks].pid = pid;
+	d->checks[d->nchecks].due_ns = now;
+	d->checks[d->nchecks++].again = true;
+}
+
+bool gpu_discovery_tick(struct gpu_discovery *d, uint64_t now)
+{
+	for (unsigned int i = 0; i < d->nchecks;) {
+		if (d->checks[i].due_ns > now) {
+			i++;
+			continue;
+		}
+		gpu_discover_libraries(d->checks[i].pid, d->fn, d->ctx);
+		if (d->checks[i].again) {
+			d->checks[i].again = false;
+			d->checks[i].due_ns = now + GPU_DISCOVERY_RECHECK_NS;
+			i++;
+		} else {
+			d->checks[i] = d->checks[--d->nchecks];
+		}
+	}
+	if (!d->full_scans || (d->last_scan_ns && now - d->last_scan_ns < GPU_DISCOVERY_SCAN_NS))
+		return false;
+	gpu_discover_libraries(-1, d->fn, d->ctx);
+	d->last_scan_ns = now;
+	return true;
 }

@@ -179,6 +179,48 @@ unsigned int gpu_discover_libraries(pid_t pid, gpu_library_fn fn, void *ctx);
 unsigned int gpu_library_mappings(pid_t pid, const struct proc_maps *maps,
 				  gpu_library_fn fn, void *ctx);
 
+/*
+ * Finding processes that map the injection library (discover.c): a look
+ * at a process right after it dlopens (PROFD_EVENT_LIB_MAPPED) and again
+ * GPU_DISCOVERY_RECHECK_NS later, and a scan of every process each
+ * GPU_DISCOVERY_SCAN_NS. @fn is called for each library file found.
+ * Reader thread.
+ */
+#define GPU_DISCOVERY_RECHECK_NS (500ULL * 1000 * 1000)
+#define GPU_DISCOVERY_SCAN_NS (30ULL * 1000 * 1000 * 1000)
+#define GPU_DISCOVERY_CHECKS 64
+
+struct gpu_discovery {
+	gpu_library_fn fn;
+	void *ctx;
+	bool full_scans;		/* false: --pid / exec runs */
+	uint64_t last_scan_ns;
+	struct {
+		pid_t pid;
+		uint64_t due_ns;
+		bool again;		/* one more look later */
+	} checks[GPU_DISCOVERY_CHECKS];
+	unsigned int nchecks;
+};
+
+/* gpu_discovery_init - @full_scans: also scan every process now and then. */
+void gpu_discovery_init(struct gpu_discovery *d, bool full_scans,
+			gpu_library_fn fn, void *ctx);
+
+/*
+ * gpu_discovery_dlopen - @pid loaded a library: look at its maps at the
+ * next tick (one pending look per process; beyond GPU_DISCOVERY_CHECKS
+ * pending, the scans find it).
+ */
+void gpu_discovery_dlopen(struct gpu_discovery *d, pid_t pid, uint64_t now);
+
+/*
+ * gpu_discovery_tick - the looks that are due, and the full scan when it
+ * is time (first at the first tick). Returns true when it scanned every
+ * process.
+ */
+bool gpu_discovery_tick(struct gpu_discovery *d, uint64_t now);
+
 /* gpu_stats - the cumulative counters. Any thread. */
 void gpu_stats(struct gpu *g, struct gpu_stats *st);
 
