@@ -707,10 +707,14 @@ static void status_line(struct agent *ag, const struct aggregate *a,
 /* Most device lines in a profile's comments. */
 #define GPU_COMMENT_DEVICES 8
 
-/* Write one GPU profile to DIR/KIND-<time>.pb.gz; its path into @path. */
-static int write_one(struct agent *ag, const char *kind, struct profile *p,
-		     uint64_t start_ns, char *path, size_t len)
+/*
+ * Write profile @p (NULL: it could not be built) to DIR/KIND-<time>.pb.gz,
+ * its path into @path; an error is printed. Returns 0 or -errno.
+ */
+static int write_profile(struct agent *ag, const char *kind, struct profile *p,
+			 uint64_t start_ns, char *path, size_t len)
 {
+	/* the directory may have been removed meanwhile: recreate it */
 	int err = make_dir(ag->cfg->output_dir);
 
 	if (!err && !p)
@@ -721,7 +725,7 @@ static int write_one(struct agent *ag, const char *kind, struct profile *p,
 		err = pprof_write(p, path);
 	if (err)
 		fprintf(stderr, "profd: error: writing %s: %s\n",
-			path[0] ? path : "the GPU profile", strerror(-err));
+			path[0] ? path : "the profile", strerror(-err));
 	return err;
 }
 
@@ -747,7 +751,7 @@ static int write_gpu_profiles(struct agent *ag, const struct build_opts *bo,
 	if (gpu_interval_kernels(iv)) {
 		struct profile *p = gpu_build_kernel_profile(iv, bo, start);
 
-		e = write_one(ag, "gpu", p, start, path, sizeof(path));
+		e = write_profile(ag, "gpu", p, start, path, sizeof(path));
 		err = err ? err : e;
 		if (!e)
 			snprintf(paths, len, "%s", path);
@@ -760,7 +764,7 @@ static int write_gpu_profiles(struct agent *ag, const struct build_opts *bo,
 		size_t used = strlen(paths);
 
 		path[0] = '\0';
-		e = write_one(ag, "gpu-pc", p, start, path, sizeof(path));
+		e = write_profile(ag, "gpu-pc", p, start, path, sizeof(path));
 		err = err ? err : e;
 		if (!e)
 			snprintf(paths + used, len - used, "%s%s", used ? ", " : "", path);
@@ -825,20 +829,9 @@ static void flush(struct agent *ag)
 		.ncomments = ncomments,
 	};
 	p = aggregate_build_profile(a, &bo);
-	/* the directory may have been removed meanwhile: recreate it */
-	err = make_dir(ag->cfg->output_dir);
-	if (!err && !p)
-		err = -ENOMEM;
-	if (!err)
-		err = output_path(ag->cfg->output_dir, "cpu", a->start_ns, path,
-				  sizeof(path));
-	if (!err)
-		err = pprof_write(p, path);
-	if (err) {
-		fprintf(stderr, "profd: error: writing %s: %s\n",
-			path[0] ? path : "the profile", strerror(-err));
+	err = write_profile(ag, "cpu", p, a->start_ns, path, sizeof(path));
+	if (err)
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
-	}
 	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
 				  &gpu_kernels, &gpu_ns);
 	if (gerr)
