@@ -16,10 +16,7 @@
 # Prints: RESULT gpu_launch_cost config=C ns_per_launch=N added_ns=N
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpu_lib.sh"
-need_root_and_profd
-need_gpu_mocks
-bench_init
-machine_info
+gpu_bench_init
 
 seconds=${GPU_SECONDS:-2}
 configs="base no_agent agent agent_stacks"

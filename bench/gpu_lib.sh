@@ -32,3 +32,11 @@ status_counter() {
 
 # app_value LINE KEY - KEY=VALUE from the app's summary line.
 app_value() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# gpu_bench_init - the preconditions and set-up every GPU benchmark does.
+gpu_bench_init() {
+	need_root_and_profd
+	need_gpu_mocks
+	bench_init
+	machine_info
+}

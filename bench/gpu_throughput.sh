@@ -13,10 +13,7 @@
 # Prints: RESULT gpu_throughput rate=R kernels=N in_profile=N lost=N ok=0|1
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gpu_lib.sh"
-need_root_and_profd
-need_gpu_mocks
-bench_init
-machine_info
+gpu_bench_init
 
 seconds=${GPU_SECONDS:-3}
 best=0
