@@ -263,7 +263,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (a->exec && !a->cfg.exec_argv)
-			argp_error(state, "exec needs a command: profd exec [OPTIONS] -- CMD [ARGS]");
+			argp_error(state, "a command is needed: profd exec [OPTIONS] -- CMD [ARGS]");
 		if (a->exec && a->cfg.npids)
 			argp_error(state, "exec profiles the command's process tree: "
 				   "--pid does not apply");

@@ -371,7 +371,7 @@ def test_exec_follows_children_and_returns_the_status(profd_bin, pprof, tmp_path
 
 def test_exec_usage_errors(profd_bin, tmp_path):
     r = subprocess.run([profd_bin, "exec"], capture_output=True, text=True)
-    assert r.returncode == 64 and "exec needs a command" in r.stderr
+    assert r.returncode == 64 and "a command is needed" in r.stderr
     r = subprocess.run([profd_bin, "exec", "--pid", "1", "--", "true"],
                        capture_output=True, text=True)
     assert r.returncode == 64 and "--pid" in r.stderr

@@ -1101,18 +1101,22 @@ static void agent_teardown(struct agent *ag)
 }
 
 /* Wait for a signal until @deadline (CLOCK_MONOTONIC ns); true if one came. */
-static bool wait_signal(const sigset_t *set, uint64_t deadline, int *sig)
+static bool wait_signal(const sigset_t *set, uint64_t deadline, int *sig,
+			bool *from_tty)
 {
+	siginfo_t info;
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 	uint64_t left = deadline > now ? deadline - now : 0;
 	struct timespec ts = {
 		.tv_sec = left / 1000000000ULL,
 		.tv_nsec = left % 1000000000ULL,
 	};
-	int s = sigtimedwait(set, NULL, &ts);
+	int s = sigtimedwait(set, &info, &ts);
 
 	if (s > 0) {
 		*sig = s;
+		/* the terminal signals its whole foreground group (Ctrl-C) */
+		*from_tty = info.si_code == SI_KERNEL;
 		return true;
 	}
 	return false;
@@ -1125,7 +1129,7 @@ int agent_run(const struct agent_config *cfg)
 	char *inject_lib = NULL, *private_lib = NULL;
 	sigset_t set;
 	int sig = 0, ret = 1;
-	bool stop = false, forwarded = false;
+	bool stop = false, forwarded = false, from_tty = false;
 
 	pthread_mutex_init(&ag.sym_lock, NULL);
 	pthread_mutex_init(&ag.agg_lock, NULL);
@@ -1169,10 +1173,21 @@ int agent_run(const struct agent_config *cfg)
 				"processes using it are traced too (their data is "
 				"filtered out)\n", inject_lib, strerror(errno));
 		}
-		if (getenv("CUDA_INJECTION64_PATH"))
+		const char *env = getenv("CUDA_INJECTION64_PATH");
+		char *preset = env && strstr(env, GPU_INJECT_LIBRARY_NAME) ?
+			       realpath(env, NULL) : NULL;
+
+		if (preset) {
+			/* a profd library already: attach to that one before the start */
+			exec_private_library_remove(private_lib);
+			private_lib = NULL;
+			free(inject_lib);
+			inject_lib = preset;
+		} else if (env) {
 			fprintf(stderr, "profd: warning: CUDA_INJECTION64_PATH is already "
-				"set (%s) and is kept: GPU kernels are profiled only if it "
-				"is a profd injection library\n", getenv("CUDA_INJECTION64_PATH"));
+				"set (%s) and is kept: it is not profd's injection library, "
+				"so GPU kernels are not profiled\n", env);
+		}
 	}
 	if (cfg->exec_argv) {
 		/* the child waits for the programs to load before it execs */
@@ -1220,13 +1235,16 @@ int agent_run(const struct agent_config *cfg)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (deadline > now + 1000000000ULL)
 			deadline = now + 1000000000ULL;
-		if (wait_signal(&set, deadline, &sig) && sig != SIGCHLD) {
+		if (wait_signal(&set, deadline, &sig, &from_tty) && sig != SIGCHLD) {
 			if (cfg->exec_argv && !forwarded && !ag.child.exited) {
-				/* let the command stop (and flush its GPU records) first */
-				fprintf(stderr, "profd: %s: passing it to %s; again to "
-					"stop profd at once\n", strsignal(sig),
+				/* let the command stop (and flush its GPU records)
+				 * first; a terminal's signal reached it already */
+				fprintf(stderr, "profd: %s: %s %s; again to stop profd "
+					"at once\n", strsignal(sig),
+					from_tty ? "waiting for" : "passing it to",
 					cfg->exec_argv[0]);
-				kill(ag.child.pid, sig);
+				if (!from_tty)
+					kill(ag.child.pid, sig);
 				forwarded = true;
 				continue;
 			}
@@ -1235,8 +1253,13 @@ int agent_run(const struct agent_config *cfg)
 			break;
 		}
 		if (cfg->exec_argv && exec_child_reap(&ag.child, false)) {
-			fprintf(stderr, "profd: %s exited (status %d)\n",
-				cfg->exec_argv[0], exec_child_exit_code(&ag.child));
+			if (WIFSIGNALED(ag.child.status))
+				fprintf(stderr, "profd: %s killed by %s (status %d)\n",
+					cfg->exec_argv[0], strsignal(WTERMSIG(ag.child.status)),
+					exec_child_exit_code(&ag.child));
+			else
+				fprintf(stderr, "profd: %s exited (status %d)\n",
+					cfg->exec_argv[0], exec_child_exit_code(&ag.child));
 			break;
 		}
 		if (ag.reader_err)

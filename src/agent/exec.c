@@ -204,8 +204,14 @@ int exec_find_command(const char *cmd)
 	char buf[PATH_MAX];
 	int err = ENOENT;
 
-	if (strchr(cmd, '/'))
-		return access(cmd, X_OK) ? -errno : 0;
+	struct stat st;
+
+	if (strchr(cmd, '/')) {
+		if (access(cmd, X_OK))
+			return -errno;
+		/* a directory passes access(X_OK) but cannot be run */
+		return !stat(cmd, &st) && S_ISDIR(st.st_mode) ? -EACCES : 0;
+	}
 	if (!path)
 		path = "/usr/local/bin:/usr/bin:/bin";
 	while (*path) {
@@ -213,7 +219,7 @@ int exec_find_command(const char *cmd)
 
 		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? path : ".", cmd) <
 		    (int)sizeof(buf)) {
-			if (!access(buf, X_OK))
+			if (!access(buf, X_OK) && !(!stat(buf, &st) && S_ISDIR(st.st_mode)))
 				return 0;
 			if (errno == EACCES)
 				err = EACCES;

@@ -5,8 +5,8 @@
  * Owns: the table of cubins by CRC (the key PC samples carry). The
  * injection library keeps a copy of each loaded module's cubin and sends
  * its address; the copy is read (through the hang-safe remote reader)
- * the first time a PC sample needs it, once per CRC however many
- * processes load it, and parsed with libelf: each FUNC symbol becomes
+ * as that record arrives, while the process lives, once per CRC however
+ * many processes load it, and parsed with libelf: each FUNC symbol becomes
  * (name, file offset, size), so a PC sample (function, offset in the
  * function) becomes an offset in the cubin file, the address of its
  * location in the PC-sample profile.
@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "gpu/gpu_internal.h"
+
+static void load_once(struct gpu *g, struct gpu_cubin *c);
 
 static struct gpu_cubin *cubin_find(struct gpu *g, uint64_t crc)
 {
@@ -64,6 +66,11 @@ void gpu_cubin_seen(struct gpu *g, pid_t pid, const struct profd_gpu_cubin *rec)
 	c->next = g->cubins[rec->crc & (g->cubins_cap - 1)];
 	g->cubins[rec->crc & (g->cubins_cap - 1)] = c;
 	g->ncubins++;
+	/*
+	 * Read it now, while the process surely lives: its PC samples come
+	 * at its end (the library copies cubins only when they are collected).
+	 */
+	load_once(g, c);
 }
 
 static int sym_cmp(const void *a, const void *b)
@@ -171,6 +178,20 @@ static int load(struct gpu *g, struct gpu_cubin *c)
 	return ret;
 }
 
+/* Read and parse @c once: 1 afterwards, or the -errno it failed with. */
+static void load_once(struct gpu *g, struct gpu_cubin *c)
+{
+	if (c->state != 0)
+		return;
+	c->state = load(g, c);
+	if (c->state == 0) {
+		c->state = 1;
+		GPU_STAT_ADD(g, cubins, 1);
+	} else {
+		GPU_STAT_ADD(g, cubin_errors, 1);
+	}
+}
+
 bool gpu_cubin_resolve(struct gpu *g, uint64_t crc, const char *function,
 		       uint64_t pc_offset, uint64_t *address)
 {
@@ -179,15 +200,7 @@ bool gpu_cubin_resolve(struct gpu *g, uint64_t crc, const char *function,
 
 	if (!c)
 		return false;
-	if (c->state == 0) {
-		c->state = load(g, c);
-		if (c->state == 0) {
-			c->state = 1;
-			GPU_STAT_ADD(g, cubins, 1);
-		} else {
-			GPU_STAT_ADD(g, cubin_errors, 1);
-		}
-	}
+	load_once(g, c);
 	if (c->state != 1)
 		return false;
 	s = bsearch(&key, c->syms, c->nsyms, sizeof(*c->syms), sym_cmp);
