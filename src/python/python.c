@@ -313,12 +313,29 @@ static pid_t parent_pid(pid_t pid)
 	return ppid;
 }
 
-/* Link @p to its parent when that is the same interpreter, same place. */
-static void set_parent(struct python *py, struct pyproc *p)
+static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps,
+		      bool is_parent);
+
+/*
+ * Link @p to its parent when that is the same interpreter, same place.
+ * A parent never sampled yet (one that only forks spends little CPU) is
+ * looked at now: its copies of the code objects name a short-lived
+ * child's frames after the child exited.
+ */
+static void set_parent(struct python *py, struct pyproc *p, bool is_parent)
 {
 	pid_t ppid = parent_pid(p->pid);
 	struct pyproc *q = ppid > 0 ? *proc_slot(py, ppid) : NULL;
 
+	if (!q && ppid > 1 && !is_parent) {
+		struct proc_maps maps = { 0 };
+
+		if (!proc_maps_read(ppid, &maps)) {
+			maps_read(py, ppid, &maps, true);
+			q = *proc_slot(py, ppid);
+		}
+		proc_maps_free(&maps);
+	}
 	p->parent = 0;
 	p->parent_gen = 0;
 	if (q && q->off && q->inode == p->inode && q->dev_major == p->dev_major &&
@@ -329,6 +346,13 @@ static void set_parent(struct python *py, struct pyproc *p)
 }
 
 void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps)
+{
+	maps_read(py, pid, maps, false);
+}
+
+/* python_maps_read(); @is_parent: called for a child's parent (no further up). */
+static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps,
+		      bool is_parent)
 {
 	const struct proc_mapping *found = NULL;
 	struct detected *d = NULL;
@@ -384,7 +408,7 @@ void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 	}
 	p->gen = ++py->next_gen;
 	p->bias = bias;
-	set_parent(py, p);
+	set_parent(py, p, is_parent);
 	p->types.code = d->bin.code_type ? d->bin.code_type + bias : 0;
 	p->types.unicode = d->bin.unicode_type ? d->bin.unicode_type + bias : 0;
 	p->types.bytes = d->bin.bytes_type ? d->bin.bytes_type + bias : 0;
