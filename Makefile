@@ -13,15 +13,19 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
              -fno-omit-frame-pointer \
              -I$(BUILD) -I$(BUILD)/gen -Isrc -I.
-LDLIBS    := -lbpf -lelf -lz -lprotobuf-c -lstdc++ -lpthread -lm
+LDLIBS    := -lbpf -lelf -lz -lprotobuf-c -lcurl -lstdc++ -lpthread -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall \
              -idirafter /usr/include/$(shell $(CC) -dumpmachine)
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-PROTOS    := $(wildcard proto/*.proto)
+# proto/*.proto (pprof) and the OTLP tree proto/opentelemetry/proto/...,
+# imported by their path under proto/ (protoc-c -Iproto), generated into
+# build/gen/ with the same layout.
+PROTOS    := $(wildcard proto/*.proto) $(sort $(shell find proto/opentelemetry -name '*.proto' 2>/dev/null))
 PROTO_C   := $(patsubst proto/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
+PROTO_H   := $(PROTO_C:.c=.h)
 PROTO_O   := $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(PROTO_C))
 
 CORE_SRCS := $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c))
@@ -32,11 +36,12 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 .PHONY: all deps test-deps test run clean bench
 # Keep intermediate BPF objects and generated sources.
 .SECONDARY:
-all: $(BUILD)/profd $(UNIT_BINS) inject gpu-test-bins
+all: $(BUILD)/profd $(UNIT_BINS) inject gpu-test-bins nvtx-test-bins
 
 # The CUDA/NVTX injection library and the GPU mocks/test programs.
 include inject/inject.mk
 include tests/gpu/gpu.mk
+include tests/nvtx/nvtx.mk
 
 deps:
 	@sh scripts/deps.sh
@@ -59,12 +64,13 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
 	$(PROTOC_C) -Iproto --c_out=$(BUILD)/gen $<
 
-$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+# A generated file includes the headers of the files its .proto imports.
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # Every object may include a skeleton or generated proto header.
-$(BUILD)/obj/%.o: src/%.c $(SKELS) $(PROTO_C) $(wildcard src/*/*.h src/*.h bpf/*.h)
+$(BUILD)/obj/%.o: src/%.c $(SKELS) $(PROTO_H) $(wildcard src/*/*.h src/*.h bpf/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

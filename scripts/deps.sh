@@ -5,14 +5,17 @@
 set -eu
 
 BUILD="make gcc g++ clang bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
-protobuf-c-compiler libprotobuf-c-dev"
+protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev"
 # Tests: pytest, the oracles (protoc, Google's pprof built from Debian's
 # source, chromium, binutils' readelf/nm/c++filt, gdb for CPython's struct
 # layouts from DWARF, austin as a second Python profiler), libc's detached
-# debug symbols, util-linux's setpriv/unshare/setarch; perf for bench/.
+# debug symbols, util-linux's setpriv/unshare/setarch; perf for bench/;
+# the OTLP receiver of tests/test_otlp_export.py (../shared/tools/otlp-sink:
+# protoc's Python and gRPC output, grpcio, protobuf; openssl for a test CA).
 TEST="python3 python3.11 python3-pytest protobuf-compiler golang-go
 golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
-linux-perf libclang-rt-14-dev gdb austin"
+linux-perf libclang-rt-14-dev gdb austin protobuf-compiler-grpc
+python3-grpcio python3-protobuf openssl"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * resource.h - the OTLP resource of a process, shared by every signal
+ * profd exports for it (profiles, NVTX spans and logs), so a backend can
+ * join them.
+ *
+ * Attributes (OpenTelemetry semantic conventions): service.name (the
+ * process's own OTEL_SERVICE_NAME from /proc/PID/environ, else profd's
+ * OTEL_SERVICE_NAME, else "unknown_service:<executable name>"),
+ * process.pid, process.executable.name, process.executable.path,
+ * process.command_line, host.name, host.id (/etc/machine-id when
+ * readable), telemetry.sdk.name "profd", telemetry.sdk.language "c",
+ * telemetry.sdk.version, then OTEL_RESOURCE_ATTRIBUTES (they never
+ * override the process's own attributes above).
+ *
+ * Read once per process while it lives, cached by pid + start time
+ * (/proc/PID/stat, re-checked at most once a second, so a reused pid
+ * gets a new resource and a new key) and forgotten with
+ * otlp_resources_forget() after it exits. Strings are made valid UTF-8.
+ * otlp_resource.key: pid << 32 | (start time & 0xffffffff); 0 for the
+ * host. Thread-safe.
+ */
+#ifndef PROFD_EXPORT_RESOURCE_H
+#define PROFD_EXPORT_RESOURCE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "export/otlp.h"
+#include "export/otlp_types.h"
+
+struct otlp_resources;
+
+/* otlp_resources_new - a cache using @c's service name and resource attributes (copied). */
+struct otlp_resources *otlp_resources_new(const struct otlp_config *c);
+
+/*
+ * otlp_resources_get - the resource of @pid (@comm: a fallback name when
+ * /proc is gone), or of profd's host when @pid is 0. The returned
+ * resource stays valid until otlp_resources_free(), and for at least
+ * 10 s after otlp_resources_forget(@pid) or a pid reuse is noticed
+ * (callers hold it only within one call); never NULL unless out of
+ * memory or @rs is NULL.
+ */
+const struct otlp_resource *otlp_resources_get(struct otlp_resources *rs, pid_t pid,
+					       const char *comm);
+
+/* otlp_resources_forget - drop @pid's cached resource (the process exited). */
+void otlp_resources_forget(struct otlp_resources *rs, pid_t pid);
+
+void otlp_resources_free(struct otlp_resources *rs);
+
+#endif /* PROFD_EXPORT_RESOURCE_H */
