@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nvtx.c - the NVTX tracer (see nvtx.h): its queue, its thread, its ids.
+ *
+ * Owns: the queue between the ringbuf reader and the tracer's thread, a
+ * ring of qcap bytes holding items (struct qhdr + a copied NVTX batch
+ * record, or a process exit) back to back, 8-byte aligned, never split
+ * at the ring's end (a Q_WRAP item fills the gap). Producers copy an item
+ * in under the lock (O(1): one memcpy of at most ~3 KiB) and signal only
+ * a waiting tracer; the tracer takes every item present, processes them
+ * without the lock, in place (producers only write past qhead), then
+ * releases their bytes. Also: the tracer's loop (expiry, clock re-sync,
+ * ticks every NVTX_TICK_NS and when the queue drains), trace and span ids
+ * (xoshiro256** seeded from getrandom(2); never all-zero), and the final
+ * close of everything at nvtx_stop().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nvtx/nvtx_internal.h"
+
+#define QUEUE_DEFAULT_BYTES	(64u << 20)
+#define QUEUE_MIN_BYTES		(64u << 10)
+#define CHUNK_BYTES		(1u << 20)	/* released to producers at least this often */
+
+struct qhdr {
+	uint32_t size;		/* bytes of the item, header included, multiple of 8 */
+	uint32_t kind;		/* Q_* */
+};
+
+enum { Q_RECORD = 1, Q_EXIT = 2, Q_WRAP = 3 };
+
+struct qexit {
+	uint64_t now_ns;	/* CLOCK_MONOTONIC when reported */
+	int32_t pid;
+	uint32_t pad;
+};
+
+/* --- ids ------------------------------------------------------------------------ */
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(struct nvtx_tracer *t)
+{
+	uint64_t *s = t->rng;
+	uint64_t r = rotl(s[1] * 5, 7) * 9, x = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= x;
+	s[3] = rotl(s[3], 45);
+	return r;
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Fill @buf from getrandom(2); without it, from the clocks and the pid. */
+static void random_bytes(void *buf, size_t len)
+{
+	uint8_t *b = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = getrandom(b + got, len - got, 0);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		got += n;
+	}
+	if (got < len) {
+		uint64_t x = clock_real_ns() ^ (clock_mono_ns() << 20) ^ (uint64_t)getpid() << 40 ^
+			     (uint64_t)(uintptr_t)buf;
+
+		for (size_t i = got; i < len; i++)
+			b[i] = (uint8_t)splitmix64(&x);
+	}
+}
+
+void nvtx_new_span_id(struct nvtx_tracer *t, uint8_t id[8])
+{
+	uint64_t v;
+
+	do
+		v = rng_next(t);
+	while (!v);
+	memcpy(id, &v, 8);
+}
+
+void nvtx_new_trace_id(struct nvtx_tracer *t, uint8_t id[16])
+{
+	uint64_t v[2];
+
+	do {
+		v[0] = rng_next(t);
+		v[1] = rng_next(t);
+	} while (!v[0] && !v[1]);
+	memcpy(id, v, 16);
+}
+
+static pthread_once_t idmap_once = PTHREAD_ONCE_INIT;
+
+static void idmap_seed_once(void)
+{
+	uint64_t seed;
+
+	random_bytes(&seed, sizeof(seed));
+	idmap_seed(seed);
+}
+
+/* --- the queue (under t->lock) ------------------------------------------------------ */
+
+/* Append an item of @kind with @len bytes of @data; false if it does not fit. */
+static bool q_put(struct nvtx_tracer *t, uint32_t kind, const void *data, size_t len)
+{
+	size_t need = (sizeof(struct qhdr) + len + 7) & ~(size_t)7;
+	size_t pos = t->qhead % t->qcap, used = t->qhead - t->qtail, waste = 0;
+	struct qhdr *h;
+
+	if (pos + need > t->qcap)
+		waste = t->qcap - pos;	/* a multiple of 8: room for a header */
+	if (used + waste + need > t->qcap)
+		return false;
+	if (waste) {
+		h = (struct qhdr *)(t->q + pos);
+		h->size = waste;
+		h->kind = Q_WRAP;
+		t->qhead += waste;
+		pos = 0;
+	}
+	h = (struct qhdr *)(t->q + pos);
+	h->size = need;
+	h->kind = kind;
+	memcpy(h + 1, data, len);
+	t->qhead += need;
+	return true;
+}
+
+int nvtx_record(struct nvtx_tracer *t, const void *data, size_t size)
+{
+	struct profd_gpu_batch h;
+	size_t len;
+
+	if (!t || !data || size < sizeof(h))
+		return -EINVAL;
+	memcpy(&h, data, sizeof(h));
+	if (h.type != PROFD_EVENT_NVTX || h.n > PROFD_NVTX_BATCH_MAX)
+		return -EINVAL;
+	len = sizeof(h) + (size_t)h.n * sizeof(struct profd_nvtx_event);
+	if (size < len)
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	if (t->stopping || !q_put(t, Q_RECORD, data, len))
+		t->queue_full += h.n;
+	else if (t->waiting)
+		pthread_cond_signal(&t->wake);
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+void nvtx_process_exit(struct nvtx_tracer *t, pid_t pid)
+{
+	struct qexit x = { .now_ns = clock_mono_ns(), .pid = pid };
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (!t->stopping && !q_put(t, Q_EXIT, &x, sizeof(x))) {
+		/* never lost: the tracer takes these with its next chunk */
+		struct nvtx_exit *o = calloc(1, sizeof(*o));
+
+		if (o) {
+			o->pid = pid;
+			o->deadline_ns = x.now_ns + NVTX_EXIT_GRACE_NS;
+			o->next = t->exits_overflow;
+			t->exits_overflow = o;
+		}
+	}
+	if (t->waiting)
+		pthread_cond_signal(&t->wake);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* --- the tracer's thread ---------------------------------------------------------- */
+
+static void process_item(struct nvtx_tracer *t, const struct qhdr *h)
+{
+	if (h->kind == Q_RECORD) {
+		const struct profd_gpu_batch *b = (const void *)(h + 1);
+
+		nvtx_proc_batch(t, b, (const void *)(b + 1), b->n);
+	} else if (h->kind == Q_EXIT) {
+		const struct qexit *x = (const void *)(h + 1);
+
+		nvtx_proc_exit(t, x->pid, x->now_ns + NVTX_EXIT_GRACE_NS);
+	}
+}
+
+/* Exits that found the queue full (newest first): apply oldest first. */
+static void take_overflow(struct nvtx_tracer *t, struct nvtx_exit *o)
+{
+	struct nvtx_exit *rev = NULL;
+
+	while (o) {
+		struct nvtx_exit *next = o->next;
+
+		o->next = rev;
+		rev = o;
+		o = next;
+	}
+	while (rev) {
+		struct nvtx_exit *next = rev->next;
+
+		nvtx_proc_exit(t, rev->pid, rev->deadline_ns);
+		free(rev);
+		rev = next;
+	}
+}
+
+static void housekeep(struct nvtx_tracer *t, bool drained)
+{
+	t->now_ns = clock_mono_ns();
+	nvtx_proc_expire(t, t->now_ns);
+	clock_sync_maybe(t->clock, t->now_ns);
+	if (drained || t->now_ns - t->last_tick_ns >= NVTX_TICK_NS) {
+		t->last_tick_ns = t->now_ns;
+		if (t->out.tick)
+			t->out.tick(t->out.ctx, t->now_ns);
+	}
+}
+
+/* Sleep (lock held) until a producer signals or the next deadline or tick. */
+static void wait_for_work(struct nvtx_tracer *t)
+{
+	uint64_t until = t->last_tick_ns + NVTX_TICK_NS, d = nvtx_proc_next_deadline(t);
+	struct timespec ts;
+
+	if (d < until)
+		until = d;
+	ts.tv_sec = until / 1000000000ULL;
+	ts.tv_nsec = until % 1000000000ULL;
+	t->waiting = true;
+	pthread_cond_timedwait(&t->wake, &t->lock, &ts);
+	t->waiting = false;
+}
+
+static void *tracer_main(void *arg)
+{
+	struct nvtx_tracer *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		struct nvtx_exit *overflow;
+		uint64_t head, tail, start;
+		bool drained;
+
+		if (t->qtail == t->qhead && !t->exits_overflow) {
+			if (t->stopping)
+				break;
+			wait_for_work(t);
+			pthread_mutex_unlock(&t->lock);
+			housekeep(t, false);
+			pthread_mutex_lock(&t->lock);
+			t->pub = t->st;
+			continue;
+		}
+		head = t->qhead;
+		start = tail = t->qtail;
+		overflow = t->exits_overflow;
+		t->exits_overflow = NULL;
+		pthread_mutex_unlock(&t->lock);
+
+		t->now_ns = clock_mono_ns();
+		while (tail != head && tail - start < CHUNK_BYTES) {
+			const struct qhdr *h = (const void *)(t->q + tail % t->qcap);
+
+			process_item(t, h);
+			tail += h->size;
+		}
+		take_overflow(t, overflow);
+
+		pthread_mutex_lock(&t->lock);
+		t->qtail = tail;
+		drained = t->qhead == tail;
+		pthread_mutex_unlock(&t->lock);
+		housekeep(t, drained);
+		pthread_mutex_lock(&t->lock);
+		t->pub = t->st;
+	}
+	pthread_mutex_unlock(&t->lock);
+
+	t->now_ns = clock_mono_ns();
+	nvtx_proc_close_all(t);
+	if (t->out.tick)
+		t->out.tick(t->out.ctx, t->now_ns);
+	pthread_mutex_lock(&t->lock);
+	t->pub = t->st;
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* --- the API ---------------------------------------------------------------------- */
+
+static void tracer_destroy(struct nvtx_tracer *t)
+{
+	while (t->exits_overflow) {
+		struct nvtx_exit *o = t->exits_overflow;
+
+		t->exits_overflow = o->next;
+		free(o);
+	}
+	nvtx_emit_free(t);
+	pthread_cond_destroy(&t->wake);
+	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->stop_lock);
+	free(t->q);
+	free(t);
+}
+
+struct nvtx_tracer *nvtx_new(const struct nvtx_opts *o)
+{
+	struct nvtx_tracer *t = calloc(1, sizeof(*t));
+	pthread_condattr_t ca;
+	size_t qcap;
+	int err;
+
+	if (!t)
+		return NULL;
+	qcap = o->queue_bytes ? o->queue_bytes : QUEUE_DEFAULT_BYTES;
+	if (qcap < QUEUE_MIN_BYTES)
+		qcap = QUEUE_MIN_BYTES;
+	qcap &= ~(size_t)7;
+	t->q = malloc(qcap);
+	if (!t->q) {
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->qcap = qcap;
+	t->out = o->out;
+	t->max_spans_per_sec = o->max_spans_per_sec;
+	if (o->clock) {
+		t->clock = o->clock;
+	} else {
+		clock_sync_init(&t->own_clock);
+		t->clock = &t->own_clock;
+	}
+	pthread_once(&idmap_once, idmap_seed_once);
+	do
+		random_bytes(t->rng, sizeof(t->rng));
+	while (!(t->rng[0] | t->rng[1] | t->rng[2] | t->rng[3]));
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->stop_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	t->now_ns = t->last_tick_ns = clock_mono_ns();
+	err = pthread_create(&t->thread, NULL, tracer_main, t);
+	if (err) {
+		tracer_destroy(t);
+		errno = err;
+		return NULL;
+	}
+	t->started = true;
+	return t;
+}
+
+void nvtx_stop(struct nvtx_tracer *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->stop_lock);
+	if (!t->joined) {
+		pthread_mutex_lock(&t->lock);
+		t->stopping = true;
+		pthread_cond_signal(&t->wake);
+		pthread_mutex_unlock(&t->lock);
+		pthread_join(t->thread, NULL);
+		t->joined = true;
+	}
+	pthread_mutex_unlock(&t->stop_lock);
+}
+
+void nvtx_get_stats(struct nvtx_tracer *t, struct nvtx_stats *out)
+{
+	pthread_mutex_lock(&t->lock);
+	*out = t->pub;
+	out->queue_full = t->queue_full;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void nvtx_free(struct nvtx_tracer *t)
+{
+	if (!t)
+		return;
+	nvtx_stop(t);
+	tracer_destroy(t);
+}
