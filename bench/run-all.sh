@@ -2,8 +2,8 @@
 # bench/run-all.sh - run profd's benchmarks and print a summary (`make bench`).
 #
 # Runs, in this order, the suites named in BENCH_SUITES (default
-# "core python dwarf gpu"; about 16 minutes on a 2-CPU machine, core alone
-# 5-6):
+# "core python dwarf gpu nvtx"; about 17 minutes on a 2-CPU machine, core
+# alone 5-6):
 # core:
 #   bench/bpf_cost.sh        BPF run time per sample at 99 and 19 Hz, and at 99 Hz
 #                            with --no-dwarf-unwinding (~1.5 min)
@@ -28,6 +28,9 @@
 #                            -> correlation without loss (~20 s)
 #   bench/gpu_launch_cost.sh what the injection library adds per launch, with
 #                            and without profd attached (~40 s)
+# nvtx (NVTX v3 headers only, no GPU; needs build/tests/nvtx):
+#   bench/nvtx_cost.sh       an NVTX push+pop pair without the injection
+#                            library, with it and no agent, and under profd (~40 s)
 # Each script's full output goes to $BENCH_OUT (default: a new
 # /tmp/profd-bench-results.XXXXXX directory), the summary to stdout.
 # Needs root and build/profd (run `make` first; PROFD=/path/to/profd measures
@@ -72,7 +75,7 @@ run() {
 	child=""
 }
 
-suites=${BENCH_SUITES:-core python dwarf gpu}
+suites=${BENCH_SUITES:-core python dwarf gpu nvtx}
 parts=0
 [ "${BENCH_PARTS:-1}" != 0 ] && command -v clang >/dev/null && parts=1
 names=""
@@ -86,7 +89,8 @@ for suite in $suites; do
 		[ $parts = 1 ] && names="$names dwarf_parts"
 		names="$names dwarf_memory dwarf_first_stack dwarf_slowdown" ;;
 	gpu) names="$names gpu_throughput gpu_launch_cost" ;;
-	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu)" >&2; exit 1 ;;
+	nvtx) names="$names nvtx_cost" ;;
+	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx)" >&2; exit 1 ;;
 	esac
 done
 
@@ -129,6 +133,13 @@ function kv(s,   n, i, a, p) {
 /^RESULT gpu_launch_cost / {
 	kv($0)
 	printf "GPU launch cost %-13s %8s ns per launch (+%s ns)\n", v["config"], v["ns_per_launch"], v["added_ns"]
+}
+/^RESULT nvtx_cost / {
+	kv($0)
+	target = ""
+	if (v["config"] == "no_agent") target = sprintf("; target <= 20 ns: %s", (v["ns_per_pair"] + 0 <= 20) ? "met" : "MISSED")
+	if (v["config"] == "agent") target = sprintf("; target <= 2000 ns (1 us an event): %s", (v["ns_per_pair"] + 0 <= 2000) ? "met" : "MISSED")
+	printf "NVTX push+pop %-9s %8s ns per pair (+%s ns)%s\n", v["config"], v["ns_per_pair"], v["added_ns"], target
 }
 /^RESULT bpf_parts mode=alone / {
 	kv($0)

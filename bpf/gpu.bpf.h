@@ -3,7 +3,7 @@
  * gpu.bpf.h - the USDT programs on the CUDA injection library's probes.
  *
  * Owns: the `cupti_events` ringbuf and one program per probe of provider
- * "profd" (bpf/gpu_events.h). The launch probe captures the launching
+ * "profd" (bpf/gpu_events.h, bpf/nvtx_events.h). The launch probe captures the launching
  * thread's CPU stack with capture_stack(), the routine the CPU sampler
  * uses, through the kprobe-type unwinder chain; the other probes copy
  * the library's fixed-size batches into one record each.
@@ -29,6 +29,11 @@
 
 /* Payload bytes one batch record may carry. */
 #define PROFD_GPU_BATCH_BYTES	(PROFD_GPU_BATCH_MAX * 64)
+
+/* A full NVTX batch fits forward_batch's bounds. */
+_Static_assert(PROFD_NVTX_BATCH_MAX <= PROFD_GPU_BATCH_MAX &&
+	       PROFD_NVTX_BATCH_MAX * PROFD_NVTX_TEXT_CHUNK <= PROFD_GPU_BATCH_BYTES,
+	       "NVTX batch larger than a batch record");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -104,6 +109,7 @@ static __always_inline int forward_batch(__u32 type, const void *ptr, __u32 n)
 	if (bpf_ringbuf_output(&cupti_events, s, sizeof(s->hdr) + bytes, 0)) {
 		/* what was lost, in the unit the batch carries */
 		count_n(type == PROFD_EVENT_GPU_KERNELS ? PROFD_CNT_GPU_KERNELS_LOST :
+			type == PROFD_EVENT_NVTX ? PROFD_CNT_NVTX_EVENTS_LOST :
 			PROFD_CNT_GPU_EVENTS_LOST, n);
 	}
 	return 0;
@@ -152,6 +158,7 @@ PROFD_GPU_BATCH_PROGRAM(stall_reasons, PROFD_EVENT_GPU_STALL_REASONS)
 PROFD_GPU_BATCH_PROGRAM(cubin, PROFD_EVENT_GPU_CUBIN)
 PROFD_GPU_BATCH_PROGRAM(device, PROFD_EVENT_GPU_DEVICE)
 PROFD_GPU_BATCH_PROGRAM(error, PROFD_EVENT_GPU_ERROR)
+PROFD_GPU_BATCH_PROGRAM(nvtx, PROFD_EVENT_NVTX)
 
 SEC("usdt")
 int BPF_USDT(profd_gpu_name, __u32 name_id, const char *str)

@@ -39,6 +39,10 @@
  *	fixed-size; each struct also carries the string's address, which
  *	stays valid for the life of the process, so user space can read a
  *	name it missed (agent attached later) from process memory.
+ *   profd:nvtx(const struct profd_nvtx_event *v, u32 n)
+ *	NVTX ranges, marks and names, batched per thread
+ *	(n <= PROFD_NVTX_BATCH_MAX); see bpf/nvtx_events.h. Forwarded like
+ *	the batches above, as record type PROFD_EVENT_NVTX.
  *
  * Every ringbuf record starts with a __u32 event type from
  * enum profd_event_type (bpf/profd.h). All ids are the process's own
@@ -50,6 +54,8 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+
+#include "nvtx_events.h"
 
 #define PROFD_USDT_PROVIDER	"profd"
 
@@ -201,6 +207,7 @@ static inline __u32 profd_gpu_batch_elem_size(__u32 type)
 	case PROFD_EVENT_GPU_DEVICE:		return sizeof(struct profd_gpu_device);
 	case PROFD_EVENT_GPU_ERROR:		return sizeof(struct profd_gpu_error);
 	case PROFD_EVENT_GPU_LAUNCHES:		return sizeof(struct profd_gpu_launch_rec);
+	case PROFD_EVENT_NVTX:			return sizeof(struct profd_nvtx_event);
 	default:				return 0;
 	}
 }

@@ -1,4 +1,4 @@
-# inject.mk - build/libprofd_inject.so, the CUDA injection library (inject/).
+# inject.mk - build/libprofd_inject.so, the CUDA/NVTX injection library (inject/).
 # libcuda loads it through CUDA_INJECTION64_PATH; it dlopens libcupti
 # itself, so it builds with the CUDA headers only (no GPU, no libcupti).
 CUDA_INCLUDE  ?= /usr/local/cuda/include
@@ -14,11 +14,12 @@ inject:
 	@echo "note: no CUDA headers at $(CUDA_INCLUDE) (CUDA_INCLUDE=...): GPU profiling not built"
 endif
 
-$(BUILD)/inject/%.o: inject/%.c $(wildcard inject/*.h) bpf/gpu_events.h
+$(BUILD)/inject/%.o: inject/%.c $(wildcard inject/*.h) bpf/gpu_events.h bpf/nvtx_events.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(INJECT_CFLAGS) -c $< -o $@
 
-# Only InitializeInjection is exported (-fvisibility=hidden + exports.map).
+# Only InitializeInjection and InitializeInjectionNvtx2 are exported
+# (-fvisibility=hidden + exports.map).
 $(BUILD)/libprofd_inject.so: $(INJECT_OBJS) inject/exports.map
 	$(CC) $(CFLAGS) -shared -Wl,--version-script=inject/exports.map \
 		-Wl,-z,defs -o $@ $(INJECT_OBJS) -ldl -lpthread

@@ -2,12 +2,13 @@
 /*
  * probes.c - the probe semaphores and the error reporter.
  *
- * Owns: the nine profd_<probe>_semaphore variables (section .probes, as
- * sys/sdt.h expects), the attached-probe mask, and error reporting: every
- * failure in the library becomes a struct profd_gpu_error fired on
- * profd:error and, with PROFD_INJECT_VERBOSE=1, one stderr line. The last
- * few errors are kept so an agent that attaches later still learns why a
- * feature is off.
+ * Owns: the ten profd_<probe>_semaphore variables (section .probes, as
+ * sys/sdt.h expects; nvtx's is read by the NVTX files only and is not in
+ * the CUDA side's attached-probe mask), the attached-probe mask, and error
+ * reporting: every failure in the library becomes a struct profd_gpu_error
+ * fired on profd:error and, with PROFD_INJECT_VERBOSE=1, one stderr line.
+ * The last few errors are kept so an agent that attaches later still
+ * learns why a feature is off.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@ SEMAPHORE(stall_reasons);
 SEMAPHORE(device);
 SEMAPHORE(error);
 SEMAPHORE(launches);
+SEMAPHORE(nvtx);
 
 #define KEPT_ERRORS 16
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * probes.h - the USDT probes of provider "profd" (bpf/gpu_events.h) and
- * their semaphores, plus the error reporter.
+ * probes.h - the USDT probes of provider "profd" (bpf/gpu_events.h,
+ * bpf/nvtx_events.h) and their semaphores, plus the error reporter.
  *
  * Every probe has a semaphore the kernel increments while a uprobe is
  * attached to it; PROBE_ON(name) is a relaxed load of it, so code does no
@@ -28,6 +28,7 @@ extern unsigned short profd_stall_reasons_semaphore INJECT_HIDDEN;
 extern unsigned short profd_device_semaphore INJECT_HIDDEN;
 extern unsigned short profd_error_semaphore INJECT_HIDDEN;
 extern unsigned short profd_launches_semaphore INJECT_HIDDEN;
+extern unsigned short profd_nvtx_semaphore INJECT_HIDDEN;
 
 /* Non-zero while an agent has the probe attached. */
 #define PROBE_ON(name) \
@@ -46,6 +47,8 @@ extern unsigned short profd_launches_semaphore INJECT_HIDDEN;
 	STAP_PROBE2(profd, stall_reasons, (v), (uint32_t)(n))
 #define FIRE_DEVICE(v, n) STAP_PROBE2(profd, device, (v), (uint32_t)(n))
 #define FIRE_ERROR(v, n) STAP_PROBE2(profd, error, (v), (uint32_t)(n))
+/* bpf/nvtx_events.h; fired from one place only (nvtx_batch.c). */
+#define FIRE_NVTX(v, n) STAP_PROBE2(profd, nvtx, (v), (uint32_t)(n))
 
 /* inject_probe_mask - INJECT_P_* bits of the probes attached now. */
 unsigned inject_probe_mask(void) INJECT_HIDDEN;

@@ -29,6 +29,7 @@ static const char *const names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_GPU_KERNELS_LOST] = "gpu_kernels_lost",
 	[PROFD_CNT_GPU_BAD_BATCH] = "gpu_bad_batch",
 	[PROFD_CNT_FOLLOWED_CHILDREN] = "followed_children",
+	[PROFD_CNT_NVTX_EVENTS_LOST] = "nvtx_events_lost",
 };
 
 const char *profd_counter_name(enum profd_counter c)
@@ -51,6 +52,7 @@ enum counter_kind profd_counter_kind(enum profd_counter c)
 	case PROFD_CNT_GPU_EVENTS_LOST:
 	case PROFD_CNT_GPU_KERNELS_LOST:
 	case PROFD_CNT_GPU_BAD_BATCH:
+	case PROFD_CNT_NVTX_EVENTS_LOST:
 		return COUNTER_LOST;
 	case PROFD_CNT_KERNEL_STACK_ERR:	/* sample kept, stack cut short */
 	case PROFD_CNT_USER_READ_ERR:

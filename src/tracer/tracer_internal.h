@@ -17,8 +17,8 @@
  * are detached by tracer_gpu_detach_unused().
  */
 #define TRACER_GPU_MAX_LIBRARIES 64
-/* Probes of provider "profd" (bpf/gpu_events.h). */
-#define TRACER_GPU_PROBES 9
+/* Probes of provider "profd" (bpf/gpu_events.h, bpf/nvtx_events.h). */
+#define TRACER_GPU_PROBES 10
 
 struct gpu_library {
 	dev_t dev;

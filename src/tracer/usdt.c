@@ -20,10 +20,16 @@
 #include "profd.skel.h"
 #include "tracer/tracer_internal.h"
 
-static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name)
+/*
+ * The program of probe i and the probe's name. *optional: a library built
+ * before the probe existed may lack it, and is attached without it.
+ */
+static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name,
+				      bool *optional)
 {
 	struct profd_bpf *s = t->skel;
 
+	*optional = false;
 	switch (i) {
 	case 0: *name = "launch"; return s->progs.profd_gpu_launch;
 	case 1: *name = "kernels"; return s->progs.profd_gpu_kernels;
@@ -34,6 +40,7 @@ static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name
 	case 6: *name = "device"; return s->progs.profd_gpu_device;
 	case 7: *name = "error"; return s->progs.profd_gpu_error;
 	case 8: *name = "launches"; return s->progs.profd_gpu_launches;
+	case 9: *name = "nvtx"; *optional = true; return s->progs.profd_gpu_nvtx;
 	}
 	return NULL;
 }
@@ -88,14 +95,18 @@ int tracer_gpu_attach(struct tracer *t, const char *path)
 	memset(lib, 0, sizeof(*lib));
 	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
 		const char *name;
-		struct bpf_program *prog = probe_prog(t, i, &name);
+		bool optional;
+		struct bpf_program *prog = probe_prog(t, i, &name, &optional);
 
+		errno = 0;
 		lib->links[i] = bpf_program__attach_usdt(prog, -1, path,
 							 PROFD_USDT_PROVIDER,
 							 name, NULL);
 		if (!lib->links[i]) {
 			int err = errno ? -errno : -EINVAL;
 
+			if (optional && err == -ENOENT)
+				continue;	/* an older library: no NVTX */
 			detach(lib);
 			/* libbpf says ENOENT when the note lacks the probe */
 			return err == -ENOENT ? -ESRCH : err;
