@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "export/otlp.h"
 #include "bpf/profd.h"
 
 const char *argp_program_version = "profd " PROFD_VERSION;
@@ -44,7 +45,14 @@ static const char doc[] =
 "\n"
 "GPU: CUDA programs that load profd's injection library (CUDA_INJECTION64_PATH\n"
 "=.../libprofd_inject.so; `profd exec` sets it) get DIR/gpu-<UTC time>.pb.gz:\n"
-"each kernel's time on the CPU stack that launched it.\n"
+"each kernel's time on the CPU stack that launched it. Their NVTX ranges and\n"
+"marks (NVTX_INJECTION64_PATH, also set by `profd exec`) become OTLP spans,\n"
+"span events and log records.\n"
+"\n"
+"OTLP: with --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT) every profile is\n"
+"also exported as OTLP profiles, beside the pprof files. OTEL_EXPORTER_OTLP_\n"
+"PROTOCOL, _HEADERS, _TIMEOUT, _COMPRESSION, OTEL_SERVICE_NAME and\n"
+"OTEL_RESOURCE_ATTRIBUTES are honoured.\n"
 "\n"
 "SIGINT/SIGTERM stop profd after writing the partial interval and the\n"
 "flame graph. Exit status: 0 on success, 1 on a start-up error, 64 on a\n"
@@ -67,6 +75,10 @@ enum {
 	OPT_NO_GPU,
 	OPT_INJECT_LIBRARY,
 	OPT_GPU_TIMEOUT,
+	OPT_OTLP_ENDPOINT,
+	OPT_OTLP_PROTOCOL,
+	OPT_OTLP_INSECURE,
+	OPT_NVTX_MAX_SPANS,
 };
 
 static const struct argp_option options[] = {
@@ -105,6 +117,18 @@ static const struct argp_option options[] = {
 	{ "gpu-correlation-timeout", OPT_GPU_TIMEOUT, "SECONDS", 0,
 	  "How long a GPU launch waits for its kernel records and a kernel for "
 	  "its launch, 1-3600 (default 30)", 0 },
+	{ "otlp-endpoint", OPT_OTLP_ENDPOINT, "URL", 0,
+	  "Also export profiles, and NVTX ranges as spans and logs, over OTLP to "
+	  "URL (http://HOST:PORT, https://HOST:PORT or HOST:PORT; default "
+	  "$OTEL_EXPORTER_OTLP_ENDPOINT, none: pprof files only)", 0 },
+	{ "otlp-protocol", OPT_OTLP_PROTOCOL, "PROTO", 0,
+	  "grpc or http/protobuf (default $OTEL_EXPORTER_OTLP_PROTOCOL, else "
+	  "http/protobuf)", 0 },
+	{ "otlp-insecure", OPT_OTLP_INSECURE, NULL, 0,
+	  "gRPC to HOST:PORT without TLS (plaintext HTTP/2)", 0 },
+	{ "nvtx-max-spans-per-sec", OPT_NVTX_MAX_SPANS, "N", 0,
+	  "NVTX spans each process may export per second, 0-10000000 (default 0: "
+	  "no limit); whole traces are kept or dropped", 0 },
 	{ 0 },
 };
 
@@ -251,6 +275,30 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--gpu-correlation-timeout must be 1-3600 seconds, "
 				   "got '%s'", arg);
 		a->cfg.gpu_timeout_s = v;
+		break;
+	case OPT_OTLP_ENDPOINT:
+		if (!*arg)
+			argp_error(state, "--otlp-endpoint must not be empty");
+		a->cfg.otlp_endpoint = arg;
+		break;
+	case OPT_OTLP_PROTOCOL: {
+		enum otlp_protocol proto;
+
+		if (otlp_parse_protocol(arg, &proto))
+			argp_error(state, "--otlp-protocol must be grpc or http/protobuf, "
+				   "got '%s'", arg);
+		a->cfg.otlp_protocol = arg;
+		break;
+	}
+	case OPT_OTLP_INSECURE:
+		a->cfg.otlp_insecure = true;
+		break;
+	case OPT_NVTX_MAX_SPANS:
+		v = parse_uint(arg, 0, 10000000);
+		if (v < 0)
+			argp_error(state, "--nvtx-max-spans-per-sec must be 0-10000000, "
+				   "got '%s'", arg);
+		a->cfg.nvtx_max_spans_per_sec = v;
 		break;
 	case ARGP_KEY_ARG:
 		if (a->exec) {

@@ -25,6 +25,8 @@
 #include "agent/agent.h"
 #include "bpf/gpu_events.h"
 #include "agent/exec.h"
+#include "agent/export.h"
+#include "bpf/nvtx_events.h"
 #include "aggregate/aggregate.h"
 #include "gpu/gpu.h"
 #include "output/flamegraph.h"
@@ -50,6 +52,8 @@
  */
 #define READER_POLL_MS 20
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
+/* How long profd waits at exit for the OTLP endpoint to take the rest. */
+#define EXPORT_STOP_TIMEOUT_MS 5000
 
 /* User-space counters of loss and error, reported beside the BPF ones. */
 enum agent_counter {
@@ -83,6 +87,19 @@ enum agent_counter {
 	AGENT_CNT_GPU_ATTACH_ERRORS,	/* injection library copies we could not attach */
 	AGENT_CNT_GPU_KERNELS_BOGUS,	/* kernel records with impossible times: dropped */
 	AGENT_CNT_GPU_STACKS_DROPPED,	/* launch stacks over the memory bound: not kept */
+	AGENT_CNT_NVTX_SPANS,		/* NVTX ranges turned into spans */
+	AGENT_CNT_NVTX_LOGS,		/* NVTX marks outside ranges: log records */
+	AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET, /* spans of traces over --nvtx-max-spans-per-sec */
+	AGENT_CNT_NVTX_QUEUE_FULL,	/* NVTX events lost: the tracer's queue was full */
+	AGENT_CNT_NVTX_POPS_UNMATCHED,	/* nvtxRangePop with no range open */
+	AGENT_CNT_NVTX_ENDS_UNKNOWN,	/* nvtxRangeEnd of an id never started */
+	AGENT_CNT_NVTX_STRINGS_UNKNOWN,	/* NVTX messages whose text never arrived */
+	AGENT_CNT_NVTX_UNFINISHED,	/* ranges still open at exit/stop, closed by profd */
+	AGENT_CNT_NVTX_LIBRARY_DROPPED,	/* NVTX events the injection library could not record */
+	AGENT_CNT_NVTX_TABLES_FULL,	/* NVTX strings/ranges over the per-process bounds */
+	AGENT_CNT_OTLP_ITEMS_SENT,	/* spans, log records and profile samples the endpoint took */
+	AGENT_CNT_OTLP_ITEMS_DROPPED,	/* ... not delivered: queue full, rejected, retries exhausted */
+	AGENT_CNT_OTLP_RETRIES,		/* OTLP requests sent again after a retryable failure */
 	AGENT_CNT_MAX,
 };
 
@@ -117,6 +134,19 @@ static const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_GPU_ATTACH_ERRORS] = COUNTER_PARTIAL,
 	[AGENT_CNT_GPU_KERNELS_BOGUS] = COUNTER_LOST,
 	[AGENT_CNT_GPU_STACKS_DROPPED] = COUNTER_PARTIAL,
+	[AGENT_CNT_NVTX_SPANS] = COUNTER_STAT,
+	[AGENT_CNT_NVTX_LOGS] = COUNTER_STAT,
+	[AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET] = COUNTER_PARTIAL,
+	[AGENT_CNT_NVTX_QUEUE_FULL] = COUNTER_LOST,
+	[AGENT_CNT_NVTX_POPS_UNMATCHED] = COUNTER_PARTIAL,
+	[AGENT_CNT_NVTX_ENDS_UNKNOWN] = COUNTER_PARTIAL,
+	[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = COUNTER_PARTIAL,
+	[AGENT_CNT_NVTX_UNFINISHED] = COUNTER_STAT,
+	[AGENT_CNT_NVTX_LIBRARY_DROPPED] = COUNTER_LOST,
+	[AGENT_CNT_NVTX_TABLES_FULL] = COUNTER_PARTIAL,
+	[AGENT_CNT_OTLP_ITEMS_SENT] = COUNTER_STAT,
+	[AGENT_CNT_OTLP_ITEMS_DROPPED] = COUNTER_LOST,
+	[AGENT_CNT_OTLP_RETRIES] = COUNTER_STAT,
 };
 
 static const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -150,6 +180,19 @@ static const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_GPU_ATTACH_ERRORS] = "gpu_attach_errors",
 	[AGENT_CNT_GPU_KERNELS_BOGUS] = "gpu_kernels_bogus",
 	[AGENT_CNT_GPU_STACKS_DROPPED] = "gpu_launch_stacks_dropped",
+	[AGENT_CNT_NVTX_SPANS] = "nvtx_spans",
+	[AGENT_CNT_NVTX_LOGS] = "nvtx_logs",
+	[AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET] = "nvtx_spans_dropped_budget",
+	[AGENT_CNT_NVTX_QUEUE_FULL] = "nvtx_queue_full",
+	[AGENT_CNT_NVTX_POPS_UNMATCHED] = "nvtx_pops_unmatched",
+	[AGENT_CNT_NVTX_ENDS_UNKNOWN] = "nvtx_ends_unknown",
+	[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = "nvtx_strings_unknown",
+	[AGENT_CNT_NVTX_UNFINISHED] = "nvtx_unfinished",
+	[AGENT_CNT_NVTX_LIBRARY_DROPPED] = "nvtx_library_dropped",
+	[AGENT_CNT_NVTX_TABLES_FULL] = "nvtx_tables_full",
+	[AGENT_CNT_OTLP_ITEMS_SENT] = "otlp_items_sent",
+	[AGENT_CNT_OTLP_ITEMS_DROPPED] = "otlp_items_dropped",
+	[AGENT_CNT_OTLP_RETRIES] = "otlp_retries",
 };
 
 struct agent {
@@ -167,6 +210,7 @@ struct agent {
 	struct flamegraph *flame;
 	struct flamegraph *gpu_flame;	/* GPU kernel time by launching stack */
 	struct gpu *gpu;		/* NULL: --no-gpu */
+	struct agent_export *exp;	/* OTLP export and NVTX; NULL: neither */
 	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
 	uint64_t gpu_attach_errors;	/* reader thread */
 	struct gpu_discovery discovery;	/* reader thread: finding library copies */
@@ -374,6 +418,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 			process_exit(ag->procs, e->pid);
 			if (ag->gpu)
 				gpu_process_exit(ag->gpu, e->pid, now);
+			agent_export_process_exit(ag->exp, e->pid);
 		}
 		return 0;
 	}
@@ -406,6 +451,10 @@ static int on_event(void *ctx, const void *data, size_t size)
 		gpu_launch(ag->gpu, &li, now);
 		return 0;
 	}
+	case PROFD_EVENT_NVTX:
+		if (agent_export_nvtx(ag->exp, data, size))
+			goto malformed;
+		return 0;
 	default:
 		if (type >= PROFD_EVENT_GPU_KERNELS && type <= PROFD_EVENT_GPU_LAUNCHES) {
 			if (ag->gpu && gpu_record(ag->gpu, data, size, now))
@@ -477,8 +526,10 @@ static void publish_proc_stats(struct agent *ag)
 	struct unwind_loader_stats ust = { 0 };
 	struct python_stats pst = { 0 };
 	struct gpu_stats gst = { 0 };
+	struct agent_export_stats xst;
 
 	process_table_stats(ag->procs, &st);
+	agent_export_stats(ag->exp, &xst);
 	if (ag->unwind)
 		unwind_loader_stats(ag->unwind, &ust);
 	if (ag->py)
@@ -500,6 +551,19 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_GPU_ATTACH_ERRORS] = ag->gpu_attach_errors;
 	ag->counters[AGENT_CNT_GPU_KERNELS_BOGUS] = gst.kernels_bogus;
 	ag->counters[AGENT_CNT_GPU_STACKS_DROPPED] = gst.stacks_dropped;
+	ag->counters[AGENT_CNT_NVTX_SPANS] = xst.nvtx_spans;
+	ag->counters[AGENT_CNT_NVTX_LOGS] = xst.nvtx_logs;
+	ag->counters[AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET] = xst.nvtx_spans_dropped_budget;
+	ag->counters[AGENT_CNT_NVTX_QUEUE_FULL] = xst.nvtx_queue_full;
+	ag->counters[AGENT_CNT_NVTX_POPS_UNMATCHED] = xst.nvtx_pops_unmatched;
+	ag->counters[AGENT_CNT_NVTX_ENDS_UNKNOWN] = xst.nvtx_ends_unknown;
+	ag->counters[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = xst.nvtx_strings_unknown;
+	ag->counters[AGENT_CNT_NVTX_UNFINISHED] = xst.nvtx_unfinished;
+	ag->counters[AGENT_CNT_NVTX_LIBRARY_DROPPED] = xst.nvtx_library_dropped;
+	ag->counters[AGENT_CNT_NVTX_TABLES_FULL] = xst.nvtx_tables_full;
+	ag->counters[AGENT_CNT_OTLP_ITEMS_SENT] = xst.otlp_items_sent;
+	ag->counters[AGENT_CNT_OTLP_ITEMS_DROPPED] = xst.otlp_items_dropped;
+	ag->counters[AGENT_CNT_OTLP_RETRIES] = xst.otlp_retries;
 	ag->procs_stats = st;
 	ag->unwind_stats = ust;
 	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
@@ -723,6 +787,7 @@ static int write_profile(struct agent *ag, const char *kind, struct profile *p,
 		err = output_path(ag->cfg->output_dir, kind, start_ns, path, len);
 	if (!err)
 		err = pprof_write(p, path);
+	agent_export_profile(ag->exp, p);	/* also when the file failed */
 	if (err)
 		fprintf(stderr, "profd: error: writing %s: %s\n",
 			path[0] ? path : "the profile", strerror(-err));
@@ -873,6 +938,30 @@ static void flush(struct agent *ag)
 
 /* run */
 
+/*
+ * Close the NVTX ranges still open, send what is pending (the endpoint
+ * gets a few seconds) and say what was exported.
+ */
+static void export_finish(struct agent *ag)
+{
+	struct agent_export_stats st;
+
+	if (!ag->exp)
+		return;
+	agent_export_stop(ag->exp, EXPORT_STOP_TIMEOUT_MS);
+	agent_export_stats(ag->exp, &st);
+	if (agent_export_endpoint(ag->exp)[0])
+		fprintf(stderr, "profd: OTLP: %llu spans, %llu log records from NVTX; "
+			"%llu items sent to %s, %llu dropped\n",
+			(unsigned long long)st.nvtx_spans, (unsigned long long)st.nvtx_logs,
+			(unsigned long long)st.otlp_items_sent, agent_export_endpoint(ag->exp),
+			(unsigned long long)st.otlp_items_dropped);
+	else if (st.nvtx_spans || st.nvtx_logs)
+		fprintf(stderr, "profd: NVTX: %llu spans, %llu log records not exported "
+			"(no --otlp-endpoint / OTEL_EXPORTER_OTLP_ENDPOINT)\n",
+			(unsigned long long)st.nvtx_spans, (unsigned long long)st.nvtx_logs);
+}
+
 
 /* A process is alive while /proc/PID/stat exists and it is not a zombie. */
 static bool pid_alive(pid_t pid)
@@ -1007,6 +1096,29 @@ static int gpu_setup(struct agent *ag, const char *lib)
 	return 0;
 }
 
+/* OTLP export (--otlp-endpoint or OTEL_*) and NVTX ranges (with the GPU library). */
+static int export_setup(struct agent *ag)
+{
+	const struct agent_config *cfg = ag->cfg;
+	struct agent_export_config xc = {
+		.endpoint = cfg->otlp_endpoint,
+		.protocol = cfg->otlp_protocol,
+		.insecure = cfg->otlp_insecure,
+		.nvtx = cfg->gpu,
+		.nvtx_max_spans_per_sec = cfg->nvtx_max_spans_per_sec,
+		.verbose = cfg->verbose,
+	};
+	char err[256] = "";
+
+	if (agent_export_new(&xc, &ag->exp, err, sizeof(err))) {
+		fprintf(stderr, "profd: error: OTLP export: %s\n", err[0] ? err : "cannot start");
+		return -1;
+	}
+	if (ag->exp && agent_export_endpoint(ag->exp)[0])
+		fprintf(stderr, "profd: exporting OTLP to %s\n", agent_export_endpoint(ag->exp));
+	return 0;
+}
+
 static int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
@@ -1048,6 +1160,8 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
 	}
+	if (export_setup(ag))
+		return -1;
 	ag->tracer = tracer_open(&to, on_event, ag);
 	if (!ag->tracer)
 		return -1;
@@ -1092,6 +1206,7 @@ static void agent_teardown(struct agent *ag)
 	python_free(ag->py);
 	gpu_free(ag->gpu);
 	flamegraph_free(ag->gpu_flame);
+	agent_export_free(ag->exp);
 	free(ag->merged);
 	aggregate_free(ag->cur);
 	process_table_free(ag->procs);
@@ -1297,6 +1412,7 @@ int agent_run(const struct agent_config *cfg)
 			(unsigned long long)ag.total_samples, gpu, ag.intervals,
 			cfg->output_dir);
 	}
+	export_finish(&ag);
 	ret = ag.reader_err || ag.write_failures ? 1 : 0;
 	if (cfg->exec_argv && !ret) {
 		if (ag.exec_failed)

@@ -34,6 +34,10 @@ struct agent_config {
 	const char *inject_library;	/* --inject-library; NULL: next to the binary */
 	unsigned int gpu_timeout_s;	/* --gpu-correlation-timeout */
 	char *const *exec_argv;		/* `profd exec -- CMD ARGS`; NULL: system-wide */
+	const char *otlp_endpoint;	/* --otlp-endpoint; NULL: OTEL_EXPORTER_OTLP_ENDPOINT */
+	const char *otlp_protocol;	/* --otlp-protocol; NULL: OTEL_EXPORTER_OTLP_PROTOCOL */
+	bool otlp_insecure;		/* --otlp-insecure */
+	unsigned int nvtx_max_spans_per_sec;	/* --nvtx-max-spans-per-sec, 0: unlimited */
 };
 
 /*

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * export.c - the agent's OTLP side (see export.h).
+ *
+ * Threads: agent_export_nvtx() runs on the reader thread and only queues;
+ * the NVTX tracer's thread calls the span/log/tick callbacks below, which
+ * feed the batcher; the agent's main thread calls agent_export_profile()
+ * at each interval. The exporter's sender thread does all network I/O.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/export.h"
+#include "bpf/gpu_events.h"
+#include "bpf/nvtx_events.h"
+#include "export/otlp.h"
+#include "export/otlp_profiles.h"
+#include "export/otlp_traces.h"
+#include "export/resource.h"
+#include "nvtx/nvtx.h"
+
+/* A process's resource is kept this long after it exits (late spans). */
+#define FORGET_AFTER_NS (30ULL * 1000 * 1000 * 1000)
+#define MAX_EXITED 4096
+
+struct exited {
+	pid_t pid;
+	uint64_t at_ns;
+};
+
+struct agent_export {
+	struct otlp_config otlp;
+	struct otlp_exporter *exporter;	/* NULL: no endpoint */
+	struct otlp_batcher *batcher;	/* NULL: no endpoint */
+	struct otlp_resources *resources;
+	struct nvtx_tracer *nvtx;	/* NULL: no NVTX */
+	uint64_t profile_samples_dropped;	/* not encoded (out of memory) */
+
+	pthread_mutex_t lock;		/* guards exited */
+	struct exited exited[MAX_EXITED];
+	unsigned int nexited;
+	pid_t last_pid;			/* reader thread: last record's pid */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* NVTX tracer thread */
+
+static void on_span(void *ctx, pid_t pid, const struct otlp_scope *scope,
+		    const struct otlp_span *s, uint64_t now_ns)
+{
+	struct agent_export *x = ctx;
+	const struct otlp_resource *r;
+
+	if (!x->batcher)
+		return;
+	r = otlp_resources_get(x->resources, pid, NULL);
+	if (r)
+		otlp_batcher_add_span(x->batcher, r, scope, s, now_ns);
+}
+
+static void on_log(void *ctx, pid_t pid, const struct otlp_scope *scope,
+		   const struct otlp_log *l, uint64_t now_ns)
+{
+	struct agent_export *x = ctx;
+	const struct otlp_resource *r;
+
+	if (!x->batcher)
+		return;
+	r = otlp_resources_get(x->resources, pid, NULL);
+	if (r)
+		otlp_batcher_add_log(x->batcher, r, scope, l, now_ns);
+}
+
+/* Batches due, and resources of processes long gone forgotten. */
+static void on_tick(void *ctx, uint64_t now_ns)
+{
+	struct agent_export *x = ctx;
+	unsigned int i = 0;
+
+	if (x->batcher)
+		otlp_batcher_tick(x->batcher, now_ns);
+	pthread_mutex_lock(&x->lock);
+	while (i < x->nexited) {
+		if (now_ns - x->exited[i].at_ns < FORGET_AFTER_NS) {
+			i++;
+			continue;
+		}
+		otlp_resources_forget(x->resources, x->exited[i].pid);
+		x->exited[i] = x->exited[--x->nexited];
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* set-up */
+
+static int configure(const struct agent_export_config *c, struct otlp_config *o,
+		     char *err, size_t errlen)
+{
+	int ret = otlp_config_from_env(o, err, errlen);
+
+	if (ret)
+		return ret;
+	if (c->endpoint) {
+		free(o->endpoint);
+		o->endpoint = strdup(c->endpoint);
+		if (!o->endpoint)
+			return -ENOMEM;
+		/* the flag names the collector: it beats per-signal env URLs */
+		for (int s = 0; s < OTLP_SIGNAL_MAX; s++) {
+			free(o->signal_endpoint[s]);
+			o->signal_endpoint[s] = NULL;
+		}
+	}
+	if (c->protocol && otlp_parse_protocol(c->protocol, &o->protocol)) {
+		snprintf(err, errlen, "--otlp-protocol: '%s' is not grpc or http/protobuf",
+			 c->protocol);
+		return -EINVAL;
+	}
+	if (c->insecure)
+		o->insecure = true;
+	return 0;
+}
+
+static bool has_endpoint(const struct otlp_config *o)
+{
+	if (o->endpoint && *o->endpoint)
+		return true;
+	for (int s = 0; s < OTLP_SIGNAL_MAX; s++)
+		if (o->signal_endpoint[s] && *o->signal_endpoint[s])
+			return true;
+	return false;
+}
+
+int agent_export_new(const struct agent_export_config *c, struct agent_export **out,
+		     char *err, size_t errlen)
+{
+	struct agent_export *x = calloc(1, sizeof(*x));
+	int ret;
+
+	*out = NULL;
+	if (!x)
+		return -ENOMEM;
+	pthread_mutex_init(&x->lock, NULL);
+	ret = configure(c, &x->otlp, err, errlen);
+	if (ret)
+		goto fail;
+	if (!has_endpoint(&x->otlp) && !c->nvtx) {
+		agent_export_free(x);
+		return 0;
+	}
+	x->resources = otlp_resources_new(&x->otlp);
+	if (!x->resources) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (has_endpoint(&x->otlp)) {
+		x->exporter = otlp_exporter_new(&x->otlp, err, errlen);
+		if (!x->exporter) {
+			ret = -EINVAL;
+			goto fail;
+		}
+		x->batcher = otlp_batcher_new(x->exporter);
+		if (!x->batcher) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+	}
+	if (c->nvtx) {
+		struct nvtx_opts no = {
+			.max_spans_per_sec = c->nvtx_max_spans_per_sec,
+			.out = { .ctx = x, .span = on_span, .log = on_log, .tick = on_tick },
+		};
+
+		x->nvtx = nvtx_new(&no);
+		if (!x->nvtx) {
+			ret = errno ? -errno : -ENOMEM;
+			snprintf(err, errlen, "cannot start the NVTX tracer: %s", strerror(-ret));
+			goto fail;
+		}
+	}
+	*out = x;
+	return 0;
+fail:
+	if (ret == -ENOMEM && !err[0])
+		snprintf(err, errlen, "out of memory");
+	agent_export_free(x);
+	return ret;
+}
+
+const char *agent_export_endpoint(const struct agent_export *x)
+{
+	if (!x || !x->exporter)
+		return "";
+	if (x->otlp.endpoint)
+		return x->otlp.endpoint;
+	for (int s = 0; s < OTLP_SIGNAL_MAX; s++)
+		if (x->otlp.signal_endpoint[s])
+			return x->otlp.signal_endpoint[s];
+	return "";
+}
+
+/* reader thread */
+
+int agent_export_nvtx(struct agent_export *x, const void *data, size_t size)
+{
+	const struct profd_gpu_batch *b = data;
+
+	if (!x || !x->nvtx)
+		return 0;
+	if (size < sizeof(*b))
+		return -EINVAL;
+	/*
+	 * Read the process's resource (exe, command line, environment)
+	 * while it lives: its spans may be sent after it exited.
+	 */
+	if ((pid_t)b->pid != x->last_pid) {
+		x->last_pid = b->pid;
+		otlp_resources_get(x->resources, b->pid, NULL);
+	}
+	return nvtx_record(x->nvtx, data, size);
+}
+
+void agent_export_process_exit(struct agent_export *x, pid_t pid)
+{
+	if (!x)
+		return;
+	if (x->nvtx)
+		nvtx_process_exit(x->nvtx, pid);
+	if (x->last_pid == pid)
+		x->last_pid = 0;
+	pthread_mutex_lock(&x->lock);
+	if (x->nexited < MAX_EXITED)
+		x->exited[x->nexited++] = (struct exited){ pid, mono_ns() };
+	else
+		otlp_resources_forget(x->resources, pid);
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* main thread */
+
+void agent_export_profile(struct agent_export *x, const struct profile *p)
+{
+	void *body = NULL;
+	size_t len = 0;
+	uint64_t n = 0;
+
+	if (!x || !x->exporter || !p || !p->nsamples)
+		return;
+	if (otlp_profiles_encode(p, x->resources, &body, &len, &n)) {
+		x->profile_samples_dropped += p->nsamples;
+		return;
+	}
+	otlp_export(x->exporter, OTLP_SIGNAL_PROFILES, body, len, n);
+}
+
+void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
+{
+	struct nvtx_stats ns = { 0 };
+	struct otlp_stats os = { 0 };
+
+	memset(out, 0, sizeof(*out));
+	if (!x)
+		return;
+	if (x->nvtx)
+		nvtx_get_stats(x->nvtx, &ns);
+	if (x->exporter)
+		otlp_exporter_stats(x->exporter, &os);
+	out->nvtx_spans = ns.spans;
+	out->nvtx_logs = ns.logs;
+	out->nvtx_spans_dropped_budget = ns.spans_dropped_budget;
+	out->nvtx_queue_full = ns.queue_full;
+	out->nvtx_pops_unmatched = ns.pops_unmatched;
+	out->nvtx_ends_unknown = ns.ends_unknown;
+	out->nvtx_strings_unknown = ns.strings_unknown;
+	out->nvtx_unfinished = ns.unfinished;
+	out->nvtx_library_dropped = ns.library_dropped;
+	out->nvtx_tables_full = ns.tables_full;
+	for (int s = 0; s < OTLP_SIGNAL_MAX; s++)
+		out->otlp_items_sent += os.items_sent[s];
+	out->otlp_items_dropped = os.items_dropped + x->profile_samples_dropped;
+	out->otlp_retries = os.retries;
+}
+
+void agent_export_stop(struct agent_export *x, unsigned int timeout_ms)
+{
+	struct otlp_stats os;
+
+	if (!x)
+		return;
+	if (x->nvtx)
+		nvtx_stop(x->nvtx);	/* closes open ranges: spans to the batcher */
+	if (x->batcher)
+		otlp_batcher_flush(x->batcher);
+	if (x->exporter && otlp_exporter_flush(x->exporter, timeout_ms)) {
+		otlp_exporter_stats(x->exporter, &os);
+		fprintf(stderr, "profd: warning: OTLP endpoint %s did not take everything "
+			"in %u ms%s%s\n", agent_export_endpoint(x), timeout_ms,
+			os.last_error[0] ? ": " : "", os.last_error);
+	}
+}
+
+void agent_export_free(struct agent_export *x)
+{
+	if (!x)
+		return;
+	nvtx_free(x->nvtx);
+	otlp_batcher_free(x->batcher);
+	otlp_exporter_free(x->exporter);
+	otlp_resources_free(x->resources);
+	otlp_config_free(&x->otlp);
+	pthread_mutex_destroy(&x->lock);
+	free(x);
+}
