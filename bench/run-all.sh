@@ -31,6 +31,8 @@
 # nvtx (NVTX v3 headers only, no GPU; needs build/tests/nvtx):
 #   bench/nvtx_cost.sh       an NVTX push+pop pair without the injection
 #                            library, with it and no agent, and under profd (~40 s)
+#   bench/nvtx_spans.sh      NVTX spans per second end to end (library -> BPF ->
+#                            tracer -> OTLP/HTTP) without loss (~60 s)
 # Each script's full output goes to $BENCH_OUT (default: a new
 # /tmp/profd-bench-results.XXXXXX directory), the summary to stdout.
 # Needs root and build/profd (run `make` first; PROFD=/path/to/profd measures
@@ -89,7 +91,7 @@ for suite in $suites; do
 		[ $parts = 1 ] && names="$names dwarf_parts"
 		names="$names dwarf_memory dwarf_first_stack dwarf_slowdown" ;;
 	gpu) names="$names gpu_throughput gpu_launch_cost" ;;
-	nvtx) names="$names nvtx_cost" ;;
+	nvtx) names="$names nvtx_cost nvtx_spans" ;;
 	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx)" >&2; exit 1 ;;
 	esac
 done
@@ -140,6 +142,10 @@ function kv(s,   n, i, a, p) {
 	if (v["config"] == "no_agent") target = sprintf("; target <= 20 ns: %s", (v["ns_per_pair"] + 0 <= 20) ? "met" : "MISSED")
 	if (v["config"] == "agent") target = sprintf("; target <= 2000 ns (1 us an event): %s", (v["ns_per_pair"] + 0 <= 2000) ? "met" : "MISSED")
 	printf "NVTX push+pop %-9s %8s ns per pair (+%s ns)%s\n", v["config"], v["ns_per_pair"], v["added_ns"], target
+}
+/^RESULT nvtx_spans / {
+	kv($0)
+	printf "NVTX spans end to end at %7s/s: %s made, %s exported, %s lost, profd %s s CPU\n", v["rate"], v["made"], v["sent"], v["lost"], v["cpu_s"]
 }
 /^RESULT bpf_parts mode=alone / {
 	kv($0)

@@ -189,22 +189,11 @@ static void *flusher_main(void *arg)
 /* Start the flusher once; it sleeps while collection is off. */
 static void flusher_start(void)
 {
-	pthread_condattr_t ca;
-	sigset_t all, old;
 	int err;
 
 	if (flusher_running || flusher_stop || !inject_cfg.flush_ms)
 		return;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&flusher_cond, &ca);
-	pthread_condattr_destroy(&ca);
-
-	/* The host's signals must not land on our thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&flusher, NULL, flusher_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = inject_thread_start(&flusher, &flusher_cond, flusher_main);
 	if (err) {
 		inject_error(PROFD_GPU_ERR_ACTIVITY, -err, 1,
 			     "flusher thread: %s (records arrive per full "

@@ -40,6 +40,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +115,25 @@ uint64_t inject_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* env_long - integer env var in [min, max]; def when unset or invalid. */
-static long env_long(const char *name, long def, long min, long max)
+int inject_thread_start(pthread_t *th, pthread_cond_t *cond, void *(*fn)(void *))
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	int err;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &ca);
+	pthread_condattr_destroy(&ca);
+	/* The host's signals must not land on our thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(th, NULL, fn, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+long inject_env_long(const char *name, long def, long min, long max)
 {
 	const char *s = getenv(name);
 	char *end;
@@ -139,19 +157,19 @@ static void config_load(void)
 
 	inject_cfg.verbose = v && strcmp(v, "0") != 0 && *v;
 	inject_cfg.stack_rate =
-		(double)env_long("PROFD_LAUNCH_STACK_RATE", 1000, 0, 100000000);
+		(double)inject_env_long("PROFD_LAUNCH_STACK_RATE", 1000, 0, 100000000);
 	inject_cfg.stack_burst =
-		(double)env_long("PROFD_LAUNCH_STACK_BURST", 100, 1, 100000000);
+		(double)inject_env_long("PROFD_LAUNCH_STACK_BURST", 100, 1, 100000000);
 	inject_cfg.buffer_bytes =
-		(size_t)env_long("PROFD_ACTIVITY_BUFFER_KB", 1024, 16, 262144) *
+		(size_t)inject_env_long("PROFD_ACTIVITY_BUFFER_KB", 1024, 16, 262144) *
 		1024;
 	inject_cfg.flush_ms =
-		(uint32_t)env_long("PROFD_ACTIVITY_FLUSH_MS", 1000, 0, 3600000);
+		(uint32_t)inject_env_long("PROFD_ACTIVITY_FLUSH_MS", 1000, 0, 3600000);
 	inject_cfg.cubin_budget =
-		(uint64_t)env_long("PROFD_CUBIN_BUDGET_MB", 256, 0, 1 << 20) << 20;
-	inject_cfg.pc_sampling = env_long("PROFD_PC_SAMPLING", 0, 0, 1) == 1;
+		(uint64_t)inject_env_long("PROFD_CUBIN_BUDGET_MB", 256, 0, 1 << 20) << 20;
+	inject_cfg.pc_sampling = inject_env_long("PROFD_PC_SAMPLING", 0, 0, 1) == 1;
 	inject_cfg.pc_period =
-		(uint32_t)env_long("PROFD_PC_SAMPLING_PERIOD", 5, 5, 31);
+		(uint32_t)inject_env_long("PROFD_PC_SAMPLING_PERIOD", 5, 5, 31);
 }
 
 static void *cupti_open(void)

@@ -108,6 +108,17 @@ extern unsigned inject_seen_mask INJECT_HIDDEN;
  */
 void inject_agent_check(void) INJECT_HIDDEN;
 
+/* inject_env_long - integer env var in [min, max]; @def when unset or invalid (logged). */
+long inject_env_long(const char *name, long def, long min, long max) INJECT_HIDDEN;
+
+/*
+ * inject_thread_start - init @cond on CLOCK_MONOTONIC and start @fn(NULL)
+ * in *@th with every signal blocked (the host's signals must not land on
+ * our threads). Returns 0 or pthread_create's error.
+ */
+int inject_thread_start(pthread_t *th, pthread_cond_t *cond, void *(*fn)(void *))
+	INJECT_HIDDEN;
+
 /* CLOCK_MONOTONIC now, ns. */
 uint64_t inject_now_ns(void) INJECT_HIDDEN;
 

@@ -299,9 +299,7 @@ static void *flusher_main(void *arg)
 /* Start the flusher once per process (again in a forked child). */
 static void flusher_start(void)
 {
-	pthread_condattr_t ca;
 	pthread_t th;
-	sigset_t all, old;
 	int err;
 
 	if (!flush_ms)
@@ -311,16 +309,7 @@ static void flusher_start(void)
 		pthread_mutex_unlock(&flusher_lock);
 		return;
 	}
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&flusher_cond, &ca);
-	pthread_condattr_destroy(&ca);
-
-	/* The host's signals must not land on our thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&th, NULL, flusher_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = inject_thread_start(&th, &flusher_cond, flusher_main);
 	if (err) {
 		flusher_failed = 1;
 		inject_log("nvtx flusher thread: %s (batches leave when full)",
@@ -656,30 +645,13 @@ static void atfork_child(void)
 	__atomic_add_fetch(&gen, 1, __ATOMIC_RELAXED);
 }
 
-static long env_ms(const char *name, long def)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return def;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < 0 || v > 3600000) {
-		inject_log("%s=%s ignored (want 0..3600000), using %ld", name, s, def);
-		return def;
-	}
-	return v;
-}
-
 void nvtx_batch_init(void)
 {
 	static int once;
 
 	if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
 		return;
-	flush_ms = (uint32_t)env_ms("PROFD_NVTX_FLUSH_MS", FLUSH_MS_DEFAULT);
+	flush_ms = (uint32_t)inject_env_long("PROFD_NVTX_FLUSH_MS", FLUSH_MS_DEFAULT, 0, 3600000);
 	thread_key_ok = pthread_key_create(&thread_key, thread_release) == 0;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (atexit(nvtx_atexit) != 0)

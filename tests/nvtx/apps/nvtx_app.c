@@ -52,7 +52,7 @@
  *             (1) threads as fast as possible; prints one line
  *             "nvtx_app flood: threads=T iter=N ns_per_pair=X" (mean over
  *             threads, CLOCK_MONOTONIC around each thread's loop) and no
- *             JSON
+ *             JSON; --rate R paces each thread to R pairs per second
  *
  * Options: --iter N, --threads T, --traces N, --out FILE (JSON lines to
  * FILE instead of stdout), --start-delay-ms MS (sleep before the first
@@ -81,6 +81,7 @@ static struct {
 	int iter;
 	int threads;
 	int traces;
+	long rate;		/* flood: pairs per second per thread, 0: unpaced */
 	unsigned start_delay_ms;
 	unsigned mid_delay_ms;
 	unsigned exit_delay_ms;
@@ -108,6 +109,14 @@ static uint64_t mono_ns(void)
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
@@ -583,6 +592,14 @@ static void *flood_thread(void *arg)
 	for (i = 0; i < opt.iter; i++) {
 		nvtxRangePushA("flood");
 		nvtxRangePop();
+		/* --rate: keep to the schedule, checked every 256 pairs */
+		if (opt.rate && !(i & 255)) {
+			uint64_t due = t0 + (uint64_t)i * 1000000000ull / opt.rate;
+			uint64_t now = mono_ns();
+
+			if (due > now)
+				sleep_ns(due - now);
+		}
 	}
 	t1 = mono_ns();
 	flood_ns[k - 1] = t1 - t0;
@@ -610,7 +627,7 @@ static void mode_flood(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nvtx_app nested|cross|marks|attrs|budget|exitopen|fork|flood "
-		"[--iter N] [--threads T] [--traces N] [--out FILE] "
+		"[--iter N] [--threads T] [--rate PAIRS_PER_S] [--traces N] [--out FILE] "
 		"[--start-delay-ms MS] [--mid-delay-ms MS] [--exit-delay-ms MS]\n");
 	exit(2);
 }
@@ -658,6 +675,8 @@ int main(int argc, char **argv)
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--iter"))
 			opt.iter = (int)num_arg(argc, argv, &i, 1, 1000000000);
+		else if (!strcmp(argv[i], "--rate"))
+			opt.rate = num_arg(argc, argv, &i, 0, 100000000);
 		else if (!strcmp(argv[i], "--threads"))
 			opt.threads = (int)num_arg(argc, argv, &i, 1, 64);
 		else if (!strcmp(argv[i], "--traces"))
