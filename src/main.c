@@ -110,7 +110,8 @@ static const struct argp_option options[] = {
 	{ "max-processes", OPT_MAX_PROCESSES, "N", 0,
 	  "Processes with unwind tables at once, 16-1048576 (default 8192)", 0 },
 	{ "no-gpu", OPT_NO_GPU, NULL, 0,
-	  "Do not attach to the CUDA injection library (no GPU profiles)", 0 },
+	  "Do not attach to the CUDA/NVTX injection library (no GPU profiles, "
+	  "no NVTX spans)", 0 },
 	{ "inject-library", OPT_INJECT_LIBRARY, "PATH", 0,
 	  "The CUDA/NVTX injection library (default: libprofd_inject.so next to "
 	  "the profd binary, else PREFIX/lib/profd/)", 0 },

@@ -352,10 +352,9 @@ def check_profiles(req, r, service_name):
     host = by_pid[None]
     assert "process.executable.name" not in host
     assert host["host.name"] == socket.gethostname()
-    assert host["service.name"] == (service_name if service_name != UNKNOWN else "from-attrs")
+    assert host["service.name"] == service_name
 
 
-UNKNOWN = "unknown_service:" + os.path.basename(os.path.realpath(DRIVER))
 ENV = {"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test%20env,service.name=from-attrs",
        "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=secret%20value"}
 
@@ -366,7 +365,8 @@ ENV = {"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test%20env,service.na
 def test_export(driver, sink, protocol, gzip):
     """Spans, logs and a profile arrive intact, decoded by the upstream schemas."""
     env = dict(ENV)
-    service_name = UNKNOWN
+    # no OTEL_SERVICE_NAME anywhere: service.name of OTEL_RESOURCE_ATTRIBUTES
+    service_name = "from-attrs"
     if protocol == "http/protobuf":
         # the process's own OTEL_SERVICE_NAME (read from /proc/PID/environ)
         env["OTEL_SERVICE_NAME"] = service_name = "my-svc"

@@ -926,6 +926,7 @@ static void flush(struct agent *ag)
 	ag->total_gpu_kernels += gpu_kernels;
 	status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
 		    flame_path, ferr);
+	agent_export_warn(ag->exp);
 	if (gpu_path[0] || gerr)
 		fprintf(stderr, "profd: interval %u: %llu GPU kernels, %.3f s of GPU time%s; "
 			"%s %s\n", ag->intervals, (unsigned long long)gpu_kernels,
@@ -1111,8 +1112,15 @@ static int export_setup(struct agent *ag)
 	char err[256] = "";
 
 	if (agent_export_new(&xc, &ag->exp, err, sizeof(err))) {
-		fprintf(stderr, "profd: error: OTLP export: %s\n", err[0] ? err : "cannot start");
-		return -1;
+		if (cfg->otlp_endpoint || cfg->otlp_protocol) {
+			fprintf(stderr, "profd: error: OTLP export: %s\n",
+				err[0] ? err : "cannot start");
+			return -1;
+		}
+		/* a bad OTEL_* variable must not stop profiling: go on without */
+		fprintf(stderr, "profd: warning: OTLP export and NVTX off: %s\n",
+			err[0] ? err : "cannot start");
+		ag->exp = NULL;
 	}
 	if (ag->exp && agent_export_endpoint(ag->exp)[0])
 		fprintf(stderr, "profd: exporting OTLP to %s\n", agent_export_endpoint(ag->exp));
@@ -1303,6 +1311,11 @@ int agent_run(const struct agent_config *cfg)
 				"set (%s) and is kept: it is not profd's injection library, "
 				"so GPU kernels are not profiled\n", env);
 		}
+		env = getenv("NVTX_INJECTION64_PATH");
+		if (env && !strstr(env, GPU_INJECT_LIBRARY_NAME))
+			fprintf(stderr, "profd: warning: NVTX_INJECTION64_PATH is already "
+				"set (%s) and is kept: it is not profd's injection library, "
+				"so NVTX ranges are not traced\n", env);
 	}
 	if (cfg->exec_argv) {
 		/* the child waits for the programs to load before it execs */

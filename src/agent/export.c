@@ -39,6 +39,8 @@ struct agent_export {
 	struct otlp_resources *resources;
 	struct nvtx_tracer *nvtx;	/* NULL: no NVTX */
 	uint64_t profile_samples_dropped;	/* not encoded (out of memory) */
+	bool stopped;			/* what is still queued will never be sent */
+	char last_warned[sizeof(((struct otlp_stats *)0)->last_error)];
 
 	pthread_mutex_t lock;		/* guards exited */
 	struct exited exited[MAX_EXITED];
@@ -288,7 +290,8 @@ void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
 	out->nvtx_tables_full = ns.tables_full;
 	for (int s = 0; s < OTLP_SIGNAL_MAX; s++)
 		out->otlp_items_sent += os.items_sent[s];
-	out->otlp_items_dropped = os.items_dropped + x->profile_samples_dropped;
+	out->otlp_items_dropped = os.items_dropped + x->profile_samples_dropped +
+				  (x->stopped ? os.items_queued : 0);
 	out->otlp_retries = os.retries;
 }
 
@@ -307,7 +310,23 @@ void agent_export_stop(struct agent_export *x, unsigned int timeout_ms)
 		fprintf(stderr, "profd: warning: OTLP endpoint %s did not take everything "
 			"in %u ms%s%s\n", agent_export_endpoint(x), timeout_ms,
 			os.last_error[0] ? ": " : "", os.last_error);
+		memcpy(x->last_warned, os.last_error, sizeof(x->last_warned));
 	}
+	x->stopped = true;
+	agent_export_warn(x);
+}
+
+void agent_export_warn(struct agent_export *x)
+{
+	struct otlp_stats os;
+
+	if (!x || !x->exporter)
+		return;
+	otlp_exporter_stats(x->exporter, &os);
+	if (!os.last_error[0] || !strcmp(os.last_error, x->last_warned))
+		return;
+	memcpy(x->last_warned, os.last_error, sizeof(x->last_warned));
+	fprintf(stderr, "profd: warning: OTLP: %s\n", os.last_error);
 }
 
 void agent_export_free(struct agent_export *x)

@@ -74,6 +74,12 @@ void agent_export_process_exit(struct agent_export *x, pid_t pid);
  */
 void agent_export_profile(struct agent_export *x, const struct profile *p);
 
+/*
+ * agent_export_warn - print the exporter's last failure (rejected request,
+ * endpoint unreachable, queue full) as one line, once per new failure.
+ */
+void agent_export_warn(struct agent_export *x);
+
 /* agent_export_stats - counters so far (cumulative). */
 void agent_export_stats(struct agent_export *x, struct agent_export_stats *out);
 

@@ -307,6 +307,9 @@ static struct entry *entry_new(struct otlp_resources *rs, pid_t pid, const char 
 	}
 	if (!service)
 		service = rs->service_name;
+	for (unsigned int i = 0; !service && i < rs->nresource; i++)
+		if (strcmp(rs->keys[i], "service.name") == 0)
+			service = rs->values[i];
 	if (!service && name) {
 		if (asprintf(&buf, "unknown_service:%s", name) < 0)
 			buf = NULL;

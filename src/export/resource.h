@@ -6,7 +6,8 @@
  *
  * Attributes (OpenTelemetry semantic conventions): service.name (the
  * process's own OTEL_SERVICE_NAME from /proc/PID/environ, else profd's
- * OTEL_SERVICE_NAME, else "unknown_service:<executable name>"),
+ * OTEL_SERVICE_NAME, else service.name in profd's OTEL_RESOURCE_ATTRIBUTES,
+ * else "unknown_service:<executable name>"),
  * process.pid, process.executable.name, process.executable.path,
  * process.command_line, host.name, host.id (/etc/machine-id when
  * readable), telemetry.sdk.name "profd", telemetry.sdk.language "c",
