@@ -58,15 +58,18 @@ static uint64_t mono_ns(void)
 
 /* NVTX tracer thread */
 
+/* The resource spans/logs of @pid go under; NULL: nothing is exported. */
+static const struct otlp_resource *resource_of(struct agent_export *x, pid_t pid)
+{
+	return x->batcher ? otlp_resources_get(x->resources, pid, NULL) : NULL;
+}
+
 static void on_span(void *ctx, pid_t pid, const struct otlp_scope *scope,
 		    const struct otlp_span *s, uint64_t now_ns)
 {
 	struct agent_export *x = ctx;
-	const struct otlp_resource *r;
+	const struct otlp_resource *r = resource_of(x, pid);
 
-	if (!x->batcher)
-		return;
-	r = otlp_resources_get(x->resources, pid, NULL);
 	if (r)
 		otlp_batcher_add_span(x->batcher, r, scope, s, now_ns);
 }
@@ -75,11 +78,8 @@ static void on_log(void *ctx, pid_t pid, const struct otlp_scope *scope,
 		   const struct otlp_log *l, uint64_t now_ns)
 {
 	struct agent_export *x = ctx;
-	const struct otlp_resource *r;
+	const struct otlp_resource *r = resource_of(x, pid);
 
-	if (!x->batcher)
-		return;
-	r = otlp_resources_get(x->resources, pid, NULL);
 	if (r)
 		otlp_batcher_add_log(x->batcher, r, scope, l, now_ns);
 }

@@ -31,7 +31,7 @@
 
 #include "agent/agent.h"	/* PROFD_VERSION */
 #include "export/otlp_profiles.h"
-#include "export/utf8.h"
+#include "util/utf8.h"
 #include "util/hash.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "export/otlp_traces.h"
-#include "export/utf8.h"
+#include "util/utf8.h"
 #include "util/hash.h"
 #include "opentelemetry/proto/common/v1/common.pb-c.h"
 #include "opentelemetry/proto/logs/v1/logs.pb-c.h"

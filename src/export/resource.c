@@ -30,7 +30,7 @@
 
 #include "agent/agent.h"	/* PROFD_VERSION */
 #include "export/resource.h"
-#include "export/utf8.h"
+#include "util/utf8.h"
 
 #define RES_MAX_ATTRS	(10 + OTLP_MAX_RESOURCE_ATTRS)
 #define RES_MAX_OWNED	8

@@ -13,24 +13,13 @@
 #include <string.h>
 
 #include "nvtx/nvtx_internal.h"
+#include "util/utf8.h"
 
 struct nvtx_str nvtx_str_unknown = {
 	.text = NVTX_UNKNOWN_STRING,
 	.len = sizeof(NVTX_UNKNOWN_STRING) - 1,
 	.is_static = true,
 };
-
-/* Bytes after lead byte @c of a valid UTF-8 sequence, -1 if @c cannot lead. */
-static int utf8_tail(unsigned char c)
-{
-	if (c >= 0xc2 && c <= 0xdf)
-		return 1;
-	if (c >= 0xe0 && c <= 0xef)
-		return 2;
-	if (c >= 0xf0 && c <= 0xf4)
-		return 3;
-	return -1;
-}
 
 /*
  * nvtx_utf8_sanitize - replace each byte of @s[0..len) that is not part
@@ -43,39 +32,14 @@ size_t nvtx_utf8_sanitize(char *s, size_t len)
 	size_t i = 0, bad = 0;
 
 	while (i < len) {
-		unsigned char c = u[i];
-		unsigned char lo = 0x80, hi = 0xbf;
-		bool ok;
-		int n;
+		size_t n = u[i] ? utf8_seq_len(u + i, len - i) : 0;
 
-		if (c >= 0x01 && c < 0x80) {
-			i++;
-			continue;
-		}
-		n = c ? utf8_tail(c) : -1;
-		if (n < 0 || i + n >= len) {
+		if (!n) {
 			u[i++] = '?';
 			bad++;
 			continue;
 		}
-		/* second byte ranges that exclude overlongs, surrogates, > U+10FFFF */
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-		else if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-		ok = u[i + 1] >= lo && u[i + 1] <= hi;
-		for (int k = 2; ok && k <= n; k++)
-			ok = u[i + k] >= 0x80 && u[i + k] <= 0xbf;
-		if (!ok) {
-			u[i++] = '?';
-			bad++;
-			continue;
-		}
-		i += n + 1;
+		i += n;
 	}
 	return bad;
 }

@@ -34,6 +34,7 @@
 #include "output/flamegraph_page.h"
 #include "util/atomic_file.h"
 #include "util/hash.h"
+#include "util/utf8.h"
 
 #define KERNEL_MAPPING	"[kernel.kallsyms]"
 #define CUDA_MAPPING	"[cuda]"		/* GPU kernels (src/gpu/build.c) */
@@ -435,44 +436,6 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
 }
 
 /*
- * Length of the valid UTF-8 sequence at @s (@left bytes available), or 0
- * if it is invalid: overlong forms, surrogates and code points past
- * U+10FFFF are invalid too.
- */
-static size_t utf8_len(const unsigned char *s, size_t left)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t len;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (left < len)
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
-/*
  * @s as a JSON string that is also safe inside a <script> element: '<',
  * '>' and '&' are \u-escaped (so no "</script>" or "<!--"), as are control
  * characters and U+2028/9; invalid UTF-8 bytes become U+FFFD.
@@ -484,7 +447,7 @@ static void sb_json_str(struct sbuf *b, const char *str)
 
 	sb_put(b, "\"", 1);
 	while (left) {
-		size_t len = utf8_len(s, left), run = 0;
+		size_t len = utf8_seq_len(s, left), run = 0;
 
 		if (len == 1 && *s >= 0x20 && *s != 0x7f && *s != '"' &&
 		    *s != '\\' && *s != '<' && *s != '>' && *s != '&') {
@@ -525,7 +488,7 @@ static void sb_html_str(struct sbuf *b, const char *str)
 	size_t left = strlen(str);
 
 	while (left) {
-		size_t len = utf8_len(s, left);
+		size_t len = utf8_seq_len(s, left);
 
 		if (len == 0) {
 			sb_puts(b, "\xef\xbf\xbd");
