@@ -30,6 +30,7 @@
 
 #include "agent/agent.h"	/* PROFD_VERSION */
 #include "export/resource.h"
+#include "proc/process.h"
 #include "util/utf8.h"
 
 #define RES_MAX_ATTRS	(10 + OTLP_MAX_RESOURCE_ATTRS)
@@ -296,14 +297,11 @@ static struct entry *entry_new(struct otlp_resources *rs, pid_t pid, const char 
 	} else if (comm && *comm) {
 		name = own(x, strdup(comm));
 	} else {
-		char path[64];
-		size_t len;
+		char c[64];
 
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-		buf = read_file(path, 64, &len);
-		if (buf && len && buf[len - 1] == '\n')
-			buf[len - 1] = 0;
-		name = own(x, buf);
+		proc_read_comm(pid, 0, c, sizeof(c));
+		if (c[0])
+			name = own(x, strdup(c));
 	}
 	if (!service)
 		service = rs->service_name;

@@ -12,13 +12,12 @@
  * was evicted) is NVTX_UNKNOWN_STRING. The scope is the domain's name,
  * NVTX_DEFAULT_SCOPE for the default domain and unnamed ones.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "nvtx/nvtx_internal.h"
+#include "proc/process.h"
 
 #define SPAN_ATTRS_MAX	6
 #define MARK_ATTRS_MAX	3
@@ -39,22 +38,13 @@ static const char *scope_of(const struct nvtx_str *s)
  */
 void nvtx_thread_read_comm(pid_t pid, struct nvtx_thread *th)
 {
-	char path[64];
-	ssize_t n;
-	int fd;
+	size_t n;
 
 	th->comm_state = 2;
-	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)pid, th->tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	proc_read_comm(pid, (pid_t)th->tid, th->comm, sizeof(th->comm));
+	n = strlen(th->comm);
+	if (!n)
 		return;
-	n = read(fd, th->comm, sizeof(th->comm) - 1);
-	close(fd);
-	while (n > 0 && (th->comm[n - 1] == '\n' || th->comm[n - 1] == '\0'))
-		n--;
-	if (n <= 0)
-		return;
-	th->comm[n] = '\0';
 	nvtx_utf8_sanitize(th->comm, n);
 	th->comm_state = 1;
 }
