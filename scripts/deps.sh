@@ -5,7 +5,8 @@
 set -eu
 
 BUILD="make gcc g++ clang bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
-protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev"
+protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libyaml-dev
+libmicrohttpd-dev"
 # Tests: pytest, the oracles (protoc, Google's pprof built from Debian's
 # source, chromium, binutils' readelf/nm/c++filt, gdb for CPython's struct
 # layouts from DWARF, austin as a second Python profiler), libc's detached

@@ -23,6 +23,10 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/agent_internal.h"
+#include "agent/debug.h"
+#include "agent/metrics.h"
+#include "output/retention.h"
 #include "bpf/gpu_events.h"
 #include "agent/exec.h"
 #include "agent/export.h"
@@ -42,8 +46,6 @@
 #include "unwind/loader.h"
 
 #define MAX_STACKS_PER_INTERVAL (1u << 20)
-/* User frames after merging: native + Python + an error frame. */
-#define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 2)
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
 /*
  * Most samples do not wake the reader (emit_sample()): it polls. Short
@@ -54,190 +56,6 @@
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 /* How long profd waits at exit for the OTLP endpoint to take the rest. */
 #define EXPORT_STOP_TIMEOUT_MS 5000
-
-/* User-space counters of loss and error, reported beside the BPF ones. */
-enum agent_counter {
-	AGENT_CNT_RECORDS_MALFORMED,	/* record shorter than its header says */
-	AGENT_CNT_AGGREGATION_FULL,	/* sample dropped: stack table full/OOM */
-	AGENT_CNT_MAPS_READ_ERRORS,	/* process gone before maps were read */
-	AGENT_CNT_ELF_OPEN_ERRORS,	/* mapping file unreadable or not ELF */
-	AGENT_CNT_WRITE_ERRORS,		/* profile or flame graph not written */
-	AGENT_CNT_FLAMEGRAPH_TRUNCATED,	/* flame graph full: path cut short */
-	AGENT_CNT_UNWIND_CFI_REJECTED,	/* malformed CIEs/FDEs left out of tables */
-	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
-	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
-	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
-	AGENT_CNT_PYTHON_CODE_ERRORS,	/* samples with a Python frame whose code object was unreadable */
-	AGENT_CNT_PYTHON_FRAMES_FULL,	/* Python frames not named: frame table full */
-	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */
-	AGENT_CNT_PYTHON_UPDATE_ERRORS,	/* python_procs updates that failed */
-	AGENT_CNT_PYTHON_READ_TIMEOUTS,	/* process memory reads abandoned (hung) */
-	AGENT_CNT_PYTHON_FRAME_TABLES,	/* Python frame tables started afresh */
-	AGENT_CNT_GPU_KERNELS,		/* CUDA kernel records joined into a GPU profile */
-	AGENT_CNT_GPU_LAUNCHES_NO_STACK,/* launches the library sent without a stack */
-	AGENT_CNT_GPU_KERNELS_NO_LAUNCH,/* kernels whose launch never came: "[unknown launch]" */
-	AGENT_CNT_GPU_LAUNCHES_UNMATCHED, /* launches no kernel record joined in time */
-	AGENT_CNT_GPU_CORRELATION_EVICTED, /* launches evicted at the table bound */
-	AGENT_CNT_GPU_RECORDS_DROPPED,	/* kernel records CUPTI dropped (library report) */
-	AGENT_CNT_GPU_LIBRARY_ERRORS,	/* other errors the injection library reported */
-	AGENT_CNT_GPU_NAMES_UNKNOWN,	/* kernels or PC samples without a name */
-	AGENT_CNT_GPU_PC_SAMPLES,	/* GPU PC samples */
-	AGENT_CNT_GPU_PC_UNRESOLVED,	/* PC samples not placed in their cubin */
-	AGENT_CNT_GPU_CUBIN_ERRORS,	/* cubins unreadable or not ELF */
-	AGENT_CNT_GPU_ATTACH_ERRORS,	/* injection library copies we could not attach */
-	AGENT_CNT_GPU_KERNELS_BOGUS,	/* kernel records with impossible times: dropped */
-	AGENT_CNT_GPU_STACKS_DROPPED,	/* launch stacks over the memory bound: not kept */
-	AGENT_CNT_NVTX_SPANS,		/* NVTX ranges turned into spans */
-	AGENT_CNT_NVTX_LOGS,		/* NVTX marks outside ranges: log records */
-	AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET, /* spans of traces over --nvtx-max-spans-per-sec */
-	AGENT_CNT_NVTX_QUEUE_FULL,	/* NVTX events lost: the tracer's queue was full */
-	AGENT_CNT_NVTX_POPS_UNMATCHED,	/* nvtxRangePop with no range open */
-	AGENT_CNT_NVTX_ENDS_UNKNOWN,	/* nvtxRangeEnd of an id never started */
-	AGENT_CNT_NVTX_STRINGS_UNKNOWN,	/* NVTX messages whose text never arrived */
-	AGENT_CNT_NVTX_UNFINISHED,	/* ranges still open at exit/stop, closed by profd */
-	AGENT_CNT_NVTX_LIBRARY_DROPPED,	/* NVTX events the injection library could not record */
-	AGENT_CNT_NVTX_TABLES_FULL,	/* NVTX strings/ranges over the per-process bounds */
-	AGENT_CNT_OTLP_ITEMS_SENT,	/* spans, log records and profile samples the endpoint took */
-	AGENT_CNT_OTLP_ITEMS_DROPPED,	/* ... not delivered: queue full, rejected, retries exhausted */
-	AGENT_CNT_OTLP_RETRIES,		/* OTLP requests sent again after a retryable failure */
-	AGENT_CNT_MAX,
-};
-
-static const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
-	[AGENT_CNT_RECORDS_MALFORMED] = COUNTER_LOST,
-	[AGENT_CNT_AGGREGATION_FULL] = COUNTER_LOST,
-	[AGENT_CNT_MAPS_READ_ERRORS] = COUNTER_PARTIAL,
-	[AGENT_CNT_ELF_OPEN_ERRORS] = COUNTER_PARTIAL,
-	[AGENT_CNT_WRITE_ERRORS] = COUNTER_LOST,
-	[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = COUNTER_PARTIAL,
-	[AGENT_CNT_UNWIND_CFI_REJECTED] = COUNTER_PARTIAL,
-	[AGENT_CNT_UNWIND_EVICTIONS] = COUNTER_PARTIAL,
-	[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = COUNTER_PARTIAL,
-	[AGENT_CNT_UNWIND_UPDATE_ERRORS] = COUNTER_PARTIAL,
-	[AGENT_CNT_PYTHON_CODE_ERRORS] = COUNTER_PARTIAL,
-	[AGENT_CNT_PYTHON_FRAMES_FULL] = COUNTER_PARTIAL,
-	[AGENT_CNT_PYTHON_UNSUPPORTED] = COUNTER_STAT,
-	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = COUNTER_PARTIAL,
-	[AGENT_CNT_PYTHON_READ_TIMEOUTS] = COUNTER_PARTIAL,
-	[AGENT_CNT_PYTHON_FRAME_TABLES] = COUNTER_STAT,
-	[AGENT_CNT_GPU_KERNELS] = COUNTER_STAT,
-	[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_LAUNCHES_UNMATCHED] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_CORRELATION_EVICTED] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_RECORDS_DROPPED] = COUNTER_LOST,
-	[AGENT_CNT_GPU_LIBRARY_ERRORS] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_NAMES_UNKNOWN] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_PC_SAMPLES] = COUNTER_STAT,
-	[AGENT_CNT_GPU_PC_UNRESOLVED] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_CUBIN_ERRORS] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_ATTACH_ERRORS] = COUNTER_PARTIAL,
-	[AGENT_CNT_GPU_KERNELS_BOGUS] = COUNTER_LOST,
-	[AGENT_CNT_GPU_STACKS_DROPPED] = COUNTER_PARTIAL,
-	[AGENT_CNT_NVTX_SPANS] = COUNTER_STAT,
-	[AGENT_CNT_NVTX_LOGS] = COUNTER_STAT,
-	[AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET] = COUNTER_PARTIAL,
-	[AGENT_CNT_NVTX_QUEUE_FULL] = COUNTER_LOST,
-	[AGENT_CNT_NVTX_POPS_UNMATCHED] = COUNTER_PARTIAL,
-	[AGENT_CNT_NVTX_ENDS_UNKNOWN] = COUNTER_PARTIAL,
-	[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = COUNTER_PARTIAL,
-	[AGENT_CNT_NVTX_UNFINISHED] = COUNTER_STAT,
-	[AGENT_CNT_NVTX_LIBRARY_DROPPED] = COUNTER_LOST,
-	[AGENT_CNT_NVTX_TABLES_FULL] = COUNTER_PARTIAL,
-	[AGENT_CNT_OTLP_ITEMS_SENT] = COUNTER_STAT,
-	[AGENT_CNT_OTLP_ITEMS_DROPPED] = COUNTER_LOST,
-	[AGENT_CNT_OTLP_RETRIES] = COUNTER_STAT,
-};
-
-static const char *const agent_counter_names[AGENT_CNT_MAX] = {
-	[AGENT_CNT_RECORDS_MALFORMED] = "records_malformed",
-	[AGENT_CNT_AGGREGATION_FULL] = "aggregation_full",
-	[AGENT_CNT_MAPS_READ_ERRORS] = "maps_read_error",
-	[AGENT_CNT_ELF_OPEN_ERRORS] = "elf_open_error",
-	[AGENT_CNT_WRITE_ERRORS] = "write_error",
-	[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = "flamegraph_truncated",
-	[AGENT_CNT_UNWIND_CFI_REJECTED] = "unwind_cfi_rejected",
-	[AGENT_CNT_UNWIND_EVICTIONS] = "unwind_evictions",
-	[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = "unwind_ranges_truncated",
-	[AGENT_CNT_UNWIND_UPDATE_ERRORS] = "unwind_update_error",
-	[AGENT_CNT_PYTHON_CODE_ERRORS] = "python_code_error",
-	[AGENT_CNT_PYTHON_FRAMES_FULL] = "python_frames_full",
-	[AGENT_CNT_PYTHON_UNSUPPORTED] = "python_unsupported_version",
-	[AGENT_CNT_PYTHON_UPDATE_ERRORS] = "python_update_error",
-	[AGENT_CNT_PYTHON_READ_TIMEOUTS] = "python_read_timeout",
-	[AGENT_CNT_PYTHON_FRAME_TABLES] = "python_frame_table_rotations",
-	[AGENT_CNT_GPU_KERNELS] = "gpu_kernels",
-	[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = "gpu_launches_no_stack",
-	[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = "gpu_kernels_no_launch",
-	[AGENT_CNT_GPU_LAUNCHES_UNMATCHED] = "gpu_launches_unmatched",
-	[AGENT_CNT_GPU_CORRELATION_EVICTED] = "gpu_correlation_evicted",
-	[AGENT_CNT_GPU_RECORDS_DROPPED] = "gpu_records_dropped",
-	[AGENT_CNT_GPU_LIBRARY_ERRORS] = "gpu_library_errors",
-	[AGENT_CNT_GPU_NAMES_UNKNOWN] = "gpu_names_unknown",
-	[AGENT_CNT_GPU_PC_SAMPLES] = "gpu_pc_samples",
-	[AGENT_CNT_GPU_PC_UNRESOLVED] = "gpu_pc_unresolved",
-	[AGENT_CNT_GPU_CUBIN_ERRORS] = "gpu_cubin_errors",
-	[AGENT_CNT_GPU_ATTACH_ERRORS] = "gpu_attach_errors",
-	[AGENT_CNT_GPU_KERNELS_BOGUS] = "gpu_kernels_bogus",
-	[AGENT_CNT_GPU_STACKS_DROPPED] = "gpu_launch_stacks_dropped",
-	[AGENT_CNT_NVTX_SPANS] = "nvtx_spans",
-	[AGENT_CNT_NVTX_LOGS] = "nvtx_logs",
-	[AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET] = "nvtx_spans_dropped_budget",
-	[AGENT_CNT_NVTX_QUEUE_FULL] = "nvtx_queue_full",
-	[AGENT_CNT_NVTX_POPS_UNMATCHED] = "nvtx_pops_unmatched",
-	[AGENT_CNT_NVTX_ENDS_UNKNOWN] = "nvtx_ends_unknown",
-	[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = "nvtx_strings_unknown",
-	[AGENT_CNT_NVTX_UNFINISHED] = "nvtx_unfinished",
-	[AGENT_CNT_NVTX_LIBRARY_DROPPED] = "nvtx_library_dropped",
-	[AGENT_CNT_NVTX_TABLES_FULL] = "nvtx_tables_full",
-	[AGENT_CNT_OTLP_ITEMS_SENT] = "otlp_items_sent",
-	[AGENT_CNT_OTLP_ITEMS_DROPPED] = "otlp_items_dropped",
-	[AGENT_CNT_OTLP_RETRIES] = "otlp_retries",
-};
-
-struct agent {
-	const struct agent_config *cfg;
-	struct tracer *tracer;
-	struct symbolizer *sym;
-	pthread_mutex_t sym_lock;
-	struct process_table *procs;	/* reader thread only */
-	struct unwind_loader *unwind;	/* reader thread only; NULL: FP only */
-	struct python *py;		/* CPython processes; NULL: native only */
-	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
-	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
-	struct kallsyms *ksyms;
-	char kernel_build_id[128];
-	struct flamegraph *flame;
-	struct flamegraph *gpu_flame;	/* GPU kernel time by launching stack */
-	struct gpu *gpu;		/* NULL: --no-gpu */
-	struct agent_export *exp;	/* OTLP export and NVTX; NULL: neither */
-	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
-	uint64_t gpu_attach_errors;	/* reader thread */
-	struct gpu_discovery discovery;	/* reader thread: finding library copies */
-	struct exec_child child;	/* `profd exec` */
-	int exec_failed;		/* the command could not be run: 126/127 */
-
-	pthread_mutex_t agg_lock;	/* guards cur, interval, counters, procs_stats */
-	struct aggregate *cur;
-	uint64_t interval;		/* bumped at each swap of cur */
-	uint64_t py_interval;		/* interval the frame table was last checked for */
-	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
-	struct process_table_stats procs_stats;
-	struct unwind_loader_stats unwind_stats;
-
-	volatile int stop_reader;
-	pthread_t reader;
-	int reader_err;
-
-	uint64_t bpf_prev[PROFD_CNT_MAX];
-	uint64_t agent_prev[AGENT_CNT_MAX];
-	uint64_t run_start_mono;
-	unsigned int intervals;
-	uint64_t total_samples;
-	uint64_t total_gpu_kernels;
-	unsigned int write_failures;	/* intervals whose profile or flame graph
-					 * was not written */
-};
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -379,9 +197,8 @@ add:
 		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
 	pthread_mutex_unlock(&ag->agg_lock);
 
-	if (ag->cfg->verbose > 2)
-		fprintf(stderr, "profd: sample pid=%u tid=%u comm=%s k=%u u=%u\n",
-			s->pid, s->tid, s->comm, s->kernel_len, s->user_len);
+	if (agent_debug_wanted(ag, s->pid))
+		agent_debug_sample(ag, s, ips, nuser, snap);
 }
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -1107,6 +924,8 @@ static int export_setup(struct agent *ag)
 		.insecure = cfg->otlp_insecure,
 		.nvtx = cfg->gpu,
 		.nvtx_max_spans_per_sec = cfg->nvtx_max_spans_per_sec,
+		.labels = cfg->labels,
+		.nlabels = cfg->nlabels,
 		.verbose = cfg->verbose,
 	};
 	char err[256] = "";
@@ -1209,6 +1028,7 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 
 static void agent_teardown(struct agent *ag)
 {
+	agent_metrics_stop(ag);		/* first: it reads everything below */
 	tracer_close(ag->tracer);
 	unwind_loader_free(ag->unwind);
 	python_free(ag->py);
@@ -1327,6 +1147,9 @@ int agent_run(const struct agent_config *cfg)
 			goto out;
 		}
 	}
+	/* before the BPF load: a taken port should not cost seconds */
+	if (cfg->http_address && agent_metrics_start(&ag))
+		goto out;
 	if (agent_setup(&ag, inject_lib))
 		goto out;
 	if (pthread_create(&ag.reader, NULL, reader_main, &ag)) {
@@ -1337,6 +1160,9 @@ int agent_run(const struct agent_config *cfg)
 	/* the first profile covers sampling time, not the BPF load before it */
 	pthread_mutex_lock(&ag.agg_lock);
 	ag.cur->start_ns = now_ns(CLOCK_REALTIME);
+	ag.ready = true;
+	ag.sampling_on = true;
+	ag.last_write_ok = true;
 	pthread_mutex_unlock(&ag.agg_lock);
 	interval_ns = (uint64_t)cfg->interval_s * 1000000000ULL;
 	end = cfg->duration_s ? start + (uint64_t)cfg->duration_s * 1000000000ULL : UINT64_MAX;

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define PROFD_VERSION "0.1.0"
@@ -38,7 +39,33 @@ struct agent_config {
 	const char *otlp_protocol;	/* --otlp-protocol; NULL: OTEL_EXPORTER_OTLP_PROTOCOL */
 	bool otlp_insecure;		/* --otlp-insecure */
 	unsigned int nvtx_max_spans_per_sec;	/* --nvtx-max-spans-per-sec, 0: unlimited */
+
+	/* Running on every host (issue 7) */
+	unsigned int probabilistic_interval_s;	/* --probabilistic-interval, >= 1 */
+	unsigned int probabilistic_threshold;	/* --probabilistic-threshold, 0..100; 100: always */
+	unsigned int bpf_map_scale_factor;	/* --bpf-map-scale-factor, 0..8: map sizes x 2^N */
+	bool unwind_memory_set;		/* --unwind-memory-limit given: not scaled */
+	bool max_processes_set;		/* --max-processes given: not scaled */
+	unsigned int bpf_verifier_log_level;	/* --bpf-verifier-log-level, 0..2 */
+	const pid_t *debug_pids;	/* --debug-pid: per-sample debug lines for these */
+	size_t ndebug_pids;
+	const struct agent_label *labels;	/* --label KEY=VALUE: on every profile/resource */
+	size_t nlabels;
+	const char *http_address;	/* --http-address HOST:PORT for /metrics; NULL: off */
+	uint64_t retention_age_s;	/* --output-retention AGE: 0 = no age limit */
+	uint64_t retention_bytes;	/* --output-retention SIZE: 0 = no size limit */
+	const char *config_file;	/* --config FILE, for messages; NULL: none */
 };
+
+/* An external label (--label KEY=VALUE). */
+struct agent_label {
+	const char *key;
+	const char *value;
+};
+
+/* Most --label flags; most --debug-pid processes. */
+#define AGENT_MAX_LABELS 16
+#define AGENT_MAX_DEBUG_PIDS 64
 
 /*
  * agent_run - run profd with @cfg until the duration ends, every --pid

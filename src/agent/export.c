@@ -293,6 +293,12 @@ void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
 	out->otlp_items_dropped = os.items_dropped + x->profile_samples_dropped +
 				  (x->stopped ? os.items_queued : 0);
 	out->otlp_retries = os.retries;
+	out->otlp_items_queued = x->stopped ? 0 : os.items_queued;
+	out->otlp_requests_sent = 0;
+	for (int s = 0; s < OTLP_SIGNAL_MAX; s++)
+		out->otlp_requests_sent += os.requests_sent[s];
+	out->otlp_requests_dropped = os.requests_dropped;
+	out->otlp_bytes_sent = os.bytes_sent;
 }
 
 void agent_export_stop(struct agent_export *x, unsigned int timeout_ms)

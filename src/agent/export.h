@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/agent.h"
 #include "profile/profile.h"
 
 struct agent_export_config {
@@ -25,6 +26,8 @@ struct agent_export_config {
 	bool insecure;			/* --otlp-insecure */
 	bool nvtx;			/* track NVTX ranges (the injection library is attached) */
 	unsigned int nvtx_max_spans_per_sec;	/* per process, 0: unlimited */
+	const struct agent_label *labels;	/* --label: extra attributes of every resource */
+	size_t nlabels;
 	int verbose;
 };
 
@@ -43,6 +46,11 @@ struct agent_export_stats {
 	uint64_t otlp_items_sent;	/* spans + log records + profile samples */
 	uint64_t otlp_items_dropped;	/* queue full, rejected or retries exhausted */
 	uint64_t otlp_retries;
+	/* gauges and totals for /metrics */
+	uint64_t otlp_items_queued;	/* waiting or in flight now */
+	uint64_t otlp_requests_sent;	/* requests the endpoint accepted */
+	uint64_t otlp_requests_dropped;	/* requests given up: export errors */
+	uint64_t otlp_bytes_sent;	/* request bodies accepted, after gzip */
 };
 
 struct agent_export;

@@ -337,6 +337,13 @@ int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX])
 	return 0;
 }
 
+int tracer_ringbuf_usage(struct tracer *t, bool gpu, struct tracer_ringbuf_usage *out)
+{
+	/* STUB: being written */
+	out->size = out->used = 0;
+	return -ENOSYS;
+}
+
 void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd)
 {
 	*shards_fd = bpf_map__fd(t->skel->maps.unwind_shards);

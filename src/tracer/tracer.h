@@ -29,7 +29,19 @@ struct tracer_opts {
 	unsigned int max_processes;	/* entries of unwind_procs */
 	bool follow_children;		/* children of --pid processes join the filter */
 	unsigned int gpu_ringbuf_bytes;	/* cupti_events size, power of two; 0: default */
+	unsigned int map_scale_factor;	/* --bpf-map-scale-factor: the fixed-size maps
+					 * (threads, library events) x 2^N; the sizes
+					 * above come scaled already */
+	unsigned int verifier_log_level;/* --bpf-verifier-log-level 0..2: the kernel's
+					 * verifier log of a program that fails to load */
 };
+
+/* Fill level of one BPF ringbuf. */
+struct tracer_ringbuf_usage {
+	uint64_t size;		/* bytes */
+	uint64_t used;		/* bytes written and not consumed yet, now */
+};
+
 
 /* Processes the PID filter holds when it follows children. */
 #define PID_FILTER_TREE_MAX 65536
@@ -68,6 +80,13 @@ int tracer_set_sampling(struct tracer *t, bool on);
 
 /* tracer_read_counters - sum each BPF counter over CPUs into @out. */
 int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX]);
+
+/*
+ * tracer_ringbuf_usage - how full the `events` (@gpu false) or
+ * `cupti_events` (@gpu true) ringbuf is now. Any thread. Returns 0 or a
+ * negative errno.
+ */
+int tracer_ringbuf_usage(struct tracer *t, bool gpu, struct tracer_ringbuf_usage *out);
 
 /*
  * tracer_unwind_maps - fds of the `unwind_shards` (array of maps) and

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * agent_internal.h - the state of one profd run, shared by the files of
+ * src/agent/ (agent.c: wiring and the run loop; agent_counters.c: counter
+ * names; metrics.c: /metrics; debug.c: --debug-pid output). Not for use
+ * outside src/agent/.
+ */
+#ifndef PROFD_AGENT_AGENT_INTERNAL_H
+#define PROFD_AGENT_AGENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+#include "agent/exec.h"
+#include "agent/export.h"
+#include "aggregate/aggregate.h"
+#include "bpf/profd.h"
+#include "gpu/gpu.h"
+#include "output/flamegraph.h"
+#include "proc/process.h"
+#include "python/python.h"
+#include "symbol/kallsyms.h"
+#include "symbol/symbolizer.h"
+#include "tracer/counters.h"
+#include "tracer/tracer.h"
+#include "unwind/loader.h"
+
+/* User frames after merging: native + Python + an error frame. */
+#define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 2)
+
+/* User-space counters of loss and error, reported beside the BPF ones. */
+enum agent_counter {
+	AGENT_CNT_RECORDS_MALFORMED,	/* record shorter than its header says */
+	AGENT_CNT_AGGREGATION_FULL,	/* sample dropped: stack table full/OOM */
+	AGENT_CNT_MAPS_READ_ERRORS,	/* process gone before maps were read */
+	AGENT_CNT_ELF_OPEN_ERRORS,	/* mapping file unreadable or not ELF */
+	AGENT_CNT_WRITE_ERRORS,		/* profile or flame graph not written */
+	AGENT_CNT_FLAMEGRAPH_TRUNCATED,	/* flame graph full: path cut short */
+	AGENT_CNT_UNWIND_CFI_REJECTED,	/* malformed CIEs/FDEs left out of tables */
+	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
+	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
+	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
+	AGENT_CNT_PYTHON_CODE_ERRORS,	/* samples with a Python frame whose code object was unreadable */
+	AGENT_CNT_PYTHON_FRAMES_FULL,	/* Python frames not named: frame table full */
+	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */
+	AGENT_CNT_PYTHON_UPDATE_ERRORS,	/* python_procs updates that failed */
+	AGENT_CNT_PYTHON_READ_TIMEOUTS,	/* process memory reads abandoned (hung) */
+	AGENT_CNT_PYTHON_FRAME_TABLES,	/* Python frame tables started afresh */
+	AGENT_CNT_GPU_KERNELS,		/* CUDA kernel records joined into a GPU profile */
+	AGENT_CNT_GPU_LAUNCHES_NO_STACK,/* launches the library sent without a stack */
+	AGENT_CNT_GPU_KERNELS_NO_LAUNCH,/* kernels whose launch never came: "[unknown launch]" */
+	AGENT_CNT_GPU_LAUNCHES_UNMATCHED, /* launches no kernel record joined in time */
+	AGENT_CNT_GPU_CORRELATION_EVICTED, /* launches evicted at the table bound */
+	AGENT_CNT_GPU_RECORDS_DROPPED,	/* kernel records CUPTI dropped (library report) */
+	AGENT_CNT_GPU_LIBRARY_ERRORS,	/* other errors the injection library reported */
+	AGENT_CNT_GPU_NAMES_UNKNOWN,	/* kernels or PC samples without a name */
+	AGENT_CNT_GPU_PC_SAMPLES,	/* GPU PC samples */
+	AGENT_CNT_GPU_PC_UNRESOLVED,	/* PC samples not placed in their cubin */
+	AGENT_CNT_GPU_CUBIN_ERRORS,	/* cubins unreadable or not ELF */
+	AGENT_CNT_GPU_ATTACH_ERRORS,	/* injection library copies we could not attach */
+	AGENT_CNT_GPU_KERNELS_BOGUS,	/* kernel records with impossible times: dropped */
+	AGENT_CNT_GPU_STACKS_DROPPED,	/* launch stacks over the memory bound: not kept */
+	AGENT_CNT_NVTX_SPANS,		/* NVTX ranges turned into spans */
+	AGENT_CNT_NVTX_LOGS,		/* NVTX marks outside ranges: log records */
+	AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET, /* spans of traces over --nvtx-max-spans-per-sec */
+	AGENT_CNT_NVTX_QUEUE_FULL,	/* NVTX events lost: the tracer's queue was full */
+	AGENT_CNT_NVTX_POPS_UNMATCHED,	/* nvtxRangePop with no range open */
+	AGENT_CNT_NVTX_ENDS_UNKNOWN,	/* nvtxRangeEnd of an id never started */
+	AGENT_CNT_NVTX_STRINGS_UNKNOWN,	/* NVTX messages whose text never arrived */
+	AGENT_CNT_NVTX_UNFINISHED,	/* ranges still open at exit/stop, closed by profd */
+	AGENT_CNT_NVTX_LIBRARY_DROPPED,	/* NVTX events the injection library could not record */
+	AGENT_CNT_NVTX_TABLES_FULL,	/* NVTX strings/ranges over the per-process bounds */
+	AGENT_CNT_OTLP_ITEMS_SENT,	/* spans, log records and profile samples the endpoint took */
+	AGENT_CNT_OTLP_ITEMS_DROPPED,	/* ... not delivered: queue full, rejected, retries exhausted */
+	AGENT_CNT_OTLP_RETRIES,		/* OTLP requests sent again after a retryable failure */
+	AGENT_CNT_MAX,
+};
+
+/* Kind (lost/partial/stat) and snake_case name of each agent counter. */
+extern const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX];
+extern const char *const agent_counter_names[AGENT_CNT_MAX];
+
+struct metrics_server;
+
+struct agent {
+	const struct agent_config *cfg;
+	struct tracer *tracer;
+	struct symbolizer *sym;
+	pthread_mutex_t sym_lock;
+	struct process_table *procs;	/* reader thread only */
+	struct unwind_loader *unwind;	/* reader thread only; NULL: FP only */
+	struct python *py;		/* CPython processes; NULL: native only */
+	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
+	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
+	struct kallsyms *ksyms;
+	char kernel_build_id[128];
+	struct flamegraph *flame;
+	struct flamegraph *gpu_flame;	/* GPU kernel time by launching stack */
+	struct gpu *gpu;		/* NULL: --no-gpu */
+	struct agent_export *exp;	/* OTLP export and NVTX; NULL: neither */
+	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
+	uint64_t gpu_attach_errors;	/* reader thread */
+	struct gpu_discovery discovery;	/* reader thread: finding library copies */
+	struct exec_child child;	/* `profd exec` */
+	int exec_failed;		/* the command could not be run: 126/127 */
+
+	pthread_mutex_t agg_lock;	/* guards cur, interval, counters, procs_stats */
+	struct aggregate *cur;
+	uint64_t interval;		/* bumped at each swap of cur */
+	uint64_t py_interval;		/* interval the frame table was last checked for */
+	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
+	struct process_table_stats procs_stats;
+	struct unwind_loader_stats unwind_stats;
+
+	volatile int stop_reader;
+	pthread_t reader;
+	int reader_err;
+
+	uint64_t bpf_prev[PROFD_CNT_MAX];
+	uint64_t agent_prev[AGENT_CNT_MAX];
+	uint64_t run_start_mono;
+	unsigned int intervals;
+	uint64_t total_samples;
+	uint64_t total_gpu_kernels;
+	unsigned int write_failures;	/* intervals whose profile or flame graph
+					 * was not written */
+
+	/* Probabilistic profiling (main thread; read by /metrics). */
+	bool sampling_on;		/* perf events enabled this probabilistic interval */
+	uint64_t probabilistic_draws;	/* probabilistic intervals started */
+	uint64_t probabilistic_on;	/* ... of which profiled */
+
+	/* /metrics and /healthz (--http-address); NULL: off. */
+	struct metrics_server *metrics;
+	bool ready;			/* set up and sampling (under agg_lock) */
+	uint64_t last_flush_mono;	/* CLOCK_MONOTONIC of the last interval written */
+	bool last_write_ok;		/* the last interval's files were all written */
+	uint64_t retention_removed_files;	/* files deleted by --output-retention */
+	uint64_t retention_removed_bytes;
+};
+
+#endif /* PROFD_AGENT_AGENT_INTERNAL_H */

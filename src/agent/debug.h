@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * debug.h - per-sample debug output (--debug-pid PID, and -vvv for every
+ * process): one block per sample on stderr, for the chosen processes only.
+ */
+#ifndef PROFD_AGENT_DEBUG_H
+#define PROFD_AGENT_DEBUG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bpf/profd.h"
+#include "proc/process.h"
+
+struct agent;
+
+/* agent_debug_wanted - whether samples of process @pid get debug output. */
+bool agent_debug_wanted(const struct agent *ag, pid_t pid);
+
+/*
+ * agent_debug_sample - print sample @s (reader thread): its pid, tid,
+ * names, flags (which unwinders ran, why a stack is partial) and every
+ * frame of @ips (@s->kernel_len kernel then @nuser user addresses after
+ * the Python merge) with the mapping it falls in (@snap, may be NULL).
+ */
+void agent_debug_sample(struct agent *ag, const struct profd_sample *s,
+			const uint64_t *ips, uint32_t nuser,
+			struct proc_snapshot *snap);
+
+#endif /* PROFD_AGENT_DEBUG_H */

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * retention.h - output-directory retention (--output-retention): profd's
+ * own profile files beyond an age or a total size are deleted, oldest
+ * first, so a long-running profd never fills the disk.
+ */
+#ifndef PROFD_OUTPUT_RETENTION_H
+#define PROFD_OUTPUT_RETENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct retention_result {
+	uint64_t files_removed;
+	uint64_t bytes_removed;
+	uint64_t files_kept;	/* profd's files left in the directory */
+	uint64_t bytes_kept;
+};
+
+/*
+ * retention_apply - in directory @dir, delete profd's profile files
+ * (cpu-*.pb.gz, gpu-*.pb.gz, gpu-pc-*.pb.gz; nothing else is ever
+ * touched) older than @max_age_s seconds before @now_s (Unix seconds;
+ * 0: no age limit), then, oldest first (by modification time, then
+ * name), until the rest takes at most @max_bytes (0: no size limit).
+ * The newest file is never deleted for size. Returns 0 with @out filled,
+ * or a negative errno when @dir cannot be read (a file that cannot be
+ * deleted is skipped).
+ */
+int retention_apply(const char *dir, uint64_t max_age_s, uint64_t max_bytes,
+		    uint64_t now_s, struct retention_result *out);
+
+/*
+ * retention_parse - parse an --output-retention value: AGE, SIZE or
+ * AGE,SIZE (either order), AGE a number with unit s, m, h, d or w, SIZE
+ * a number with unit B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB (powers
+ * of 1024). Sets *@age_s and *@bytes (0 for the part not given).
+ * Returns 0 or -EINVAL with a reason in @err.
+ */
+int retention_parse(const char *s, uint64_t *age_s, uint64_t *bytes,
+		    char *err, size_t errlen);
+
+#endif /* PROFD_OUTPUT_RETENTION_H */
