@@ -211,6 +211,8 @@ static int on_event(void *ctx, const void *data, size_t size)
 	case PROFD_EVENT_SAMPLE: {
 		const struct profd_sample *s = data;
 
+		if (ag->discard_samples)
+			return 0;
 		if (size < sizeof(*s) ||
 		    size < sizeof(*s) + ((size_t)s->kernel_len + s->user_len +
 					 2 * (size_t)s->python_len) * 8 ||
@@ -656,6 +658,38 @@ static int write_gpu_profiles(struct agent *ag, const struct build_opts *bo,
 	return err;
 }
 
+/*
+ * --output-retention: delete the oldest profiles beyond the age or size
+ * limit, after the interval's files were written.
+ */
+static void apply_retention(struct agent *ag)
+{
+	const struct agent_config *cfg = ag->cfg;
+	struct retention_result r = { 0 };
+	int err;
+
+	if (!cfg->retention_age_s && !cfg->retention_bytes)
+		return;
+	err = retention_apply(cfg->output_dir, cfg->retention_age_s,
+			      cfg->retention_bytes, now_ns(CLOCK_REALTIME) / 1000000000ULL, &r);
+	if (err) {
+		fprintf(stderr, "profd: warning: --output-retention: cannot read %s: %s\n",
+			cfg->output_dir, strerror(-err));
+		return;
+	}
+	if (r.files_removed && cfg->verbose)
+		fprintf(stderr, "profd: --output-retention: removed %llu old profiles "
+			"(%llu bytes); %llu kept (%llu bytes)\n",
+			(unsigned long long)r.files_removed,
+			(unsigned long long)r.bytes_removed,
+			(unsigned long long)r.files_kept, (unsigned long long)r.bytes_kept);
+	pthread_mutex_lock(&ag->agg_lock);
+	ag->retention_removed_files += r.files_removed;
+	ag->retention_removed_bytes += r.bytes_removed;
+	ag->counters[AGENT_CNT_RETENTION_REMOVED] = ag->retention_removed_files;
+	pthread_mutex_unlock(&ag->agg_lock);
+}
+
 static void flush(struct agent *ag)
 {
 	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 }, bpf_delta[PROFD_CNT_MAX];
@@ -671,6 +705,7 @@ static void flush(struct agent *ag)
 	char gpu_path[PATH_MAX] = "";
 	uint64_t gpu_kernels = 0, gpu_ns = 0;
 	int err = 0, ferr = 0, gerr = 0;
+	bool skip;
 
 	if (!fresh)
 		return;	/* keep aggregating into the current table */
@@ -710,10 +745,14 @@ static void flush(struct agent *ag)
 		.comments = comment_ptrs,
 		.ncomments = ncomments,
 	};
-	p = aggregate_build_profile(a, &bo);
-	err = write_profile(ag, "cpu", p, a->start_ns, path, sizeof(path));
+	/* probabilistic profiling: an interval never sampled has no profile */
+	skip = !a->nsamples && !ag->interval_sampled;
+	ag->interval_sampled = ag->sampling_on;
+	p = skip ? NULL : aggregate_build_profile(a, &bo);
+	err = skip ? 0 : write_profile(ag, "cpu", p, a->start_ns, path, sizeof(path));
 	if (err)
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
+	ag->skipped_intervals += skip;
 	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
 				  &gpu_kernels, &gpu_ns);
 	if (gerr)
@@ -741,8 +780,14 @@ static void flush(struct agent *ag)
 	pthread_mutex_unlock(&ag->agg_lock);
 	ag->write_failures += err || ferr || gerr;
 	ag->total_gpu_kernels += gpu_kernels;
-	status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
-		    flame_path, ferr);
+	if (skip)
+		fprintf(stderr, "profd: interval %u: not profiled (--probabilistic-threshold "
+			"%u), no profile written\n", ag->intervals,
+			ag->cfg->probabilistic_threshold);
+	else
+		status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
+			    flame_path, ferr);
+	apply_retention(ag);
 	agent_export_warn(ag->exp);
 	if (gpu_path[0] || gerr)
 		fprintf(stderr, "profd: interval %u: %llu GPU kernels, %.3f s of GPU time%s; "
@@ -949,6 +994,9 @@ static int export_setup(struct agent *ag)
 static int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
+	unsigned int scale = cfg->bpf_map_scale_factor;
+	uint64_t max_procs = cfg->max_processes_set ? cfg->max_processes :
+			     (uint64_t)cfg->max_processes << scale;
 	struct tracer_opts to = {
 		.frequency_hz = cfg->frequency_hz,
 		.pids = cfg->exec_argv ? &ag->child.pid : cfg->pids,
@@ -956,12 +1004,19 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 		.follow_children = cfg->exec_argv != NULL,
 		.include_idle = cfg->include_idle,
 		.max_stack_depth = cfg->max_stack_depth,
-		.ringbuf_bytes = 8u << 20,
-		.gpu_ringbuf_bytes = cfg->gpu ? 8u << 20 : 4096,
+		/* --bpf-map-scale-factor: x 2^N (tracer_open() makes a map that
+		 * cannot be created that big smaller, with a warning) */
+		.ringbuf_bytes = (8u << 20) << scale,
+		.gpu_ringbuf_bytes = cfg->gpu ? (8u << 20) << scale : 4096,
 		.verbose = cfg->verbose,
 		.dwarf_unwinding = cfg->dwarf_unwinding,
-		.max_processes = cfg->max_processes,
+		.max_processes = max_procs < (1u << 20) ? max_procs : (1u << 20),
+		.map_scale_factor = scale,
+		.verifier_log_level = cfg->bpf_verifier_log_level,
+		.start_disabled = !ag->sampling_on,
 	};
+	uint64_t unwind_mib = cfg->unwind_memory_set ? cfg->unwind_memory_mib :
+			      (uint64_t)cfg->unwind_memory_mib << scale;
 	int err;
 
 	if (preflight_check(cfg->check_kernel_version))
@@ -992,6 +1047,13 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	ag->tracer = tracer_open(&to, on_event, ag);
 	if (!ag->tracer)
 		return -1;
+	if (!ag->sampling_on) {
+		/* not profiling this probabilistic interval: drop the samples
+		 * taken while the events were being attached */
+		ag->discard_samples = true;
+		tracer_drain(ag->tracer);
+		ag->discard_samples = false;
+	}
 	if (cfg->gpu && gpu_setup(ag, inject_lib))
 		return -1;
 	if (cfg->python_unwinding) {
@@ -1007,8 +1069,7 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 		int shards_fd, procs_fd;
 
 		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd);
-		ag->unwind = unwind_loader_new(shards_fd, procs_fd,
-					       (uint64_t)cfg->unwind_memory_mib << 20);
+		ag->unwind = unwind_loader_new(shards_fd, procs_fd, unwind_mib << 20);
 		if (!ag->unwind) {
 			fprintf(stderr, "profd: error: out of memory\n");
 			return -1;
@@ -1043,6 +1104,45 @@ static void agent_teardown(struct agent *ag)
 	kallsyms_free(ag->ksyms);
 }
 
+/*
+ * Probabilistic profiling: draw a number in [0, 100); this probabilistic
+ * interval is profiled when it is below the threshold (100: always).
+ * Counted; the caller switches the perf events.
+ */
+static bool probabilistic_draw(struct agent *ag)
+{
+	bool on = arc4random_uniform(100) < ag->cfg->probabilistic_threshold;
+
+	pthread_mutex_lock(&ag->agg_lock);
+	ag->probabilistic_draws++;
+	ag->probabilistic_on += on;
+	ag->counters[AGENT_CNT_PROBABILISTIC_OFF] = ag->probabilistic_draws -
+						     ag->probabilistic_on;
+	pthread_mutex_unlock(&ag->agg_lock);
+	return on;
+}
+
+/* A new probabilistic interval: enable or disable the perf events (no reload). */
+static void probabilistic_next(struct agent *ag)
+{
+	bool on = probabilistic_draw(ag);
+	int err;
+
+	if (on == ag->sampling_on)
+		return;
+	err = tracer_set_sampling(ag->tracer, on);
+	if (err)
+		fprintf(stderr, "profd: warning: cannot %s the perf events: %s\n",
+			on ? "enable" : "disable", strerror(-err));
+	pthread_mutex_lock(&ag->agg_lock);
+	ag->sampling_on = on;
+	ag->interval_sampled |= on;
+	pthread_mutex_unlock(&ag->agg_lock);
+	if (ag->cfg->verbose)
+		fprintf(stderr, "profd: probabilistic profiling: sampling %s for %u s\n",
+			on ? "on" : "off", ag->cfg->probabilistic_interval_s);
+}
+
 /* Wait for a signal until @deadline (CLOCK_MONOTONIC ns); true if one came. */
 static bool wait_signal(const sigset_t *set, uint64_t deadline, int *sig,
 			bool *from_tty)
@@ -1068,7 +1168,7 @@ static bool wait_signal(const sigset_t *set, uint64_t deadline, int *sig,
 int agent_run(const struct agent_config *cfg)
 {
 	struct agent ag = { .cfg = cfg };
-	uint64_t start, next_flush, end, interval_ns, now;
+	uint64_t start, next_flush, end, interval_ns, now, next_draw, draw_ns;
 	char *inject_lib = NULL, *private_lib = NULL;
 	sigset_t set;
 	int sig = 0, ret = 1;
@@ -1147,6 +1247,9 @@ int agent_run(const struct agent_config *cfg)
 			goto out;
 		}
 	}
+	/* the first probabilistic interval: sampling starts on or off */
+	ag.sampling_on = probabilistic_draw(&ag);
+	ag.interval_sampled = ag.sampling_on;
 	/* before the BPF load: a taken port should not cost seconds */
 	if (cfg->http_address && agent_metrics_start(&ag))
 		goto out;
@@ -1161,16 +1264,21 @@ int agent_run(const struct agent_config *cfg)
 	pthread_mutex_lock(&ag.agg_lock);
 	ag.cur->start_ns = now_ns(CLOCK_REALTIME);
 	ag.ready = true;
-	ag.sampling_on = true;
 	ag.last_write_ok = true;
 	pthread_mutex_unlock(&ag.agg_lock);
 	interval_ns = (uint64_t)cfg->interval_s * 1000000000ULL;
 	end = cfg->duration_s ? start + (uint64_t)cfg->duration_s * 1000000000ULL : UINT64_MAX;
 	next_flush = start + interval_ns;
+	draw_ns = (uint64_t)cfg->probabilistic_interval_s * 1000000000ULL;
+	next_draw = cfg->probabilistic_threshold < 100 ? start + draw_ns : UINT64_MAX;
 	fprintf(stderr, "profd: sampling %u CPUs at %u Hz%s, writing to %s\n",
 		tracer_ncpus(ag.tracer), cfg->frequency_hz,
 		cfg->npids ? " (--pid)" : cfg->exec_argv ? " (exec)" : "",
 		cfg->output_dir);
+	if (cfg->probabilistic_threshold < 100)
+		fprintf(stderr, "profd: probabilistic profiling: %u%% of %u s intervals; "
+			"this one: %s\n", cfg->probabilistic_threshold,
+			cfg->probabilistic_interval_s, ag.sampling_on ? "on" : "off");
 	if (cfg->exec_argv) {
 		int err = exec_child_release(&ag.child);
 
@@ -1184,6 +1292,9 @@ int agent_run(const struct agent_config *cfg)
 
 	while (!stop) {
 		uint64_t deadline = next_flush < end ? next_flush : end;
+
+		if (next_draw < deadline)
+			deadline = next_draw;
 
 		/* wake at least once a second to notice --pid targets exiting */
 		now = now_ns(CLOCK_MONOTONIC);
@@ -1221,6 +1332,12 @@ int agent_run(const struct agent_config *cfg)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= end)
 			break;
+		if (now >= next_draw) {
+			probabilistic_next(&ag);
+			next_draw += draw_ns;
+			if (next_draw <= now)
+				next_draw = now + draw_ns;
+		}
 		if (cfg->npids && !pids_alive(cfg)) {
 			fprintf(stderr, "profd: every --pid process exited\n");
 			stop = true;
@@ -1246,10 +1363,20 @@ int agent_run(const struct agent_config *cfg)
 		if (ag.total_gpu_kernels)
 			snprintf(gpu, sizeof(gpu), " and %llu GPU kernels",
 				 (unsigned long long)ag.total_gpu_kernels);
-		fprintf(stderr, "profd: done: %llu samples%s in %u profiles; "
-			"flame graph: %s/flamegraph.html\n",
-			(unsigned long long)ag.total_samples, gpu, ag.intervals,
-			cfg->output_dir);
+		char off[64] = "";
+
+		if (ag.skipped_intervals)
+			snprintf(off, sizeof(off), " (%u intervals not profiled)",
+				 ag.skipped_intervals);
+		if (ag.intervals && ag.skipped_intervals == ag.intervals && !gpu[0])
+			fprintf(stderr, "profd: done: no interval was profiled "
+				"(--probabilistic-threshold %u): nothing written\n",
+				cfg->probabilistic_threshold);
+		else
+			fprintf(stderr, "profd: done: %llu samples%s in %u profiles%s; "
+				"flame graph: %s/flamegraph.html\n",
+				(unsigned long long)ag.total_samples, gpu,
+				ag.intervals - ag.skipped_intervals, off, cfg->output_dir);
 	}
 	export_finish(&ag);
 	ret = ag.reader_err || ag.write_failures ? 1 : 0;

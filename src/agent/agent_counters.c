@@ -50,6 +50,8 @@ const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_OTLP_ITEMS_SENT] = COUNTER_STAT,
 	[AGENT_CNT_OTLP_ITEMS_DROPPED] = COUNTER_LOST,
 	[AGENT_CNT_OTLP_RETRIES] = COUNTER_STAT,
+	[AGENT_CNT_RETENTION_REMOVED] = COUNTER_STAT,
+	[AGENT_CNT_PROBABILISTIC_OFF] = COUNTER_STAT,
 };
 
 const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -96,4 +98,6 @@ const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_OTLP_ITEMS_SENT] = "otlp_items_sent",
 	[AGENT_CNT_OTLP_ITEMS_DROPPED] = "otlp_items_dropped",
 	[AGENT_CNT_OTLP_RETRIES] = "otlp_retries",
+	[AGENT_CNT_RETENTION_REMOVED] = "retention_files_removed",
+	[AGENT_CNT_PROBABILISTIC_OFF] = "probabilistic_intervals_off",
 };

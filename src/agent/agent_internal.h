@@ -75,6 +75,8 @@ enum agent_counter {
 	AGENT_CNT_OTLP_ITEMS_SENT,	/* spans, log records and profile samples the endpoint took */
 	AGENT_CNT_OTLP_ITEMS_DROPPED,	/* ... not delivered: queue full, rejected, retries exhausted */
 	AGENT_CNT_OTLP_RETRIES,		/* OTLP requests sent again after a retryable failure */
+	AGENT_CNT_RETENTION_REMOVED,	/* old profiles deleted by --output-retention */
+	AGENT_CNT_PROBABILISTIC_OFF,	/* probabilistic intervals not profiled */
 	AGENT_CNT_MAX,
 };
 
@@ -129,6 +131,9 @@ struct agent {
 
 	/* Probabilistic profiling (main thread; read by /metrics). */
 	bool sampling_on;		/* perf events enabled this probabilistic interval */
+	bool interval_sampled;		/* ... at some time since the last flush */
+	bool discard_samples;		/* agent_setup(): samples before the first draw */
+	unsigned int skipped_intervals;	/* flushes with no profile: never sampled */
 	uint64_t probabilistic_draws;	/* probabilistic intervals started */
 	uint64_t probabilistic_on;	/* ... of which profiled */
 

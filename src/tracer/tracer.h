@@ -32,6 +32,9 @@ struct tracer_opts {
 	unsigned int map_scale_factor;	/* --bpf-map-scale-factor: the fixed-size maps
 					 * (threads, library events) x 2^N; the sizes
 					 * above come scaled already */
+	bool start_disabled;		/* perf events off until tracer_set_sampling()
+					 * (a sample or two taken while attaching
+					 * may be in the ringbuf) */
 	unsigned int verifier_log_level;/* --bpf-verifier-log-level 0..2: the kernel's
 					 * verifier log of a program that fails to load */
 };
@@ -56,7 +59,7 @@ struct tracer;
 
 /*
  * tracer_open - load the BPF programs and attach them (sampling starts at
- * once). Prints one "profd: error: ..." line and returns NULL on failure.
+ * once unless opts->start_disabled). Prints one "profd: error: ..." line and returns NULL on failure.
  */
 struct tracer *tracer_open(const struct tracer_opts *opts, tracer_event_fn fn,
 			   void *ctx);

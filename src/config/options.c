@@ -1,0 +1,828 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * options.c - the option table, value parsing and --print-config (see
+ * options.h). The YAML emitter is libyaml's, so printed values are
+ * always quoted correctly.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "bpf/profd.h"
+#include "config/options.h"
+#include "export/otlp.h"
+#include "output/retention.h"
+
+enum {
+	OPT_FREQ = 'F',
+	OPT_DURATION = 'd',
+	OPT_INTERVAL = 'i',
+	OPT_OUTPUT = 'o',
+	OPT_PID = 'p',
+	OPT_VERBOSE = 'v',
+	OPT_CONFIG = 'c',
+	OPT_INCLUDE_IDLE = 0x100,
+	OPT_MAX_DEPTH,
+	OPT_NO_KVER,
+	OPT_NO_DWARF,
+	OPT_NO_PYTHON,
+	OPT_UNWIND_MEMORY,
+	OPT_MAX_PROCESSES,
+	OPT_NO_GPU,
+	OPT_INJECT_LIBRARY,
+	OPT_GPU_TIMEOUT,
+	OPT_OTLP_ENDPOINT,
+	OPT_OTLP_PROTOCOL,
+	OPT_OTLP_INSECURE,
+	OPT_NVTX_MAX_SPANS,
+	OPT_PROB_INTERVAL,
+	OPT_PROB_THRESHOLD,
+	OPT_MAP_SCALE,
+	OPT_VERIFIER_LOG,
+	OPT_DEBUG_PID,
+	OPT_LABEL,
+	OPT_HTTP_ADDRESS,
+	OPT_RETENTION,
+	OPT_PRINT_CONFIG,
+};
+
+static const struct option_def table[] = {
+	{ "config", OPT_CONFIG, "FILE", OPTION_VALUE, false,
+	  "Read settings from FILE (YAML: each key a long option without "
+	  "\"--\", e.g. `sampling-frequency: 99`); flags given too override it" },
+	{ "print-config", OPT_PRINT_CONFIG, NULL, OPTION_FLAG, false,
+	  "Print the settings (defaults, FILE and flags applied) as a config "
+	  "file and exit" },
+	{ "sampling-frequency", OPT_FREQ, "HZ", OPTION_VALUE, true,
+	  "Samples per second on each CPU, 1-1000 (default 19)" },
+	{ "duration", OPT_DURATION, "SECONDS", OPTION_VALUE, true,
+	  "Stop after SECONDS (default 0: until SIGINT/SIGTERM)" },
+	{ "profile-interval", OPT_INTERVAL, "SECONDS", OPTION_VALUE, true,
+	  "Write one profile every SECONDS, 1-86400 (default 10)" },
+	{ "output-dir", OPT_OUTPUT, "DIR", OPTION_VALUE, true,
+	  "Where profiles and the flame graph go (default ./profd-out)" },
+	{ "output-retention", OPT_RETENTION, "AGE|SIZE", OPTION_VALUE, true,
+	  "Delete profd's oldest profiles in DIR beyond AGE (e.g. 7d, 12h) "
+	  "and/or a total SIZE (e.g. 10GiB); both: 7d,10GiB (default: keep all)" },
+	{ "pid", OPT_PID, "PID[,PID...]", OPTION_LIST, true,
+	  "Profile only these processes (all their threads); stop when all exited" },
+	{ "verbose", OPT_VERBOSE, NULL, OPTION_COUNT, true,
+	  "More output: libbpf warnings; -vv the BPF verifier log; -vvv a line per sample" },
+	{ "include-idle", OPT_INCLUDE_IDLE, NULL, OPTION_FLAG, true,
+	  "Keep samples of the idle task (pid 0)" },
+	{ "max-stack-depth", OPT_MAX_DEPTH, "FRAMES", OPTION_VALUE, true,
+	  "User frames per stack, 1-512 (default 256); deeper stacks end in [truncated]" },
+	{ "probabilistic-interval", OPT_PROB_INTERVAL, "DURATION", OPTION_VALUE, true,
+	  "How often to decide whether to profile, 1s-1d (default 1m)" },
+	{ "probabilistic-threshold", OPT_PROB_THRESHOLD, "0-100", OPTION_VALUE, true,
+	  "Profile a --probabilistic-interval only when a number drawn in "
+	  "[0,100) is below this (default 100: always; 10: ~10% of the time)" },
+	{ "no-kernel-version-check", OPT_NO_KVER, NULL, OPTION_FLAG, true,
+	  "Do not refuse kernels older than 5.15" },
+	{ "no-dwarf-unwinding", OPT_NO_DWARF, NULL, OPTION_FLAG, true,
+	  "Walk user stacks with frame pointers only (no .eh_frame tables)" },
+	{ "no-python-unwinding", OPT_NO_PYTHON, NULL, OPTION_FLAG, true,
+	  "Show CPython processes' native frames only (no Python functions)" },
+	{ "bpf-map-scale-factor", OPT_MAP_SCALE, "N", OPTION_VALUE, true,
+	  "BPF map sizes (ringbufs, process and thread tables, the defaults of "
+	  "--unwind-memory-limit and --max-processes) x 2^N, 0-8 (default 0); a "
+	  "map that cannot be created that big is made smaller, with a warning" },
+	{ "unwind-memory-limit", OPT_UNWIND_MEMORY, "MIB", OPTION_VALUE, true,
+	  "Memory for unwind tables in BPF maps, 1-65536 MiB (default 64); "
+	  "least recently used tables are evicted beyond it" },
+	{ "max-processes", OPT_MAX_PROCESSES, "N", OPTION_VALUE, true,
+	  "Processes with unwind tables at once, 16-1048576 (default 8192)" },
+	{ "bpf-verifier-log-level", OPT_VERIFIER_LOG, "0-2", OPTION_VALUE, true,
+	  "When a BPF program fails to load, print the kernel verifier's log at "
+	  "this level (default 0: one error line)" },
+	{ "debug-pid", OPT_DEBUG_PID, "PID[,PID...]", OPTION_LIST, true,
+	  "Print every sample of these processes (frames, mappings, unwinder) to stderr" },
+	{ "label", OPT_LABEL, "KEY=VALUE", OPTION_LIST, true,
+	  "Add label KEY=VALUE to every sample and OTLP resource (repeatable)" },
+	{ "http-address", OPT_HTTP_ADDRESS, "HOST:PORT", OPTION_VALUE, true,
+	  "Serve /metrics (Prometheus text format) and /healthz on HOST:PORT, "
+	  "e.g. 127.0.0.1:7071 (default: off)" },
+	{ "no-gpu", OPT_NO_GPU, NULL, OPTION_FLAG, true,
+	  "Do not attach to the CUDA/NVTX injection library (no GPU profiles, "
+	  "no NVTX spans)" },
+	{ "inject-library", OPT_INJECT_LIBRARY, "PATH", OPTION_VALUE, true,
+	  "The CUDA/NVTX injection library (default: libprofd_inject.so next to "
+	  "the profd binary, else PREFIX/lib/profd/)" },
+	{ "gpu-correlation-timeout", OPT_GPU_TIMEOUT, "SECONDS", OPTION_VALUE, true,
+	  "How long a GPU launch waits for its kernel records and a kernel for "
+	  "its launch, 1-3600 (default 30)" },
+	{ "otlp-endpoint", OPT_OTLP_ENDPOINT, "URL", OPTION_VALUE, true,
+	  "Also export profiles, and NVTX ranges as spans and logs, over OTLP to "
+	  "URL (http://HOST:PORT, https://HOST:PORT or HOST:PORT; default "
+	  "$OTEL_EXPORTER_OTLP_ENDPOINT, none: pprof files only)" },
+	{ "otlp-protocol", OPT_OTLP_PROTOCOL, "PROTO", OPTION_VALUE, true,
+	  "grpc or http/protobuf (default $OTEL_EXPORTER_OTLP_PROTOCOL, else "
+	  "http/protobuf)" },
+	{ "otlp-insecure", OPT_OTLP_INSECURE, NULL, OPTION_FLAG, true,
+	  "gRPC to HOST:PORT without TLS (plaintext HTTP/2)" },
+	{ "nvtx-max-spans-per-sec", OPT_NVTX_MAX_SPANS, "N", OPTION_VALUE, true,
+	  "NVTX spans each process may export per second, 0-10000000 (default 0: "
+	  "no limit); whole traces are kept or dropped" },
+	{ NULL },
+};
+
+#define NOPTIONS (sizeof(table) / sizeof(table[0]) - 1)
+_Static_assert(NOPTIONS <= sizeof(((struct options *)0)->from_file), "from_file too small");
+
+const struct option_def *option_table(size_t *n)
+{
+	if (n)
+		*n = NOPTIONS;
+	return table;
+}
+
+const struct option_def *option_by_name(const char *name)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (!strcmp(table[i].name, name))
+			return &table[i];
+	return NULL;
+}
+
+const struct option_def *option_by_key(int key)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (table[i].key == key)
+			return &table[i];
+	return NULL;
+}
+
+void options_init(struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cfg = (struct agent_config){
+		.frequency_hz = 19,
+		.interval_s = 10,
+		.output_dir = "profd-out",
+		.max_stack_depth = 256,
+		.check_kernel_version = true,
+		.dwarf_unwinding = true,
+		.python_unwinding = true,
+		.unwind_memory_mib = 64,
+		.max_processes = 8192,
+		.gpu = true,
+		.gpu_timeout_s = 30,
+		.probabilistic_interval_s = 60,
+		.probabilistic_threshold = 100,
+	};
+}
+
+void options_free(struct options *o)
+{
+	for (size_t i = 0; i < o->nowned; i++)
+		free(o->owned[i]);
+	free(o->owned);
+	o->owned = NULL;
+	o->nowned = o->cap_owned = 0;
+}
+
+/* A copy of @s that @o owns; NULL on out of memory. */
+static char *own(struct options *o, const char *s)
+{
+	char *c;
+
+	if (o->nowned == o->cap_owned) {
+		size_t cap = o->cap_owned ? 2 * o->cap_owned : 32;
+		char **v = realloc(o->owned, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		o->owned = v;
+		o->cap_owned = cap;
+	}
+	c = strdup(s);
+	if (c)
+		o->owned[o->nowned++] = c;
+	return c;
+}
+
+/* Parse an unsigned decimal in [min, max]; -1 on anything else. */
+static long long parse_uint(const char *s, long long min, long long max)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	return v;
+}
+
+static int fail(char *err, size_t len, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static const struct {
+	const char *unit;
+	unsigned long long mult;
+} duration_units[] = {
+	{ "w", 7 * 86400ULL }, { "d", 86400 }, { "h", 3600 }, { "m", 60 },
+	{ "s", 1 }, { "", 1 },
+};
+
+int parse_duration(const char *s, unsigned long long *seconds)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (!strcmp(end, "ms")) {
+		if (v % 1000)
+			return -EINVAL;
+		*seconds = v / 1000;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+		if (strcmp(end, duration_units[i].unit))
+			continue;
+		if (v > ULLONG_MAX / duration_units[i].mult)
+			return -EINVAL;
+		*seconds = v * duration_units[i].mult;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void format_duration(unsigned long long s, char *out, size_t len)
+{
+	for (size_t i = 1; i < 5; i++) {	/* days at most: 14d, not 2w */
+		if (s && s % duration_units[i].mult == 0) {
+			snprintf(out, len, "%llu%s", s / duration_units[i].mult,
+				 duration_units[i].unit);
+			return;
+		}
+	}
+	snprintf(out, len, "%llus", s);
+}
+
+/* The thread group (process) of task @tid, or -1 if it is gone. */
+static long tgid_of(long tid)
+{
+	char path[64], line[256];
+	long tgid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+/* PID[,PID...] appended to @v (*@n entries of @max). */
+static int set_pids(const char *value, pid_t *v, size_t *n, size_t max,
+		    bool must_exist, char *err, size_t len)
+{
+	char *copy = strdup(value), *tok, *save = NULL;
+	int ret = 0;
+	size_t added = 0;
+
+	if (!copy)
+		return fail(err, len, OPTION_ERUNTIME, "out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok && !ret;
+	     tok = strtok_r(NULL, ",", &save)) {
+		long long p = parse_uint(tok, 1, INT_MAX);
+
+		if (p < 0)
+			ret = fail(err, len, OPTION_EUSAGE, "takes PID[,PID...], got '%s'", value);
+		else if (*n >= max)
+			ret = fail(err, len, OPTION_EUSAGE, "at most %zu processes", max);
+		else if (must_exist && kill((pid_t)p, 0) && errno == ESRCH)
+			ret = fail(err, len, OPTION_ERUNTIME, "%lld: no such process", p);
+		else if (must_exist && tgid_of(p) > 0 && tgid_of(p) != p)
+			ret = fail(err, len, OPTION_ERUNTIME, "%lld is a thread of process "
+				   "%ld: use --pid %ld", p, tgid_of(p), tgid_of(p));
+		else {
+			v[(*n)++] = (pid_t)p;
+			added++;
+		}
+	}
+	/* ",," or a trailing comma is a typo, not an empty list */
+	if (!ret && (!added || strstr(value, ",,") || value[0] == ',' ||
+		     value[strlen(value) - 1] == ','))
+		ret = fail(err, len, OPTION_EUSAGE, "takes PID[,PID...], got '%s'", value);
+	free(copy);
+	return ret;
+}
+
+/* Label keys profd sets itself: --label cannot shadow them. */
+static const char *const own_labels[] = {
+	"pid", "tid", "comm", "thread_name", "container_id", "cgroup",
+	"executable", "build_id", "cuda_device", "cuda_stream", "cuda_graph",
+	NULL,
+};
+
+static int set_label(struct options *o, const char *value, char *err, size_t len)
+{
+	const char *eq = strchr(value, '=');
+	char key[128];
+	size_t klen;
+	char *k, *v;
+
+	if (!eq || eq == value)
+		return fail(err, len, OPTION_EUSAGE, "takes KEY=VALUE, got '%s'", value);
+	klen = eq - value;
+	if (klen >= sizeof(key))
+		return fail(err, len, OPTION_EUSAGE, "key longer than %zu characters",
+			    sizeof(key) - 1);
+	memcpy(key, value, klen);
+	key[klen] = '\0';
+	if (!((key[0] >= 'a' && key[0] <= 'z') || (key[0] >= 'A' && key[0] <= 'Z') ||
+	      key[0] == '_'))
+		return fail(err, len, OPTION_EUSAGE, "key '%s' must start with a letter "
+			    "or '_'", key);
+	for (size_t i = 1; i < klen; i++) {
+		char c = key[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+			return fail(err, len, OPTION_EUSAGE, "key '%s': only letters, "
+				    "digits, '_', '.' and '-'", key);
+	}
+	for (int i = 0; own_labels[i]; i++)
+		if (!strcmp(key, own_labels[i]))
+			return fail(err, len, OPTION_EUSAGE, "'%s' is one of profd's own "
+				    "labels", key);
+	if (strlen(eq + 1) > 1024)
+		return fail(err, len, OPTION_EUSAGE, "value longer than 1024 bytes");
+	k = own(o, key);
+	v = own(o, eq + 1);
+	if (!k || !v)
+		return fail(err, len, OPTION_ERUNTIME, "out of memory");
+	/* the same key again: the last value wins */
+	for (size_t i = 0; i < o->cfg.nlabels; i++) {
+		if (!strcmp(o->labels[i].key, k)) {
+			o->labels[i].value = v;
+			return 0;
+		}
+	}
+	if (o->cfg.nlabels >= AGENT_MAX_LABELS)
+		return fail(err, len, OPTION_EUSAGE, "at most %d labels", AGENT_MAX_LABELS);
+	o->labels[o->cfg.nlabels].key = k;
+	o->labels[o->cfg.nlabels].value = v;
+	o->cfg.nlabels++;
+	o->cfg.labels = o->labels;
+	return 0;
+}
+
+/* HOST:PORT, [IPV6]:PORT or :PORT; the server resolves HOST. */
+static int check_host_port(const char *s, char *err, size_t len)
+{
+	const char *colon = strrchr(s, ':');
+
+	if (!colon || parse_uint(colon + 1, 0, 65535) < 0)
+		return fail(err, len, OPTION_EUSAGE, "takes HOST:PORT (e.g. "
+			    "127.0.0.1:7071), got '%s'", s);
+	if (s[0] == '[' && colon[-1] != ']')
+		return fail(err, len, OPTION_EUSAGE, "takes [IPV6]:PORT, got '%s'", s);
+	return 0;
+}
+
+/* true/false from the config file for a flag. */
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "True", "TRUE", "1", NULL };
+	static const char *const no[] = { "false", "no", "off", "False", "FALSE", "0", NULL };
+
+	for (int i = 0; yes[i]; i++)
+		if (!strcmp(s, yes[i]))
+			return *out = true, 0;
+	for (int i = 0; no[i]; i++)
+		if (!strcmp(s, no[i]))
+			return *out = false, 0;
+	return -EINVAL;
+}
+
+/* Keep a string value: argv strings live on, file strings are copied. */
+static const char *keep(struct options *o, const char *value, enum option_source src)
+{
+	return src == OPTION_FROM_FLAG ? value : own(o, value);
+}
+
+int option_set(struct options *o, const struct option_def *d, const char *value,
+	       enum option_source src, char *err, size_t len)
+{
+	struct agent_config *c = &o->cfg;
+	size_t idx = d - table;
+	bool b = true;
+	long long v;
+
+	if (d->kind == OPTION_FLAG && value && parse_bool(value, &b))
+		return fail(err, len, OPTION_EUSAGE, "must be true or false, got '%s'", value);
+	if (d->kind == OPTION_LIST && src == OPTION_FROM_FLAG && o->from_file[idx]) {
+		/* a flag replaces the file's list */
+		if (d->key == OPT_PID)
+			c->npids = 0;
+		else if (d->key == OPT_DEBUG_PID)
+			c->ndebug_pids = 0;
+		else if (d->key == OPT_LABEL)
+			c->nlabels = 0;
+	}
+	o->from_file[idx] = src == OPTION_FROM_FILE;
+	if (d->kind != OPTION_FLAG && d->kind != OPTION_COUNT && (!value || !*value))
+		return fail(err, len, OPTION_EUSAGE, "must not be empty");
+
+	switch (d->key) {
+	case OPT_CONFIG:
+		c->config_file = keep(o, value, src);
+		break;
+	case OPT_PRINT_CONFIG:
+		o->print_config = b;
+		break;
+	case OPT_FREQ:
+		v = parse_uint(value, 1, 1000);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 1-1000 Hz, got '%s'", value);
+		c->frequency_hz = v;
+		break;
+	case OPT_DURATION:
+		v = parse_uint(value, 0, 365LL * 86400);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be a number of seconds "
+				    ">= 0, got '%s'", value);
+		c->duration_s = v;
+		break;
+	case OPT_INTERVAL:
+		v = parse_uint(value, 1, 86400);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 1-86400 seconds, got '%s'",
+				    value);
+		c->interval_s = v;
+		break;
+	case OPT_OUTPUT:
+		c->output_dir = keep(o, value, src);
+		break;
+	case OPT_RETENTION: {
+		uint64_t age, bytes;
+		char why[160] = "";
+
+		if (retention_parse(value, &age, &bytes, why, sizeof(why)))
+			return fail(err, len, OPTION_EUSAGE, "%s", why[0] ? why :
+				    "takes AGE, SIZE or AGE,SIZE (e.g. 7d,10GiB)");
+		c->retention_age_s = age;
+		c->retention_bytes = bytes;
+		break;
+	}
+	case OPT_PID:
+		c->pids = o->pids;
+		return set_pids(value, o->pids, &c->npids, OPTIONS_MAX_PIDS, true, err, len);
+	case OPT_DEBUG_PID:
+		c->debug_pids = o->debug_pids;
+		return set_pids(value, o->debug_pids, &c->ndebug_pids, AGENT_MAX_DEBUG_PIDS,
+				false, err, len);
+	case OPT_LABEL:
+		return set_label(o, value, err, len);
+	case OPT_VERBOSE:
+		if (!value) {
+			c->verbose++;
+			break;
+		}
+		v = parse_uint(value, 0, 3);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 0-3, got '%s'", value);
+		c->verbose = v;
+		break;
+	case OPT_INCLUDE_IDLE:
+		c->include_idle = b;
+		break;
+	case OPT_MAX_DEPTH:
+		v = parse_uint(value, 1, PROFD_MAX_USER_FRAMES);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 1-%d, got '%s'",
+				    PROFD_MAX_USER_FRAMES, value);
+		c->max_stack_depth = v;
+		break;
+	case OPT_PROB_INTERVAL: {
+		unsigned long long s;
+
+		if (parse_duration(value, &s) || s < 1 || s > 86400)
+			return fail(err, len, OPTION_EUSAGE, "must be a duration of 1s-1d "
+				    "(e.g. 30s, 1m, 1h), got '%s'", value);
+		c->probabilistic_interval_s = s;
+		break;
+	}
+	case OPT_PROB_THRESHOLD:
+		v = parse_uint(value, 0, 100);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 0-100, got '%s'", value);
+		c->probabilistic_threshold = v;
+		break;
+	case OPT_NO_KVER:
+		c->check_kernel_version = !b;
+		break;
+	case OPT_NO_DWARF:
+		c->dwarf_unwinding = !b;
+		break;
+	case OPT_NO_PYTHON:
+		c->python_unwinding = !b;
+		break;
+	case OPT_MAP_SCALE:
+		v = parse_uint(value, 0, 8);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 0-8, got '%s'", value);
+		c->bpf_map_scale_factor = v;
+		break;
+	case OPT_UNWIND_MEMORY:
+		v = parse_uint(value, 1, 65536);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 1-65536 MiB, got '%s'", value);
+		c->unwind_memory_mib = v;
+		c->unwind_memory_set = true;
+		break;
+	case OPT_MAX_PROCESSES:
+		v = parse_uint(value, 16, 1 << 20);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 16-1048576, got '%s'", value);
+		c->max_processes = v;
+		c->max_processes_set = true;
+		break;
+	case OPT_VERIFIER_LOG:
+		v = parse_uint(value, 0, 2);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 0-2, got '%s'", value);
+		c->bpf_verifier_log_level = v;
+		break;
+	case OPT_HTTP_ADDRESS:
+		if (check_host_port(value, err, len))
+			return OPTION_EUSAGE;
+		c->http_address = keep(o, value, src);
+		break;
+	case OPT_NO_GPU:
+		c->gpu = !b;
+		break;
+	case OPT_INJECT_LIBRARY:
+		c->inject_library = keep(o, value, src);
+		break;
+	case OPT_GPU_TIMEOUT:
+		v = parse_uint(value, 1, 3600);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 1-3600 seconds, got '%s'",
+				    value);
+		c->gpu_timeout_s = v;
+		break;
+	case OPT_OTLP_ENDPOINT:
+		c->otlp_endpoint = keep(o, value, src);
+		break;
+	case OPT_OTLP_PROTOCOL: {
+		enum otlp_protocol proto;
+
+		if (otlp_parse_protocol(value, &proto))
+			return fail(err, len, OPTION_EUSAGE, "must be grpc or http/protobuf, "
+				    "got '%s'", value);
+		c->otlp_protocol = keep(o, value, src);
+		break;
+	}
+	case OPT_OTLP_INSECURE:
+		c->otlp_insecure = b;
+		break;
+	case OPT_NVTX_MAX_SPANS:
+		v = parse_uint(value, 0, 10000000);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 0-10000000, got '%s'", value);
+		c->nvtx_max_spans_per_sec = v;
+		break;
+	default:
+		return fail(err, len, OPTION_EUSAGE, "unknown option");
+	}
+	return 0;
+}
+
+int options_finish(struct options *o, char *err, size_t len)
+{
+	if (o->exec && o->cfg.npids)
+		return fail(err, len, OPTION_EUSAGE, "exec profiles the command's process "
+			    "tree: --pid does not apply");
+	return 0;
+}
+
+/* print */
+
+struct emitter {
+	yaml_emitter_t e;
+	int err;
+};
+
+static void emit(struct emitter *em, yaml_event_t *ev)
+{
+	if (!em->err && !yaml_emitter_emit(&em->e, ev))
+		em->err = -EIO;
+}
+
+static void emit_scalar(struct emitter *em, const char *s, bool plain_ok)
+{
+	yaml_event_t ev;
+
+	yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s),
+				     plain_ok, !plain_ok, plain_ok ? YAML_ANY_SCALAR_STYLE :
+				     YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+	emit(em, &ev);
+}
+
+static void emit_seq_start(struct emitter *em)
+{
+	yaml_event_t ev;
+
+	yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_FLOW_SEQUENCE_STYLE);
+	emit(em, &ev);
+}
+
+static void emit_seq_end(struct emitter *em)
+{
+	yaml_event_t ev;
+
+	yaml_sequence_end_event_initialize(&ev);
+	emit(em, &ev);
+}
+
+static int write_handler(void *data, unsigned char *buf, size_t size)
+{
+	return fwrite(buf, 1, size, data) == size;
+}
+
+/* The value of option @d in @o, as config-file text (strings quoted). */
+static void emit_value(struct emitter *em, const struct options *o,
+		       const struct option_def *d)
+{
+	const struct agent_config *c = &o->cfg;
+	char buf[64];
+
+	switch (d->key) {
+	case OPT_FREQ:
+		snprintf(buf, sizeof(buf), "%u", c->frequency_hz);
+		break;
+	case OPT_DURATION:
+		snprintf(buf, sizeof(buf), "%u", c->duration_s);
+		break;
+	case OPT_INTERVAL:
+		snprintf(buf, sizeof(buf), "%u", c->interval_s);
+		break;
+	case OPT_OUTPUT:
+		return emit_scalar(em, c->output_dir, false);
+	case OPT_RETENTION: {
+		char age[32] = "", size[32] = "";
+
+		if (!c->retention_age_s && !c->retention_bytes)
+			return emit_scalar(em, "", false);
+		if (c->retention_age_s)
+			format_duration(c->retention_age_s, age, sizeof(age));
+		if (c->retention_bytes) {
+			static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+			unsigned long long b = c->retention_bytes;
+			int u = 0;
+
+			while (u < 4 && b % 1024 == 0) {
+				b /= 1024;
+				u++;
+			}
+			snprintf(size, sizeof(size), "%llu%s", b, units[u]);
+		}
+		snprintf(buf, sizeof(buf), "%s%s%s", age, age[0] && size[0] ? "," : "", size);
+		return emit_scalar(em, buf, false);
+	}
+	case OPT_PID:
+	case OPT_DEBUG_PID: {
+		const pid_t *v = d->key == OPT_PID ? c->pids : c->debug_pids;
+		size_t n = d->key == OPT_PID ? c->npids : c->ndebug_pids;
+
+		emit_seq_start(em);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(buf, sizeof(buf), "%d", (int)v[i]);
+			emit_scalar(em, buf, true);
+		}
+		return emit_seq_end(em);
+	}
+	case OPT_LABEL:
+		emit_seq_start(em);
+		for (size_t i = 0; i < c->nlabels; i++) {
+			char *kv;
+
+			if (asprintf(&kv, "%s=%s", c->labels[i].key, c->labels[i].value) < 0) {
+				em->err = -ENOMEM;
+				break;
+			}
+			emit_scalar(em, kv, false);
+			free(kv);
+		}
+		return emit_seq_end(em);
+	case OPT_VERBOSE:
+		snprintf(buf, sizeof(buf), "%d", c->verbose);
+		break;
+	case OPT_INCLUDE_IDLE:
+		return emit_scalar(em, c->include_idle ? "true" : "false", true);
+	case OPT_MAX_DEPTH:
+		snprintf(buf, sizeof(buf), "%u", c->max_stack_depth);
+		break;
+	case OPT_PROB_INTERVAL:
+		format_duration(c->probabilistic_interval_s, buf, sizeof(buf));
+		break;
+	case OPT_PROB_THRESHOLD:
+		snprintf(buf, sizeof(buf), "%u", c->probabilistic_threshold);
+		break;
+	case OPT_NO_KVER:
+		return emit_scalar(em, c->check_kernel_version ? "false" : "true", true);
+	case OPT_NO_DWARF:
+		return emit_scalar(em, c->dwarf_unwinding ? "false" : "true", true);
+	case OPT_NO_PYTHON:
+		return emit_scalar(em, c->python_unwinding ? "false" : "true", true);
+	case OPT_MAP_SCALE:
+		snprintf(buf, sizeof(buf), "%u", c->bpf_map_scale_factor);
+		break;
+	case OPT_UNWIND_MEMORY:
+		/* unset: "" (the default, scaled by bpf-map-scale-factor) */
+		if (!c->unwind_memory_set)
+			return emit_scalar(em, "", false);
+		snprintf(buf, sizeof(buf), "%u", c->unwind_memory_mib);
+		break;
+	case OPT_MAX_PROCESSES:
+		if (!c->max_processes_set)
+			return emit_scalar(em, "", false);
+		snprintf(buf, sizeof(buf), "%u", c->max_processes);
+		break;
+	case OPT_VERIFIER_LOG:
+		snprintf(buf, sizeof(buf), "%u", c->bpf_verifier_log_level);
+		break;
+	case OPT_HTTP_ADDRESS:
+		return emit_scalar(em, c->http_address ? c->http_address : "", false);
+	case OPT_NO_GPU:
+		return emit_scalar(em, c->gpu ? "false" : "true", true);
+	case OPT_INJECT_LIBRARY:
+		return emit_scalar(em, c->inject_library ? c->inject_library : "", false);
+	case OPT_GPU_TIMEOUT:
+		snprintf(buf, sizeof(buf), "%u", c->gpu_timeout_s);
+		break;
+	case OPT_OTLP_ENDPOINT:
+		return emit_scalar(em, c->otlp_endpoint ? c->otlp_endpoint : "", false);
+	case OPT_OTLP_PROTOCOL:
+		return emit_scalar(em, c->otlp_protocol ? c->otlp_protocol : "", false);
+	case OPT_OTLP_INSECURE:
+		return emit_scalar(em, c->otlp_insecure ? "true" : "false", true);
+	case OPT_NVTX_MAX_SPANS:
+		snprintf(buf, sizeof(buf), "%u", c->nvtx_max_spans_per_sec);
+		break;
+	default:
+		return emit_scalar(em, "", false);
+	}
+	emit_scalar(em, buf, true);
+}
+
+int options_print_yaml(const struct options *o, FILE *f)
+{
+	struct emitter em = { .err = 0 };
+	yaml_event_t ev;
+
+	if (!yaml_emitter_initialize(&em.e))
+		return -ENOMEM;
+	yaml_emitter_set_output(&em.e, write_handler, f);
+	yaml_emitter_set_unicode(&em.e, 1);
+	yaml_emitter_set_width(&em.e, -1);
+	yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+	emit(&em, &ev);
+	yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 0);
+	emit(&em, &ev);
+	yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+	emit(&em, &ev);
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		if (!table[i].file)
+			continue;
+		emit_scalar(&em, table[i].name, true);
+		emit_value(&em, o, &table[i]);
+	}
+	yaml_mapping_end_event_initialize(&ev);
+	emit(&em, &ev);
+	yaml_document_end_event_initialize(&ev, 1);
+	emit(&em, &ev);
+	yaml_stream_end_event_initialize(&ev);
+	emit(&em, &ev);
+	if (!em.err && !yaml_emitter_flush(&em.e))
+		em.err = -EIO;
+	yaml_emitter_delete(&em.e);
+	return em.err;
+}
