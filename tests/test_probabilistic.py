@@ -1,0 +1,70 @@
+"""Probabilistic profiling (--probabilistic-interval, --probabilistic-
+threshold): a real profd over a busy workload; Google's pprof reads what
+was written. Threshold 0 collects nothing, 100 everything."""
+import glob
+import os
+import subprocess
+import time
+
+from conftest import ROOT
+from pprof_traces import pprof_traces
+
+
+def burner(tmp_path):
+    exe = str(tmp_path / "burner")
+    subprocess.run(["gcc", "-O2", "-fno-omit-frame-pointer", "-o", exe,
+                    os.path.join(ROOT, "tests", "workloads", "burner.c")], check=True)
+    return exe
+
+
+def run_over_workload(profd_bin, tmp_path, *args):
+    """profd for 4 one-second intervals while a burner spins on the CPU."""
+    out = tmp_path / "out"
+    work = subprocess.Popen([burner(tmp_path), "20000"])
+    try:
+        time.sleep(0.3)
+        r = subprocess.run([profd_bin, "--no-gpu", "-o", str(out), "--duration", "4",
+                            "--profile-interval", "1", "--probabilistic-interval", "1s",
+                            "-F", "97", *args],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        work.kill()
+        work.wait()
+    return r, work.pid, sorted(glob.glob(str(out / "cpu-*.pb.gz")))
+
+
+def test_threshold_0_collects_nothing(profd_bin, tmp_path):
+    r, _, profiles = run_over_workload(profd_bin, tmp_path, "--probabilistic-threshold", "0")
+    assert r.returncode == 0, r.stderr
+    assert profiles == [], r.stderr
+    assert r.stderr.count("not profiled (--probabilistic-threshold 0)") >= 4, r.stderr
+    assert "no interval was profiled" in r.stderr
+    assert not os.path.exists(tmp_path / "out" / "flamegraph.html")
+
+
+def test_threshold_100_collects_every_interval(profd_bin, pprof, tmp_path):
+    r, pid, profiles = run_over_workload(profd_bin, tmp_path, "--probabilistic-threshold",
+                                         "100")
+    assert r.returncode == 0, r.stderr
+    assert "not profiled" not in r.stderr
+    assert len(profiles) >= 4, r.stderr
+    # every interval but the last partial one has the workload, ~97 Hz on one CPU
+    for path in profiles[:4]:
+        mine = [s for s in pprof_traces(pprof, path) if s["labels"].get("pid") == str(pid)]
+        total = sum(s["value"] for s in mine)
+        assert total >= 40, (path, total)
+        assert any("burn_inner" in s["frames"] for s in mine)
+
+
+def test_probabilistic_switching_is_reported(profd_bin, tmp_path):
+    """-v says each switch; the perf events are switched, not reloaded: one
+    BPF load line at start and the run goes on through the switches."""
+    r, _, profiles = run_over_workload(profd_bin, tmp_path, "--probabilistic-threshold",
+                                       "50", "-v")
+    assert r.returncode == 0, r.stderr
+    assert "probabilistic profiling: 50% of 1 s intervals" in r.stderr
+    assert r.stderr.count("profd: sampling ") == 1
+    on_off = [l for l in r.stderr.splitlines() if "probabilistic profiling: sampling" in l]
+    # consecutive switch lines alternate: only a change is reported
+    states = [l.split("sampling ")[1].split()[0] for l in on_off]
+    assert all(a != b for a, b in zip(states, states[1:])), states
