@@ -2,7 +2,7 @@
 # bench/run-all.sh - run profd's benchmarks and print a summary (`make bench`).
 #
 # Runs, in this order, the suites named in BENCH_SUITES (default
-# "core python dwarf gpu nvtx"; about 17 minutes on a 2-CPU machine, core
+# "core python dwarf gpu nvtx"; service on request; about 17 minutes on a 2-CPU machine, core
 # alone 5-6):
 # core:
 #   bench/bpf_cost.sh        BPF run time per sample at 99 and 19 Hz, and at 99 Hz
@@ -33,6 +33,9 @@
 #                            library, with it and no agent, and under profd (~40 s)
 #   bench/nvtx_spans.sh      NVTX spans per second end to end (library -> BPF ->
 #                            tracer -> OTLP/HTTP) without loss (~60 s)
+# service:
+#   bench/probabilistic.sh   agent CPU and peak RSS at 19 Hz with
+#                            --probabilistic-threshold 100 and 10 (~7 min)
 # Each script's full output goes to $BENCH_OUT (default: a new
 # /tmp/profd-bench-results.XXXXXX directory), the summary to stdout.
 # Needs root and build/profd (run `make` first; PROFD=/path/to/profd measures
@@ -92,7 +95,8 @@ for suite in $suites; do
 		names="$names dwarf_memory dwarf_first_stack dwarf_slowdown" ;;
 	gpu) names="$names gpu_throughput gpu_launch_cost" ;;
 	nvtx) names="$names nvtx_cost nvtx_spans" ;;
-	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx)" >&2; exit 1 ;;
+	service) names="$names probabilistic" ;;
+	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, service)" >&2; exit 1 ;;
 	esac
 done
 
@@ -178,6 +182,12 @@ function kv(s,   n, i, a, p) {
 /^RESULT (unwind_table_build|dwarf_memory|dwarf_first_stack summary|dwarf_parts) / {
 	sub(/^RESULT /, "")
 	print "   " substr($0, 1, 160)
+	next
+}
+/^RESULT probabilistic / {
+	kv($0)
+	printf "agent at %s Hz, --probabilistic-threshold %3s (%s of %s intervals not profiled): CPU %.3f%% of a core, peak RSS %.1f MiB, %s samples\n",
+		v["hz"], v["threshold"], v["not_profiled"], v["intervals"], v["cpu_pct"], v["vmhwm_mib"], v["samples"]
 	next
 }
 /^RESULT agent_overhead / {
