@@ -59,7 +59,7 @@ static const char doc[] =
 "usage error; `profd exec` exits with the command's status.";
 
 /* An argp option per entry of the option table (src/config/options.c). */
-static struct argp_option argp_options[64];
+static struct argp_option argp_options[72];
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
@@ -144,11 +144,19 @@ int main(int argc, char **argv)
 	argp_err_exit_status = 64;	/* EX_USAGE */
 	options_init(&o);
 	table = option_table(&n);
-	for (size_t i = 0; i < n && i + 1 < sizeof(argp_options) / sizeof(argp_options[0]); i++)
-		argp_options[i] = (struct argp_option){
-			.name = table[i].name, .key = table[i].key,
-			.arg = table[i].arg, .doc = table[i].doc,
+	/* a heading per --help section, then its options (argp sorts them) */
+	for (int g = 1, k = 0; g < OPTION_GROUP_MAX; g++) {
+		argp_options[k++] = (struct argp_option){
+			.doc = option_group_title(g), .group = g,
 		};
+		for (size_t i = 0; i < n; i++)
+			if (table[i].group == g)
+				argp_options[k++] = (struct argp_option){
+					.name = table[i].name, .key = table[i].key,
+					.arg = table[i].arg, .doc = table[i].doc,
+					.group = g,
+				};
+	}
 	if (argc > 1 && !strcmp(argv[1], "exec")) {
 		/* `profd exec [OPTIONS] [--] CMD [ARGS]`: options stop at CMD */
 		o.exec = true;

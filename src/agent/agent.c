@@ -725,8 +725,10 @@ static void flush(struct agent *ag)
 		agent_delta[c] = agent_now[c] - ag->agent_prev[c];
 	memcpy(ag->bpf_prev, bpf_now, sizeof(bpf_now));
 	memcpy(ag->agent_prev, agent_now, sizeof(agent_now));
+	pthread_mutex_lock(&ag->agg_lock);
 	ag->intervals++;
 	ag->total_samples += a->nsamples;
+	pthread_mutex_unlock(&ag->agg_lock);
 
 	counter_comments(ag, bpf_delta, agent_delta, &us, comments, &ncomments);
 	if (ag->gpu)
@@ -777,9 +779,12 @@ static void flush(struct agent *ag)
 	ag->counters[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = flamegraph_truncated(ag->flame);
 	ag->counters[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
 	ag->agent_prev[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
-	pthread_mutex_unlock(&ag->agg_lock);
+	/* for /healthz and /metrics */
 	ag->write_failures += err || ferr || gerr;
 	ag->total_gpu_kernels += gpu_kernels;
+	ag->last_write_ok = !(err || ferr || gerr);
+	ag->last_flush_mono = now_ns(CLOCK_MONOTONIC);
+	pthread_mutex_unlock(&ag->agg_lock);
 	if (skip)
 		fprintf(stderr, "profd: interval %u: not profiled (--probabilistic-threshold "
 			"%u), no profile written\n", ag->intervals,

@@ -52,80 +52,80 @@ enum {
 };
 
 static const struct option_def table[] = {
-	{ "config", OPT_CONFIG, "FILE", OPTION_VALUE, false,
+	{ "config", OPT_CONFIG, "FILE", OPTION_VALUE, false, 3,
 	  "Read settings from FILE (YAML: each key a long option without "
 	  "\"--\", e.g. `sampling-frequency: 99`); flags given too override it" },
-	{ "print-config", OPT_PRINT_CONFIG, NULL, OPTION_FLAG, false,
+	{ "print-config", OPT_PRINT_CONFIG, NULL, OPTION_FLAG, false, 3,
 	  "Print the settings (defaults, FILE and flags applied) as a config "
 	  "file and exit" },
-	{ "sampling-frequency", OPT_FREQ, "HZ", OPTION_VALUE, true,
+	{ "sampling-frequency", OPT_FREQ, "HZ", OPTION_VALUE, true, 1,
 	  "Samples per second on each CPU, 1-1000 (default 19)" },
-	{ "duration", OPT_DURATION, "SECONDS", OPTION_VALUE, true,
+	{ "duration", OPT_DURATION, "SECONDS", OPTION_VALUE, true, 1,
 	  "Stop after SECONDS (default 0: until SIGINT/SIGTERM)" },
-	{ "profile-interval", OPT_INTERVAL, "SECONDS", OPTION_VALUE, true,
+	{ "profile-interval", OPT_INTERVAL, "SECONDS", OPTION_VALUE, true, 1,
 	  "Write one profile every SECONDS, 1-86400 (default 10)" },
-	{ "output-dir", OPT_OUTPUT, "DIR", OPTION_VALUE, true,
+	{ "output-dir", OPT_OUTPUT, "DIR", OPTION_VALUE, true, 1,
 	  "Where profiles and the flame graph go (default ./profd-out)" },
-	{ "output-retention", OPT_RETENTION, "AGE|SIZE", OPTION_VALUE, true,
+	{ "output-retention", OPT_RETENTION, "AGE|SIZE", OPTION_VALUE, true, 3,
 	  "Delete profd's oldest profiles in DIR beyond AGE (e.g. 7d, 12h) "
 	  "and/or a total SIZE (e.g. 10GiB); both: 7d,10GiB (default: keep all)" },
-	{ "pid", OPT_PID, "PID[,PID...]", OPTION_LIST, true,
+	{ "pid", OPT_PID, "PID[,PID...]", OPTION_LIST, true, 1,
 	  "Profile only these processes (all their threads); stop when all exited" },
-	{ "verbose", OPT_VERBOSE, NULL, OPTION_COUNT, true,
+	{ "verbose", OPT_VERBOSE, NULL, OPTION_COUNT, true, 1,
 	  "More output: libbpf warnings; -vv the BPF verifier log; -vvv a line per sample" },
-	{ "include-idle", OPT_INCLUDE_IDLE, NULL, OPTION_FLAG, true,
+	{ "include-idle", OPT_INCLUDE_IDLE, NULL, OPTION_FLAG, true, 1,
 	  "Keep samples of the idle task (pid 0)" },
-	{ "max-stack-depth", OPT_MAX_DEPTH, "FRAMES", OPTION_VALUE, true,
+	{ "max-stack-depth", OPT_MAX_DEPTH, "FRAMES", OPTION_VALUE, true, 2,
 	  "User frames per stack, 1-512 (default 256); deeper stacks end in [truncated]" },
-	{ "probabilistic-interval", OPT_PROB_INTERVAL, "DURATION", OPTION_VALUE, true,
+	{ "probabilistic-interval", OPT_PROB_INTERVAL, "DURATION", OPTION_VALUE, true, 3,
 	  "How often to decide whether to profile, 1s-1d (default 1m)" },
-	{ "probabilistic-threshold", OPT_PROB_THRESHOLD, "0-100", OPTION_VALUE, true,
+	{ "probabilistic-threshold", OPT_PROB_THRESHOLD, "0-100", OPTION_VALUE, true, 3,
 	  "Profile a --probabilistic-interval only when a number drawn in "
 	  "[0,100) is below this (default 100: always; 10: ~10% of the time)" },
-	{ "no-kernel-version-check", OPT_NO_KVER, NULL, OPTION_FLAG, true,
+	{ "no-kernel-version-check", OPT_NO_KVER, NULL, OPTION_FLAG, true, 2,
 	  "Do not refuse kernels older than 5.15" },
-	{ "no-dwarf-unwinding", OPT_NO_DWARF, NULL, OPTION_FLAG, true,
+	{ "no-dwarf-unwinding", OPT_NO_DWARF, NULL, OPTION_FLAG, true, 2,
 	  "Walk user stacks with frame pointers only (no .eh_frame tables)" },
-	{ "no-python-unwinding", OPT_NO_PYTHON, NULL, OPTION_FLAG, true,
+	{ "no-python-unwinding", OPT_NO_PYTHON, NULL, OPTION_FLAG, true, 2,
 	  "Show CPython processes' native frames only (no Python functions)" },
-	{ "bpf-map-scale-factor", OPT_MAP_SCALE, "N", OPTION_VALUE, true,
+	{ "bpf-map-scale-factor", OPT_MAP_SCALE, "N", OPTION_VALUE, true, 2,
 	  "BPF map sizes (ringbufs, process and thread tables, the defaults of "
 	  "--unwind-memory-limit and --max-processes) x 2^N, 0-8 (default 0); a "
 	  "map that cannot be created that big is made smaller, with a warning" },
-	{ "unwind-memory-limit", OPT_UNWIND_MEMORY, "MIB", OPTION_VALUE, true,
+	{ "unwind-memory-limit", OPT_UNWIND_MEMORY, "MIB", OPTION_VALUE, true, 2,
 	  "Memory for unwind tables in BPF maps, 1-65536 MiB (default 64); "
 	  "least recently used tables are evicted beyond it" },
-	{ "max-processes", OPT_MAX_PROCESSES, "N", OPTION_VALUE, true,
+	{ "max-processes", OPT_MAX_PROCESSES, "N", OPTION_VALUE, true, 2,
 	  "Processes with unwind tables at once, 16-1048576 (default 8192)" },
-	{ "bpf-verifier-log-level", OPT_VERIFIER_LOG, "0-2", OPTION_VALUE, true,
+	{ "bpf-verifier-log-level", OPT_VERIFIER_LOG, "0-2", OPTION_VALUE, true, 2,
 	  "When a BPF program fails to load, print the kernel verifier's log at "
 	  "this level (default 0: one error line)" },
-	{ "debug-pid", OPT_DEBUG_PID, "PID[,PID...]", OPTION_LIST, true,
+	{ "debug-pid", OPT_DEBUG_PID, "PID[,PID...]", OPTION_LIST, true, 2,
 	  "Print every sample of these processes (frames, mappings, unwinder) to stderr" },
-	{ "label", OPT_LABEL, "KEY=VALUE", OPTION_LIST, true,
+	{ "label", OPT_LABEL, "KEY=VALUE", OPTION_LIST, true, 3,
 	  "Add label KEY=VALUE to every sample and OTLP resource (repeatable)" },
-	{ "http-address", OPT_HTTP_ADDRESS, "HOST:PORT", OPTION_VALUE, true,
+	{ "http-address", OPT_HTTP_ADDRESS, "HOST:PORT", OPTION_VALUE, true, 3,
 	  "Serve /metrics (Prometheus text format) and /healthz on HOST:PORT, "
 	  "e.g. 127.0.0.1:7071 (default: off)" },
-	{ "no-gpu", OPT_NO_GPU, NULL, OPTION_FLAG, true,
+	{ "no-gpu", OPT_NO_GPU, NULL, OPTION_FLAG, true, 4,
 	  "Do not attach to the CUDA/NVTX injection library (no GPU profiles, "
 	  "no NVTX spans)" },
-	{ "inject-library", OPT_INJECT_LIBRARY, "PATH", OPTION_VALUE, true,
+	{ "inject-library", OPT_INJECT_LIBRARY, "PATH", OPTION_VALUE, true, 4,
 	  "The CUDA/NVTX injection library (default: libprofd_inject.so next to "
 	  "the profd binary, else PREFIX/lib/profd/)" },
-	{ "gpu-correlation-timeout", OPT_GPU_TIMEOUT, "SECONDS", OPTION_VALUE, true,
+	{ "gpu-correlation-timeout", OPT_GPU_TIMEOUT, "SECONDS", OPTION_VALUE, true, 4,
 	  "How long a GPU launch waits for its kernel records and a kernel for "
 	  "its launch, 1-3600 (default 30)" },
-	{ "otlp-endpoint", OPT_OTLP_ENDPOINT, "URL", OPTION_VALUE, true,
+	{ "otlp-endpoint", OPT_OTLP_ENDPOINT, "URL", OPTION_VALUE, true, 4,
 	  "Also export profiles, and NVTX ranges as spans and logs, over OTLP to "
 	  "URL (http://HOST:PORT, https://HOST:PORT or HOST:PORT; default "
 	  "$OTEL_EXPORTER_OTLP_ENDPOINT, none: pprof files only)" },
-	{ "otlp-protocol", OPT_OTLP_PROTOCOL, "PROTO", OPTION_VALUE, true,
+	{ "otlp-protocol", OPT_OTLP_PROTOCOL, "PROTO", OPTION_VALUE, true, 4,
 	  "grpc or http/protobuf (default $OTEL_EXPORTER_OTLP_PROTOCOL, else "
 	  "http/protobuf)" },
-	{ "otlp-insecure", OPT_OTLP_INSECURE, NULL, OPTION_FLAG, true,
+	{ "otlp-insecure", OPT_OTLP_INSECURE, NULL, OPTION_FLAG, true, 4,
 	  "gRPC to HOST:PORT without TLS (plaintext HTTP/2)" },
-	{ "nvtx-max-spans-per-sec", OPT_NVTX_MAX_SPANS, "N", OPTION_VALUE, true,
+	{ "nvtx-max-spans-per-sec", OPT_NVTX_MAX_SPANS, "N", OPTION_VALUE, true, 4,
 	  "NVTX spans each process may export per second, 0-10000000 (default 0: "
 	  "no limit); whole traces are kept or dropped" },
 	{ NULL },
@@ -133,6 +133,18 @@ static const struct option_def table[] = {
 
 #define NOPTIONS (sizeof(table) / sizeof(table[0]) - 1)
 _Static_assert(NOPTIONS <= sizeof(((struct options *)0)->from_file), "from_file too small");
+
+const char *option_group_title(int g)
+{
+	static const char *const titles[OPTION_GROUP_MAX] = {
+		[OPTION_GROUP_SAMPLING] = "What to sample and where profiles go:",
+		[OPTION_GROUP_UNWINDING] = "Unwinding, BPF limits and debugging:",
+		[OPTION_GROUP_SERVICE] = "Running as a service (config file, cost, metrics, disk):",
+		[OPTION_GROUP_GPU] = "GPU, NVTX and OTLP export:",
+	};
+
+	return g > 0 && g < OPTION_GROUP_MAX ? titles[g] : "";
+}
 
 const struct option_def *option_table(size_t *n)
 {

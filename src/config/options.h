@@ -54,12 +54,25 @@ enum option_kind {
 	OPTION_LIST,	/* repeatable value; a list (or KEY: VALUE map) in the file */
 };
 
+/* --help sections, in this order (titles: option_group_title()). */
+enum {
+	OPTION_GROUP_SAMPLING = 1,
+	OPTION_GROUP_UNWINDING,
+	OPTION_GROUP_SERVICE,
+	OPTION_GROUP_GPU,
+	OPTION_GROUP_MAX,
+};
+
+/* option_group_title - the --help heading of section @g. */
+const char *option_group_title(int g);
+
 struct option_def {
 	const char *name;	/* long flag without "--"; the config file key */
 	int key;		/* argp key: a short option letter or > 0xff */
 	const char *arg;	/* argument name in --help; NULL for flags */
 	enum option_kind kind;
 	bool file;		/* may appear in the config file */
+	int group;		/* --help section: OPTION_GROUP_* */
 	const char *doc;	/* --help text */
 };
 
