@@ -602,6 +602,10 @@ static int write_profile(struct agent *ag, const char *kind, struct profile *p,
 
 	if (!err && !p)
 		err = -ENOMEM;
+	/* --label: on every sample of the file, on every OTLP resource */
+	for (size_t i = 0; !err && i < ag->cfg->nlabels; i++)
+		err = profile_add_common_label(p, ag->cfg->labels[i].key,
+					       ag->cfg->labels[i].value);
 	if (!err)
 		err = output_path(ag->cfg->output_dir, kind, start_ns, path, len);
 	if (!err)

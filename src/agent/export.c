@@ -166,6 +166,15 @@ int agent_export_new(const struct agent_export_config *c, struct agent_export **
 		ret = -ENOMEM;
 		goto fail;
 	}
+	for (size_t i = 0; i < c->nlabels; i++) {
+		ret = otlp_resources_add_label(x->resources, c->labels[i].key,
+					       c->labels[i].value);
+		if (ret) {
+			snprintf(err, errlen, "--label %s: %s", c->labels[i].key,
+				 ret == -ENOSPC ? "too many labels" : strerror(-ret));
+			goto fail;
+		}
+	}
 	if (has_endpoint(&x->otlp)) {
 		x->exporter = otlp_exporter_new(&x->otlp, err, errlen);
 		if (!x->exporter) {

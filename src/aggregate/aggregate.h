@@ -78,7 +78,8 @@ struct build_opts {
  * aggregate_build_profile - the pprof-model profile of @a: sample types
  * samples/count and cpu/nanoseconds, period type cpu/nanoseconds, one
  * sample per distinct stack with labels pid, tid (numeric), comm,
- * thread_name (string); kernel frames under a "[kernel.kallsyms]"
+ * thread_name (string) and the process's metadata (proc_meta_labels());
+ * kernel frames under a "[kernel.kallsyms]"
  * mapping; user frames under their file's mapping, symbolized through the
  * snapshot's ELF objects; Python frames (PY_IP_FRAME ids) under a
  * "[python]" mapping, with function = qualified name, file = co_filename
@@ -99,6 +100,20 @@ struct stack_builder;
 struct stack_builder *stack_builder_new(struct profile *p,
 					const struct build_opts *o);
 void stack_builder_free(struct stack_builder *b);
+
+/* Most labels proc_meta_labels() adds. */
+#define PROC_META_LABELS 4
+
+/*
+ * proc_meta_labels - string labels of the process metadata of @snap
+ * (NULL: none) into @out (PROC_META_LABELS entries): container_id,
+ * cgroup, executable (basename), build_id (the executable's, hex), each
+ * only when known and non-empty. The strings point into @snap, so the
+ * labels are valid while the caller holds its reference (profiles copy
+ * them). Returns the number of labels written.
+ */
+uint32_t proc_meta_labels(const struct proc_snapshot *snap,
+			  struct profile_label *out);
 
 /* Most locations one stack can have: merged user frames + [truncated]. */
 #define STACK_BUILDER_MAX_LOCATIONS \

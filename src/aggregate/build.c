@@ -4,7 +4,8 @@
  *
  * Owns: the symbolization of every distinct stack (kallsyms for kernel
  * frames, the snapshot's ELF objects for user frames) and the mapping,
- * function, location and label layout of profd's CPU profiles.
+ * function, location and label layout of profd's CPU profiles, the
+ * per-process metadata labels included (shared with the GPU profiles).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -177,10 +178,31 @@ int stack_builder_locations(struct stack_builder *b, struct proc_snapshot *snap,
 	return 0;
 }
 
+uint32_t proc_meta_labels(const struct proc_snapshot *snap,
+			  struct profile_label *out)
+{
+	const struct proc_meta *m = snap ? &snap->meta : NULL;
+	uint32_t n = 0;
+
+	if (!m)
+		return 0;
+	if (m->container_id[0])
+		out[n++] = (struct profile_label){ .key = "container_id",
+						   .str = m->container_id };
+	if (m->cgroup && m->cgroup[0])
+		out[n++] = (struct profile_label){ .key = "cgroup", .str = m->cgroup };
+	if (m->executable && m->executable[0])
+		out[n++] = (struct profile_label){ .key = "executable",
+						   .str = m->executable };
+	if (m->build_id[0])
+		out[n++] = (struct profile_label){ .key = "build_id", .str = m->build_id };
+	return n;
+}
+
 static int add_stack(struct stack_builder *b, const struct agg_stack *s)
 {
-	uint32_t n;
-	struct profile_label labels[4] = {
+	uint32_t n, nl = 4;
+	struct profile_label labels[4 + PROC_META_LABELS] = {
 		{ .key = "pid", .num = s->pid },
 		{ .key = "tid", .num = s->tid },
 		{ .key = "comm", .str = s->comm },
@@ -195,7 +217,8 @@ static int add_stack(struct stack_builder *b, const struct agg_stack *s)
 
 	if (ret)
 		return ret;
-	return profile_add_sample(b->p, b->locs, n, values, labels, 4);
+	nl += proc_meta_labels(s->snap, labels + nl);
+	return profile_add_sample(b->p, b->locs, n, values, labels, nl);
 }
 
 struct stack_builder *stack_builder_new(struct profile *p,

@@ -14,7 +14,11 @@
  *  - Location: mapping_index, address, one Line (function_index, line)
  *    when symbolized; Function: name, system_name, filename;
  *  - one ResourceProfiles per "pid" label (resource.c's attributes, with
- *    process.pid), samples without one under the host resource; one
+ *    process.pid), samples without one under the host resource; the
+ *    resource also gets the profile's common labels (external --label
+ *    pairs) and "container.id" from the samples' "container_id" label
+ *    (a process gone before resource.c read it), where resource.c's
+ *    attributes lack those keys; one
  *    ScopeProfiles "profd"; one Profile per sample type (OTLP's Profile
  *    has a single sample_type), each with a random 16-byte profile_id;
  *  - Sample: stack_index, one value, the other labels as attributes
@@ -418,16 +422,23 @@ static int enc_tables(struct enc *e)
 struct group {
 	pid_t pid;
 	const char *comm;		/* the first "comm" label seen */
+	const char *container_id;	/* the first "container_id" label seen */
 	uint32_t nsamples, filled;
 	Sample **samples[PROFILE_MAX_VALUES];
 };
 
-/* pid of @s from its "pid" label (numeric, or a decimal string); 0 if none. */
-static pid_t sample_pid(const struct profile_sample *s, const char **comm)
+/*
+ * pid of @s from its "pid" label (numeric, or a decimal string); 0 if
+ * none. Its "comm" and "container_id" labels (NULL if none) go to *@comm
+ * and *@container_id.
+ */
+static pid_t sample_pid(const struct profile_sample *s, const char **comm,
+			const char **container_id)
 {
 	pid_t pid = 0;
 
 	*comm = NULL;
+	*container_id = NULL;
 	for (uint32_t i = 0; i < s->nlabels; i++) {
 		const struct profile_label *l = &s->labels[i];
 
@@ -443,53 +454,107 @@ static pid_t sample_pid(const struct profile_sample *s, const char **comm)
 			}
 		} else if (strcmp(l->key, "comm") == 0 && l->str) {
 			*comm = l->str;
+		} else if (strcmp(l->key, "container_id") == 0 && l->str && *l->str) {
+			*container_id = l->str;
 		}
 	}
 	return pid;
 }
 
-/* Resource attributes as KeyValues (pointing into @r, borrowed until packing). */
-static Resource *enc_resource(struct enc *e, const struct otlp_resource *r)
+/* A KeyValue for @a (strings borrowed until packing); NULL on OOM. */
+static KeyValue *enc_kv(struct enc *e, const struct otlp_attr *a)
 {
+	KeyValue *kv = arena_alloc(&e->a, 1, sizeof(*kv));
+	AnyValue *v = arena_alloc(&e->a, 1, sizeof(*v));
+
+	if (!kv || !v)
+		return NULL;
+	opentelemetry__proto__common__v1__key_value__init(kv);
+	opentelemetry__proto__common__v1__any_value__init(v);
+	kv->key = (char *)(a->key ? a->key : "");
+	kv->value = v;
+	switch (a->type) {
+	case OTLP_VALUE_STRING:
+		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+		v->string_value = (char *)(a->str ? a->str : "");
+		break;
+	case OTLP_VALUE_INT:
+		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
+		v->int_value = a->i;
+		break;
+	case OTLP_VALUE_DOUBLE:
+		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE;
+		v->double_value = a->d;
+		break;
+	case OTLP_VALUE_BOOL:
+		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE;
+		v->bool_value = a->b;
+		break;
+	}
+	return kv;
+}
+
+/* @s, or a copy repaired into valid UTF-8 in the arena; NULL on OOM. */
+static const char *arena_utf8(struct enc *e, const char *s)
+{
+	char *fixed, *copy;
+
+	if (utf8_valid(s))
+		return s;
+	fixed = utf8_repair(s);
+	copy = fixed ? arena_alloc(&e->a, strlen(fixed) + 1, 1) : NULL;
+	if (copy)
+		strcpy(copy, fixed);
+	free(fixed);
+	return copy;
+}
+
+static bool resource_has(const struct otlp_resource *r, const char *key)
+{
+	for (uint32_t i = 0; r && i < r->nattrs; i++)
+		if (r->attrs[i].key && !strcmp(r->attrs[i].key, key))
+			return true;
+	return false;
+}
+
+/*
+ * The Resource of @g: @r's attributes (borrowed until packing), then
+ * container.id from @g's samples and the profile's common labels, each
+ * unless @r has that key already. NULL on out of memory.
+ */
+static Resource *enc_resource(struct enc *e, const struct otlp_resource *r,
+			      const struct group *g)
+{
+	const struct profile *p = e->p;
+	uint32_t max = (r ? r->nattrs : 0) + 1 + p->ncommon_labels, n = 0;
 	Resource *m = arena_alloc(&e->a, 1, sizeof(*m));
-	KeyValue **kvp = arena_alloc(&e->a, r ? r->nattrs : 0, sizeof(*kvp));
+	KeyValue **kvp = arena_alloc(&e->a, max, sizeof(*kvp));
+	struct otlp_attr a = { .type = OTLP_VALUE_STRING };
 
 	if (!m || !kvp)
 		return NULL;
 	opentelemetry__proto__resource__v1__resource__init(m);
-	for (uint32_t i = 0; r && i < r->nattrs; i++) {
-		const struct otlp_attr *a = &r->attrs[i];
-		KeyValue *kv = arena_alloc(&e->a, 1, sizeof(*kv));
-		AnyValue *v = arena_alloc(&e->a, 1, sizeof(*v));
-
-		if (!kv || !v)
+	for (uint32_t i = 0; r && i < r->nattrs; i++)
+		if (!(kvp[n++] = enc_kv(e, &r->attrs[i])))
 			return NULL;
-		opentelemetry__proto__common__v1__key_value__init(kv);
-		opentelemetry__proto__common__v1__any_value__init(v);
-		kv->key = (char *)(a->key ? a->key : "");
-		kv->value = v;
-		switch (a->type) {
-		case OTLP_VALUE_STRING:
-			v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-			v->string_value = (char *)(a->str ? a->str : "");
-			break;
-		case OTLP_VALUE_INT:
-			v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-			v->int_value = a->i;
-			break;
-		case OTLP_VALUE_DOUBLE:
-			v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE;
-			v->double_value = a->d;
-			break;
-		case OTLP_VALUE_BOOL:
-			v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE;
-			v->bool_value = a->b;
-			break;
-		}
-		kvp[i] = kv;
+	if (g->container_id && !resource_has(r, "container.id")) {
+		a.key = "container.id";
+		a.str = g->container_id;
+		if (!(kvp[n++] = enc_kv(e, &a)))
+			return NULL;
+	}
+	for (uint32_t i = 0; i < p->ncommon_labels; i++) {
+		const struct profile_label *l = &p->common_labels[i];
+
+		if (resource_has(r, l->key))
+			continue;
+		a.key = arena_utf8(e, l->key);
+		a.str = arena_utf8(e, l->str);
+		if (!a.key || !a.str || !(kvp[n++] = enc_kv(e, &a)))
+			return NULL;
 	}
 	m->attributes = kvp;
-	m->n_attributes = r ? r->nattrs : 0;
+	m->n_attributes = n;
 	return m;
 }
 
@@ -523,7 +588,7 @@ static ResourceProfiles *enc_group(struct enc *e, struct group *g,
 	opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
 	scope->name = (char *)"profd";
 	scope->version = (char *)PROFD_VERSION;
-	rp->resource = enc_resource(e, otlp_resources_get(res, g->pid, g->comm));
+	rp->resource = enc_resource(e, otlp_resources_get(res, g->pid, g->comm), g);
 	if (!rp->resource)
 		return NULL;
 	for (uint32_t t = 0; t < p->nsample_types; t++) {
@@ -612,8 +677,8 @@ static int enc_build(struct enc *e, struct otlp_resources *res)
 		goto out;
 	}
 	for (uint32_t i = 0; i < p->nsamples; i++) {
-		const char *comm;
-		pid_t pid = sample_pid(&p->samples[i], &comm);
+		const char *comm, *cid;
+		pid_t pid = sample_pid(&p->samples[i], &comm, &cid);
 		uint32_t j = ((uint32_t)pid * 2654435761u) & (nslots - 1);
 
 		while (gslots[j] && groups[gslots[j] - 1].pid != pid)
@@ -626,6 +691,8 @@ static int enc_build(struct enc *e, struct otlp_resources *res)
 		groups[gidx[i]].nsamples++;
 		if (!groups[gidx[i]].comm)
 			groups[gidx[i]].comm = comm;
+		if (!groups[gidx[i]].container_id)
+			groups[gidx[i]].container_id = cid;
 	}
 	for (uint32_t g = 0; g < ngroups; g++)
 		for (uint32_t t = 0; t < nt; t++)

@@ -7,8 +7,9 @@
  * OTEL_SERVICE_NAME, stat's start time), the host's (gethostname,
  * /etc/machine-id), and the cache of the resulting attribute lists by
  * pid. Attribute names follow the OpenTelemetry semantic conventions
- * (service, process, host, telemetry resources); OTEL_RESOURCE_ATTRIBUTES
- * fills in what is left, per the SDK resource specification.
+ * (service, process, container, host, telemetry resources); the external
+ * labels (--label) come next, and OTEL_RESOURCE_ATTRIBUTES fills in what
+ * is left, per the SDK resource specification.
  *
  * How it fits: every exporter path (profiles, NVTX spans and logs) asks
  * for a pid's resource and gets the same attributes and the same
@@ -30,10 +31,11 @@
 
 #include "agent/agent.h"	/* PROFD_VERSION */
 #include "export/resource.h"
+#include "proc/cgroup.h"
 #include "proc/process.h"
 #include "util/utf8.h"
 
-#define RES_MAX_ATTRS	(10 + OTLP_MAX_RESOURCE_ATTRS)
+#define RES_OWN_ATTRS	11	/* service, process.*, container.id, host, telemetry */
 #define RES_MAX_OWNED	8
 #define RECHECK_NS	1000000000ull
 #define GRACE_NS	(10 * 1000000000ull)	/* retired entries outlive their users */
@@ -47,9 +49,10 @@ struct entry {
 	uint64_t checked_ns;		/* CLOCK_MONOTONIC of the last check */
 	uint64_t retired_ns;		/* when it left the cache */
 	struct otlp_resource res;
-	struct otlp_attr attrs[RES_MAX_ATTRS];
 	char *owned[RES_MAX_OWNED];	/* strings the attributes point into */
 	uint32_t nowned;
+	uint32_t cap;			/* of attrs */
+	struct otlp_attr attrs[];
 };
 
 struct otlp_resources {
@@ -57,6 +60,8 @@ struct otlp_resources {
 	char *service_name;		/* profd's OTEL_SERVICE_NAME, or NULL */
 	char *keys[OTLP_MAX_RESOURCE_ATTRS], *values[OTLP_MAX_RESOURCE_ATTRS];
 	unsigned int nresource;
+	char *label_keys[RES_MAX_LABELS], *label_values[RES_MAX_LABELS];
+	unsigned int nlabels;		/* otlp_resources_add_label() */
 	char *host_name, *host_id;	/* NULL: unknown */
 	struct entry *host;
 	struct entry **buckets;
@@ -161,7 +166,7 @@ static void add_str(struct entry *x, const char *key, const char *val)
 {
 	struct otlp_attr *a;
 
-	if (!val || x->res.nattrs == RES_MAX_ATTRS)
+	if (!val || x->res.nattrs == x->cap)
 		return;
 	for (uint32_t i = 0; i < x->res.nattrs; i++)
 		if (strcmp(x->attrs[i].key, key) == 0)
@@ -176,7 +181,7 @@ static void add_int(struct entry *x, const char *key, int64_t val)
 {
 	struct otlp_attr *a;
 
-	if (x->res.nattrs == RES_MAX_ATTRS)
+	if (x->res.nattrs == x->cap)
 		return;
 	a = &x->attrs[x->res.nattrs++];
 	a->key = key;
@@ -245,9 +250,14 @@ static char *proc_exe(pid_t pid)
 	return strdup(buf);
 }
 
-/* The attributes every resource shares, then OTEL_RESOURCE_ATTRIBUTES. */
+/*
+ * The attributes every resource shares: the external labels, host and
+ * telemetry, then OTEL_RESOURCE_ATTRIBUTES.
+ */
 static void add_common(struct otlp_resources *rs, struct entry *x)
 {
+	for (unsigned int i = 0; i < rs->nlabels; i++)
+		add_str(x, rs->label_keys[i], rs->label_values[i]);
 	add_str(x, "host.name", rs->host_name);
 	add_str(x, "host.id", rs->host_id);
 	add_str(x, "telemetry.sdk.name", "profd");
@@ -267,12 +277,14 @@ static void entry_free(struct entry *x)
 /* A new entry for @pid (0: the host). NULL on out of memory. */
 static struct entry *entry_new(struct otlp_resources *rs, pid_t pid, const char *comm)
 {
-	struct entry *x = calloc(1, sizeof(*x));
+	uint32_t cap = RES_OWN_ATTRS + rs->nlabels + rs->nresource;
+	struct entry *x = calloc(1, sizeof(*x) + cap * sizeof(x->attrs[0]));
 	const char *service = NULL, *exe = NULL, *name = NULL;
-	char *buf;
+	char *buf, cg[4096], id[CGROUP_CONTAINER_ID_LEN];
 
 	if (!x)
 		return NULL;
+	x->cap = cap;
 	x->pid = pid;
 	x->res.attrs = x->attrs;
 	x->checked_ns = mono_ns();
@@ -318,6 +330,9 @@ static struct entry *entry_new(struct otlp_resources *rs, pid_t pid, const char 
 	add_str(x, "process.executable.name", name);
 	add_str(x, "process.executable.path", exe);
 	add_str(x, "process.command_line", own(x, proc_cmdline(pid)));
+	if (!proc_read_cgroup(pid, cg, sizeof(cg)) &&
+	    cgroup_container_id(cg, id, sizeof(id)))
+		add_str(x, "container.id", own(x, strdup(id)));
 	add_common(rs, x);
 	return x;
 }
@@ -416,6 +431,43 @@ oom:
 	return NULL;
 }
 
+int otlp_resources_add_label(struct otlp_resources *rs, const char *key,
+			     const char *value)
+{
+	struct entry *host;
+	char *k, *v;
+	unsigned int i;
+
+	if (!rs || !key || !*key || !value)
+		return -EINVAL;
+	for (i = 0; i < rs->nlabels; i++)
+		if (!strcmp(rs->label_keys[i], key))
+			break;
+	if (i == RES_MAX_LABELS)
+		return -ENOSPC;
+	k = i < rs->nlabels ? NULL : dup_utf8(key);
+	v = dup_utf8(value);
+	if ((i == rs->nlabels && !k) || !v) {
+		free(k);
+		free(v);
+		return -ENOMEM;
+	}
+	if (i == rs->nlabels) {
+		rs->label_keys[i] = k;
+		rs->nlabels++;
+	} else {
+		free(rs->label_values[i]);
+	}
+	rs->label_values[i] = v;
+	/* the host's resource was built without it */
+	host = entry_new(rs, 0, NULL);
+	if (!host)
+		return -ENOMEM;
+	entry_free(rs->host);
+	rs->host = host;
+	return 0;
+}
+
 const struct otlp_resource *otlp_resources_get(struct otlp_resources *rs, pid_t pid,
 					       const char *comm)
 {
@@ -498,6 +550,10 @@ void otlp_resources_free(struct otlp_resources *rs)
 	for (unsigned int i = 0; i < rs->nresource; i++) {
 		free(rs->keys[i]);
 		free(rs->values[i]);
+	}
+	for (unsigned int i = 0; i < rs->nlabels; i++) {
+		free(rs->label_keys[i]);
+		free(rs->label_values[i]);
 	}
 	free(rs->host_name);
 	free(rs->host_id);

@@ -9,10 +9,15 @@
  * OTEL_SERVICE_NAME, else service.name in profd's OTEL_RESOURCE_ATTRIBUTES,
  * else "unknown_service:<executable name>"),
  * process.pid, process.executable.name, process.executable.path,
- * process.command_line, host.name, host.id (/etc/machine-id when
- * readable), telemetry.sdk.name "profd", telemetry.sdk.language "c",
- * telemetry.sdk.version, then OTEL_RESOURCE_ATTRIBUTES (they never
- * override the process's own attributes above).
+ * process.command_line, container.id (when /proc/PID/cgroup names a
+ * container, see src/proc/cgroup.h), the external labels
+ * (otlp_resources_add_label: profd's --label), host.name, host.id
+ * (/etc/machine-id when readable), telemetry.sdk.name "profd",
+ * telemetry.sdk.language "c", telemetry.sdk.version, then
+ * OTEL_RESOURCE_ATTRIBUTES. The first value of a key wins: labels and
+ * OTEL_RESOURCE_ATTRIBUTES never override the process's own attributes,
+ * and labels beat OTEL_RESOURCE_ATTRIBUTES. The host's resource (pid 0)
+ * has service.name, the labels and the shared attributes.
  *
  * Read once per process while it lives, cached by pid + start time
  * (/proc/PID/stat, re-checked at most once a second, so a reused pid
@@ -32,8 +37,22 @@
 
 struct otlp_resources;
 
+/* Most external labels (otlp_resources_add_label keys). */
+#define RES_MAX_LABELS 32
+
 /* otlp_resources_new - a cache using @c's service name and resource attributes (copied). */
 struct otlp_resources *otlp_resources_new(const struct otlp_config *c);
+
+/*
+ * otlp_resources_add_label - an external label (@key = @value, copied,
+ * made valid UTF-8) on every resource from now on; a key added again
+ * gets the new value. Call before the first otlp_resources_get(): not
+ * thread-safe against it, and resources already cached keep what they
+ * had. Returns 0, -EINVAL (NULL @rs, empty @key, NULL @value), -ENOSPC
+ * beyond RES_MAX_LABELS keys, or -ENOMEM.
+ */
+int otlp_resources_add_label(struct otlp_resources *rs, const char *key,
+			     const char *value);
 
 /*
  * otlp_resources_get - the resource of @pid (@comm: a fallback name when

@@ -42,7 +42,7 @@ static int add_kernel_sample(struct profile *p, struct stack_builder *sb,
 			     const struct gpu_kernel_entry *e)
 {
 	const struct gpu_stack *s = e->stack;
-	struct profile_label labels[7];
+	struct profile_label labels[7 + PROC_META_LABELS];
 	char dev[12], stream[12], graph[12];
 	uint32_t nl = 0;
 	int64_t values[2] = { (int64_t)e->count, (int64_t)e->total_ns };
@@ -82,6 +82,7 @@ static int add_kernel_sample(struct profile *p, struct stack_builder *sb,
 	labels[nl++] = (struct profile_label){ .key = "cuda_device", .str = dev };
 	labels[nl++] = (struct profile_label){ .key = "cuda_stream", .str = stream };
 	labels[nl++] = (struct profile_label){ .key = "cuda_graph", .str = graph };
+	nl += proc_meta_labels(s->snap, labels + nl);
 	return profile_add_sample(p, locs, n + 1, values, labels, nl);
 }
 

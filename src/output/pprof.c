@@ -7,7 +7,8 @@
  * gzipped, atomically.
  *
  * How it fits: the profile model already uses pprof's shape and 1-based
- * ids, so encoding is a copy. The only real work is the string table:
+ * ids, so encoding is a copy; the profile's common labels (external
+ * --label pairs) are written on every sample, after its own labels. The only real work is the string table:
  * every string the message references becomes an index, given out by one
  * hash table so that encoding stays O(n). All message structs are built
  * in a few flat arrays (one per message type) that point into the profile
@@ -304,13 +305,22 @@ static void enc_label(struct enc *e, Perftools__Profiles__Label *l,
 	}
 }
 
+/* Whether @s has its own label @key (a common label of that key yields). */
+static bool has_label(const struct profile_sample *s, const char *key)
+{
+	for (uint32_t i = 0; i < s->nlabels; i++)
+		if (s->labels[i].key == key || !strcmp(s->labels[i].key, key))
+			return true;
+	return false;
+}
+
 static int enc_samples(struct enc *e, const struct profile *p)
 {
 	size_t nlocs = 0, nlabels = 0, li = 0, bi = 0;
 
 	for (uint32_t i = 0; i < p->nsamples; i++) {
 		nlocs += p->samples[i].nlocations;
-		nlabels += p->samples[i].nlabels;
+		nlabels += p->samples[i].nlabels + p->ncommon_labels;
 	}
 	e->samples = xcalloc(p->nsamples, sizeof(*e->samples));
 	e->samplep = xcalloc(p->nsamples, sizeof(*e->samplep));
@@ -338,11 +348,19 @@ static int enc_samples(struct enc *e, const struct profile *p)
 		/* The packer only reads; the cast spares a copy. */
 		s->n_value = p->nsample_types;
 		s->value = (int64_t *)src->values;
-		s->n_label = src->nlabels;
 		s->label = &e->labelp[bi];
 		for (uint32_t j = 0; j < src->nlabels; j++, bi++) {
 			enc_label(e, &e->labels[bi], &src->labels[j]);
 			e->labelp[bi] = &e->labels[bi];
+		}
+		s->n_label = src->nlabels;
+		for (uint32_t j = 0; j < p->ncommon_labels; j++) {
+			if (has_label(src, p->common_labels[j].key))
+				continue;
+			enc_label(e, &e->labels[bi], &p->common_labels[j]);
+			e->labelp[bi] = &e->labels[bi];
+			bi++;
+			s->n_label++;
 		}
 		e->samplep[i] = s;
 	}

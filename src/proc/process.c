@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * process.c - the table of processes seen in samples (see process.h).
+ *
+ * Owns also the reading of each snapshot's metadata: /proc/PID/cgroup
+ * (through cgroup.c), /proc/PID/exe, and the executable's build ID from
+ * the ELF object its text mapping opens anyway for symbolization (cached
+ * by the symbolizer per file, so a re-read costs a stat, not a parse).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "proc/process.h"
@@ -46,6 +54,8 @@ void proc_snapshot_put(struct proc_snapshot *s)
 		sym_object_put(s->objs[i]);
 	pthread_mutex_unlock(s->sym_lock);
 	proc_maps_free(&s->maps);
+	free(s->meta.cgroup);
+	free(s->meta.executable);
 	free(s->objs);
 	free(s->objs_tried);
 	free(s);
@@ -117,6 +127,71 @@ void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len)
 	out[strcspn(out, "\n")] = '\0';
 }
 
+static void open_object(struct process_table *pt, struct proc_snapshot *s,
+			int idx);
+
+/*
+ * The executable mapping of the file @exe (the target of /proc/PID/exe)
+ * in @s: by path, else by file identity (for when the two paths differ,
+ * e.g. the file was renamed after exec). -1 if none.
+ */
+static int exe_mapping(const struct proc_snapshot *s, const char *exe)
+{
+	char link[64];
+	struct stat st;
+
+	for (size_t i = 0; i < s->maps.n; i++)
+		if (s->maps.v[i].executable && !strcmp(s->maps.v[i].path, exe))
+			return i;
+	snprintf(link, sizeof(link), "/proc/%d/exe", s->pid);
+	if (stat(link, &st))
+		return -1;
+	for (size_t i = 0; i < s->maps.n; i++) {
+		const struct proc_mapping *m = &s->maps.v[i];
+
+		if (m->executable && m->inode == st.st_ino &&
+		    m->dev_major == major(st.st_dev) && m->dev_minor == minor(st.st_dev))
+			return i;
+	}
+	return -1;
+}
+
+/* Fill s->meta; what cannot be read stays "" / NULL. */
+static void read_meta(struct process_table *pt, struct proc_snapshot *s)
+{
+	static const char deleted[] = " (deleted)";
+	size_t dl = sizeof(deleted) - 1;
+	char link[64], exe[PATH_MAX], cg[PATH_MAX];
+	const char *base;
+	ssize_t n;
+	int idx;
+
+	if (!proc_read_cgroup(s->pid, cg, sizeof(cg))) {
+		s->meta.cgroup = strdup(cg);
+		cgroup_container_id(cg, s->meta.container_id,
+				    sizeof(s->meta.container_id));
+	}
+	snprintf(link, sizeof(link), "/proc/%d/exe", s->pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;		/* kernel thread, or gone */
+	exe[n] = '\0';
+	if ((size_t)n > dl && !strcmp(exe + n - dl, deleted))
+		exe[n - dl] = '\0';
+	base = strrchr(exe, '/');
+	base = base ? base + 1 : exe;
+	if (*base)
+		s->meta.executable = strdup(base);
+	idx = exe_mapping(s, exe);
+	if (idx < 0)
+		return;
+	if (!s->objs_tried[idx])
+		open_object(pt, s, idx);
+	if (s->objs[idx])
+		snprintf(s->meta.build_id, sizeof(s->meta.build_id), "%s",
+			 sym_object_build_id(s->objs[idx]));
+}
+
 /* Read the maps into a new snapshot; keep the old one if the read fails. */
 static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 {
@@ -149,6 +224,7 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	s->pid = p->pid;
 	s->sym = pt->sym;
 	s->sym_lock = pt->sym_lock;
+	read_meta(pt, s);
 	proc_snapshot_put(p->snap);
 	p->snap = s;
 	if (pt->listener.maps_read)

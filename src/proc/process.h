@@ -3,9 +3,12 @@
  * process.h - the table of processes seen in samples.
  *
  * Owns: per-process state (name, a snapshot of its mappings, the ELF
- * objects behind them, exit status) and the policy of when mappings are
- * re-read: on first sight, after exec, and when a sampled address lies
- * outside every known mapping (at most once per PROCESS_REFRESH_MIN_NS).
+ * objects behind them, the process's metadata, exit status) and the
+ * policy of when mappings are re-read: on first sight, after exec, and
+ * when a sampled address lies outside every known mapping (at most once
+ * per PROCESS_REFRESH_MIN_NS). The metadata (cgroup, container id,
+ * executable and its build ID) is read with every maps read, so a
+ * process moved to another cgroup shows it from its next re-read on.
  *
  * Threads: the table is used by the reader thread only. Snapshots are
  * immutable once published and reference counted, so samples aggregated
@@ -21,17 +24,32 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc/cgroup.h"
 #include "proc/maps.h"
 #include "symbol/symbolizer.h"
 
 #define PROCESS_COMM_LEN 16
 #define PROCESS_REFRESH_MIN_NS (250ULL * 1000 * 1000)
+#define PROC_BUILD_ID_LEN 129		/* hex of the longest build ID + NUL */
+
+/*
+ * What a process is, beyond its pid, as of one maps read: strings are
+ * "" or NULL when unknown (a kernel thread has no executable; a process
+ * gone before the read has nothing).
+ */
+struct proc_meta {
+	char container_id[CGROUP_CONTAINER_ID_LEN];	/* 64 hex; "" outside containers */
+	char build_id[PROC_BUILD_ID_LEN];	/* the executable's GNU build ID, hex; "" */
+	char *cgroup;			/* owned; path from /proc/PID/cgroup (see cgroup.h) */
+	char *executable;		/* owned; basename of /proc/PID/exe */
+};
 
 /* One read of /proc/PID/maps and the ELF objects of its mappings. */
 struct proc_snapshot {
 	int refcnt;			/* atomic */
 	pid_t pid;
 	struct proc_maps maps;
+	struct proc_meta meta;		/* read with the maps */
 	/* per mapping: NULL = not opened yet; objs_tried marks failures */
 	struct sym_object **objs;
 	bool *objs_tried;

@@ -3,7 +3,9 @@
  * profile.c - the in-memory profile of one interval (see profile.h).
  *
  * Owns: string interning and the deduplication of functions and
- * locations, each through one open-addressing hash table of ids.
+ * locations, each through one open-addressing hash table of ids; the
+ * per-sample storage (labels and location ids in one block) and the
+ * profile's common labels.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -293,7 +295,7 @@ void profile_free(struct profile *p)
 	free(ix->locations.slots);
 	free(ix);
 	for (uint32_t i = 0; i < p->nsamples; i++)
-		free(p->samples[i].location_ids);
+		free(p->samples[i].labels);	/* and location_ids */
 	free(p->samples);
 	free(p->mappings);
 	free(p->functions);
@@ -349,11 +351,35 @@ uint32_t profile_add_mapping(struct profile *p, uint64_t start, uint64_t limit,
 	return p->nmappings;
 }
 
+int profile_add_common_label(struct profile *p, const char *key,
+			     const char *value)
+{
+	const char *k, *v;
+	uint32_t i;
+
+	if (!key || !*key || !value)
+		return -EINVAL;
+	k = profile_intern(p, key);
+	v = profile_intern(p, value);
+	if (!k || !v)
+		return -ENOMEM;
+	for (i = 0; i < p->ncommon_labels; i++)
+		if (p->common_labels[i].key == k)	/* interned: same pointer */
+			break;
+	if (i == PROFILE_MAX_COMMON_LABELS)
+		return -ENOSPC;
+	p->common_labels[i] = (struct profile_label){ .key = k, .str = v };
+	if (i == p->ncommon_labels)
+		p->ncommon_labels++;
+	return 0;
+}
+
 int profile_add_sample(struct profile *p, const uint32_t *location_ids,
 		       uint32_t nlocations, const int64_t *values,
 		       const struct profile_label *labels, uint32_t nlabels)
 {
 	struct profile_sample *s;
+	size_t lbytes = nlabels * sizeof(*labels);
 
 	if (nlabels > PROFILE_MAX_LABELS)
 		return -EINVAL;
@@ -362,10 +388,12 @@ int profile_add_sample(struct profile *p, const uint32_t *location_ids,
 		return -ENOMEM;
 	s = &p->samples[p->nsamples];
 	memset(s, 0, sizeof(*s));
-	s->location_ids = malloc((nlocations ? nlocations : 1) *
-				 sizeof(*location_ids));
-	if (!s->location_ids)
+	/* labels first (pointer-aligned), then the location ids */
+	s->labels = malloc(lbytes + (nlocations ? nlocations : 1) *
+			   sizeof(*location_ids));
+	if (!s->labels)
 		return -ENOMEM;
+	s->location_ids = (uint32_t *)((char *)s->labels + lbytes);
 	if (nlocations)
 		memcpy(s->location_ids, location_ids,
 		       nlocations * sizeof(*location_ids));
@@ -383,7 +411,7 @@ int profile_add_sample(struct profile *p, const uint32_t *location_ids,
 		if (!s->labels[i].key ||
 		    (labels[i].str && !s->labels[i].str) ||
 		    (labels[i].num_unit && !s->labels[i].num_unit)) {
-			free(s->location_ids);
+			free(s->labels);
 			return -ENOMEM;
 		}
 	}

@@ -20,7 +20,8 @@
 #include <stdint.h>
 
 #define PROFILE_MAX_VALUES	4
-#define PROFILE_MAX_LABELS	8
+#define PROFILE_MAX_LABELS	16	/* per sample; each sample holds only its own */
+#define PROFILE_MAX_COMMON_LABELS 32
 
 struct profile_value_type {
 	const char *type;	/* e.g. "cpu" */
@@ -58,10 +59,10 @@ struct profile_label {
 };
 
 struct profile_sample {
-	uint32_t *location_ids;	/* leaf first; owned */
+	uint32_t *location_ids;	/* leaf first; in the block of labels */
 	uint32_t nlocations;
 	int64_t values[PROFILE_MAX_VALUES];
-	struct profile_label labels[PROFILE_MAX_LABELS];
+	struct profile_label *labels;	/* owned: one block with location_ids */
 	uint32_t nlabels;
 };
 
@@ -85,6 +86,13 @@ struct profile {
 	uint32_t nsamples, cap_samples;
 	const char **comments;
 	uint32_t ncomments, cap_comments;
+	/*
+	 * Labels of every sample, kept once (profile_add_common_label): the
+	 * pprof writer puts them on each sample, OTLP on each resource.
+	 * String labels only; keys are unique.
+	 */
+	struct profile_label common_labels[PROFILE_MAX_COMMON_LABELS];
+	uint32_t ncommon_labels;
 
 	struct profile_index *index;
 };
@@ -109,6 +117,16 @@ int profile_add_sample_type(struct profile *p, const char *type, const char *uni
 
 /* profile_add_comment - append a comment (copied). Returns 0 or -ENOMEM. */
 int profile_add_comment(struct profile *p, const char *comment);
+
+/*
+ * profile_add_common_label - a string label (@key, @value; both interned)
+ * that every sample of @p carries, such as an external --label. A key
+ * added again gets the new value. Writers give a sample's own label of
+ * the same key precedence. Returns 0, -EINVAL for an empty key or a NULL
+ * value, -ENOSPC beyond PROFILE_MAX_COMMON_LABELS keys, or -ENOMEM.
+ */
+int profile_add_common_label(struct profile *p, const char *key,
+			     const char *value);
 
 /*
  * profile_add_mapping - append a mapping; strings are interned.
