@@ -1,19 +1,486 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * metrics.c - /metrics and /healthz (see metrics.h). STUB: being written.
+ * metrics.c - the agent's /metrics and /healthz (see metrics.h).
+ *
+ * Owns: what profd says about itself over HTTP. Each request takes a
+ * snapshot of struct agent under agg_lock (plain copies, no syscalls),
+ * releases it, then reads what lives elsewhere (BPF counters, ringbuf
+ * fill levels, the exporter's figures, /proc/self) and formats the text
+ * with src/metrics/prom.c. The server (src/metrics/http.c) runs the
+ * handler on its own thread, one request at a time.
+ *
+ * Families: profd_* for the agent (counters end in _total; every loss,
+ * partial and stat counter of the profile comments appears as a label:
+ * profd_lost_total{reason}, profd_partial_total{reason},
+ * profd_events_total{name}), process_* with the standard names for the
+ * agent's own CPU time, memory and file descriptors.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "agent/agent_internal.h"
 #include "agent/metrics.h"
+#include "bpf/unwind_table.h"
+#include "metrics/http.h"
+#include "metrics/prom.h"
+
+#define PROM_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+#define SHARD_BYTES		(UNWIND_SHARD_ROWS * 8ULL)	/* 8-byte rows */
+/* /healthz fails when no interval was written for this many intervals (+ slack) */
+#define HEALTH_STALE_INTERVALS	3
+#define HEALTH_STALE_SLACK_NS	(30ULL * 1000000000ULL)
+
+/* What one request reports, copied from struct agent under agg_lock. */
+struct agent_snapshot {
+	bool ready;
+	bool sampling_on;
+	bool last_write_ok;
+	int reader_err;
+	uint64_t counters[AGENT_CNT_MAX];
+	struct process_table_stats procs;
+	struct unwind_loader_stats unwind;
+	uint64_t probabilistic_draws;
+	uint64_t probabilistic_on;
+	uint64_t last_flush_mono;
+	uint64_t retention_files;
+	uint64_t retention_bytes;
+	uint64_t total_samples;
+	unsigned int intervals;
+	struct tracer *tracer;		/* NULL until ready */
+	struct agent_export *exp;
+};
+
+/* ... and what is read outside the lock. */
+struct agent_readings {
+	bool bpf_ok;
+	uint64_t bpf[PROFD_CNT_MAX];
+	bool ringbuf_ok[2];		/* events, cupti_events */
+	struct tracer_ringbuf_usage ringbuf[2];
+	struct agent_export_stats exp;
+};
+
+static uint64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
+{
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&ag->agg_lock);
+	s->ready = ag->ready;
+	memcpy(s->counters, ag->counters, sizeof(s->counters));
+	s->procs = ag->procs_stats;
+	s->unwind = ag->unwind_stats;
+	/* the fields below belong to the main and reader threads: one load each */
+	s->sampling_on = __atomic_load_n(&ag->sampling_on, __ATOMIC_RELAXED);
+	s->last_write_ok = __atomic_load_n(&ag->last_write_ok, __ATOMIC_RELAXED);
+	s->reader_err = __atomic_load_n(&ag->reader_err, __ATOMIC_RELAXED);
+	s->probabilistic_draws = __atomic_load_n(&ag->probabilistic_draws, __ATOMIC_RELAXED);
+	s->probabilistic_on = __atomic_load_n(&ag->probabilistic_on, __ATOMIC_RELAXED);
+	s->last_flush_mono = __atomic_load_n(&ag->last_flush_mono, __ATOMIC_RELAXED);
+	s->retention_files = __atomic_load_n(&ag->retention_removed_files, __ATOMIC_RELAXED);
+	s->retention_bytes = __atomic_load_n(&ag->retention_removed_bytes, __ATOMIC_RELAXED);
+	s->total_samples = __atomic_load_n(&ag->total_samples, __ATOMIC_RELAXED);
+	s->intervals = __atomic_load_n(&ag->intervals, __ATOMIC_RELAXED);
+	if (s->ready) {
+		/* set up before ready was set under this lock; freed after stop */
+		s->tracer = ag->tracer;
+		s->exp = ag->exp;
+	}
+	pthread_mutex_unlock(&ag->agg_lock);
+}
+
+static void take_readings(const struct agent_snapshot *s, struct agent_readings *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (s->tracer) {
+		r->bpf_ok = !tracer_read_counters(s->tracer, r->bpf);
+		for (int gpu = 0; gpu < 2; gpu++)
+			r->ringbuf_ok[gpu] = !tracer_ringbuf_usage(s->tracer, gpu,
+								   &r->ringbuf[gpu]);
+	}
+	if (!r->bpf_ok)
+		memset(r->bpf, 0, sizeof(r->bpf));	/* not loaded yet: nothing counted */
+	agent_export_stats(s->exp, &r->exp);		/* NULL: zeros */
+}
+
+/* rendering: profd_* */
+
+/* One family with a sample per counter of @kind, BPF and agent ones. */
+static void counter_family(struct prom_buf *b, const char *name, const char *label,
+			   enum counter_kind kind, const char *help,
+			   const struct agent_snapshot *s, const struct agent_readings *r)
+{
+	prom_family(b, name, PROM_COUNTER, help);
+	for (int c = 0; c < PROFD_CNT_MAX; c++) {
+		struct prom_label l = { label, profd_counter_name(c) };
+
+		if (profd_counter_kind(c) == kind)
+			prom_sample_u64(b, name, &l, 1, r->bpf[c]);
+	}
+	for (int c = 0; c < AGENT_CNT_MAX; c++) {
+		struct prom_label l = { label, agent_counter_names[c] };
+
+		if (agent_counter_kinds[c] == kind)
+			prom_sample_u64(b, name, &l, 1, s->counters[c]);
+	}
+}
+
+static void render_counters(struct prom_buf *b, const struct agent_snapshot *s,
+			    const struct agent_readings *r)
+{
+	prom_metric_u64(b, "profd_samples_total", PROM_COUNTER,
+			"Samples taken by the BPF sampler (perf_event program runs, "
+			"bpf_samples).", r->bpf[PROFD_CNT_SAMPLES]);
+	prom_metric_u64(b, "profd_samples_written_total", PROM_COUNTER,
+			"Samples in the CPU profiles written so far.", s->total_samples);
+	counter_family(b, "profd_lost_total", "reason", COUNTER_LOST,
+		       "Samples, records or files that never reached the output, "
+		       "by reason (lost.REASON in profile comments).", s, r);
+	counter_family(b, "profd_partial_total", "reason", COUNTER_PARTIAL,
+		       "Samples kept with a stack cut short or frames left "
+		       "unsymbolized, by reason (partial.REASON in profile comments).",
+		       s, r);
+	counter_family(b, "profd_events_total", "name", COUNTER_STAT,
+		       "Other events profd counts, by name (stat.NAME in profile "
+		       "comments).", s, r);
+}
+
+static void render_tables(struct prom_buf *b, const struct agent *ag,
+			  const struct agent_snapshot *s)
+{
+	const struct unwind_loader_stats *u = &s->unwind;
+
+	prom_metric_u64(b, "profd_processes_tracked", PROM_GAUGE,
+			"Processes in profd's process table now.", s->procs.processes);
+	prom_metric_u64(b, "profd_maps_reads_total", PROM_COUNTER,
+			"/proc/PID/maps reads.", s->procs.maps_reads);
+	prom_metric_u64(b, "profd_unwind_rows", PROM_GAUGE,
+			"Unwind table rows loaded in the BPF shards.", u->rows);
+	prom_metric_u64(b, "profd_unwind_shards_used", PROM_GAUGE,
+			"Unwind table shards created (1 MiB each).", u->shards);
+	prom_metric_u64(b, "profd_unwind_memory_bytes", PROM_GAUGE,
+			"BPF memory of the unwind table shards created.",
+			(uint64_t)u->shards * SHARD_BYTES);
+	prom_metric_u64(b, "profd_unwind_memory_limit_bytes", PROM_GAUGE,
+			"--unwind-memory-limit: most shard memory (0: no DWARF unwinding).",
+			ag->cfg->dwarf_unwinding ?
+			(uint64_t)ag->cfg->unwind_memory_mib << 20 : 0);
+	prom_metric_u64(b, "profd_unwind_tables", PROM_GAUGE,
+			"Files with unwind tables cached (shared by the processes "
+			"mapping them).", u->objects);
+	prom_metric_u64(b, "profd_unwind_tables_without_cfi", PROM_GAUGE,
+			"Files without usable CFI: walked with frame pointers.",
+			u->objects_failed);
+	prom_metric_u64(b, "profd_unwind_processes", PROM_GAUGE,
+			"Processes with an unwind_procs entry.", u->processes);
+	prom_metric(b, "profd_unwind_build_seconds_total", PROM_COUNTER,
+		    "Time spent compiling unwind tables.", u->build_ns / 1e9);
+}
+
+static void render_ringbufs(struct prom_buf *b, const struct agent_readings *r)
+{
+	static const char *const names[2] = { "events", "cupti_events" };
+
+	if (!r->ringbuf_ok[0] && !r->ringbuf_ok[1])
+		return;		/* not loaded, or not supported: say nothing */
+	prom_family(b, "profd_ringbuf_used_bytes", PROM_GAUGE,
+		    "Bytes written to a BPF ringbuf and not consumed yet.");
+	for (int i = 0; i < 2; i++) {
+		struct prom_label l = { "ringbuf", names[i] };
+
+		if (r->ringbuf_ok[i])
+			prom_sample_u64(b, "profd_ringbuf_used_bytes", &l, 1,
+					r->ringbuf[i].used);
+	}
+	prom_family(b, "profd_ringbuf_size_bytes", PROM_GAUGE,
+		    "Size of a BPF ringbuf.");
+	for (int i = 0; i < 2; i++) {
+		struct prom_label l = { "ringbuf", names[i] };
+
+		if (r->ringbuf_ok[i])
+			prom_sample_u64(b, "profd_ringbuf_size_bytes", &l, 1,
+					r->ringbuf[i].size);
+	}
+}
+
+static void render_export(struct prom_buf *b, const struct agent_readings *r)
+{
+	const struct agent_export_stats *x = &r->exp;
+
+	prom_metric_u64(b, "profd_export_queue_items", PROM_GAUGE,
+			"OTLP items (spans, log records, profile samples) queued or "
+			"in flight.", x->otlp_items_queued);
+	prom_metric_u64(b, "profd_export_requests_total", PROM_COUNTER,
+			"OTLP requests the endpoint accepted.", x->otlp_requests_sent);
+	prom_metric_u64(b, "profd_export_errors_total", PROM_COUNTER,
+			"OTLP requests given up (rejected, or retries exhausted).",
+			x->otlp_requests_dropped);
+	prom_metric_u64(b, "profd_export_retries_total", PROM_COUNTER,
+			"OTLP requests sent again after a retryable failure.",
+			x->otlp_retries);
+	prom_metric_u64(b, "profd_export_items_sent_total", PROM_COUNTER,
+			"OTLP items the endpoint took.", x->otlp_items_sent);
+	prom_metric_u64(b, "profd_export_items_dropped_total", PROM_COUNTER,
+			"OTLP items not delivered: queue full, rejected, retries "
+			"exhausted.", x->otlp_items_dropped);
+	prom_metric_u64(b, "profd_export_bytes_sent_total", PROM_COUNTER,
+			"OTLP request bytes the endpoint accepted (after compression).",
+			x->otlp_bytes_sent);
+}
+
+static void render_run(struct prom_buf *b, const struct agent *ag,
+		       const struct agent_snapshot *s)
+{
+	prom_metric_u64(b, "profd_sampling_frequency_hertz", PROM_GAUGE,
+			"--sampling-frequency: samples per second per CPU.",
+			ag->cfg->frequency_hz);
+	prom_metric_u64(b, "profd_profiling_active", PROM_GAUGE,
+			"1 while the perf events sample (probabilistic profiling "
+			"turns them off in some intervals).", s->ready && s->sampling_on);
+	prom_metric_u64(b, "profd_probabilistic_intervals_total", PROM_COUNTER,
+			"Probabilistic profiling intervals started.",
+			s->probabilistic_draws);
+	prom_metric_u64(b, "profd_probabilistic_intervals_profiled_total", PROM_COUNTER,
+			"Probabilistic profiling intervals that sampled.",
+			s->probabilistic_on);
+	prom_metric_u64(b, "profd_intervals_total", PROM_COUNTER,
+			"Profile intervals ended (written or not).", s->intervals);
+	prom_metric_u64(b, "profd_write_errors_total", PROM_COUNTER,
+			"Profiles or flame graphs that could not be written "
+			"(lost.write_error).", s->counters[AGENT_CNT_WRITE_ERRORS]);
+	if (s->intervals)
+		prom_metric_u64(b, "profd_last_write_success", PROM_GAUGE,
+				"1 if every file of the last interval was written.",
+				s->last_write_ok);
+	if (s->last_flush_mono) {
+		uint64_t mono = clock_ns(CLOCK_MONOTONIC), real = clock_ns(CLOCK_REALTIME);
+		uint64_t ago = mono > s->last_flush_mono ? mono - s->last_flush_mono : 0;
+
+		prom_metric(b, "profd_last_write_timestamp_seconds", PROM_GAUGE,
+			    "When the last interval was written (Unix time).",
+			    (real - ago) / 1e9);
+	}
+	prom_metric_u64(b, "profd_retention_removed_files_total", PROM_COUNTER,
+			"Profile files deleted by --output-retention.", s->retention_files);
+	prom_metric_u64(b, "profd_retention_removed_bytes_total", PROM_COUNTER,
+			"Bytes of profile files deleted by --output-retention.",
+			s->retention_bytes);
+}
+
+/* rendering: process_* (the agent itself) */
+
+/* Field @n (1-based, as in proc(5)) of /proc/self/stat, or 0. */
+static uint64_t self_stat_field(int n)
+{
+	char buf[1024], *p, *end;
+	FILE *f = fopen("/proc/self/stat", "re");
+	size_t len;
+
+	if (!f)
+		return 0;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	p = strrchr(buf, ')');	/* comm may hold spaces and ')' */
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 3; field <= n; field++) {
+		uint64_t v = strtoull(p + 1, &end, 10);
+
+		if (field == n)
+			return field == 3 ? 0 : v;	/* 3 is the state letter */
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return 0;
+	}
+	return 0;
+}
+
+/* "btime" of /proc/stat: boot time, Unix seconds; 0 if unknown. */
+static uint64_t boot_time(void)
+{
+	char line[256];
+	uint64_t bt = 0;
+	FILE *f = fopen("/proc/stat", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "btime ", 6)) {
+			bt = strtoull(line + 6, NULL, 10);
+			break;
+		}
+	fclose(f);	/* long lines (intr) are read in pieces: harmless */
+	return bt;
+}
+
+/* Open file descriptors of this process (without the one counting them). */
+static long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;
+}
+
+static void render_process(struct prom_buf *b)
+{
+	struct rusage ru;
+	struct rlimit rl;
+	unsigned long long size = 0, resident = 0;
+	long page = sysconf(_SC_PAGESIZE), fds = open_fds(), ticks = sysconf(_SC_CLK_TCK);
+	uint64_t btime = boot_time(), start = self_stat_field(22);
+	FILE *f;
+
+	if (!getrusage(RUSAGE_SELF, &ru))
+		prom_metric(b, "process_cpu_seconds_total", PROM_COUNTER,
+			    "Total user and system CPU time spent in seconds.",
+			    ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+			    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	f = fopen("/proc/self/statm", "re");
+	if (f) {
+		if (fscanf(f, "%llu %llu", &size, &resident) == 2) {
+			prom_metric_u64(b, "process_resident_memory_bytes", PROM_GAUGE,
+					"Resident memory size in bytes.",
+					(uint64_t)resident * page);
+			prom_metric_u64(b, "process_virtual_memory_bytes", PROM_GAUGE,
+					"Virtual memory size in bytes.",
+					(uint64_t)size * page);
+		}
+		fclose(f);
+	}
+	if (btime && start && ticks > 0)
+		prom_metric(b, "process_start_time_seconds", PROM_GAUGE,
+			    "Start time of the process since unix epoch in seconds.",
+			    btime + (double)start / ticks);
+	if (fds >= 0)
+		prom_metric_u64(b, "process_open_fds", PROM_GAUGE,
+				"Number of open file descriptors.", fds);
+	if (!getrlimit(RLIMIT_NOFILE, &rl))
+		prom_metric(b, "process_max_fds", PROM_GAUGE,
+			    "Maximum number of open file descriptors.",
+			    rl.rlim_cur == RLIM_INFINITY ? INFINITY : (double)rl.rlim_cur);
+}
+
+static int render_metrics(struct agent *ag, struct metrics_response *resp)
+{
+	struct agent_snapshot s;
+	struct agent_readings r;
+	struct prom_buf b;
+	struct prom_label version = { "version", PROFD_VERSION };
+
+	take_snapshot(ag, &s);
+	take_readings(&s, &r);
+	prom_init(&b);
+	prom_family(&b, "profd_build_info", PROM_GAUGE, "profd's version; always 1.");
+	prom_sample_u64(&b, "profd_build_info", &version, 1, 1);
+	prom_metric_u64(&b, "profd_up", PROM_GAUGE,
+			"1 once the BPF programs are loaded and sampling is set up.",
+			s.ready);
+	render_counters(&b, &s, &r);
+	render_tables(&b, ag, &s);
+	render_ringbufs(&b, &r);
+	render_export(&b, &r);
+	render_run(&b, ag, &s);
+	render_process(&b);
+	resp->content_type = PROM_CONTENT_TYPE;
+	return prom_finish(&b, &resp->body, &resp->len);
+}
+
+/* /healthz */
+
+/* Why profd is unhealthy, in one line, or NULL when it is healthy. */
+static const char *unhealthy(const struct agent *ag, const struct agent_snapshot *s,
+			     char *buf, size_t len)
+{
+	uint64_t interval_ns = (uint64_t)ag->cfg->interval_s * 1000000000ULL;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	if (!s->ready)
+		return "starting: the BPF programs are not loaded yet\n";
+	if (s->reader_err)
+		return "the reader thread stopped on an error\n";
+	if (!s->last_write_ok)
+		return "the last interval's files could not all be written\n";
+	if (s->last_flush_mono &&
+	    now > s->last_flush_mono + HEALTH_STALE_INTERVALS * interval_ns +
+		  HEALTH_STALE_SLACK_NS) {
+		snprintf(buf, len, "no interval written for %llu s\n",
+			 (unsigned long long)((now - s->last_flush_mono) / 1000000000ULL));
+		return buf;
+	}
+	return NULL;
+}
+
+static int render_health(struct agent *ag, struct metrics_response *resp)
+{
+	struct agent_snapshot s;
+	char why[128];
+	const char *msg;
+
+	take_snapshot(ag, &s);
+	msg = unhealthy(ag, &s, why, sizeof(why));
+	resp->status = msg ? 503 : 200;
+	resp->body = strdup(msg ? msg : "ok\n");
+	if (!resp->body)
+		return -ENOMEM;
+	resp->len = strlen(resp->body);
+	return 0;
+}
+
+static int handle(void *ctx, const char *path, struct metrics_response *resp)
+{
+	struct agent *ag = ctx;
+
+	if (!strcmp(path, "/metrics"))
+		return render_metrics(ag, resp);
+	if (!strcmp(path, "/healthz"))
+		return render_health(ag, resp);
+	if (!strcmp(path, "/")) {
+		resp->body = strdup("profd: /metrics (Prometheus), /healthz\n");
+		resp->len = resp->body ? strlen(resp->body) : 0;
+		return resp->body ? 0 : -ENOMEM;
+	}
+	return -ENOENT;
+}
 
 int agent_metrics_start(struct agent *ag)
 {
-	fprintf(stderr, "profd: error: --http-address %s: not implemented yet\n",
-		ag->cfg->http_address);
-	return -1;
+	char err[256];
+
+	ag->metrics = metrics_server_start(ag->cfg->http_address, handle, ag,
+					   err, sizeof(err));
+	if (!ag->metrics) {
+		fprintf(stderr, "profd: error: --http-address %s: %s\n",
+			ag->cfg->http_address, err);
+		return -1;
+	}
+	fprintf(stderr, "profd: serving /metrics on %s\n",
+		metrics_server_url(ag->metrics));
+	return 0;
 }
 
 void agent_metrics_stop(struct agent *ag)
 {
+	metrics_server_stop(ag->metrics);
+	ag->metrics = NULL;
 }
