@@ -1004,8 +1004,6 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
 	unsigned int scale = cfg->bpf_map_scale_factor;
-	uint64_t max_procs = cfg->max_processes_set ? cfg->max_processes :
-			     (uint64_t)cfg->max_processes << scale;
 	struct tracer_opts to = {
 		.frequency_hz = cfg->frequency_hz,
 		.pids = cfg->exec_argv ? &ag->child.pid : cfg->pids,
@@ -1013,20 +1011,21 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 		.follow_children = cfg->exec_argv != NULL,
 		.include_idle = cfg->include_idle,
 		.max_stack_depth = cfg->max_stack_depth,
-		/* --bpf-map-scale-factor: x 2^N (tracer_open() makes a map that
-		 * cannot be created that big smaller, with a warning) */
-		.ringbuf_bytes = (8u << 20) << scale,
-		.gpu_ringbuf_bytes = cfg->gpu ? (8u << 20) << scale : 4096,
+		.ringbuf_bytes = 8u << 20,
+		.gpu_ringbuf_bytes = cfg->gpu ? 8u << 20 : 4096,
 		.verbose = cfg->verbose,
 		.dwarf_unwinding = cfg->dwarf_unwinding,
-		.max_processes = max_procs < (1u << 20) ? max_procs : (1u << 20),
-		.map_scale_factor = scale,
+		.max_processes = cfg->max_processes,
 		.verifier_log_level = cfg->bpf_verifier_log_level,
 		.start_disabled = !ag->sampling_on,
 	};
 	uint64_t unwind_mib = cfg->unwind_memory_set ? cfg->unwind_memory_mib :
 			      (uint64_t)cfg->unwind_memory_mib << scale;
 	int err;
+
+	/* --bpf-map-scale-factor: x 2^N (tracer_open() makes a map that
+	 * cannot be created that big smaller, with a warning) */
+	tracer_scale_opts(&to, scale, !cfg->max_processes_set);
 
 	if (preflight_check(cfg->check_kernel_version))
 		return -1;

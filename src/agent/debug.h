@@ -19,10 +19,15 @@ struct agent;
 bool agent_debug_wanted(const struct agent *ag, pid_t pid);
 
 /*
- * agent_debug_sample - print sample @s (reader thread): its pid, tid,
- * names, flags (which unwinders ran, why a stack is partial) and every
- * frame of @ips (@s->kernel_len kernel then @nuser user addresses after
- * the Python merge) with the mapping it falls in (@snap, may be NULL).
+ * agent_debug_sample - print sample @s (reader thread): a header line
+ * "profd: debug: sample pid= tid= comm= cpu= origin= unwinder=
+ * flags= kernel= user=" (unwinder: dwarf, fp, +python, none; flags: why
+ * a stack is partial, or none), then one line per frame of @ips
+ * (@s->kernel_len kernel then @nuser user addresses after the Python
+ * merge): index, kernel/user/python, address, and the kernel symbol, the
+ * mapping path + file offset in @snap (may be NULL) and the symbol when
+ * its ELF file is open already (takes ag->sym_lock), or the Python frame.
+ * Nothing is allocated; stdio errors are ignored.
  */
 void agent_debug_sample(struct agent *ag, const struct profd_sample *s,
 			const uint64_t *ips, uint32_t nuser,

@@ -15,6 +15,7 @@
 
 #include "profd.skel.h"
 #include "proc/maps.h"
+#include "tracer/bpf_log.h"
 #include "tracer/tracer_internal.h"
 
 int parse_cpu_list(const char *s, bool *online, int n)
@@ -83,18 +84,69 @@ static int on_record(void *ctx, void *data, size_t size)
 	return t->fn(t->ctx, data, size);
 }
 
-/* libbpf's messages: warnings with --verbose, everything (the verifier
- * log included) with -vv or PROFD_LIBBPF_DEBUG set. */
-static int libbpf_verbose;
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt,
-			va_list ap)
+/* The .rodata configuration and the sizes of the unscaled maps. */
+static void configure(struct profd_bpf *skel, const struct tracer_opts *o)
 {
-	int want = getenv("PROFD_LIBBPF_DEBUG") ? 2 : libbpf_verbose;
+	skel->rodata->cfg_filter_pids = o->npids > 0;
+	skel->rodata->cfg_include_idle = o->include_idle;
+	skel->rodata->cfg_max_user_frames = o->max_stack_depth;
+	skel->rodata->cfg_dwarf_unwinding = o->dwarf_unwinding;
+	skel->rodata->cfg_follow_children = o->follow_children;
+	if (o->npids)
+		bpf_map__set_max_entries(skel->maps.pid_filter,
+					 o->follow_children ? PID_FILTER_TREE_MAX : o->npids);
+}
 
-	if ((level == LIBBPF_WARN && want >= 1) || want >= 2)
-		return vfprintf(stderr, fmt, ap);
-	return 0;
+/* tracer_load_logged() callbacks: the skeleton, and a copy of it. */
+struct skel_loader {
+	struct profd_bpf *skel;
+	const struct tracer_opts *o;
+};
+
+static int load_skel(void *ctx)
+{
+	struct skel_loader *l = ctx;
+
+	return profd_bpf__load(l->skel);
+}
+
+static int load_one_copy(void *ctx, const char *prog, unsigned int level)
+{
+	struct skel_loader *l = ctx;
+	struct tracer_map_size sized[TRACER_SIZED_MAPS];
+	struct profd_bpf *copy = profd_bpf__open();
+	int err;
+
+	if (!copy)
+		return -errno;
+	configure(copy, l->o);
+	tracer_maps_unscaled(sized, tracer_maps_plan(copy, l->o, sized));
+	err = tracer_load_only(copy->obj, prog, level);
+	profd_bpf__destroy(copy);
+	return err;
+}
+
+/* Size, create and load; prints the error line. */
+static int load(struct tracer *t, const struct tracer_opts *o)
+{
+	struct tracer_map_size sized[TRACER_SIZED_MAPS];
+	struct skel_loader sl = { .skel = t->skel, .o = o };
+	struct tracer_loader l = {
+		.load = load_skel, .load_one = load_one_copy, .ctx = &sl,
+	};
+	int err;
+
+	configure(t->skel, o);
+	err = tracer_maps_create(sized, tracer_maps_plan(t->skel, o, sized));
+	if (err)
+		return err;
+	err = tracer_load_logged(&l, o->verifier_log_level);
+	if (err)
+		fprintf(stderr, "profd: error: loading the BPF programs failed: %s (%s)\n",
+			strerror(-err), o->verifier_log_level ?
+			"libbpf's messages and the verifier log are above" :
+			"--bpf-verifier-log-level 1 or 2 prints the verifier log");
+	return err;
 }
 
 static int setup_pid_filter(struct tracer *t, const struct tracer_opts *o)
@@ -196,8 +248,7 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 		return NULL;
 	t->fn = fn;
 	t->ctx = ctx;
-	libbpf_verbose = o->verbose;
-	libbpf_set_print(libbpf_print);
+	tracer_libbpf_setup(o->verbose);
 
 	t->ncpus_possible = libbpf_num_possible_cpus();
 	if (t->ncpus_possible <= 0)
@@ -215,31 +266,9 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 			strerror(errno));
 		goto fail;
 	}
-	t->skel->rodata->cfg_filter_pids = o->npids > 0;
-	t->skel->rodata->cfg_include_idle = o->include_idle;
-	t->skel->rodata->cfg_max_user_frames = o->max_stack_depth;
-	t->skel->rodata->cfg_dwarf_unwinding = o->dwarf_unwinding;
-	if (o->max_processes) {
-		bpf_map__set_max_entries(t->skel->maps.unwind_procs, o->max_processes);
-		bpf_map__set_max_entries(t->skel->maps.python_procs, o->max_processes);
-	}
-	if (o->ringbuf_bytes)
-		bpf_map__set_max_entries(t->skel->maps.events, o->ringbuf_bytes);
-	if (o->npids)
-		bpf_map__set_max_entries(t->skel->maps.pid_filter,
-					 o->follow_children ? PID_FILTER_TREE_MAX : o->npids);
-	t->skel->rodata->cfg_follow_children = o->follow_children;
-	if (o->gpu_ringbuf_bytes)
-		bpf_map__set_max_entries(t->skel->maps.cupti_events,
-					 o->gpu_ringbuf_bytes);
-
-	err = profd_bpf__load(t->skel);
-	if (err) {
-		fprintf(stderr, "profd: error: loading the BPF programs failed: %s "
-			"(run with -vv for the verifier log)\n",
-			strerror(-err));
+	if (load(t, o))
 		goto fail;
-	}
+	tracer_ringbufs_map(t);
 	attach_dl_event(t, o);
 	err = setup_pid_filter(t, o);
 	if (err) {
@@ -275,9 +304,10 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 	}
 	if (attach_samplers(t, o))
 		goto fail;
-	if (tracer_set_sampling(t, true)) {
-		fprintf(stderr, "profd: error: cannot enable the perf events: %s\n",
-			strerror(errno));
+	/* libbpf enables each event as it attaches the program */
+	if (tracer_set_sampling(t, !o->start_disabled)) {
+		fprintf(stderr, "profd: error: cannot %s the perf events: %s\n",
+			o->start_disabled ? "disable" : "enable", strerror(errno));
 		goto fail;
 	}
 	return t;
@@ -337,13 +367,6 @@ int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX])
 	return 0;
 }
 
-int tracer_ringbuf_usage(struct tracer *t, bool gpu, struct tracer_ringbuf_usage *out)
-{
-	/* STUB: being written */
-	out->size = out->used = 0;
-	return -ENOSYS;
-}
-
 void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd)
 {
 	*shards_fd = bpf_map__fd(t->skel->maps.unwind_shards);
@@ -375,6 +398,7 @@ void tracer_close(struct tracer *t)
 	}
 	tracer_gpu_detach_all(t);
 	ring_buffer__free(t->rb);
+	tracer_ringbufs_unmap(t);
 	profd_bpf__destroy(t->skel);
 	free(t->perf_links);
 	free(t->perf_fds);

@@ -4,7 +4,9 @@
  *
  * Owns: the libbpf skeleton (bpf/profd.bpf.c), one software cpu-clock
  * perf event per online CPU with the sampler attached, the lifecycle
- * tracepoints, the `events` ringbuf consumer and the BPF counters.
+ * tracepoints, the `events` ringbuf consumer and the BPF counters; the
+ * map sizes of --bpf-map-scale-factor and the ringbufs' fill levels
+ * (maps.c); libbpf's messages and the verifier log (bpf_log.c).
  */
 #ifndef PROFD_TRACER_TRACER_H
 #define PROFD_TRACER_TRACER_H
@@ -37,7 +39,27 @@ struct tracer_opts {
 					 * may be in the ringbuf) */
 	unsigned int verifier_log_level;/* --bpf-verifier-log-level 0..2: the kernel's
 					 * verifier log of a program that fails to load */
+	bool max_processes_scaled;	/* max_processes is x 2^map_scale_factor: it may
+					 * fall back to the unscaled size (tracer_scale_opts) */
 };
+
+/* Largest size tracer_scale_opts() gives a ringbuf (bytes). */
+#define TRACER_RINGBUF_MAX	(1u << 31)
+/* Largest --bpf-map-scale-factor. */
+#define TRACER_MAP_SCALE_MAX	8
+
+/*
+ * tracer_scale_opts - apply --bpf-map-scale-factor @factor (0..8) to @o,
+ * which holds the unscaled sizes: ringbuf_bytes and gpu_ringbuf_bytes
+ * (non-zero ones) become x 2^@factor (at most TRACER_RINGBUF_MAX), and
+ * max_processes too when @scale_processes (false: --max-processes was
+ * given). Sets map_scale_factor, which makes tracer_open() scale the maps
+ * it sizes itself (python_threads, dl_events) and lets every scaled map
+ * fall back, halving, to its unscaled size when the kernel refuses it
+ * (a warning per map). A @factor above 8 counts as 8.
+ */
+void tracer_scale_opts(struct tracer_opts *o, unsigned int factor,
+		       bool scale_processes);
 
 /* Fill level of one BPF ringbuf. */
 struct tracer_ringbuf_usage {
@@ -59,7 +81,11 @@ struct tracer;
 
 /*
  * tracer_open - load the BPF programs and attach them (sampling starts at
- * once unless opts->start_disabled). Prints one "profd: error: ..." line and returns NULL on failure.
+ * once unless opts->start_disabled). Maps sized by --bpf-map-scale-factor
+ * that the kernel refuses are made smaller, one "profd: warning: BPF map
+ * ..." line each. Prints one "profd: error: ..." line (after the verifier
+ * log when opts->verifier_log_level asks for it) and returns NULL on
+ * failure.
  */
 struct tracer *tracer_open(const struct tracer_opts *opts, tracer_event_fn fn,
 			   void *ctx);
@@ -86,8 +112,11 @@ int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX]);
 
 /*
  * tracer_ringbuf_usage - how full the `events` (@gpu false) or
- * `cupti_events` (@gpu true) ringbuf is now. Any thread. Returns 0 or a
- * negative errno.
+ * `cupti_events` (@gpu true) ringbuf is now: its size and the bytes
+ * written but not consumed yet (records and their 8-byte headers), read
+ * from read-only mappings of the ringbuf's position pages. Any thread,
+ * lock-free. Returns 0, or -ENODEV when the pages could not be mapped at
+ * start (@out zeroed).
  */
 int tracer_ringbuf_usage(struct tracer *t, bool gpu, struct tracer_ringbuf_usage *out);
 

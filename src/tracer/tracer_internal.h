@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * tracer_internal.h - the tracer's state, shared by tracer.c (programs,
- * perf events, ringbufs) and usdt.c (GPU probe attachment). Not for use
- * outside src/tracer/.
+ * perf events, ringbufs), maps.c (map sizes, ringbuf fill levels) and
+ * usdt.c (GPU probe attachment). Not for use outside src/tracer/.
  */
 #ifndef PROFD_TRACER_TRACER_INTERNAL_H
 #define PROFD_TRACER_TRACER_INTERNAL_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "tracer/tracer.h"
@@ -27,8 +28,30 @@ struct gpu_library {
 	bool seen;		/* mapped by a process since the last sweep */
 };
 
+/*
+ * A map sized by --bpf-map-scale-factor: maps.c creates it before the
+ * skeleton loads, halving a size the kernel refuses down to @floor.
+ */
+struct tracer_map_size {
+	struct bpf_map *map;
+	uint32_t want;		/* max_entries asked (bytes for a ringbuf) */
+	uint32_t floor;		/* the unscaled size: the smallest tried */
+	uint32_t got;		/* max_entries created; 0: left to libbpf */
+};
+
+/* Maps in the plan: two ringbufs, two per-thread/process LRUs, two tables. */
+#define TRACER_SIZED_MAPS 6
+
+/* Read-only views of one ringbuf's consumer and producer position pages. */
+struct tracer_rb_view {
+	const uint64_t *consumer_pos;	/* NULL: not mapped */
+	const uint64_t *producer_pos;
+	uint64_t size;			/* data bytes (max_entries) */
+};
+
 struct tracer {
 	struct profd_bpf *skel;
+	struct tracer_rb_view rb_views[2];	/* events, cupti_events */
 	struct ring_buffer *rb;
 	int ncpus_possible;
 	int *perf_fds;			/* per possible CPU, -1 if not open */
@@ -42,5 +65,40 @@ struct tracer {
 
 /* tracer_gpu_detach_all - destroy every GPU probe link (tracer_close). */
 void tracer_gpu_detach_all(struct tracer *t);
+
+/*
+ * tracer_maps_plan - size the maps --bpf-map-scale-factor scales in the
+ * opened (not loaded) @skel from @o (bpf_map__set_max_entries) and
+ * describe them in @out (TRACER_SIZED_MAPS entries). Returns the count.
+ */
+unsigned int tracer_maps_plan(struct profd_bpf *skel, const struct tracer_opts *o,
+			      struct tracer_map_size *out);
+
+/*
+ * tracer_maps_create - create each map of @v (@n entries) asked bigger
+ * than its unscaled size: at the unscaled size first, then as large as
+ * fits (halving on ENOMEM/E2BIG) while some memory is held back for the
+ * rest of profd, with one "profd: warning: BPF map ..." line per map that
+ * got less than asked; hand each to the skeleton (bpf_map__reuse_fd).
+ * Others are left to libbpf. Returns 0 or a negative errno after one
+ * "profd: error: ..." line (a map that cannot be created even unscaled).
+ */
+int tracer_maps_create(struct tracer_map_size *v, unsigned int n);
+
+/*
+ * tracer_maps_unscaled - set each map of @v back to its unscaled size
+ * (for a second copy of the object loaded only for its verifier log).
+ */
+void tracer_maps_unscaled(struct tracer_map_size *v, unsigned int n);
+
+/*
+ * tracer_ringbufs_map - map the position pages of the loaded skeleton's
+ * two ringbufs read-only for tracer_ringbuf_usage(). A failure leaves
+ * that view unmapped (usage then says -ENODEV).
+ */
+void tracer_ringbufs_map(struct tracer *t);
+
+/* tracer_ringbufs_unmap - undo tracer_ringbufs_map(). */
+void tracer_ringbufs_unmap(struct tracer *t);
 
 #endif /* PROFD_TRACER_TRACER_INTERNAL_H */
