@@ -72,7 +72,8 @@ static const struct option_def table[] = {
 	{ "pid", OPT_PID, "PID[,PID...]", OPTION_LIST, true, 1,
 	  "Profile only these processes (all their threads); stop when all exited" },
 	{ "verbose", OPT_VERBOSE, NULL, OPTION_COUNT, true, 1,
-	  "More output: libbpf warnings; -vv the BPF verifier log; -vvv a line per sample" },
+	  "More output: libbpf warnings; -vv libbpf's debug log; -vvv every "
+	  "sample of every process (see --debug-pid)" },
 	{ "include-idle", OPT_INCLUDE_IDLE, NULL, OPTION_FLAG, true, 1,
 	  "Keep samples of the idle task (pid 0)" },
 	{ "max-stack-depth", OPT_MAX_DEPTH, "FRAMES", OPTION_VALUE, true, 2,
