@@ -97,3 +97,49 @@ bench: all
 
 clean:
 	rm -rf $(BUILD)
+
+# --- install / uninstall ------------------------------------------------
+# `make install [PREFIX=/usr/local] [DESTDIR=/staging]` installs what `all`
+# built: PREFIX/bin/profd, PREFIX/lib/profd/libprofd_inject.so (where
+# profd looks, ../lib/profd/ from its binary: keep the two together),
+# the man page, the systemd unit generated from dist/profd.service.in, and
+# the example /etc/profd/profd.yaml unless one exists. Nothing is started:
+# then `systemctl daemon-reload && systemctl enable --now profd`.
+# `make uninstall` removes the same files but keeps the config and
+# /var/lib/profd (the profiles).
+PREFIX         ?= /usr/local
+SYSCONFDIR     ?= /etc
+MANDIR         ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL        ?= install
+PROFD_BINDIR   := $(PREFIX)/bin
+PROFD_LIBDIR   := $(PREFIX)/lib/profd
+
+.PHONY: install uninstall
+install: $(BUILD)/profd $(BUILD)/libprofd_inject.so
+	$(INSTALL) -d $(DESTDIR)$(PROFD_BINDIR) $(DESTDIR)$(PROFD_LIBDIR) \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/profd
+	$(INSTALL) -m 0755 $(BUILD)/profd $(DESTDIR)$(PROFD_BINDIR)/profd
+	$(INSTALL) -m 0644 $(BUILD)/libprofd_inject.so $(DESTDIR)$(PROFD_LIBDIR)/libprofd_inject.so
+	gzip -9n < docs/profd.8 > $(DESTDIR)$(MANDIR)/man8/profd.8.gz.tmp
+	chmod 0644 $(DESTDIR)$(MANDIR)/man8/profd.8.gz.tmp
+	mv -f $(DESTDIR)$(MANDIR)/man8/profd.8.gz.tmp $(DESTDIR)$(MANDIR)/man8/profd.8.gz
+	sed -e 's|@BINDIR@|$(PROFD_BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		dist/profd.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/profd.service.tmp
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/profd.service.tmp
+	mv -f $(DESTDIR)$(SYSTEMDUNITDIR)/profd.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/profd.service
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/profd/profd.yaml ]; then \
+		echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/profd/profd.yaml (dist/profd.yaml is the example)"; \
+	else \
+		echo "$(INSTALL) -m 0644 dist/profd.yaml $(DESTDIR)$(SYSCONFDIR)/profd/profd.yaml"; \
+		$(INSTALL) -m 0644 dist/profd.yaml $(DESTDIR)$(SYSCONFDIR)/profd/profd.yaml; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PROFD_BINDIR)/profd \
+		$(DESTDIR)$(PROFD_LIBDIR)/libprofd_inject.so \
+		$(DESTDIR)$(MANDIR)/man8/profd.8.gz \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/profd.service
+	-rmdir $(DESTDIR)$(PROFD_LIBDIR) 2>/dev/null
+	@echo "uninstall: kept $(DESTDIR)$(SYSCONFDIR)/profd/profd.yaml and /var/lib/profd"

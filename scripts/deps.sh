@@ -12,11 +12,13 @@ libmicrohttpd-dev"
 # layouts from DWARF, austin as a second Python profiler), libc's detached
 # debug symbols, util-linux's setpriv/unshare/setarch; perf for bench/;
 # the OTLP receiver of tests/test_otlp_export.py (../shared/tools/otlp-sink:
-# protoc's Python and gRPC output, grpcio, protobuf; openssl for a test CA).
+# protoc's Python and gRPC output, grpcio, protobuf; openssl for a test CA);
+# tests/test_install.py: groff and man-db render the man page, systemd's
+# systemd-analyze verifies the unit (systemd need not run as PID 1).
 TEST="python3 python3.11 python3-pytest protobuf-compiler golang-go
 golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
 linux-perf libclang-rt-14-dev gdb austin protobuf-compiler-grpc
-python3-grpcio python3-protobuf openssl"
+python3-grpcio python3-protobuf openssl groff-base man-db systemd"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"

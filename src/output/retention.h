@@ -19,23 +19,31 @@ struct retention_result {
 
 /*
  * retention_apply - in directory @dir, delete profd's profile files
- * (cpu-*.pb.gz, gpu-*.pb.gz, gpu-pc-*.pb.gz; nothing else is ever
- * touched) older than @max_age_s seconds before @now_s (Unix seconds;
- * 0: no age limit), then, oldest first (by modification time, then
- * name), until the rest takes at most @max_bytes (0: no size limit).
- * The newest file is never deleted for size. Returns 0 with @out filled,
- * or a negative errno when @dir cannot be read (a file that cannot be
- * deleted is skipped).
+ * (cpu-*.pb.gz, gpu-*.pb.gz, gpu-pc-*.pb.gz as output_path() names them,
+ * regular files only; temporary NAME.tmpXXXXXX files, flamegraph.html,
+ * symlinks and everything else are never touched) modified more than
+ * @max_age_s seconds before @now_s (Unix seconds; 0: no age limit),
+ * then, oldest first (by modification time, then name), until the rest
+ * takes at most @max_bytes (file sizes, st_size; 0: no size limit). The
+ * newest file is never deleted for size. @out (may be NULL) gets the
+ * counts. Returns 0 (also for an empty directory), -EINVAL for an empty
+ * @dir, or a negative errno when @dir cannot be opened or read (-ENOENT,
+ * -ENOTDIR, -EACCES, -ENOMEM); a file that cannot be deleted is skipped
+ * and counted as kept.
  */
 int retention_apply(const char *dir, uint64_t max_age_s, uint64_t max_bytes,
 		    uint64_t now_s, struct retention_result *out);
 
 /*
  * retention_parse - parse an --output-retention value: AGE, SIZE or
- * AGE,SIZE (either order), AGE a number with unit s, m, h, d or w, SIZE
- * a number with unit B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB (powers
- * of 1024). Sets *@age_s and *@bytes (0 for the part not given).
- * Returns 0 or -EINVAL with a reason in @err.
+ * AGE,SIZE (either order, spaces around the comma allowed), each a whole
+ * number greater than 0 with a unit: AGE s, m, h, d or w (lower case
+ * only), SIZE B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB (powers of 1024;
+ * any case, except that a lone "m" is minutes: "5m" is 5 minutes, "5M"
+ * 5 MiB). Sets *@age_s (seconds) and *@bytes (0 for the part not given).
+ * Returns 0, or -EINVAL with a one-line reason in @err (the value and
+ * what is wrong with it: no unit, unknown unit, 0, sign, fraction,
+ * overflow, two ages or sizes); @err may be NULL.
  */
 int retention_parse(const char *s, uint64_t *age_s, uint64_t *bytes,
 		    char *err, size_t errlen);
