@@ -942,9 +942,9 @@ static int gpu_setup(struct agent *ag, const char *lib)
 	if (!lib) {
 		if (cfg->exec_argv || cfg->verbose)
 			fprintf(stderr, "profd: warning: no CUDA injection library "
-				"(libprofd_inject.so) next to profd: GPU kernels are "
-				"profiled only in processes that load a copy profd finds "
-				"(use --inject-library PATH)\n");
+				"(libprofd_inject.so) next to profd or in ../lib/profd/: "
+				"GPU kernels are profiled only in processes that load a "
+				"copy profd finds (use --inject-library PATH)\n");
 		return 0;
 	}
 	/*
