@@ -14,11 +14,13 @@ libmicrohttpd-dev"
 # the OTLP receiver of tests/test_otlp_export.py (../shared/tools/otlp-sink:
 # protoc's Python and gRPC output, grpcio, protobuf; openssl for a test CA);
 # tests/test_install.py: groff and man-db render the man page, systemd's
-# systemd-analyze verifies the unit (systemd need not run as PID 1).
+# systemd-analyze verifies the unit (systemd need not run as PID 1);
+# tests/test_config.py: PyYAML reads what --print-config writes.
 TEST="python3 python3.11 python3-pytest protobuf-compiler golang-go
 golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
 linux-perf libclang-rt-14-dev gdb austin protobuf-compiler-grpc
-python3-grpcio python3-protobuf openssl groff-base man-db systemd"
+python3-grpcio python3-protobuf openssl groff-base man-db systemd
+python3-yaml"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"
