@@ -179,7 +179,12 @@ int main(int argc, char **argv)
 	if (argp_parse(&argp, argc, argv, flags, NULL, &o))
 		return 64;
 	if (o.print_config) {
-		ret = options_print_yaml(&o, stdout) || fflush(stdout) ? 1 : 0;
+		ret = options_print_yaml(&o, stdout);
+		if (ret || fflush(stdout)) {
+			fprintf(stderr, "profd: error: --print-config: %s\n", ret == -EILSEQ ?
+				"a value is not valid UTF-8" : "cannot write the settings");
+			ret = 1;
+		}
 		options_free(&o);
 		return ret;
 	}

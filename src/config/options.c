@@ -653,9 +653,15 @@ static void emit_scalar(struct emitter *em, const char *s, bool plain_ok)
 {
 	yaml_event_t ev;
 
-	yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s),
-				     plain_ok, !plain_ok, plain_ok ? YAML_ANY_SCALAR_STYLE :
-				     YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+	/* libyaml refuses text that is not UTF-8: never emit the event then */
+	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s,
+					  (int)strlen(s), plain_ok, !plain_ok,
+					  plain_ok ? YAML_ANY_SCALAR_STYLE :
+					  YAML_DOUBLE_QUOTED_SCALAR_STYLE)) {
+		if (!em->err)
+			em->err = -EILSEQ;
+		return;
+	}
 	emit(em, &ev);
 }
 
