@@ -175,6 +175,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "profd: error: %s\n", err);
 			return ret == OPTION_EUSAGE ? 64 : 1;
 		}
+		o.cfg.config_file = config;
 	}
 	if (argp_parse(&argp, argc, argv, flags, NULL, &o))
 		return 64;

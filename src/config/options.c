@@ -465,6 +465,12 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 
 	switch (d->key) {
 	case OPT_CONFIG:
+		/* main() loads the file before the flags; one it did not find
+		 * (an abbreviation, -vc FILE, a second file) would be ignored */
+		if (src == OPTION_FROM_FLAG &&
+		    (!c->config_file || strcmp(c->config_file, value)))
+			return fail(err, len, OPTION_EUSAGE, "%s: give one config file, as "
+				    "--config FILE, --config=FILE or -c FILE", value);
 		c->config_file = keep(o, value, src);
 		break;
 	case OPT_PRINT_CONFIG:
