@@ -1340,12 +1340,6 @@ int agent_run(const struct agent_config *cfg)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= end)
 			break;
-		if (now >= next_draw) {
-			probabilistic_next(&ag);
-			next_draw += draw_ns;
-			if (next_draw <= now)
-				next_draw = now + draw_ns;
-		}
 		if (cfg->npids && !pids_alive(cfg)) {
 			fprintf(stderr, "profd: every --pid process exited\n");
 			stop = true;
@@ -1354,6 +1348,13 @@ int agent_run(const struct agent_config *cfg)
 			next_flush += interval_ns;
 			if (next_flush <= now)
 				next_flush = now + interval_ns;
+		}
+		/* after the flush: a draw at an interval's end is the next one's */
+		if (now >= next_draw) {
+			probabilistic_next(&ag);
+			next_draw += draw_ns;
+			if (next_draw <= now)
+				next_draw = now + draw_ns;
 		}
 	}
 	/* Stop sampling, let the reader drain the ringbuf, write the rest. */
