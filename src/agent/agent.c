@@ -1361,6 +1361,9 @@ int agent_run(const struct agent_config *cfg)
 	tracer_set_sampling(ag.tracer, false);
 	__atomic_store_n(&ag.stop_reader, 1, __ATOMIC_RELEASE);
 	pthread_join(ag.reader, NULL);
+	/* the last interval counts every NVTX record the reader queued */
+	agent_export_quiesce(ag.exp);
+	publish_proc_stats(&ag);
 	flush(&ag);
 	if (ag.write_failures)
 		fprintf(stderr, "profd: error: the files of %u of %u intervals could "

@@ -310,16 +310,21 @@ void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
 	out->otlp_bytes_sent = os.bytes_sent;
 }
 
+void agent_export_quiesce(struct agent_export *x)
+{
+	if (x && x->nvtx)
+		nvtx_stop(x->nvtx);	/* closes open ranges: spans to the batcher */
+	if (x && x->batcher)
+		otlp_batcher_flush(x->batcher);
+}
+
 void agent_export_stop(struct agent_export *x, unsigned int timeout_ms)
 {
 	struct otlp_stats os;
 
 	if (!x)
 		return;
-	if (x->nvtx)
-		nvtx_stop(x->nvtx);	/* closes open ranges: spans to the batcher */
-	if (x->batcher)
-		otlp_batcher_flush(x->batcher);
+	agent_export_quiesce(x);
 	if (x->exporter && otlp_exporter_flush(x->exporter, timeout_ms)) {
 		otlp_exporter_stats(x->exporter, &os);
 		fprintf(stderr, "profd: warning: OTLP endpoint %s did not take everything "

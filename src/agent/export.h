@@ -92,6 +92,13 @@ void agent_export_warn(struct agent_export *x);
 void agent_export_stats(struct agent_export *x, struct agent_export_stats *out);
 
 /*
+ * agent_export_quiesce - no more NVTX records will come: process every
+ * queued one, close the open ranges and hand their spans to the batcher,
+ * so agent_export_stats() is final. Profiles can still be queued after.
+ */
+void agent_export_quiesce(struct agent_export *x);
+
+/*
  * agent_export_stop - close every open NVTX range, send what is pending
  * and wait up to @timeout_ms for the endpoint to take it.
  */
