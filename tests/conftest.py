@@ -18,6 +18,16 @@ def _shared_or_skip(*parts):
     return path
 
 
+def run_unit(name, timeout=300):
+    """Run the C test program build/tests/unit/NAME (from the repository
+    root); it passes when it exits 0 and prints no FAIL line."""
+    binary = os.path.join(BUILD, "tests", "unit", name)
+    assert os.access(binary, os.X_OK), f"build/tests/unit/{name} missing: run make"
+    r = subprocess.run([binary], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout + r.stderr
+    return r
+
+
 @pytest.fixture(scope="session")
 def build_dir():
     return BUILD

@@ -4,15 +4,8 @@
 budget, unmatched pops and ends, process exit and stop, strings in chunks
 and their bounds, names and payloads, malformed records, a full queue,
 and a fixed-seed fuzz of random records."""
-import os
-import subprocess
-
-from conftest import BUILD
+from conftest import run_unit
 
 
 def test_nvtx_unit():
-    binary = os.path.join(BUILD, "tests", "unit", "test_nvtx")
-    assert os.access(binary, os.X_OK), "build/tests/unit/test_nvtx missing: run make"
-    r = subprocess.run([binary], capture_output=True, text=True, timeout=300,
-                       cwd=os.path.dirname(BUILD))
-    assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout + r.stderr
+    run_unit("test_nvtx")
