@@ -131,6 +131,18 @@ static const char *find_config(int argc, char **argv, bool exec)
 	return NULL;
 }
 
+/*
+ * warn_debug_pids - one warning line per --debug-pid that names no process
+ * now. Not an error: the process may be started after profd.
+ */
+static void warn_debug_pids(const struct agent_config *cfg)
+{
+	for (size_t i = 0; i < cfg->ndebug_pids; i++)
+		if (kill(cfg->debug_pids[i], 0) == -1 && errno == ESRCH)
+			fprintf(stderr, "profd: warning: --debug-pid %d: no such process "
+				"(yet)\n", (int)cfg->debug_pids[i]);
+}
+
 int main(int argc, char **argv)
 {
 	static struct options o;
@@ -167,6 +179,13 @@ int main(int argc, char **argv)
 		argv++;
 	}
 	config = find_config(argc, argv, o.exec);
+	if (config && (!*config || option_utf8_check(config, strlen(config)) !=
+			strlen(config))) {
+		/* not an ENOENT about "": say what is wrong with the name */
+		fprintf(stderr, "profd: error: --config: %s\n", *config ?
+			"the file name must be valid UTF-8" : "empty file name");
+		return 64;
+	}
 	if (config) {
 		char err[512] = "";
 
@@ -189,6 +208,7 @@ int main(int argc, char **argv)
 		options_free(&o);
 		return ret;
 	}
+	warn_debug_pids(&o.cfg);
 	ret = agent_run(&o.cfg);
 	options_free(&o);
 	return ret;

@@ -212,3 +212,216 @@ def test_empty_file_is_the_defaults(profd_bin, tmp_path):
     cfg = tmp_path / "empty.yaml"
     cfg.write_text("# nothing set\n")
     assert print_config(profd_bin, "--config", str(cfg)) == print_config(profd_bin)
+
+
+# Review findings: values are checked where they are parsed, one line each.
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOT_UTF8 = os.fsdecode(b"/tmp/x\xff")     # argv bytes 0xff (surrogateescape)
+
+
+def usage_error(r):
+    """The first line of an argp usage error (exit 64, then 'Try ...')."""
+    assert r.returncode == 64, (r.returncode, r.stderr)
+    lines = r.stderr.splitlines()
+    assert lines and (len(lines) == 1 or lines[1].startswith("Try ")), lines
+    return lines[0]
+
+
+def file_error(r, code=64):
+    """The one line of a config file error."""
+    assert r.returncode == code, (r.returncode, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("flag", ["--output-dir", "--inject-library", "--otlp-endpoint"])
+def test_flag_value_not_utf8_is_a_usage_error(profd_bin, flag):
+    # not first noticed by --print-config: before it, and naming the option
+    r = run(profd_bin, flag, NOT_UTF8, "--print-config")
+    assert usage_error(r) == f"profd: {flag} must be valid UTF-8"
+
+
+def test_config_file_name_not_utf8(profd_bin):
+    r = run(profd_bin, "--config", NOT_UTF8, "--print-config")
+    assert file_error(r) == "profd: error: --config: the file name must be valid UTF-8"
+
+
+def test_file_value_not_utf8_names_line_and_key(profd_bin, tmp_path):
+    cfg = tmp_path / "latin1.yaml"
+    cfg.write_bytes(b"# line 1\nduration: 1\noutput-dir: /tmp/caf\xe9\n")
+    assert (file_error(run(profd_bin, "--config", str(cfg), "--print-config")) ==
+            f"profd: error: {cfg}:3: output-dir: not valid UTF-8 (byte 0xe9)")
+    cfg.write_bytes(b"label:\n  team: infra\n  site: caf\xe9\n")
+    assert (file_error(run(profd_bin, "--config", str(cfg), "--print-config")) ==
+            f"profd: error: {cfg}:3: label: not valid UTF-8 (byte 0xe9)")
+
+
+@pytest.mark.parametrize("arg,why", [
+    (os.fsdecode(b"site=caf\xe9"), "value of 'site' must be valid UTF-8"),
+    (os.fsdecode(b"caf\xe9=x"), "key must be valid UTF-8"),
+    ("site=", "value of 'site' must not be empty"),
+    ("site=a\nb", "value of 'site' must not contain control characters"),
+    ("site=a\tb", "value of 'site' must not contain control characters"),
+    ("site=a\x7fb", "value of 'site' must not contain control characters"),
+    ("site=a\u0085b", "value of 'site' must not contain control characters"),
+    ("a\nb=c", "key must not contain control characters"),
+    ("stall_reason=x", "'stall_reason' is one of profd's own labels"),
+    ("pid=1", "'pid' is one of profd's own labels"),
+    ("1site=x", "key '1site' must start with a letter or '_'"),
+])
+def test_bad_label_flags(profd_bin, arg, why):
+    r = run(profd_bin, "--label", arg, "--print-config")
+    assert usage_error(r) == f"profd: --label {why}"
+
+
+@pytest.mark.parametrize("text,line,why", [
+    ('label: {"a=b": c}\n', 1, "key 'a=b' must not contain '='"),
+    ('label:\n  site: "a\\0b"\n', 2, "value of 'site' must not contain control characters"),
+    ('label:\n  "a\\0b": c\n', 2, "key must not contain control characters"),
+    ('label: ["site=a\\0b"]\n', 1, "value of 'site' must not contain control characters"),
+    ('label:\n  site: "a\\nb"\n', 2, "value of 'site' must not contain control characters"),
+    ('label:\n  site: ""\n', 2, "value of 'site' must not be empty"),
+    ("label: [site=]\n", 1, "value of 'site' must not be empty"),
+    ("label:\n  stall_reason: x\n", 2, "'stall_reason' is one of profd's own labels"),
+])
+def test_bad_labels_in_a_file(profd_bin, tmp_path, text, line, why):
+    cfg = tmp_path / "labels.yaml"
+    cfg.write_text(text)
+    r = run(profd_bin, "--config", str(cfg), "--print-config")
+    assert file_error(r) == f"profd: error: {cfg}:{line}: label: {why}"
+
+
+def test_nul_in_a_file_value(profd_bin, tmp_path):
+    cfg = tmp_path / "nul.yaml"
+    cfg.write_text('duration: 1\noutput-dir: "/tmp/a\\0b"\n')
+    r = run(profd_bin, "--config", str(cfg), "--print-config")
+    assert file_error(r) == (f"profd: error: {cfg}:2: output-dir: must not contain "
+                             "a NUL character")
+
+
+def test_good_labels_still_round_trip(profd_bin, tmp_path):
+    _, d = print_config(profd_bin, "--label", "site=Zürich · 東京", "--label", "a.b-c_d=x=y")
+    assert d["label"] == ["site=Zürich · 東京", "a.b-c_d=x=y"]
+
+
+@pytest.mark.parametrize("open_,close,line", [
+    ("[", "]", 1),
+    ("{a: ", "}", 1),
+])
+def test_deep_nesting_fails_fast(profd_bin, tmp_path, open_, close, line):
+    cfg = tmp_path / "deep.yaml"
+    n = 200000 // (len(open_) + len(close)) + 1
+    cfg.write_text("pid: " + open_ * n + close * n + "\n")
+    assert cfg.stat().st_size > 200000
+    r = run(profd_bin, "--config", str(cfg), "--print-config", timeout=5)
+    assert file_error(r) == (f"profd: error: {cfg}:{line}: lists and mappings nested "
+                             "deeper than 32 levels")
+
+
+def test_deep_block_nesting_names_the_line(profd_bin, tmp_path):
+    cfg = tmp_path / "deep.yaml"
+    cfg.write_text("".join(" " * i + "label:\n" for i in range(40)) + " " * 40 + "x\n")
+    r = run(profd_bin, "--config", str(cfg), "--print-config", timeout=5)
+    assert file_error(r) == (f"profd: error: {cfg}:33: lists and mappings nested "
+                             "deeper than 32 levels")
+    # 32 levels are fine (and then wrong for other reasons)
+    cfg.write_text("".join(" " * i + "label:\n" for i in range(31)) + " " * 31 + "x\n")
+    r = run(profd_bin, "--config", str(cfg), "--print-config", timeout=5)
+    assert "nested" not in r.stderr and r.returncode == 64
+
+
+def test_fifo_is_refused_without_blocking(profd_bin, tmp_path):
+    fifo = tmp_path / "profd.fifo"
+    os.mkfifo(fifo)
+    r = run(profd_bin, "--config", str(fifo), "--print-config", timeout=5)
+    assert file_error(r, 1) == f"profd: error: {fifo}: not a regular file (a FIFO)"
+
+
+@pytest.mark.parametrize("path,kind", [("/dev/null", "a character device"),
+                                       ("/", "a directory")])
+def test_not_regular_files_are_refused(profd_bin, path, kind):
+    r = run(profd_bin, "--config", path, "--print-config", timeout=5)
+    assert file_error(r, 1) == f"profd: error: {path}: not a regular file ({kind})"
+
+
+def test_big_file_is_refused(profd_bin, tmp_path):
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text("#" * (1 << 20) + "\n")
+    r = run(profd_bin, "--config", str(cfg), "--print-config", timeout=5)
+    assert file_error(r, 1) == f"profd: error: {cfg}: bigger than 1048576 bytes"
+
+
+@pytest.mark.parametrize("value,why", [
+    ("::1:7071", "an IPv6 address needs brackets: [ADDRESS]:PORT"),
+    ("[]:7071", "empty IPv6 address in brackets"),
+    ("local host:7071", 'bad character in host "local host"'),
+])
+def test_http_address_checked_by_the_server_parser(profd_bin, tmp_path, value, why):
+    r = run(profd_bin, "--http-address", value, "--print-config")
+    assert usage_error(r) == f"profd: --http-address {why}, got '{value}'"
+    cfg = tmp_path / "http.yaml"
+    cfg.write_text(f"duration: 1\nhttp-address: '{value}'\n")
+    r = run(profd_bin, "--config", str(cfg), "--print-config")
+    assert file_error(r) == f"profd: error: {cfg}:2: http-address: {why}, got '{value}'"
+
+
+def test_good_http_addresses(profd_bin):
+    for value in ("127.0.0.1:7071", "[::1]:0", ":9400", "localhost:65535"):
+        _, d = print_config(profd_bin, "--http-address", value)
+        assert d["http-address"] == value
+
+
+def test_verbose_flags_replace_the_files_count(profd_bin, tmp_path):
+    cfg = tmp_path / "v.yaml"
+    cfg.write_text("verbose: 2\n")
+    assert print_config(profd_bin, "--config", str(cfg))[1]["verbose"] == 2
+    assert print_config(profd_bin, "--config", str(cfg), "-v")[1]["verbose"] == 1
+    assert print_config(profd_bin, "-v", "--config", str(cfg))[1]["verbose"] == 1
+    assert print_config(profd_bin, "--config", str(cfg), "-vvv")[1]["verbose"] == 3
+    assert print_config(profd_bin, "-v", "--verbose")[1]["verbose"] == 2
+
+
+@pytest.mark.parametrize("args", [["--config="], ["--config", ""], ["-c", ""]])
+def test_empty_config_name(profd_bin, args):
+    r = run(profd_bin, *args, "--print-config")
+    assert file_error(r) == "profd: error: --config: empty file name"
+
+
+def test_debug_pid_not_running_is_a_warning(profd_bin, tmp_path):
+    # beyond PID_MAX_LIMIT (4194304): never a process
+    r = run(profd_bin, "--debug-pid", "4194305", "--duration", "1", "--no-gpu",
+            "--output-dir", str(tmp_path / "out"), timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == "profd: warning: --debug-pid 4194305: no such process (yet)"
+    assert sum("--debug-pid" in l for l in lines) == 1
+    # printing the settings starts nothing: no warning
+    r = run(profd_bin, "--debug-pid", "4194305", "--print-config")
+    assert r.returncode == 0 and r.stderr == ""
+
+
+def man_text():
+    with open(os.path.join(ROOT, "docs", "profd.8")) as f:
+        return f.read()
+
+
+def test_man_page_exit_status_of_an_unreadable_config(profd_bin, tmp_path):
+    # what profd does ...
+    assert run(profd_bin, "--config", str(tmp_path / "missing.yaml")).returncode == 1
+    # ... is what the page says: status 1 names the unreadable config file
+    status = man_text().split(".SH EXIT STATUS", 1)[1].split(".SH ", 1)[0]
+    one, sixty_four = status.split(".B 64", 1)
+    assert "config file that cannot be read" in one.split(".B 1\n", 1)[1]
+    assert "cannot be read" not in sixty_four
+
+
+def test_man_page_matches_help(profd_bin):
+    text = man_text()
+    assert "/usr/local" not in text         # PREFIX is the installer's choice
+    assert "../lib/profd/" in text
+    help_ = run(profd_bin, "--help").stdout
+    assert "-vv libbpf's debug log" in " ".join(help_.split())
+    verbose = text.split("\\-\\-verbose\n", 1)[1].split(".TP", 1)[0]
+    assert "libbpf's debug log" in verbose and "verifier" not in verbose

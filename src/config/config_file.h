@@ -17,10 +17,15 @@
 #include "config/options.h"
 
 /*
- * config_file_load - apply the settings of YAML file @path to @o.
- * Returns 0, or OPTION_EUSAGE / OPTION_ERUNTIME with one line in @err:
- * "PATH: cannot read: ...", "PATH:LINE: YAML syntax error: ...",
- * "PATH:LINE: unknown key 'K'", "PATH:LINE: KEY: <what is wrong>".
+ * config_file_load - apply the settings of YAML file @path to @o. @path
+ * must be a regular file (a FIFO or device is refused, never waited on)
+ * of at most 1 MiB of UTF-8 text, lists and mappings nested at most 32
+ * deep. Returns 0, or OPTION_EUSAGE / OPTION_ERUNTIME with one line in
+ * @err: OPTION_ERUNTIME for "PATH: cannot read: ...", "PATH: not a
+ * regular file (a FIFO)", "PATH: bigger than ... bytes"; OPTION_EUSAGE
+ * for "PATH:LINE: [KEY: ]not valid UTF-8 ...", "PATH:LINE: YAML syntax
+ * error: ...", "PATH:LINE: lists and mappings nested deeper than 32
+ * levels", "PATH:LINE: unknown key 'K'", "PATH:LINE: KEY: <what is wrong>".
  */
 int config_file_load(struct options *o, const char *path, char *err, size_t errlen);
 

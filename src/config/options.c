@@ -16,6 +16,7 @@
 #include "bpf/profd.h"
 #include "config/options.h"
 #include "export/otlp.h"
+#include "metrics/http.h"
 #include "output/retention.h"
 
 enum {
@@ -73,7 +74,8 @@ static const struct option_def table[] = {
 	  "Profile only these processes (all their threads); stop when all exited" },
 	{ "verbose", OPT_VERBOSE, NULL, OPTION_COUNT, true, 1,
 	  "More output: libbpf warnings; -vv libbpf's debug log; -vvv every "
-	  "sample of every process (see --debug-pid)" },
+	  "sample of every process (see --debug-pid). Any -v given replaces "
+	  "the config file's `verbose` (counted from 0)" },
 	{ "include-idle", OPT_INCLUDE_IDLE, NULL, OPTION_FLAG, true, 1,
 	  "Keep samples of the idle task (pid 0)" },
 	{ "max-stack-depth", OPT_MAX_DEPTH, "FRAMES", OPTION_VALUE, true, 2,
@@ -104,7 +106,9 @@ static const struct option_def table[] = {
 	{ "debug-pid", OPT_DEBUG_PID, "PID[,PID...]", OPTION_LIST, true, 2,
 	  "Print every sample of these processes (frames, mappings, unwinder) to stderr" },
 	{ "label", OPT_LABEL, "KEY=VALUE", OPTION_LIST, true, 3,
-	  "Add label KEY=VALUE to every sample and OTLP resource (repeatable)" },
+	  "Add label KEY=VALUE to every sample and OTLP resource (repeatable; "
+	  "KEY: letters, digits, '_', '.', '-', not one of profd's own labels; "
+	  "VALUE: non-empty UTF-8 text without control characters)" },
 	{ "http-address", OPT_HTTP_ADDRESS, "HOST:PORT", OPTION_VALUE, true, 3,
 	  "Serve /metrics (Prometheus text format) and /healthz on HOST:PORT, "
 	  "e.g. 127.0.0.1:7071 (default: off)" },
@@ -113,7 +117,8 @@ static const struct option_def table[] = {
 	  "no NVTX spans)" },
 	{ "inject-library", OPT_INJECT_LIBRARY, "PATH", OPTION_VALUE, true, 4,
 	  "The CUDA/NVTX injection library (default: libprofd_inject.so next to "
-	  "the profd binary, else PREFIX/lib/profd/)" },
+	  "the profd binary, else in ../lib/profd/ from the binary's directory, "
+	  "where `make install` puts it)" },
 	{ "gpu-correlation-timeout", OPT_GPU_TIMEOUT, "SECONDS", OPTION_VALUE, true, 4,
 	  "How long a GPU launch waits for its kernel records and a kernel for "
 	  "its launch, 1-3600 (default 30)" },
@@ -199,8 +204,8 @@ void options_free(struct options *o)
 	o->nowned = o->cap_owned = 0;
 }
 
-/* A copy of @s that @o owns; NULL on out of memory. */
-static char *own(struct options *o, const char *s)
+/* A copy of the @n bytes at @s that @o owns; NULL on out of memory. */
+static char *own_len(struct options *o, const char *s, size_t n)
 {
 	char *c;
 
@@ -213,10 +218,16 @@ static char *own(struct options *o, const char *s)
 		o->owned = v;
 		o->cap_owned = cap;
 	}
-	c = strdup(s);
+	c = strndup(s, n);
 	if (c)
 		o->owned[o->nowned++] = c;
 	return c;
+}
+
+/* A copy of string @s that @o owns; NULL on out of memory. */
+static char *own(struct options *o, const char *s)
+{
+	return own_len(o, s, strlen(s));
 }
 
 /* Parse an unsigned decimal in [min, max]; -1 on anything else. */
@@ -346,28 +357,107 @@ static int set_pids(const char *value, pid_t *v, size_t *n, size_t max,
 	return ret;
 }
 
-/* Label keys profd sets itself: --label cannot shadow them. */
+size_t option_utf8_check(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t n;
+		unsigned int cp, min;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f, min = 0x80;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f, min = 0x800;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07, min = 0x10000;
+		else
+			return i;	/* continuation byte, 0xc0/0xc1, 0xf5.. */
+		if (len - i <= n)
+			return i;
+		for (size_t k = 1; k <= n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return i;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		/* overlong, UTF-16 surrogate or beyond U+10FFFF */
+		if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return i;
+		i += n + 1;
+	}
+	return len;
+}
+
+/* @s (@len bytes, valid UTF-8) holds a C0 or C1 control character or DEL. */
+static bool has_control(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < 0x20 || s[i] == 0x7f)
+			return true;
+		if (s[i] == 0xc2 && i + 1 < len && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f)
+			return true;	/* U+0080..U+009F */
+	}
+	return false;
+}
+
+/*
+ * Label keys profd sets itself on CPU, GPU and GPU PC-sample profiles
+ * (src/aggregate/build.c, src/gpu/build.c): --label cannot shadow them.
+ */
 static const char *const own_labels[] = {
 	"pid", "tid", "comm", "thread_name", "container_id", "cgroup",
 	"executable", "build_id", "cuda_device", "cuda_stream", "cuda_graph",
+	"stall_reason",
 	NULL,
 };
 
-static int set_label(struct options *o, const char *value, char *err, size_t len)
+/* The flag that follows the file's list starts a new one. */
+static void list_source(struct options *o, const struct option_def *d,
+			enum option_source src)
 {
-	const char *eq = strchr(value, '=');
-	char key[128];
-	size_t klen;
-	char *k, *v;
+	struct agent_config *c = &o->cfg;
+	size_t idx = d - table;
 
-	if (!eq || eq == value)
-		return fail(err, len, OPTION_EUSAGE, "takes KEY=VALUE, got '%s'", value);
-	klen = eq - value;
+	if (d->kind == OPTION_LIST && src == OPTION_FROM_FLAG && o->from_file[idx]) {
+		if (d->key == OPT_PID)
+			c->npids = 0;
+		else if (d->key == OPT_DEBUG_PID)
+			c->ndebug_pids = 0;
+		else if (d->key == OPT_LABEL)
+			c->nlabels = 0;
+	}
+	o->from_file[idx] = src == OPTION_FROM_FILE;
+}
+
+/* Add label @k=@v (@klen and @vlen bytes, NULs among them refused). */
+static int set_label(struct options *o, const char *k, size_t klen, const char *v,
+		     size_t vlen, char *err, size_t len)
+{
+	char key[128];
+	char *ok, *ov;
+
+	if (!klen)
+		return fail(err, len, OPTION_EUSAGE, "takes KEY=VALUE: the key is empty");
 	if (klen >= sizeof(key))
 		return fail(err, len, OPTION_EUSAGE, "key longer than %zu characters",
 			    sizeof(key) - 1);
-	memcpy(key, value, klen);
+	if (option_utf8_check(k, klen) != klen)
+		return fail(err, len, OPTION_EUSAGE, "key must be valid UTF-8");
+	if (has_control(k, klen))
+		return fail(err, len, OPTION_EUSAGE, "key must not contain control characters");
+	memcpy(key, k, klen);
 	key[klen] = '\0';
+	/* KEY=VALUE splits at the first '=': only a file's `KEY: VALUE` has one */
+	if (memchr(key, '=', klen))
+		return fail(err, len, OPTION_EUSAGE, "key '%s' must not contain '='", key);
 	if (!((key[0] >= 'a' && key[0] <= 'z') || (key[0] >= 'A' && key[0] <= 'Z') ||
 	      key[0] == '_'))
 		return fail(err, len, OPTION_EUSAGE, "key '%s' must start with a letter "
@@ -384,39 +474,43 @@ static int set_label(struct options *o, const char *value, char *err, size_t len
 		if (!strcmp(key, own_labels[i]))
 			return fail(err, len, OPTION_EUSAGE, "'%s' is one of profd's own "
 				    "labels", key);
-	if (strlen(eq + 1) > 1024)
-		return fail(err, len, OPTION_EUSAGE, "value longer than 1024 bytes");
-	k = own(o, key);
-	v = own(o, eq + 1);
-	if (!k || !v)
+	/* pprof: string index 0 is "", which reads back as a numeric label */
+	if (!vlen)
+		return fail(err, len, OPTION_EUSAGE, "value of '%s' must not be empty", key);
+	if (vlen > 1024)
+		return fail(err, len, OPTION_EUSAGE, "value of '%s' longer than 1024 bytes",
+			    key);
+	if (option_utf8_check(v, vlen) != vlen)
+		return fail(err, len, OPTION_EUSAGE, "value of '%s' must be valid UTF-8", key);
+	if (has_control(v, vlen))
+		return fail(err, len, OPTION_EUSAGE, "value of '%s' must not contain "
+			    "control characters", key);
+	ok = own(o, key);
+	ov = own_len(o, v, vlen);
+	if (!ok || !ov)
 		return fail(err, len, OPTION_ERUNTIME, "out of memory");
 	/* the same key again: the last value wins */
 	for (size_t i = 0; i < o->cfg.nlabels; i++) {
-		if (!strcmp(o->labels[i].key, k)) {
-			o->labels[i].value = v;
+		if (!strcmp(o->labels[i].key, ok)) {
+			o->labels[i].value = ov;
 			return 0;
 		}
 	}
 	if (o->cfg.nlabels >= AGENT_MAX_LABELS)
 		return fail(err, len, OPTION_EUSAGE, "at most %d labels", AGENT_MAX_LABELS);
-	o->labels[o->cfg.nlabels].key = k;
-	o->labels[o->cfg.nlabels].value = v;
+	o->labels[o->cfg.nlabels].key = ok;
+	o->labels[o->cfg.nlabels].value = ov;
 	o->cfg.nlabels++;
 	o->cfg.labels = o->labels;
 	return 0;
 }
 
-/* HOST:PORT, [IPV6]:PORT or :PORT; the server resolves HOST. */
-static int check_host_port(const char *s, char *err, size_t len)
+int option_set_label(struct options *o, const char *key, size_t klen,
+		     const char *value, size_t vlen, enum option_source src,
+		     char *err, size_t len)
 {
-	const char *colon = strrchr(s, ':');
-
-	if (!colon || parse_uint(colon + 1, 0, 65535) < 0)
-		return fail(err, len, OPTION_EUSAGE, "takes HOST:PORT (e.g. "
-			    "127.0.0.1:7071), got '%s'", s);
-	if (s[0] == '[' && colon[-1] != ']')
-		return fail(err, len, OPTION_EUSAGE, "takes [IPV6]:PORT, got '%s'", s);
-	return 0;
+	list_source(o, option_by_key(OPT_LABEL), src);
+	return set_label(o, key, klen, value, vlen, err, len);
 }
 
 /* true/false from the config file for a flag. */
@@ -444,22 +538,16 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 	       enum option_source src, char *err, size_t len)
 {
 	struct agent_config *c = &o->cfg;
-	size_t idx = d - table;
-	bool b = true;
+	bool b = true, was_file = o->from_file[d - table];
 	long long v;
 
+	/* a label names its key; other values are never echoed when not UTF-8 */
+	if (value && d->key != OPT_LABEL &&
+	    option_utf8_check(value, strlen(value)) != strlen(value))
+		return fail(err, len, OPTION_EUSAGE, "must be valid UTF-8");
 	if (d->kind == OPTION_FLAG && value && parse_bool(value, &b))
 		return fail(err, len, OPTION_EUSAGE, "must be true or false, got '%s'", value);
-	if (d->kind == OPTION_LIST && src == OPTION_FROM_FLAG && o->from_file[idx]) {
-		/* a flag replaces the file's list */
-		if (d->key == OPT_PID)
-			c->npids = 0;
-		else if (d->key == OPT_DEBUG_PID)
-			c->ndebug_pids = 0;
-		else if (d->key == OPT_LABEL)
-			c->nlabels = 0;
-	}
-	o->from_file[idx] = src == OPTION_FROM_FILE;
+	list_source(o, d, src);		/* a flag replaces the file's list */
 	if (d->kind != OPTION_FLAG && d->kind != OPTION_COUNT && (!value || !*value))
 		return fail(err, len, OPTION_EUSAGE, "must not be empty");
 
@@ -517,10 +605,24 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 		c->debug_pids = o->debug_pids;
 		return set_pids(value, o->debug_pids, &c->ndebug_pids, AGENT_MAX_DEBUG_PIDS,
 				false, err, len);
-	case OPT_LABEL:
-		return set_label(o, value, err, len);
+	case OPT_LABEL: {
+		const char *eq = strchr(value, '=');
+
+		if (!eq || eq == value) {
+			size_t n = strlen(value);
+
+			if (option_utf8_check(value, n) != n || has_control(value, n))
+				return fail(err, len, OPTION_EUSAGE, "takes KEY=VALUE");
+			return fail(err, len, OPTION_EUSAGE, "takes KEY=VALUE, got '%s'",
+				    value);
+		}
+		return set_label(o, value, eq - value, eq + 1, strlen(eq + 1), err, len);
+	}
 	case OPT_VERBOSE:
 		if (!value) {
+			/* -v on the command line: the file's count does not add up */
+			if (src == OPTION_FROM_FLAG && was_file)
+				c->verbose = 0;
 			c->verbose++;
 			break;
 		}
@@ -589,11 +691,18 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 			return fail(err, len, OPTION_EUSAGE, "must be 0-2, got '%s'", value);
 		c->bpf_verifier_log_level = v;
 		break;
-	case OPT_HTTP_ADDRESS:
-		if (check_host_port(value, err, len))
-			return OPTION_EUSAGE;
+	case OPT_HTTP_ADDRESS: {
+		char host[256], why[160] = "";	/* host: as big as the server's */
+		unsigned int port;
+
+		/* the server's own parser: what passes here binds or fails later
+		 * only for reasons of the machine (unknown host, port in use) */
+		if (metrics_parse_address(value, host, sizeof(host), &port, why, sizeof(why)))
+			return fail(err, len, OPTION_EUSAGE, "%s, got '%s'",
+				    why[0] ? why : "takes HOST:PORT", value);
 		c->http_address = keep(o, value, src);
 		break;
+	}
 	case OPT_NO_GPU:
 		c->gpu = !b;
 		break;

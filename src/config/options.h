@@ -93,12 +93,39 @@ const struct option_def *option_by_key(int key);
 
 /*
  * option_set - apply @value (NULL for a flag/count switch from the
- * command line) to option @d of @o. @value is copied when kept. Returns
- * 0, or OPTION_EUSAGE / OPTION_ERUNTIME with one line (without the
- * option name or "error:") in @err.
+ * command line) to option @d of @o. @value is copied when kept. Every
+ * value must be valid UTF-8; --label's KEY=VALUE follows the rules of
+ * option_set_label(); --http-address is checked with the HTTP server's
+ * own parser (metrics_parse_address()). A -v from the command line after
+ * a file's `verbose` starts the count again from 0 (flags override the
+ * file). Returns 0, or OPTION_EUSAGE / OPTION_ERUNTIME with one line
+ * (without the option name or "error:") in @err.
  */
 int option_set(struct options *o, const struct option_def *d, const char *value,
 	       enum option_source src, char *err, size_t errlen);
+
+/*
+ * option_set_label - add label @key=@value (@klen and @vlen bytes) as
+ * option_set() does for "--label KEY=VALUE", for a config file's
+ * `label: {KEY: VALUE}` whose key could hold '=' and whose strings could
+ * hold a NUL ("\0"). KEY: letters, digits, '_', '.', '-', starting with
+ * a letter or '_', not one of the labels profd sets itself (pid, comm,
+ * stall_reason, ...). VALUE: 1-1024 bytes of UTF-8 without control
+ * characters (NUL included; pprof cannot carry an empty string label).
+ * Returns 0, or OPTION_EUSAGE / OPTION_ERUNTIME with one line in @err.
+ */
+int option_set_label(struct options *o, const char *key, size_t klen,
+		     const char *value, size_t vlen, enum option_source src,
+		     char *err, size_t errlen);
+
+/*
+ * option_utf8_check - the offset of the first byte of @s (@len bytes) that
+ * does not start a well-formed UTF-8 sequence (overlong forms, surrogates
+ * and code points beyond U+10FFFF are not), or @len when all of it is
+ * UTF-8. Every string value must be: --print-config, pprof and OTLP carry
+ * text only.
+ */
+size_t option_utf8_check(const char *s, size_t len);
 
 /*
  * options_finish - checks across options (e.g. exec and --pid) after
