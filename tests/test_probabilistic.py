@@ -68,3 +68,35 @@ def test_probabilistic_switching_is_reported(profd_bin, tmp_path):
     # consecutive switch lines alternate: only a change is reported
     states = [l.split("sampling ")[1].split()[0] for l in on_off]
     assert all(a != b for a, b in zip(states, states[1:])), states
+
+
+def test_interval_switched_off_gets_no_stragglers(profd_bin, tmp_path):
+    """Samples still in the ringbuf when sampling switches off belong to the
+    interval that ends there: the interval after an off switch writes no
+    profile (at 999 Hz the ringbuf always holds some at the switch)."""
+    out = tmp_path / "out"
+    work = subprocess.Popen([burner(tmp_path), "60000"])
+    try:
+        time.sleep(0.3)
+        r = subprocess.run([profd_bin, "--no-gpu", "-o", str(out), "--duration", "14",
+                            "--profile-interval", "1", "--probabilistic-interval", "1s",
+                            "--probabilistic-threshold", "50", "-F", "999", "-v"],
+                           capture_output=True, text=True, timeout=90)
+    finally:
+        work.kill()
+        work.wait()
+    assert r.returncode == 0, r.stderr
+    # each draw comes right after an interval's line: the state when an
+    # interval's line is printed is the state of that whole interval
+    state, checked = None, 0
+    for line in r.stderr.splitlines():
+        if "probabilistic profiling: 50% of 1 s intervals; this one: " in line:
+            state = line.rsplit(" ", 1)[1]
+        elif "probabilistic profiling: sampling " in line:
+            state = line.split("sampling ")[1].split()[0]
+        elif line.startswith("profd: interval ") and state == "off":
+            assert "not profiled" in line, (line, r.stderr)
+            checked += 1
+    assert state is not None, r.stderr
+    # 14 draws at 50%: all on (or all off) has probability 2**-13
+    assert checked >= 1, r.stderr

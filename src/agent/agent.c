@@ -53,6 +53,7 @@
  * sample is named (import-time module code lives only milliseconds).
  */
 #define READER_POLL_MS 20
+#define READER_SYNC_MS 1000	/* longest wait for the reader to catch up */
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 /* How long profd waits at exit for the OTLP endpoint to take the rest. */
 #define EXPORT_STOP_TIMEOUT_MS 5000
@@ -406,6 +407,7 @@ static void *reader_main(void *arg)
 	uint64_t last_reap = now_ns(CLOCK_MONOTONIC);
 
 	while (!__atomic_load_n(&ag->stop_reader, __ATOMIC_ACQUIRE)) {
+		unsigned int sync = __atomic_load_n(&ag->reader_sync_req, __ATOMIC_ACQUIRE);
 		int n = tracer_poll(ag->tracer, READER_POLL_MS);
 		uint64_t now;
 
@@ -428,7 +430,10 @@ static void *reader_main(void *arg)
 			last_reap = now;
 		}
 		publish_proc_stats(ag);
+		/* every record committed before @sync was consumed above */
+		__atomic_store_n(&ag->reader_sync_done, sync, __ATOMIC_RELEASE);
 	}
+	__atomic_store_n(&ag->reader_exited, 1, __ATOMIC_RELEASE);
 	/* Sampling is off: whatever is left in the ringbuf is the last data. */
 	tracer_drain(ag->tracer);
 	if (ag->gpu)
@@ -1026,6 +1031,11 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	/* --bpf-map-scale-factor: x 2^N (tracer_open() makes a map that
 	 * cannot be created that big smaller, with a warning) */
 	tracer_scale_opts(&to, scale, !cfg->max_processes_set);
+	if (!cfg->gpu)
+		to.gpu_ringbuf_bytes = 4096;	/* --no-gpu: nothing writes it */
+	/* /metrics reads it from its own thread */
+	__atomic_store_n(&ag->unwind_memory_limit,
+			 cfg->dwarf_unwinding ? unwind_mib << 20 : 0, __ATOMIC_RELAXED);
 
 	if (preflight_check(cfg->check_kernel_version))
 		return -1;
@@ -1130,25 +1140,45 @@ static bool probabilistic_draw(struct agent *ag)
 	return on;
 }
 
-/* A new probabilistic interval: enable or disable the perf events (no reload). */
-static void probabilistic_next(struct agent *ag)
+/*
+ * Wait (at most READER_SYNC_MS) until the reader thread has consumed every
+ * ringbuf record committed before this call: it loads the request, polls
+ * and consumes, then acknowledges it.
+ */
+static void reader_sync(struct agent *ag)
 {
-	bool on = probabilistic_draw(ag);
+	unsigned int want = __atomic_add_fetch(&ag->reader_sync_req, 1, __ATOMIC_ACQ_REL);
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + READER_SYNC_MS * 1000000ULL;
+	const struct timespec ms = { .tv_nsec = 1000000 };
+
+	while ((int)(__atomic_load_n(&ag->reader_sync_done, __ATOMIC_ACQUIRE) - want) < 0 &&
+	       !__atomic_load_n(&ag->reader_exited, __ATOMIC_ACQUIRE) &&
+	       now_ns(CLOCK_MONOTONIC) < deadline)
+		nanosleep(&ms, NULL);
+}
+
+/*
+ * Probabilistic profiling: enable or disable the perf events (no reload).
+ * Switching off waits for the reader to take in what was sampled before.
+ * Returns whether the state changed.
+ */
+static bool probabilistic_set(struct agent *ag, bool on)
+{
 	int err;
 
 	if (on == ag->sampling_on)
-		return;
+		return false;
 	err = tracer_set_sampling(ag->tracer, on);
 	if (err)
 		fprintf(stderr, "profd: warning: cannot %s the perf events: %s\n",
 			on ? "enable" : "disable", strerror(-err));
+	if (!on)
+		reader_sync(ag);
 	pthread_mutex_lock(&ag->agg_lock);
 	ag->sampling_on = on;
 	ag->interval_sampled |= on;
 	pthread_mutex_unlock(&ag->agg_lock);
-	if (ag->cfg->verbose)
-		fprintf(stderr, "profd: probabilistic profiling: sampling %s for %u s\n",
-			on ? "on" : "off", ag->cfg->probabilistic_interval_s);
+	return true;
 }
 
 /* Wait for a signal until @deadline (CLOCK_MONOTONIC ns); true if one came. */
@@ -1300,6 +1330,7 @@ int agent_run(const struct agent_config *cfg)
 
 	while (!stop) {
 		uint64_t deadline = next_flush < end ? next_flush : end;
+		bool draw_due, draw_on, switched;
 
 		if (next_draw < deadline)
 			deadline = next_draw;
@@ -1340,6 +1371,14 @@ int agent_run(const struct agent_config *cfg)
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= end)
 			break;
+		/*
+		 * Switching off comes before the flush: the samples still in the
+		 * ringbuf then are read into the interval ending now, not into
+		 * the next one, which is not profiled.
+		 */
+		draw_due = now >= next_draw;
+		draw_on = draw_due && probabilistic_draw(&ag);
+		switched = draw_due && !draw_on && probabilistic_set(&ag, false);
 		if (cfg->npids && !pids_alive(cfg)) {
 			fprintf(stderr, "profd: every --pid process exited\n");
 			stop = true;
@@ -1350,8 +1389,13 @@ int agent_run(const struct agent_config *cfg)
 				next_flush = now + interval_ns;
 		}
 		/* after the flush: a draw at an interval's end is the next one's */
-		if (now >= next_draw) {
-			probabilistic_next(&ag);
+		if (draw_due) {
+			if (draw_on)
+				switched = probabilistic_set(&ag, true);
+			if (switched && cfg->verbose)
+				fprintf(stderr, "profd: probabilistic profiling: sampling %s "
+					"for %u s\n", draw_on ? "on" : "off",
+					cfg->probabilistic_interval_s);
 			next_draw += draw_ns;
 			if (next_draw <= now)
 				next_draw = now + draw_ns;

@@ -117,6 +117,9 @@ struct agent {
 	struct unwind_loader_stats unwind_stats;
 
 	volatile int stop_reader;
+	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */
+	unsigned int reader_sync_done;	/* ... and the last one the reader met */
+	int reader_exited;
 	pthread_t reader;
 	int reader_err;
 
@@ -144,6 +147,8 @@ struct agent {
 	bool last_write_ok;		/* the last interval's files were all written */
 	uint64_t retention_removed_files;	/* files deleted by --output-retention */
 	uint64_t retention_removed_bytes;
+	uint64_t unwind_memory_limit;	/* bytes of unwind shards allowed: --unwind-memory-limit,
+					 * x 2^--bpf-map-scale-factor unless given; 0: no DWARF */
 };
 
 #endif /* PROFD_AGENT_AGENT_INTERNAL_H */
