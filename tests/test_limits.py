@@ -1,6 +1,8 @@
 """BPF map limits, the verifier log and per-sample debug output, on the real
 profd: --bpf-map-scale-factor (map sizes read back with bpftool from the maps
-the running profd holds; a memory cgroup too small for the asked sizes),
+the running profd holds; a memory cgroup too small for the asked sizes;
+a small MemAvailable; --no-gpu leaves the GPU ringbuf unscaled; the
+unwind memory limit /metrics reports),
 --bpf-verifier-log-level (quiet on a good load; the log of a program the
 verifier rejects: build/tests/unit/test_verifier_log), --debug-pid (only
 the chosen process, frames placed in its executable at the right file
@@ -139,6 +141,107 @@ def test_scale_factor_sizes_the_maps(profd_bin, pprof, chain_bin, tmp_path, fact
         # records are 8-byte aligned: so are both positions
         assert used is not None and 0 <= used <= size and used % 8 == 0, metrics
     assert workload_samples(pprof, tmp_path, work.pid) >= 100, err
+
+
+def scrape_when_up(port, profd, timeout=30):
+    """/metrics of @profd once profd_up is 1 (it answers before the load)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and profd.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                        timeout=5) as r:
+                text = r.read().decode()
+        except OSError:
+            text = ""
+        if re.search(r"^profd_up 1$", text, re.M):
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"profd_up never 1 (profd rc={profd.poll()})")
+
+
+def test_no_gpu_keeps_the_gpu_ringbuf_unscaled(profd_bin, tmp_path):
+    """--no-gpu: nothing writes cupti_events, so factor 8 scales the CPU
+    ringbuf and leaves the GPU one at its one-page size."""
+    port = free_port()
+    profd = subprocess.Popen([profd_bin, "--duration", "3", "--no-gpu",
+                              "--bpf-map-scale-factor", "8",
+                              "--http-address", f"127.0.0.1:{port}",
+                              "--output-dir", str(tmp_path)],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        maps = wait_for_maps(profd, ["events", "cupti_events"])
+        metrics = scrape_when_up(port, profd)
+        _, err = profd.communicate(timeout=60)
+    finally:
+        stop(profd)
+    assert profd.returncode == 0, err
+    page = os.sysconf("SC_PAGE_SIZE")
+    assert maps["cupti_events"] == page, maps
+    assert metric(metrics, "profd_ringbuf_size_bytes", "cupti_events") == page, metrics
+    assert "cupti_events" not in err, err
+    # the CPU ringbuf x 2^8, or as much of it as the machine allows (warned)
+    if "BPF map events:" in err:
+        assert 8 * MIB < maps["events"] < 2048 * MIB, (maps, err)
+    else:
+        assert maps["events"] == 2048 * MIB, maps
+
+
+def test_scaled_maps_grow_by_half_of_memavailable(profd_bin, tmp_path):
+    """Without a memory cgroup limit the kernel refuses nothing short of the
+    machine's memory: the scaled maps grow, in order, by at most half of
+    MemAvailable (here 1 GiB, a /proc/meminfo bind-mounted in a private
+    mount namespace), and each that got less says so."""
+    with open("/proc/meminfo") as f:
+        fake = re.sub(r"^MemAvailable:.*$", "MemAvailable:    1048576 kB", f.read(),
+                      flags=re.M)
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(fake)
+    script = f'mount --bind {meminfo} /proc/meminfo && exec "$0" "$@"'
+    profd = subprocess.Popen(["unshare", "-m", "sh", "-c", script, profd_bin,
+                              "--duration", "2", "--bpf-map-scale-factor", "8",
+                              "--output-dir", str(tmp_path / "out")],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        maps = wait_for_maps(profd, ["events", "cupti_events", "python_threads",
+                                     "dl_events", "unwind_procs", "python_procs"])
+        _, err = profd.communicate(timeout=60)
+    finally:
+        stop(profd)
+    assert profd.returncode == 0, err
+    # events first: 8 MiB + 504 MiB of the 512 MiB; cupti_events the rest
+    assert maps["events"] == 512 * MIB, (maps, err)
+    assert maps["cupti_events"] == 16 * MIB, (maps, err)
+    # nothing left for the tables: unscaled
+    assert maps["python_threads"] == 16384 and maps["unwind_procs"] == 8192, maps
+    warned = re.findall(r"^profd: warning: BPF map (\w+): \S+ \S+ is over the memory "
+                        r"budget \(half of MemAvailable\); using .*$", err, re.M)
+    assert sorted(warned) == sorted(["events", "cupti_events", "python_threads",
+                                     "dl_events", "unwind_procs", "python_procs"]), err
+
+
+@pytest.mark.parametrize("factor,args,limit_mib", [
+    (0, [], 64),
+    (1, [], 128),                                   # the default x 2^1
+    (1, ["--unwind-memory-limit", "32"], 32),       # given: not scaled
+    (1, ["--no-dwarf-unwinding"], 0),
+])
+def test_unwind_memory_limit_metric(profd_bin, tmp_path, factor, args, limit_mib):
+    """profd_unwind_memory_limit_bytes is the limit in effect: the default
+    --unwind-memory-limit x 2^--bpf-map-scale-factor unless it was given."""
+    port = free_port()
+    profd = subprocess.Popen([profd_bin, "--duration", "2", *args,
+                              "--bpf-map-scale-factor", str(factor),
+                              "--http-address", f"127.0.0.1:{port}",
+                              "--output-dir", str(tmp_path)],
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        metrics = scrape_when_up(port, profd)
+        _, err = profd.communicate(timeout=60)
+    finally:
+        stop(profd)
+    assert profd.returncode == 0, err
+    m = re.search(r"^profd_unwind_memory_limit_bytes (\d+)$", metrics, re.M)
+    assert m and int(m.group(1)) == limit_mib * MIB, metrics
 
 
 def test_memory_cgroup_too_small_falls_back(profd_bin, pprof, chain_bin, tmp_path):

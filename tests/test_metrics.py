@@ -442,6 +442,29 @@ def test_silent_clients_do_not_block(served):
             s.close()
 
 
+def test_stalled_header_clients_do_not_block(served):
+    """8 clients on 127.0.0.1 (where a local Prometheus scrapes from) send
+    half a request header and stall: a scrape still succeeds within 3 s."""
+    port = int(served.url.rsplit(":", 1)[1])
+    stalled = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+    try:
+        for s in stalled:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        while True:
+            try:
+                fetch_metrics(served.url)
+                break
+            except (OSError, ConnectionError) as e:      # refused or reset
+                assert time.monotonic() - t0 < 3, f"no scrape in 3 s: {e!r}"
+                time.sleep(0.1)
+        assert time.monotonic() - t0 < 3, time.monotonic() - t0
+    finally:
+        for s in stalled:
+            s.close()
+
+
 def test_port_taken_fails_fast(profd_bin, tmp_path):
     """A taken port: exit 1 with one error line, before the BPF load."""
     with socket.socket() as s:

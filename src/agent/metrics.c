@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,8 @@ struct agent_snapshot {
 	uint64_t retention_files;
 	uint64_t retention_bytes;
 	uint64_t total_samples;
-	unsigned int intervals;
+	uint64_t intervals;
+	uint64_t unwind_memory_limit;	/* bytes; 0: no DWARF unwinding */
 	struct tracer *tracer;		/* NULL until ready */
 	struct agent_export *exp;
 };
@@ -93,6 +95,7 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 	s->retention_bytes = __atomic_load_n(&ag->retention_removed_bytes, __ATOMIC_RELAXED);
 	s->total_samples = __atomic_load_n(&ag->total_samples, __ATOMIC_RELAXED);
 	s->intervals = __atomic_load_n(&ag->intervals, __ATOMIC_RELAXED);
+	s->unwind_memory_limit = __atomic_load_n(&ag->unwind_memory_limit, __ATOMIC_RELAXED);
 	if (s->ready) {
 		/* set up before ready was set under this lock; freed after stop */
 		s->tracer = ag->tracer;
@@ -116,6 +119,33 @@ static void take_readings(const struct agent_snapshot *s, struct agent_readings 
 }
 
 /* rendering: profd_* */
+
+/* A metric without labels whose value is a uint64_t field of a struct. */
+struct field_metric {
+	const char *name;
+	enum prom_type type;
+	const char *help;
+	size_t offset;		/* of the field: U64_AT() */
+};
+
+/* offsetof() a uint64_t @member of @type; any other type does not compile. */
+#define U64_AT(type, member) \
+	_Generic(((type *)0)->member, uint64_t: offsetof(type, member))
+
+/* One prom_metric_u64() per row of @rows (@n), the value read at @base. */
+static void render_fields(struct prom_buf *b, const void *base,
+			  const struct field_metric *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)base + rows[i].offset, sizeof(v));
+		prom_metric_u64(b, rows[i].name, rows[i].type, rows[i].help, v);
+	}
+}
+
+#define RENDER_FIELDS(b, base, rows) \
+	render_fields(b, base, rows, sizeof(rows) / sizeof((rows)[0]))
 
 /* One family with a sample per counter of @kind, BPF and agent ones. */
 static void counter_family(struct prom_buf *b, const char *name, const char *label,
@@ -157,36 +187,42 @@ static void render_counters(struct prom_buf *b, const struct agent_snapshot *s,
 		       "comments).", s, r);
 }
 
-static void render_tables(struct prom_buf *b, const struct agent *ag,
-			  const struct agent_snapshot *s)
-{
-	const struct unwind_loader_stats *u = &s->unwind;
+#define SNAP(member)	U64_AT(struct agent_snapshot, member)
 
-	prom_metric_u64(b, "profd_processes_tracked", PROM_GAUGE,
-			"Processes in profd's process table now.", s->procs.processes);
-	prom_metric_u64(b, "profd_maps_reads_total", PROM_COUNTER,
-			"/proc/PID/maps reads.", s->procs.maps_reads);
-	prom_metric_u64(b, "profd_unwind_rows", PROM_GAUGE,
-			"Unwind table rows loaded in the BPF shards.", u->rows);
+static const struct field_metric table_rows[] = {
+	{ "profd_processes_tracked", PROM_GAUGE,
+	  "Processes in profd's process table now.", SNAP(procs.processes) },
+	{ "profd_maps_reads_total", PROM_COUNTER,
+	  "/proc/PID/maps reads.", SNAP(procs.maps_reads) },
+	{ "profd_unwind_rows", PROM_GAUGE,
+	  "Unwind table rows loaded in the BPF shards.", SNAP(unwind.rows) },
+};
+
+static const struct field_metric unwind_rows[] = {
+	{ "profd_unwind_memory_limit_bytes", PROM_GAUGE,
+	  "--unwind-memory-limit: most shard memory (0: no DWARF unwinding).",
+	  SNAP(unwind_memory_limit) },
+	{ "profd_unwind_tables", PROM_GAUGE,
+	  "Files with unwind tables cached (shared by the processes mapping them).",
+	  SNAP(unwind.objects) },
+	{ "profd_unwind_tables_without_cfi", PROM_GAUGE,
+	  "Files without usable CFI: walked with frame pointers.",
+	  SNAP(unwind.objects_failed) },
+	{ "profd_unwind_processes", PROM_GAUGE,
+	  "Processes with an unwind_procs entry.", SNAP(unwind.processes) },
+};
+
+static void render_tables(struct prom_buf *b, const struct agent_snapshot *s)
+{
+	RENDER_FIELDS(b, s, table_rows);
 	prom_metric_u64(b, "profd_unwind_shards_used", PROM_GAUGE,
-			"Unwind table shards created (1 MiB each).", u->shards);
+			"Unwind table shards created (1 MiB each).", s->unwind.shards);
 	prom_metric_u64(b, "profd_unwind_memory_bytes", PROM_GAUGE,
 			"BPF memory of the unwind table shards created.",
-			(uint64_t)u->shards * SHARD_BYTES);
-	prom_metric_u64(b, "profd_unwind_memory_limit_bytes", PROM_GAUGE,
-			"--unwind-memory-limit: most shard memory (0: no DWARF unwinding).",
-			ag->cfg->dwarf_unwinding ?
-			(uint64_t)ag->cfg->unwind_memory_mib << 20 : 0);
-	prom_metric_u64(b, "profd_unwind_tables", PROM_GAUGE,
-			"Files with unwind tables cached (shared by the processes "
-			"mapping them).", u->objects);
-	prom_metric_u64(b, "profd_unwind_tables_without_cfi", PROM_GAUGE,
-			"Files without usable CFI: walked with frame pointers.",
-			u->objects_failed);
-	prom_metric_u64(b, "profd_unwind_processes", PROM_GAUGE,
-			"Processes with an unwind_procs entry.", u->processes);
+			(uint64_t)s->unwind.shards * SHARD_BYTES);
+	RENDER_FIELDS(b, s, unwind_rows);
 	prom_metric(b, "profd_unwind_build_seconds_total", PROM_COUNTER,
-		    "Time spent compiling unwind tables.", u->build_ns / 1e9);
+		    "Time spent compiling unwind tables.", s->unwind.build_ns / 1e9);
 }
 
 static void render_ringbufs(struct prom_buf *b, const struct agent_readings *r)
@@ -215,30 +251,44 @@ static void render_ringbufs(struct prom_buf *b, const struct agent_readings *r)
 	}
 }
 
-static void render_export(struct prom_buf *b, const struct agent_readings *r)
-{
-	const struct agent_export_stats *x = &r->exp;
+#define EXPORT(member)	U64_AT(struct agent_export_stats, member)
 
-	prom_metric_u64(b, "profd_export_queue_items", PROM_GAUGE,
-			"OTLP items (spans, log records, profile samples) queued or "
-			"in flight.", x->otlp_items_queued);
-	prom_metric_u64(b, "profd_export_requests_total", PROM_COUNTER,
-			"OTLP requests the endpoint accepted.", x->otlp_requests_sent);
-	prom_metric_u64(b, "profd_export_errors_total", PROM_COUNTER,
-			"OTLP requests given up (rejected, or retries exhausted).",
-			x->otlp_requests_dropped);
-	prom_metric_u64(b, "profd_export_retries_total", PROM_COUNTER,
-			"OTLP requests sent again after a retryable failure.",
-			x->otlp_retries);
-	prom_metric_u64(b, "profd_export_items_sent_total", PROM_COUNTER,
-			"OTLP items the endpoint took.", x->otlp_items_sent);
-	prom_metric_u64(b, "profd_export_items_dropped_total", PROM_COUNTER,
-			"OTLP items not delivered: queue full, rejected, retries "
-			"exhausted.", x->otlp_items_dropped);
-	prom_metric_u64(b, "profd_export_bytes_sent_total", PROM_COUNTER,
-			"OTLP request bytes the endpoint accepted (after compression).",
-			x->otlp_bytes_sent);
-}
+static const struct field_metric export_rows[] = {
+	{ "profd_export_queue_items", PROM_GAUGE,
+	  "OTLP items (spans, log records, profile samples) queued or in flight.",
+	  EXPORT(otlp_items_queued) },
+	{ "profd_export_requests_total", PROM_COUNTER,
+	  "OTLP requests the endpoint accepted.", EXPORT(otlp_requests_sent) },
+	{ "profd_export_errors_total", PROM_COUNTER,
+	  "OTLP requests given up (rejected, or retries exhausted).",
+	  EXPORT(otlp_requests_dropped) },
+	{ "profd_export_retries_total", PROM_COUNTER,
+	  "OTLP requests sent again after a retryable failure.", EXPORT(otlp_retries) },
+	{ "profd_export_items_sent_total", PROM_COUNTER,
+	  "OTLP items the endpoint took.", EXPORT(otlp_items_sent) },
+	{ "profd_export_items_dropped_total", PROM_COUNTER,
+	  "OTLP items not delivered: queue full, rejected, retries exhausted.",
+	  EXPORT(otlp_items_dropped) },
+	{ "profd_export_bytes_sent_total", PROM_COUNTER,
+	  "OTLP request bytes the endpoint accepted (after compression).",
+	  EXPORT(otlp_bytes_sent) },
+};
+
+static const struct field_metric run_rows[] = {
+	{ "profd_probabilistic_intervals_total", PROM_COUNTER,
+	  "Probabilistic profiling intervals started.", SNAP(probabilistic_draws) },
+	{ "profd_probabilistic_intervals_profiled_total", PROM_COUNTER,
+	  "Probabilistic profiling intervals that sampled.", SNAP(probabilistic_on) },
+	{ "profd_intervals_total", PROM_COUNTER,
+	  "Profile intervals ended (written or not).", SNAP(intervals) },
+	{ "profd_write_errors_total", PROM_COUNTER,
+	  "Profiles or flame graphs that could not be written (lost.write_error).",
+	  SNAP(counters[AGENT_CNT_WRITE_ERRORS]) },
+	{ "profd_retention_removed_files_total", PROM_COUNTER,
+	  "Profile files deleted by --output-retention.", SNAP(retention_files) },
+	{ "profd_retention_removed_bytes_total", PROM_COUNTER,
+	  "Bytes of profile files deleted by --output-retention.", SNAP(retention_bytes) },
+};
 
 static void render_run(struct prom_buf *b, const struct agent *ag,
 		       const struct agent_snapshot *s)
@@ -249,17 +299,7 @@ static void render_run(struct prom_buf *b, const struct agent *ag,
 	prom_metric_u64(b, "profd_profiling_active", PROM_GAUGE,
 			"1 while the perf events sample (probabilistic profiling "
 			"turns them off in some intervals).", s->ready && s->sampling_on);
-	prom_metric_u64(b, "profd_probabilistic_intervals_total", PROM_COUNTER,
-			"Probabilistic profiling intervals started.",
-			s->probabilistic_draws);
-	prom_metric_u64(b, "profd_probabilistic_intervals_profiled_total", PROM_COUNTER,
-			"Probabilistic profiling intervals that sampled.",
-			s->probabilistic_on);
-	prom_metric_u64(b, "profd_intervals_total", PROM_COUNTER,
-			"Profile intervals ended (written or not).", s->intervals);
-	prom_metric_u64(b, "profd_write_errors_total", PROM_COUNTER,
-			"Profiles or flame graphs that could not be written "
-			"(lost.write_error).", s->counters[AGENT_CNT_WRITE_ERRORS]);
+	RENDER_FIELDS(b, s, run_rows);
 	if (s->intervals)
 		prom_metric_u64(b, "profd_last_write_success", PROM_GAUGE,
 				"1 if every file of the last interval was written.",
@@ -272,11 +312,6 @@ static void render_run(struct prom_buf *b, const struct agent *ag,
 			    "When the last interval was written (Unix time).",
 			    (real - ago) / 1e9);
 	}
-	prom_metric_u64(b, "profd_retention_removed_files_total", PROM_COUNTER,
-			"Profile files deleted by --output-retention.", s->retention_files);
-	prom_metric_u64(b, "profd_retention_removed_bytes_total", PROM_COUNTER,
-			"Bytes of profile files deleted by --output-retention.",
-			s->retention_bytes);
 }
 
 /* rendering: process_* (the agent itself) */
@@ -397,9 +432,9 @@ static int render_metrics(struct agent *ag, struct metrics_response *resp)
 			"1 once the BPF programs are loaded and sampling is set up.",
 			s.ready);
 	render_counters(&b, &s, &r);
-	render_tables(&b, ag, &s);
+	render_tables(&b, &s);
 	render_ringbufs(&b, &r);
-	render_export(&b, &r);
+	RENDER_FIELDS(&b, &r.exp, export_rows);
 	render_run(&b, ag, &s);
 	render_process(&b);
 	resp->content_type = PROM_CONTENT_TYPE;

@@ -7,7 +7,8 @@
  * libmicrohttpd daemon on one internal thread that polls every connection:
  * a client that connects and sends nothing, or sends slowly, never blocks
  * the others. Connections are bounded in number (in all and per client
- * address), in memory and in idle time, so a hostile client costs little.
+ * address), in memory and in idle time, so a hostile client costs little
+ * and one that stalls mid-request is dropped after METRICS_HTTP_TIMEOUT_S.
  * Only GET and HEAD are served (405 otherwise); the caller's handler
  * renders the body of a path, or says there is none (404).
  *
@@ -20,8 +21,14 @@
 #include <stddef.h>
 
 #define METRICS_HTTP_MAX_CONNECTIONS	32	/* at once, all clients */
-#define METRICS_HTTP_MAX_PER_CLIENT	8	/* at once, per client address */
-#define METRICS_HTTP_TIMEOUT_S		10	/* idle connections closed after */
+#define METRICS_HTTP_MAX_PER_CLIENT	16	/* at once, per client address */
+/*
+ * Idle connections closed after (seconds): a client that sends half a
+ * request and stalls holds its slot this long, so even clients at the
+ * per-address limit (a local scraper shares 127.0.0.1 with them) delay a
+ * scrape by at most this; shorter than any scrape interval.
+ */
+#define METRICS_HTTP_TIMEOUT_S		2
 #define METRICS_HTTP_MEMORY_BYTES	(32 * 1024)	/* per connection: headers */
 
 /* What the handler answers for a path. */

@@ -4,7 +4,9 @@
  *
  * Owns: recognising profd's own profile files by name, ordering them
  * oldest first, deleting those beyond the age and size limits of
- * --output-retention, and parsing that option's value.
+ * --output-retention, and parsing that option's value. flamegraph.html,
+ * rewritten every interval, is never deleted but its size counts toward
+ * the size limit, so the directory's profd files stay within it.
  *
  * How it fits: the agent calls retention_apply() after each interval's
  * files were written (src/agent/agent.c); options.c calls
@@ -26,6 +28,9 @@
 #include <unistd.h>
 
 #include "output/retention.h"
+
+/* The flame graph profd rewrites in the directory every interval. */
+#define FLAMEGRAPH_NAME	"flamegraph.html"
 
 /* One of profd's files in the directory. */
 struct ret_file {
@@ -149,6 +154,17 @@ static int list_profiles(int dfd, struct ret_file **files, size_t *n)
 	return 0;
 }
 
+/* Size of @dfd's flame graph, a regular file (not followed): 0 if none. */
+static uint64_t flamegraph_size(int dfd)
+{
+	struct stat st;
+
+	if (fstatat(dfd, FLAMEGRAPH_NAME, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	return st.st_size;
+}
+
 /* Delete @f; true when it is gone (deleted by us or by someone else). */
 static bool remove_file(int dfd, const struct ret_file *f, struct retention_result *r)
 {
@@ -195,7 +211,10 @@ int retention_apply(const char *dir, uint64_t max_age_s, uint64_t max_bytes,
 			gone[i] = remove_file(dfd, &files[i], &r);
 	}
 
-	/* Size: oldest first until the rest fits; never the newest file. */
+	/* Size: oldest first until the rest and the flame graph fit; never
+	 * the newest file. */
+	r.flamegraph_bytes = flamegraph_size(dfd);
+	total = r.flamegraph_bytes;
 	for (i = 0; i < n; i++)
 		if (!gone[i])
 			total += files[i].size;

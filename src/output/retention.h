@@ -13,8 +13,9 @@
 struct retention_result {
 	uint64_t files_removed;
 	uint64_t bytes_removed;
-	uint64_t files_kept;	/* profd's files left in the directory */
+	uint64_t files_kept;	/* profd's profiles left in the directory */
 	uint64_t bytes_kept;
+	uint64_t flamegraph_bytes;	/* flamegraph.html: in the size limit, kept */
 };
 
 /*
@@ -24,9 +25,11 @@ struct retention_result {
  * symlinks and everything else are never touched) modified more than
  * @max_age_s seconds before @now_s (Unix seconds; 0: no age limit),
  * then, oldest first (by modification time, then name), until the rest
- * takes at most @max_bytes (file sizes, st_size; 0: no size limit). The
- * newest file is never deleted for size. @out (may be NULL) gets the
- * counts. Returns 0 (also for an empty directory), -EINVAL for an empty
+ * and @dir/flamegraph.html (a regular file; it is rewritten every
+ * interval and never deleted) take at most @max_bytes (file sizes,
+ * st_size; 0: no size limit). The newest profile is never deleted for
+ * size, even when the flame graph alone is larger. @out (may be NULL)
+ * gets the counts. Returns 0 (also for an empty directory), -EINVAL for an empty
  * @dir, or a negative errno when @dir cannot be opened or read (-ENOENT,
  * -ENOTDIR, -EACCES, -ENOMEM); a file that cannot be deleted is skipped
  * and counted as kept.

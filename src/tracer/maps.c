@@ -17,11 +17,17 @@
  * carry no BTF (bpftool dumps them as hex); at factor 0 libbpf creates
  * every map as before.
  *
+ * Without a memory cgroup limit the kernel refuses nothing short of the
+ * whole machine's memory, so the growth is also capped here: all the
+ * scaled maps together grow by at most half of MemAvailable (read while
+ * the unscaled maps and the headroom are held), in the same order.
+ *
  * The fill level of a ringbuf is producer position - consumer position,
  * read from read-only mappings of the ringbuf's first two pages (libbpf
  * 1.1 has no ring__ API for it).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +44,8 @@
  * machine's profd uses ~40 MiB at factor 0, 16 of them ringbufs.
  */
 #define TRACER_MAP_HEADROOM	(64u << 20)
+/* Per-entry overhead of a hash map element (struct htab_elem, rounded up). */
+#define HASH_ELEM_OVERHEAD	64u
 /* Largest scaled entry count of a hash map. */
 #define SCALED_ENTRIES_MAX	(1u << 26)
 
@@ -195,18 +203,64 @@ static bool scaled(const struct tracer_map_size *s)
 	return s->want > s->floor;
 }
 
+/* Bytes of memory @m takes at @entries (an estimate for hash maps). */
+static uint64_t map_bytes(const struct bpf_map *m, uint32_t entries)
+{
+	if (bpf_map__type(m) == BPF_MAP_TYPE_RINGBUF)
+		return entries;
+	return (uint64_t)entries * (((bpf_map__key_size(m) + 7) & ~7u) +
+				    ((bpf_map__value_size(m) + 7) & ~7u) +
+				    HASH_ELEM_OVERHEAD);
+}
+
+/* Half of MemAvailable of /proc/meminfo (bytes); UINT64_MAX if unknown. */
+static uint64_t growth_budget(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	uint64_t kib = 0;
+	char line[128];
+	bool found = false;
+
+	if (!f)
+		return UINT64_MAX;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1;
+	fclose(f);
+	return found ? (kib << 10) / 2 : UINT64_MAX;
+}
+
+/*
+ * The largest size from @s->want down (halving) to twice its floor whose
+ * growth over the floor fits in *@budget, taken from it; @s->floor if
+ * none does.
+ */
+static uint32_t budget_size(const struct tracer_map_size *s, uint64_t *budget)
+{
+	uint64_t base = map_bytes(s->map, s->floor);
+	uint32_t n = s->want;
+
+	while (n / 2 >= s->floor * 2 && map_bytes(s->map, n) - base > *budget)
+		n /= 2;
+	if (map_bytes(s->map, n) - base > *budget)
+		return s->floor;
+	*budget -= map_bytes(s->map, n) - base;
+	return n;
+}
+
 /*
  * Each scaled map is first created at its unscaled size, so that what
  * profd needs is there before anything grows; then, with
  * TRACER_MAP_HEADROOM held back for the rest of profd (programs, unwind
  * shards, its own memory: BPF memory and profd's pages share the cgroup's
- * budget), as large as it fits, replacing the small one. So a tight
- * budget shrinks the maps, in this order, rather than failing the load or
- * leaving profd no memory to run in.
+ * budget), as large as it fits, replacing the small one, the growth of
+ * all of them within half of MemAvailable. So a tight budget shrinks the
+ * maps, in this order, rather than failing the load or leaving profd (or
+ * the machine) no memory to run in.
  */
 int tracer_maps_create(struct tracer_map_size *v, unsigned int n)
 {
 	int fds[TRACER_SIZED_MAPS], held = -1, err = 0;
+	uint64_t budget = UINT64_MAX;
 	char a[32], b[32];
 	unsigned int i;
 
@@ -226,21 +280,34 @@ int tracer_maps_create(struct tracer_map_size *v, unsigned int n)
 		v[i].got = v[i].floor;
 	}
 	for (i = 0; i < n && held < 0; i++)
-		if (scaled(&v[i]))
+		if (scaled(&v[i])) {
 			held = hold_headroom();
+			budget = growth_budget();
+		}
 	for (i = 0; i < n; i++) {
+		struct tracer_map_size s;
 		uint32_t size = 0;
-		int fd, refused;
+		int fd, refused = 0;
 
 		if (!scaled(&v[i]))
 			continue;
-		fd = create_largest(&v[i], v[i].floor * 2, &size, &refused);
-		if (fd >= 0) {
-			close(fds[i]);
-			fds[i] = fd;
-			v[i].got = size;
+		s = v[i];
+		s.want = budget_size(&v[i], &budget);
+		if (s.want >= s.floor * 2) {
+			fd = create_largest(&s, s.floor * 2, &size, &refused);
+			if (fd >= 0) {
+				close(fds[i]);
+				fds[i] = fd;
+				v[i].got = size;
+			}
 		}
-		if (v[i].got != v[i].want)
+		if (v[i].got != v[i].want && !refused)
+			fprintf(stderr, "profd: warning: BPF map %s: %s is over the memory "
+				"budget (half of MemAvailable); using %s\n",
+				bpf_map__name(v[i].map),
+				size_str(v[i].map, v[i].want, a, sizeof(a)),
+				size_str(v[i].map, v[i].got, b, sizeof(b)));
+		else if (v[i].got != v[i].want)
 			fprintf(stderr, "profd: warning: BPF map %s: %s cannot be created "
 				"(%s); using %s\n", bpf_map__name(v[i].map),
 				size_str(v[i].map, v[i].want, a, sizeof(a)),

@@ -414,6 +414,61 @@ static void test_limits(void)
 	metrics_server_stop(s);
 }
 
+/*
+ * Clients on 127.0.0.1 that send half a request header and stall: a scrape
+ * from the same address is answered at once next to 8 of them, and within
+ * the idle timeout when they take every connection one address may have.
+ */
+static void test_stalled_headers(void)
+{
+	static const char half[] = "GET /hello HTTP/1.1\r\nHost: x\r\n";
+	int fds[METRICS_HTTP_MAX_PER_CLIENT];
+	char err[256], out[4096];
+	struct metrics_server *s;
+	unsigned int port;
+	int n = 0, ok;
+	double t0;
+
+	s = metrics_server_start("127.0.0.1:0", handler, NULL, err, sizeof(err));
+	if (!s) {
+		CHECK(0, "stalled: server starts: %s", err);
+		return;
+	}
+	port = metrics_server_port(s);
+	for (; n < 8; n++) {
+		fds[n] = connect_to(AF_INET, port);
+		if (fds[n] >= 0)
+			(void)!write(fds[n], half, strlen(half));
+	}
+	usleep(200 * 1000);
+	t0 = now_s();
+	http(AF_INET, port, "GET /hello HTTP/1.0\r\n\r\n", out, sizeof(out));
+	CHECK(strstr(out, " 200 ") && now_s() - t0 < 1.0,
+	      "stalled: 8 half-header clients leave room for a scrape (%.3f s)",
+	      now_s() - t0);
+	for (; n < METRICS_HTTP_MAX_PER_CLIENT; n++) {
+		fds[n] = connect_to(AF_INET, port);
+		if (fds[n] >= 0)
+			(void)!write(fds[n], half, strlen(half));
+	}
+	usleep(200 * 1000);
+	t0 = now_s();
+	do {
+		http(AF_INET, port, "GET /hello HTTP/1.0\r\n\r\n", out, sizeof(out));
+		ok = strstr(out, " 200 ") != NULL;
+		if (!ok)
+			usleep(100 * 1000);
+	} while (!ok && now_s() - t0 < METRICS_HTTP_TIMEOUT_S + 3);
+	CHECK(ok && now_s() - t0 < METRICS_HTTP_TIMEOUT_S + 1.0,
+	      "stalled: %d half-header clients are dropped: a scrape answered in "
+	      "%.3f s (at most %d s)", METRICS_HTTP_MAX_PER_CLIENT, now_s() - t0,
+	      METRICS_HTTP_TIMEOUT_S + 1);
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	metrics_server_stop(s);
+}
+
 int main(void)
 {
 	test_prom_format();
@@ -421,6 +476,7 @@ int main(void)
 	test_parse();
 	test_server();
 	test_limits();
+	test_stalled_headers();
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }

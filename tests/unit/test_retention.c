@@ -6,6 +6,7 @@
  * the test checks which files are left. Covers the age limit (exactly
  * the old ones go, the boundary stays), the size limit (oldest first,
  * ties by name, until under the cap, never the newest), both together,
+ * flamegraph.html (its size counts toward the cap, it is never deleted),
  * files that are not profd's (temporary files, flamegraph.html, symlinks,
  * directories, look-alike names: untouched), empty and missing
  * directories, a fixed-seed comparison against a simple model, and
@@ -182,6 +183,55 @@ static void test_both(void)
 	      "age,size: the old one for age, then the oldest one for size");
 }
 
+/* flamegraph.html counts toward the size cap and is never deleted. */
+static void test_flamegraph(void)
+{
+	const char *dir = new_dir();
+	char target[4096], link[4096];
+	struct retention_result r;
+	int err;
+
+	make_file(dir, "flamegraph.html", 300, NOW);
+	make_file(dir, "cpu-20300317T000001Z.pb.gz", 100, NOW - 40);
+	make_file(dir, "cpu-20300317T000002Z.pb.gz", 100, NOW - 30);
+	make_file(dir, "cpu-20300317T000003Z.pb.gz", 100, NOW - 20);
+	make_file(dir, "cpu-20300317T000004Z.pb.gz", 100, NOW - 10);
+	err = retention_apply(dir, 0, 500, NOW, &r);
+	CHECK(err == 0 && r.files_removed == 2 && r.bytes_removed == 200 &&
+	      r.files_kept == 2 && r.bytes_kept == 200 && r.flamegraph_bytes == 300,
+	      "flamegraph: 400 B of profiles + 300 B flame graph over 500 B: the two "
+	      "oldest go (removed %llu, kept %llu/%llu, flame graph %llu)",
+	      (unsigned long long)r.files_removed, (unsigned long long)r.files_kept,
+	      (unsigned long long)r.bytes_kept, (unsigned long long)r.flamegraph_bytes);
+	CHECK(!exists(dir, "cpu-20300317T000001Z.pb.gz") &&
+	      !exists(dir, "cpu-20300317T000002Z.pb.gz") &&
+	      exists(dir, "cpu-20300317T000003Z.pb.gz") &&
+	      exists(dir, "cpu-20300317T000004Z.pb.gz") && exists(dir, "flamegraph.html"),
+	      "flamegraph: the newest profiles and the flame graph are left");
+
+	/* a flame graph larger than the cap alone: all but the newest profile */
+	err = retention_apply(dir, 0, 250, NOW, &r);
+	CHECK(err == 0 && r.files_removed == 1 && r.files_kept == 1 &&
+	      exists(dir, "cpu-20300317T000004Z.pb.gz") && exists(dir, "flamegraph.html"),
+	      "flamegraph: above the cap alone, never deleted; the newest profile kept");
+
+	/* a symlink named flamegraph.html is not followed nor counted */
+	dir = new_dir();
+	snprintf(target, sizeof(target), "%s/big", base);
+	make_file(base, "big", 1000000, NOW);
+	snprintf(link, sizeof(link), "%s/flamegraph.html", dir);
+	if (symlink(target, link)) {
+		perror("symlink");
+		exit(2);
+	}
+	make_file(dir, "cpu-20300317T000001Z.pb.gz", 100, NOW - 40);
+	make_file(dir, "cpu-20300317T000002Z.pb.gz", 100, NOW - 30);
+	err = retention_apply(dir, 0, 200, NOW, &r);
+	CHECK(err == 0 && r.files_removed == 0 && r.flamegraph_bytes == 0 &&
+	      exists(dir, "flamegraph.html") && exists(base, "big"),
+	      "flamegraph: a symlink is neither followed nor counted");
+}
+
 static void test_foreign(void)
 {
 	const char *dir = new_dir();
@@ -236,7 +286,7 @@ static void test_foreign(void)
 
 static void test_dirs(void)
 {
-	struct retention_result r = { 7, 7, 7, 7 };
+	struct retention_result r = { 7, 7, 7, 7, 7 };
 	char path[4096];
 	int err;
 
@@ -419,6 +469,7 @@ int main(void)
 	test_age();
 	test_size();
 	test_both();
+	test_flamegraph();
 	test_foreign();
 	test_dirs();
 	test_model();
