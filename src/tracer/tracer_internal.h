@@ -78,7 +78,8 @@ unsigned int tracer_maps_plan(struct profd_bpf *skel, const struct tracer_opts *
  * tracer_maps_create - create each map of @v (@n entries) asked bigger
  * than its unscaled size: at the unscaled size first, then as large as
  * fits (halving on ENOMEM/E2BIG) while some memory is held back for the
- * rest of profd, with one "profd: warning: BPF map ..." line per map that
+ * rest of profd and the growth of all of them stays within half of
+ * MemAvailable, with one "profd: warning: BPF map ..." line per map that
  * got less than asked; hand each to the skeleton (bpf_map__reuse_fd).
  * Others are left to libbpf. Returns 0 or a negative errno after one
  * "profd: error: ..." line (a map that cannot be created even unscaled).
