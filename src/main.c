@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/utf8.h"
 #include "agent/agent.h"
 #include "config/config_file.h"
 #include "config/options.h"
@@ -54,7 +55,7 @@ static const char doc[] =
 "PROTOCOL, _HEADERS, _TIMEOUT, _COMPRESSION, OTEL_SERVICE_NAME and\n"
 "OTEL_RESOURCE_ATTRIBUTES are honoured.\n"
 "\n"
-"SIGINT/SIGTERM stop profd after writing the partial interval and the\n"
+"SIGINT, SIGTERM and SIGHUP stop profd after writing the partial interval and the\n"
 "flame graph. Exit status: 0 on success, 1 on a start-up error, 64 on a\n"
 "usage error; `profd exec` exits with the command's status.";
 
@@ -179,7 +180,7 @@ int main(int argc, char **argv)
 		argv++;
 	}
 	config = find_config(argc, argv, o.exec);
-	if (config && (!*config || option_utf8_check(config, strlen(config)) !=
+	if (config && (!*config || utf8_invalid_at(config, strlen(config)) !=
 			strlen(config))) {
 		/* not an ENOENT about "": say what is wrong with the name */
 		fprintf(stderr, "profd: error: --config: %s\n", *config ?

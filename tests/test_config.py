@@ -425,3 +425,46 @@ def test_man_page_matches_help(profd_bin):
     assert "-vv libbpf's debug log" in " ".join(help_.split())
     verbose = text.split("\\-\\-verbose\n", 1)[1].split(".TP", 1)[0]
     assert "libbpf's debug log" in verbose and "verifier" not in verbose
+
+
+def test_intervals_take_durations(profd_bin):
+    _, d = print_config(profd_bin, "--profile-interval", "1m", "--duration", "2h")
+    assert d["profile-interval"] == 60 and d["duration"] == 7200
+    _, d = print_config(profd_bin, "-i", "45", "-d", "0")
+    assert d["profile-interval"] == 45 and d["duration"] == 0
+    for args in (["-i", "0s"], ["-i", "2d"], ["-d", "366d"], ["-d", "4294967295"]):
+        assert "must be seconds or a duration" in usage_error(run(profd_bin, *args,
+                                                                  "--print-config"))
+
+
+def test_verbose_count_stops_at_3(profd_bin, tmp_path):
+    """-vvvv is -vvv, so --print-config's output reads back."""
+    text, d = print_config(profd_bin, "-vvvv")
+    assert d["verbose"] == 3
+    cfg = tmp_path / "v.yaml"
+    cfg.write_text(text)
+    assert print_config(profd_bin, "--config", str(cfg))[1]["verbose"] == 3
+
+
+@pytest.mark.parametrize("value", ["ftp://x:1", "http://h:99999", "host", "http://a b:1"])
+def test_malformed_otlp_endpoint_is_a_usage_error(profd_bin, tmp_path, value):
+    """Checked by the exporter's own parser while the options are read: a
+    bad endpoint in the service's file must not pass --print-config and
+    then stop every start."""
+    r = run(profd_bin, "--otlp-endpoint", value, "--print-config")
+    assert usage_error(r).startswith("profd: --otlp-endpoint expected http://"), r.stderr
+    cfg = tmp_path / "otlp.yaml"
+    cfg.write_text(f"otlp-endpoint: '{value}'\n")
+    r = run(profd_bin, "--config", str(cfg), "--print-config")
+    assert file_error(r).startswith(f"profd: error: {cfg}:1: otlp-endpoint: expected"), r.stderr
+    for good in ("http://collector:4318", "https://[::1]:4317/v1", "collector:4317"):
+        assert print_config(profd_bin, "--otlp-endpoint", good)[1]["otlp-endpoint"] == good
+
+
+def test_unwind_memory_limit_stops_at_what_the_maps_hold(profd_bin):
+    """1024 shards of 1 MiB (bpf/unwind_table.h): more would be a promise
+    the loader cannot keep."""
+    assert print_config(profd_bin, "--unwind-memory-limit", "1024")[1][
+        "unwind-memory-limit"] == 1024
+    assert "must be 1-1024 MiB" in usage_error(run(profd_bin, "--unwind-memory-limit",
+                                                   "1025", "--print-config"))

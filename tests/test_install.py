@@ -296,6 +296,7 @@ def test_unit_capabilities_are_enough(destdir, private_workload, pprof):
     r, pid = run_with_caps(destdir, private_workload, caps, os.path.join(out, "all"))
     assert r.returncode == 0, r.stderr
     assert "cannot watch" not in r.stderr, r.stderr
+    assert "warning: without" not in r.stderr, r.stderr
     got = caps_result(pprof, os.path.join(out, "all"), pid)
     assert got["samples"] >= 50, (got, r.stderr)
     assert got["user"] and got["kernel"] and got["exe"], (got, r.stderr)
@@ -305,4 +306,8 @@ def test_unit_capabilities_are_enough(destdir, private_workload, pprof):
     assert r.returncode == 0, r.stderr
     got = caps_result(pprof, os.path.join(out, "fewer"), pid)
     assert got["samples"] >= 50, (got, r.stderr)
+    # one line names what is missing and what it costs
+    (warn,) = [l for l in r.stderr.splitlines() if "warning: without" in l]
+    assert "cap_syslog (kernel frames stay addresses)" in warn, warn
+    assert "cap_dac_read_search (" in warn and "cap_sys_ptrace (" not in warn, warn
     assert not got["user"] and not got["kernel"], (got, r.stderr)

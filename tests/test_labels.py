@@ -15,6 +15,8 @@ Oracles: the ids are made up here; the cgroup paths are the directories
 created here; the build ID is what `readelf -n` says of the workload
 binary; the executable name is the binary's file name.
 """
+import glob
+import gzip
 import os
 import re
 import secrets
@@ -209,3 +211,25 @@ def test_container_id_on_otlp_resources(run):
         else:
             assert a.get("container.id") == run["ids"][where], a
     assert seen == set(run["pids"]), seen
+
+
+def test_names_that_are_not_utf8_are_repaired(profd_bin, pprof, protoc, proto_dir, tmp_path):
+    """A program whose file name (and so comm and executable) holds a byte
+    that is not UTF-8: protoc, a strict proto3 decoder, reads the profile
+    (string_table is `string`), and the byte reads back as U+FFFD."""
+    exe = os.path.join(os.fsencode(str(tmp_path)), b"odd\xffname")
+    src = os.path.join(ROOT, "tests", "workloads", "burner.c")
+    subprocess.run(["gcc", "-O2", "-fno-omit-frame-pointer", "-o", exe, src], check=True)
+    out = tmp_path / "out"
+    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out), "-F", "199", "--",
+                        exe, "3000"], capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    (path,) = glob.glob(str(out / "cpu-*.pb.gz"))
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    d = subprocess.run([protoc, "-I", proto_dir, "--decode=perftools.profiles.Profile",
+                        "pprof/profile.proto"], input=raw, capture_output=True, timeout=60)
+    assert d.returncode == 0, d.stderr.decode(errors="replace")
+    mine = [s for s in pprof_traces(pprof, path) if s["labels"].get("executable", "").startswith("odd")]
+    assert mine, path
+    assert {s["labels"]["executable"] for s in mine} == {"odd\ufffdname"}

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "util/utf8.h"
 #include "config/config_file.h"
 
 /* Biggest config file read: a hostile or mistaken path must not eat memory. */
@@ -300,7 +301,7 @@ static const struct option_def *key_at(const char *buf, size_t off)
 /* Refuse a file that is not UTF-8: one line with the line and key of the byte. */
 static int check_utf8(const char *buf, size_t n, const char *path, char *err, size_t len)
 {
-	size_t bad = option_utf8_check(buf, n);
+	size_t bad = utf8_invalid_at(buf, n);
 	const struct option_def *d;
 
 	if (bad == n)

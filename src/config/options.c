@@ -13,6 +13,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "util/utf8.h"
 #include "bpf/profd.h"
 #include "config/options.h"
 #include "export/otlp.h"
@@ -62,9 +63,11 @@ static const struct option_def table[] = {
 	{ "sampling-frequency", OPT_FREQ, "HZ", OPTION_VALUE, true, 1,
 	  "Samples per second on each CPU, 1-1000 (default 19)" },
 	{ "duration", OPT_DURATION, "SECONDS", OPTION_VALUE, true, 1,
-	  "Stop after SECONDS (default 0: until SIGINT/SIGTERM)" },
+	  "Stop after SECONDS or a duration (90, 30s, 2h; at most 365d; default 0: "
+	  "until SIGINT, SIGTERM or SIGHUP)" },
 	{ "profile-interval", OPT_INTERVAL, "SECONDS", OPTION_VALUE, true, 1,
-	  "Write one profile every SECONDS, 1-86400 (default 10)" },
+	  "Write one profile every SECONDS or duration (10, 30s, 1m), 1s-1d "
+	  "(default 10)" },
 	{ "output-dir", OPT_OUTPUT, "DIR", OPTION_VALUE, true, 1,
 	  "Where profiles and the flame graph go (default ./profd-out)" },
 	{ "output-retention", OPT_RETENTION, "AGE|SIZE", OPTION_VALUE, true, 3,
@@ -96,7 +99,7 @@ static const struct option_def table[] = {
 	  "--unwind-memory-limit and --max-processes) x 2^N, 0-8 (default 0); a "
 	  "map that cannot be created that big is made smaller, with a warning" },
 	{ "unwind-memory-limit", OPT_UNWIND_MEMORY, "MIB", OPTION_VALUE, true, 2,
-	  "Memory for unwind tables in BPF maps, 1-65536 MiB (default 64); "
+	  "Memory for unwind tables in BPF maps, 1-1024 MiB (default 64); "
 	  "least recently used tables are evicted beyond it" },
 	{ "max-processes", OPT_MAX_PROCESSES, "N", OPTION_VALUE, true, 2,
 	  "Processes with unwind tables at once, 16-1048576 (default 8192)" },
@@ -357,43 +360,6 @@ static int set_pids(const char *value, pid_t *v, size_t *n, size_t max,
 	return ret;
 }
 
-size_t option_utf8_check(const char *str, size_t len)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0;
-
-	while (i < len) {
-		unsigned char c = s[i];
-		size_t n;
-		unsigned int cp, min;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f, min = 0x80;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f, min = 0x800;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07, min = 0x10000;
-		else
-			return i;	/* continuation byte, 0xc0/0xc1, 0xf5.. */
-		if (len - i <= n)
-			return i;
-		for (size_t k = 1; k <= n; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return i;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		/* overlong, UTF-16 surrogate or beyond U+10FFFF */
-		if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-			return i;
-		i += n + 1;
-	}
-	return len;
-}
-
 /* @s (@len bytes, valid UTF-8) holds a C0 or C1 control character or DEL. */
 static bool has_control(const char *str, size_t len)
 {
@@ -449,7 +415,7 @@ static int set_label(struct options *o, const char *k, size_t klen, const char *
 	if (klen >= sizeof(key))
 		return fail(err, len, OPTION_EUSAGE, "key longer than %zu characters",
 			    sizeof(key) - 1);
-	if (option_utf8_check(k, klen) != klen)
+	if (utf8_invalid_at(k, klen) != klen)
 		return fail(err, len, OPTION_EUSAGE, "key must be valid UTF-8");
 	if (has_control(k, klen))
 		return fail(err, len, OPTION_EUSAGE, "key must not contain control characters");
@@ -480,7 +446,7 @@ static int set_label(struct options *o, const char *k, size_t klen, const char *
 	if (vlen > 1024)
 		return fail(err, len, OPTION_EUSAGE, "value of '%s' longer than 1024 bytes",
 			    key);
-	if (option_utf8_check(v, vlen) != vlen)
+	if (utf8_invalid_at(v, vlen) != vlen)
 		return fail(err, len, OPTION_EUSAGE, "value of '%s' must be valid UTF-8", key);
 	if (has_control(v, vlen))
 		return fail(err, len, OPTION_EUSAGE, "value of '%s' must not contain "
@@ -543,7 +509,7 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 
 	/* a label names its key; other values are never echoed when not UTF-8 */
 	if (value && d->key != OPT_LABEL &&
-	    option_utf8_check(value, strlen(value)) != strlen(value))
+	    utf8_invalid_at(value, strlen(value)) != strlen(value))
 		return fail(err, len, OPTION_EUSAGE, "must be valid UTF-8");
 	if (d->kind == OPTION_FLAG && value && parse_bool(value, &b))
 		return fail(err, len, OPTION_EUSAGE, "must be true or false, got '%s'", value);
@@ -570,20 +536,24 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 			return fail(err, len, OPTION_EUSAGE, "must be 1-1000 Hz, got '%s'", value);
 		c->frequency_hz = v;
 		break;
-	case OPT_DURATION:
-		v = parse_uint(value, 0, 365LL * 86400);
-		if (v < 0)
-			return fail(err, len, OPTION_EUSAGE, "must be a number of seconds "
-				    ">= 0, got '%s'", value);
-		c->duration_s = v;
+	case OPT_DURATION: {
+		unsigned long long s;
+
+		if (parse_duration(value, &s) || s > 365ULL * 86400)
+			return fail(err, len, OPTION_EUSAGE, "must be seconds or a duration "
+				    "of at most 365d (e.g. 90, 30s, 2h), got '%s'", value);
+		c->duration_s = s;
 		break;
-	case OPT_INTERVAL:
-		v = parse_uint(value, 1, 86400);
-		if (v < 0)
-			return fail(err, len, OPTION_EUSAGE, "must be 1-86400 seconds, got '%s'",
-				    value);
-		c->interval_s = v;
+	}
+	case OPT_INTERVAL: {
+		unsigned long long s;
+
+		if (parse_duration(value, &s) || s < 1 || s > 86400)
+			return fail(err, len, OPTION_EUSAGE, "must be seconds or a duration "
+				    "of 1s-1d (e.g. 10, 30s, 1m), got '%s'", value);
+		c->interval_s = s;
 		break;
+	}
 	case OPT_OUTPUT:
 		c->output_dir = keep(o, value, src);
 		break;
@@ -611,7 +581,7 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 		if (!eq || eq == value) {
 			size_t n = strlen(value);
 
-			if (option_utf8_check(value, n) != n || has_control(value, n))
+			if (utf8_invalid_at(value, n) != n || has_control(value, n))
 				return fail(err, len, OPTION_EUSAGE, "takes KEY=VALUE");
 			return fail(err, len, OPTION_EUSAGE, "takes KEY=VALUE, got '%s'",
 				    value);
@@ -623,7 +593,8 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 			/* -v on the command line: the file's count does not add up */
 			if (src == OPTION_FROM_FLAG && was_file)
 				c->verbose = 0;
-			c->verbose++;
+			if (c->verbose < 3)	/* -vvvv is -vvv: 0-3 round-trips */
+				c->verbose++;
 			break;
 		}
 		v = parse_uint(value, 0, 3);
@@ -672,9 +643,10 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 		c->bpf_map_scale_factor = v;
 		break;
 	case OPT_UNWIND_MEMORY:
-		v = parse_uint(value, 1, 65536);
+		/* UNWIND_MAX_SHARDS shards of 1 MiB (bpf/unwind_table.h) */
+		v = parse_uint(value, 1, 1024);
 		if (v < 0)
-			return fail(err, len, OPTION_EUSAGE, "must be 1-65536 MiB, got '%s'", value);
+			return fail(err, len, OPTION_EUSAGE, "must be 1-1024 MiB, got '%s'", value);
 		c->unwind_memory_mib = v;
 		c->unwind_memory_set = true;
 		break;
@@ -717,6 +689,9 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 		c->gpu_timeout_s = v;
 		break;
 	case OPT_OTLP_ENDPOINT:
+		if (*value && !otlp_endpoint_valid(value))
+			return fail(err, len, OPTION_EUSAGE, "expected http://HOST[:PORT][/PATH], "
+				    "https://... or HOST:PORT, got '%s'", value);
 		c->otlp_endpoint = keep(o, value, src);
 		break;
 	case OPT_OTLP_PROTOCOL: {

@@ -119,15 +119,6 @@ int option_set_label(struct options *o, const char *key, size_t klen,
 		     char *err, size_t errlen);
 
 /*
- * option_utf8_check - the offset of the first byte of @s (@len bytes) that
- * does not start a well-formed UTF-8 sequence (overlong forms, surrogates
- * and code points beyond U+10FFFF are not), or @len when all of it is
- * UTF-8. Every string value must be: --print-config, pprof and OTLP carry
- * text only.
- */
-size_t option_utf8_check(const char *s, size_t len);
-
-/*
  * options_finish - checks across options (e.g. exec and --pid) after
  * everything was set. Returns 0 or OPTION_EUSAGE with a reason in @err.
  */

@@ -75,6 +75,13 @@ struct otlp_config {
  */
 int otlp_config_from_env(struct otlp_config *c, char *err, size_t errlen);
 
+/*
+ * otlp_endpoint_valid - whether @s is an endpoint the exporter can use:
+ * http://HOST[:PORT][/PATH], https://..., or HOST:PORT (OTLP exporter
+ * spec: OTEL_EXPORTER_OTLP_ENDPOINT). Checks the form only.
+ */
+bool otlp_endpoint_valid(const char *s);
+
 /* otlp_parse_protocol - "grpc" or "http/protobuf" into @p. Returns 0 or -EINVAL. */
 int otlp_parse_protocol(const char *s, enum otlp_protocol *p);
 

@@ -158,6 +158,13 @@ static int parse_endpoint(const char *s, bool insecure, struct endpoint *ep)
 	return 0;
 }
 
+bool otlp_endpoint_valid(const char *s)
+{
+	struct endpoint ep;
+
+	return parse_endpoint(s, false, &ep) == 0;
+}
+
 /*
  * signal_url - the URL requests of @sig go to (malloc'ed), from the
  * per-signal endpoint @sig_ep or the base @base; *@url = NULL when both

@@ -13,6 +13,7 @@
 
 #include "profile/profile.h"
 #include "util/hash.h"
+#include "util/utf8.h"
 
 /* Open-addressing set of 1-based ids; hashing and equality by callback. */
 struct idset {
@@ -141,6 +142,18 @@ const char *profile_intern(struct profile *p, const char *s)
 
 	if (!s)
 		s = "";
+	/*
+	 * profile.proto's string_table is proto3 `string`: a strict decoder
+	 * refuses the whole profile for one invalid byte, and comm, paths
+	 * and cgroup names come from other programs: intern the repair.
+	 */
+	if (!utf8_valid(s)) {
+		char *r = utf8_repair(s);
+		const char *ret = r ? profile_intern(p, r) : NULL;
+
+		free(r);
+		return ret;
+	}
 	if (idset_prepare(&t->set, str_hash(s), strtab_hash_id, strtab_eq, t,
 			  s, &found, &slot))
 		return NULL;

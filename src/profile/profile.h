@@ -108,7 +108,8 @@ void profile_free(struct profile *p);
 
 /*
  * profile_intern - a copy of @s owned by @p; equal strings give the same
- * pointer. NULL is interned as "". Returns NULL on out of memory.
+ * pointer. NULL is interned as "". Bytes that are not UTF-8 become U+FFFD
+ * (pprof's string_table is a proto3 string). Returns NULL on out of memory.
  */
 const char *profile_intern(struct profile *p, const char *s);
 

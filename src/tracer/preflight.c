@@ -3,6 +3,7 @@
  * preflight.c - start-up checks of kernel and privileges (see preflight.h).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +20,28 @@
 #ifndef CAP_BPF
 #define CAP_BPF 39
 #endif
+#ifndef CAP_CHECKPOINT_RESTORE
+#define CAP_CHECKPOINT_RESTORE 40
+#endif
+
+/* Every capability profd uses (the setcap hints). */
+#define ALL_CAPS "cap_bpf,cap_perfmon,cap_syslog,cap_sys_ptrace,cap_dac_read_search," \
+		 "cap_checkpoint_restore,cap_sys_admin"
+
+/* What profd loses without each capability it can run without. */
+static const struct {
+	int cap, alt;		/* either one will do (alt -1: none) */
+	const char *name, *loss;
+} optional_caps[] = {
+	{ CAP_SYSLOG, -1, "cap_syslog", "kernel frames stay addresses" },
+	{ CAP_SYS_PTRACE, -1, "cap_sys_ptrace",
+	  "other users' processes lose symbols and Python frames" },
+	{ CAP_DAC_READ_SEARCH, -1, "cap_dac_read_search",
+	  "binaries in directories profd cannot read stay addresses" },
+	{ CAP_CHECKPOINT_RESTORE, CAP_SYS_ADMIN, "cap_checkpoint_restore",
+	  "deleted or hidden binaries (/proc/PID/map_files) stay addresses" },
+	{ CAP_SYS_ADMIN, -1, "cap_sys_admin", "no GPU or NVTX uprobes" },
+};
 
 int preflight_parse_release(const char *release, int *major, int *minor)
 {
@@ -30,8 +53,38 @@ static bool has_cap(const struct __user_cap_data_struct d[2], int cap)
 	return d[cap / 32].effective & (1u << (cap % 32));
 }
 
+/* The path of this binary for the setcap hint ("profd" if unknown). */
+static const char *self_path(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+
+	if (n <= 0)
+		return "profd";
+	buf[n] = 0;
+	return buf;
+}
+
+/* One warning line naming the optional capabilities missing and their cost. */
+static void warn_optional_caps(const struct __user_cap_data_struct d[2])
+{
+	char msg[1024] = "", self[PATH_MAX];
+	size_t m = 0;
+
+	for (size_t i = 0; i < sizeof(optional_caps) / sizeof(optional_caps[0]); i++) {
+		if (has_cap(d, optional_caps[i].cap) ||
+		    (optional_caps[i].alt >= 0 && has_cap(d, optional_caps[i].alt)))
+			continue;
+		m += snprintf(msg + m, m < sizeof(msg) ? sizeof(msg) - m : 0, "%s%s (%s)",
+			      m ? ", " : "", optional_caps[i].name, optional_caps[i].loss);
+	}
+	if (m)
+		fprintf(stderr, "profd: warning: without %s; to give them: "
+			"'setcap " ALL_CAPS "+ep %s'\n", msg, self_path(self, sizeof(self)));
+}
+
 static int check_caps(void)
 {
+	char self[PATH_MAX];
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3,
 	};
@@ -42,12 +95,15 @@ static int check_caps(void)
 		return -1;
 	}
 	if (has_cap(data, CAP_SYS_ADMIN) ||
-	    (has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON)))
+	    (has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON))) {
+		warn_optional_caps(data);
 		return 0;
+	}
+	self_path(self, sizeof(self));
 	fprintf(stderr, "profd: error: needs root, or CAP_BPF and CAP_PERFMON "
-		"(%s): run as root, e.g. 'sudo build/profd', or "
-		"'setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep build/profd'\n",
-		geteuid() ? "not running as root" : "capabilities dropped");
+		"(%s): run as root, e.g. 'sudo %s', or "
+		"'setcap " ALL_CAPS "+ep %s'\n",
+		geteuid() ? "not running as root" : "capabilities dropped", self, self);
 	return -1;
 }
 

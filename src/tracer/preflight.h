@@ -19,7 +19,9 @@
  * !@check_version), BTF at /sys/kernel/btf/vmlinux, the capabilities
  * (CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN), and that the bpf() syscall
  * can load a perf_event program. Prints one "profd: error: ..." line and
- * returns -1 on the first failure; returns 0 when all pass.
+ * returns -1 on the first failure; returns 0 when all pass, after one
+ * "profd: warning: ..." line naming the capabilities profd runs without
+ * (CAP_SYSLOG, CAP_SYS_PTRACE, ...) and what each costs, if any.
  */
 int preflight_check(bool check_version);
 

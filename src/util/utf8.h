@@ -4,7 +4,8 @@
  * flame graph's escaping, the NVTX tracer's text clean-up and the OTLP
  * string fields.
  *
- * Owns: the rule that every protobuf `string` profd sends is valid UTF-8
+ * Owns: the rule that every protobuf `string` profd writes or sends (pprof
+ * string table, OTLP) and every option value is valid UTF-8
  * (receivers such as the OpenTelemetry Collector reject a whole request
  * for one bad string), and the repair of strings that are not: NVTX
  * messages, thread names and file paths come from other programs.
@@ -53,6 +54,26 @@ static inline size_t utf8_seq_len(const unsigned char *s, size_t left)
 	for (size_t i = 2; i < len; i++)
 		if (s[i] < 0x80 || s[i] > 0xbf)
 			return 0;
+	return len;
+}
+
+/*
+ * utf8_invalid_at - the offset of the first byte of @s (@len bytes, NULs
+ * included) that does not start a valid sequence, or @len when all of it
+ * is UTF-8.
+ */
+static inline size_t utf8_invalid_at(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	while (i < len) {
+		size_t n = s[i] < 0x80 ? 1 : utf8_seq_len(s + i, len - i);
+
+		if (!n)
+			return i;
+		i += n;
+	}
 	return len;
 }
 
