@@ -17,16 +17,16 @@ def burner(tmp_path):
     return exe
 
 
-def run_over_workload(profd_bin, tmp_path, *args):
-    """profd for 4 one-second intervals while a burner spins on the CPU."""
+def run_over_workload(profd_bin, tmp_path, *args, seconds=4, hz=97):
+    """profd for @seconds one-second intervals while a burner spins on the CPU."""
     out = tmp_path / "out"
-    work = subprocess.Popen([burner(tmp_path), "20000"])
+    work = subprocess.Popen([burner(tmp_path), str((seconds + 16) * 1000)])
     try:
         time.sleep(0.3)
-        r = subprocess.run([profd_bin, "--no-gpu", "-o", str(out), "--duration", "4",
+        r = subprocess.run([profd_bin, "--no-gpu", "-o", str(out), "--duration", str(seconds),
                             "--profile-interval", "1", "--probabilistic-interval", "1s",
-                            "-F", "97", *args],
-                           capture_output=True, text=True, timeout=60)
+                            "-F", str(hz), *args],
+                           capture_output=True, text=True, timeout=seconds + 60)
     finally:
         work.kill()
         work.wait()
@@ -74,17 +74,8 @@ def test_interval_switched_off_gets_no_stragglers(profd_bin, tmp_path):
     """Samples still in the ringbuf when sampling switches off belong to the
     interval that ends there: the interval after an off switch writes no
     profile (at 999 Hz the ringbuf always holds some at the switch)."""
-    out = tmp_path / "out"
-    work = subprocess.Popen([burner(tmp_path), "60000"])
-    try:
-        time.sleep(0.3)
-        r = subprocess.run([profd_bin, "--no-gpu", "-o", str(out), "--duration", "14",
-                            "--profile-interval", "1", "--probabilistic-interval", "1s",
-                            "--probabilistic-threshold", "50", "-F", "999", "-v"],
-                           capture_output=True, text=True, timeout=90)
-    finally:
-        work.kill()
-        work.wait()
+    r, _, _ = run_over_workload(profd_bin, tmp_path, "--probabilistic-threshold", "50", "-v",
+                                seconds=14, hz=999)
     assert r.returncode == 0, r.stderr
     # each draw comes right after an interval's line: the state when an
     # interval's line is printed is the state of that whole interval
