@@ -55,8 +55,8 @@ static const char doc[] =
 "PROTOCOL, _HEADERS, _TIMEOUT, _COMPRESSION, OTEL_SERVICE_NAME and\n"
 "OTEL_RESOURCE_ATTRIBUTES are honoured.\n"
 "\n"
-"SIGINT, SIGTERM and SIGHUP stop profd after writing the partial interval and the\n"
-"flame graph. Exit status: 0 on success, 1 on a start-up error, 64 on a\n"
+"SIGINT, SIGTERM and SIGHUP stop profd after writing the partial interval\n"
+"and the flame graph. Exit status: 0 on success, 1 on a start-up error, 64 on a\n"
 "usage error; `profd exec` exits with the command's status.";
 
 /* An argp option per entry of the option table (src/config/options.c). */

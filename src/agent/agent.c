@@ -1045,7 +1045,7 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	__atomic_store_n(&ag->unwind_memory_limit,
 			 cfg->dwarf_unwinding ? unwind_mib << 20 : 0, __ATOMIC_RELAXED);
 
-	if (preflight_check(cfg->check_kernel_version))
+	if (preflight_check(cfg->check_kernel_version, cfg->gpu))
 		return -1;
 	err = make_dir(cfg->output_dir);
 	if (err) {

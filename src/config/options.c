@@ -55,8 +55,8 @@ enum {
 
 static const struct option_def table[] = {
 	{ "config", OPT_CONFIG, "FILE", OPTION_VALUE, false, 3,
-	  "Read settings from FILE (YAML: each key a long option without "
-	  "\"--\", e.g. `sampling-frequency: 99`); flags given too override it" },
+	  "Read settings from FILE: YAML, each key the name of a long option "
+	  "(e.g. sampling-frequency: 99); flags override the file" },
 	{ "print-config", OPT_PRINT_CONFIG, NULL, OPTION_FLAG, false, 3,
 	  "Print the settings (defaults, FILE and flags applied) as a config "
 	  "file and exit" },
@@ -109,9 +109,9 @@ static const struct option_def table[] = {
 	{ "debug-pid", OPT_DEBUG_PID, "PID[,PID...]", OPTION_LIST, true, 2,
 	  "Print every sample of these processes (frames, mappings, unwinder) to stderr" },
 	{ "label", OPT_LABEL, "KEY=VALUE", OPTION_LIST, true, 3,
-	  "Add label KEY=VALUE to every sample and OTLP resource (repeatable; "
+	  "Add label KEY=VALUE to every sample and OTLP resource, repeatable. "
 	  "KEY: letters, digits, '_', '.', '-', not one of profd's own labels; "
-	  "VALUE: non-empty UTF-8 text without control characters)" },
+	  "VALUE: non-empty UTF-8 text, no control characters" },
 	{ "http-address", OPT_HTTP_ADDRESS, "HOST:PORT", OPTION_VALUE, true, 3,
 	  "Serve /metrics (Prometheus text format) and /healthz on HOST:PORT, "
 	  "e.g. 127.0.0.1:7071 (default: off)" },

@@ -65,7 +65,7 @@ static const char *self_path(char *buf, size_t len)
 }
 
 /* One warning line naming the optional capabilities missing and their cost. */
-static void warn_optional_caps(const struct __user_cap_data_struct d[2])
+static void warn_optional_caps(const struct __user_cap_data_struct d[2], bool uprobes)
 {
 	char msg[1024] = "", self[PATH_MAX];
 	size_t m = 0;
@@ -74,15 +74,18 @@ static void warn_optional_caps(const struct __user_cap_data_struct d[2])
 		if (has_cap(d, optional_caps[i].cap) ||
 		    (optional_caps[i].alt >= 0 && has_cap(d, optional_caps[i].alt)))
 			continue;
+		if (optional_caps[i].cap == CAP_SYS_ADMIN && optional_caps[i].alt < 0 &&
+		    !uprobes)
+			continue;	/* --no-gpu: no GPU or NVTX uprobes */
 		m += snprintf(msg + m, m < sizeof(msg) ? sizeof(msg) - m : 0, "%s%s (%s)",
 			      m ? ", " : "", optional_caps[i].name, optional_caps[i].loss);
 	}
 	if (m)
 		fprintf(stderr, "profd: warning: without %s; to give them: "
-			"'setcap " ALL_CAPS "+ep %s'\n", msg, self_path(self, sizeof(self)));
+			"setcap " ALL_CAPS "+ep \"%s\"\n", msg, self_path(self, sizeof(self)));
 }
 
-static int check_caps(void)
+static int check_caps(bool uprobes)
 {
 	char self[PATH_MAX];
 	struct __user_cap_header_struct hdr = {
@@ -96,18 +99,18 @@ static int check_caps(void)
 	}
 	if (has_cap(data, CAP_SYS_ADMIN) ||
 	    (has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON))) {
-		warn_optional_caps(data);
+		warn_optional_caps(data, uprobes);
 		return 0;
 	}
 	self_path(self, sizeof(self));
 	fprintf(stderr, "profd: error: needs root, or CAP_BPF and CAP_PERFMON "
-		"(%s): run as root, e.g. 'sudo %s', or "
-		"'setcap " ALL_CAPS "+ep %s'\n",
+		"(%s): run as root, e.g. sudo \"%s\", or "
+		"setcap " ALL_CAPS "+ep \"%s\"\n",
 		geteuid() ? "not running as root" : "capabilities dropped", self, self);
 	return -1;
 }
 
-int preflight_check(bool check_version)
+int preflight_check(bool check_version, bool uprobes)
 {
 	struct utsname u;
 	int major, minor, ret;
@@ -131,7 +134,7 @@ int preflight_check(bool check_version)
 			"boot a kernel built with CONFIG_DEBUG_INFO_BTF=y\n");
 		return -1;
 	}
-	if (check_caps())
+	if (check_caps(uprobes))
 		return -1;
 	ret = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL);
 	if (ret != 1) {

@@ -21,9 +21,10 @@
  * can load a perf_event program. Prints one "profd: error: ..." line and
  * returns -1 on the first failure; returns 0 when all pass, after one
  * "profd: warning: ..." line naming the capabilities profd runs without
- * (CAP_SYSLOG, CAP_SYS_PTRACE, ...) and what each costs, if any.
+ * (CAP_SYSLOG, CAP_SYS_PTRACE, ...; CAP_SYS_ADMIN only when @uprobes, the
+ * GPU/NVTX probes, are wanted) and what each costs, if any.
  */
-int preflight_check(bool check_version);
+int preflight_check(bool check_version, bool uprobes);
 
 /*
  * preflight_parse_release - parse "MAJOR.MINOR[.PATCH...]" of uname -r.
