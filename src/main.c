@@ -23,7 +23,8 @@ const char *argp_program_bug_address = "the profd issue tracker";
 static const char doc[] =
 "profd -- whole-system continuous CPU and GPU profiler (eBPF)\n"
 "\n"
-"To profile one command and its children: profd exec [OPTION...] -- CMD [ARGS...]\n"
+"To profile one command and its children:\n"
+"  profd exec [OPTION...] -- CMD [ARGS...]\n"
 "\n"
 "Samples every process on every online CPU with the cpu-clock perf event,\n"
 "captures kernel and user stacks in BPF, and writes one gzipped pprof\n"
@@ -56,8 +57,8 @@ static const char doc[] =
 "OTEL_RESOURCE_ATTRIBUTES are honoured.\n"
 "\n"
 "SIGINT, SIGTERM and SIGHUP stop profd after writing the partial interval\n"
-"and the flame graph. Exit status: 0 on success, 1 on a start-up error, 64 on a\n"
-"usage error; `profd exec` exits with the command's status.";
+"and the flame graph. Exit status: 0 on success, 1 on a start-up error,\n"
+"64 on a usage error; `profd exec` exits with the command's status.";
 
 /* An argp option per entry of the option table (src/config/options.c). */
 static struct argp_option argp_options[72];
