@@ -270,6 +270,8 @@ def test_file_value_not_utf8_names_line_and_key(profd_bin, tmp_path):
     ("stall_reason=x", "'stall_reason' is one of profd's own labels"),
     ("pid=1", "'pid' is one of profd's own labels"),
     ("1site=x", "key '1site' must start with a letter or '_'"),
+    ("host.name=x", "'host.name' is an OTLP resource attribute profd sets"),
+    ("service.name=x", "'service.name' is an OTLP resource attribute profd sets"),
 ])
 def test_bad_label_flags(profd_bin, arg, why):
     r = run(profd_bin, "--label", arg, "--print-config")
@@ -285,6 +287,10 @@ def test_bad_label_flags(profd_bin, arg, why):
     ('label:\n  site: ""\n', 2, "value of 'site' must not be empty"),
     ("label: [site=]\n", 1, "value of 'site' must not be empty"),
     ("label:\n  stall_reason: x\n", 2, "'stall_reason' is one of profd's own labels"),
+    ("label:\n  team: ~\n", 2, "value of 'team' must not be empty"),
+    ("label: {team: null}\n", 1, "value of 'team' must not be empty"),
+    ("label: {a: 1, a: 2}\n", 1, "'a' given twice"),
+    ("label: [a=1, a=2]\n", 1, "'a' given twice"),
 ])
 def test_bad_labels_in_a_file(profd_bin, tmp_path, text, line, why):
     cfg = tmp_path / "labels.yaml"
@@ -299,6 +305,18 @@ def test_nul_in_a_file_value(profd_bin, tmp_path):
     r = run(profd_bin, "--config", str(cfg), "--print-config")
     assert file_error(r) == (f"profd: error: {cfg}:2: output-dir: must not contain "
                              "a NUL character")
+
+
+def test_label_given_twice_on_the_command_line(profd_bin, tmp_path):
+    r = run(profd_bin, "--label", "a=1", "--label", "a=2", "--print-config")
+    assert usage_error(r) == "profd: --label 'a' given twice"
+    # flags replace the file's list: the same key is not a repeat
+    cfg = tmp_path / "labels.yaml"
+    cfg.write_text("label: [a=1, b=2]\n")
+    assert print_config(profd_bin, "-c", str(cfg), "--label", "a=3")[1]["label"] == ["a=3"]
+    # a quoted "null" is text
+    cfg.write_text('label: {team: "null"}\n')
+    assert print_config(profd_bin, "-c", str(cfg))[1]["label"] == ["team=null"]
 
 
 def test_good_labels_still_round_trip(profd_bin, tmp_path):

@@ -60,15 +60,20 @@ static int apply(struct options *o, const struct option_def *d, const char *valu
 	return ret;
 }
 
+/* A plain `~`/`null` (YAML's empty value). */
+static bool yaml_null(const yaml_node_t *v)
+{
+	return v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       (!strcmp(scalar(v), "~") || !strcmp(scalar(v), "null"));
+}
+
 static int apply_node(struct options *o, yaml_document_t *doc, const struct option_def *d,
 		      yaml_node_t *v, const char *path, char *err, size_t len)
 {
 	int ret = 0;
 
 	if (v->type == YAML_SCALAR_NODE) {
-		/* a plain `~`/`null` is YAML's empty value */
-		if (v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-		    (!strcmp(scalar(v), "~") || !strcmp(scalar(v), "null")))
+		if (yaml_null(v))
 			return 0;
 		return apply(o, d, scalar(v), v->data.scalar.length, path, v, err, len);
 	}
@@ -112,8 +117,8 @@ static int apply_node(struct options *o, yaml_document_t *doc, const struct opti
 		}
 		/* the key as it is, '=' and all: no KEY=VALUE splitting here */
 		ret = option_set_label(o, scalar(k), k->data.scalar.length, scalar(val),
-				       val->data.scalar.length, OPTION_FROM_FILE, why,
-				       sizeof(why));
+				       yaml_null(val) ? 0 : val->data.scalar.length,
+				       OPTION_FROM_FILE, why, sizeof(why));
 		if (ret)
 			snprintf(err, len, "%s:%zu: label: %s", path, k->start_mark.line + 1,
 				 why);

@@ -385,6 +385,18 @@ static const char *const own_labels[] = {
 	NULL,
 };
 
+/*
+ * OTLP resource attributes profd sets on every resource it exports
+ * (src/export/resource.c): a --label of the same key would be ambiguous.
+ */
+static const char *const own_resource_attributes[] = {
+	"service.name", "host.name", "host.id", "process.pid",
+	"process.executable.name", "process.executable.path",
+	"process.command_line", "container.id", "telemetry.sdk.language",
+	"telemetry.sdk.name", "telemetry.sdk.version",
+	NULL,
+};
+
 /* The flag that follows the file's list starts a new one. */
 static void list_source(struct options *o, const struct option_def *d,
 			enum option_source src)
@@ -440,6 +452,10 @@ static int set_label(struct options *o, const char *k, size_t klen, const char *
 		if (!strcmp(key, own_labels[i]))
 			return fail(err, len, OPTION_EUSAGE, "'%s' is one of profd's own "
 				    "labels", key);
+	for (int i = 0; own_resource_attributes[i]; i++)
+		if (!strcmp(key, own_resource_attributes[i]))
+			return fail(err, len, OPTION_EUSAGE, "'%s' is an OTLP resource "
+				    "attribute profd sets", key);
 	/* pprof: string index 0 is "", which reads back as a numeric label */
 	if (!vlen)
 		return fail(err, len, OPTION_EUSAGE, "value of '%s' must not be empty", key);
@@ -455,13 +471,10 @@ static int set_label(struct options *o, const char *k, size_t klen, const char *
 	ov = own_len(o, v, vlen);
 	if (!ok || !ov)
 		return fail(err, len, OPTION_ERUNTIME, "out of memory");
-	/* the same key again: the last value wins */
-	for (size_t i = 0; i < o->cfg.nlabels; i++) {
-		if (!strcmp(o->labels[i].key, ok)) {
-			o->labels[i].value = ov;
-			return 0;
-		}
-	}
+	/* a list from flags replaced the file's (list_source): one list */
+	for (size_t i = 0; i < o->cfg.nlabels; i++)
+		if (!strcmp(o->labels[i].key, ok))
+			return fail(err, len, OPTION_EUSAGE, "'%s' given twice", key);
 	if (o->cfg.nlabels >= AGENT_MAX_LABELS)
 		return fail(err, len, OPTION_EUSAGE, "at most %d labels", AGENT_MAX_LABELS);
 	o->labels[o->cfg.nlabels].key = ok;
