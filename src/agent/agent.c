@@ -528,6 +528,10 @@ static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
 	snprintf(comments[(*n)++], 96, "profd %s on %s", PROFD_VERSION, host);
 	snprintf(comments[(*n)++], 96, "sampling_frequency_hz=%u",
 		 ag->cfg->frequency_hz);
+	if (ag->cfg->probabilistic_threshold < 100)
+		/* the part of the interval the perf events were on */
+		snprintf(comments[(*n)++], 96, "probabilistic_sampled_ms=%llu",
+			 (unsigned long long)(ag->interval_on_ns / 1000000));
 	for (int c = 0; c < PROFD_CNT_MAX; c++)
 		snprintf(comments[(*n)++], 96, "%s.%s=%llu",
 			 counter_kind_name(profd_counter_kind(c)),
@@ -703,6 +707,21 @@ static void apply_retention(struct agent *ag)
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 
+/*
+ * Probabilistic profiling: how long the perf events were on in the
+ * interval ending at @now (CLOCK_MONOTONIC ns) into ag->interval_on_ns.
+ * Main thread only, like the switches.
+ */
+static void sampled_time_take(struct agent *ag, uint64_t now)
+{
+	ag->interval_on_ns = ag->on_ns;
+	if (ag->on_since) {
+		ag->interval_on_ns += now - ag->on_since;
+		ag->on_since = now;
+	}
+	ag->on_ns = 0;
+}
+
 static void flush(struct agent *ag)
 {
 	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 }, bpf_delta[PROFD_CNT_MAX];
@@ -742,6 +761,7 @@ static void flush(struct agent *ag)
 	ag->intervals++;
 	ag->total_samples += a->nsamples;
 	pthread_mutex_unlock(&ag->agg_lock);
+	sampled_time_take(ag, now_ns(CLOCK_MONOTONIC));
 
 	counter_comments(ag, bpf_delta, agent_delta, &us, comments, &ncomments);
 	if (ag->gpu)
@@ -1182,6 +1202,12 @@ static bool probabilistic_set(struct agent *ag, bool on)
 			on ? "enable" : "disable", strerror(-err));
 	if (!on)
 		reader_sync(ag);
+	if (on) {
+		ag->on_since = now_ns(CLOCK_MONOTONIC);
+	} else if (ag->on_since) {
+		ag->on_ns += now_ns(CLOCK_MONOTONIC) - ag->on_since;
+		ag->on_since = 0;
+	}
 	pthread_mutex_lock(&ag->agg_lock);
 	__atomic_store_n(&ag->sampling_on, on, __ATOMIC_RELAXED);	/* the reader reads it */
 	ag->interval_sampled |= on;
@@ -1306,6 +1332,7 @@ int agent_run(const struct agent_config *cfg)
 		goto out;
 	}
 	start = now_ns(CLOCK_MONOTONIC);
+	ag.on_since = ag.sampling_on ? start : 0;
 	/* the first profile covers sampling time, not the BPF load before it */
 	pthread_mutex_lock(&ag.agg_lock);
 	ag.cur->start_ns = now_ns(CLOCK_REALTIME);
