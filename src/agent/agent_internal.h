@@ -120,6 +120,7 @@ struct agent {
 	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */
 	unsigned int reader_sync_done;	/* ... and the last one the reader met */
 	int reader_exited;
+	uint64_t python_processes;	/* CPython processes known: the reader polls sooner */
 	pthread_t reader;
 	int reader_err;
 
