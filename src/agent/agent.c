@@ -525,7 +525,7 @@ static int output_path(const char *dir, const char *kind, uint64_t start_ns,
 /* Build the comments: version, config, and every counter by name. */
 static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
 			     const uint64_t *agent_delta,
-			     const struct unwind_loader_stats *us,
+			     const struct unwind_loader_stats *us, uint64_t sampled_ns,
 			     char comments[][96], uint32_t *n)
 {
 	char host[64] = "";
@@ -537,7 +537,7 @@ static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
 	if (ag->cfg->probabilistic_threshold < 100)
 		/* the part of the interval the perf events were on */
 		snprintf(comments[(*n)++], 96, "probabilistic_sampled_ms=%llu",
-			 (unsigned long long)(ag->interval_on_ns / 1000000));
+			 (unsigned long long)(sampled_ns / 1000000));
 	for (int c = 0; c < PROFD_CNT_MAX; c++)
 		snprintf(comments[(*n)++], 96, "%s.%s=%llu",
 			 counter_kind_name(profd_counter_kind(c)),
@@ -714,18 +714,20 @@ static void apply_retention(struct agent *ag)
 }
 
 /*
- * Probabilistic profiling: how long the perf events were on in the
- * interval ending at @now (CLOCK_MONOTONIC ns) into ag->interval_on_ns.
- * Main thread only, like the switches.
+ * Probabilistic profiling: how long (ns) the perf events were on in the
+ * interval ending at @now (CLOCK_MONOTONIC ns). Main thread only, like
+ * the switches.
  */
-static void sampled_time_take(struct agent *ag, uint64_t now)
+static uint64_t sampled_time_take(struct agent *ag, uint64_t now)
 {
-	ag->interval_on_ns = ag->on_ns;
+	uint64_t on = ag->on_ns;
+
 	if (ag->on_since) {
-		ag->interval_on_ns += now - ag->on_since;
+		on += now - ag->on_since;
 		ag->on_since = now;
 	}
 	ag->on_ns = 0;
+	return on;
 }
 
 static void flush(struct agent *ag)
@@ -767,9 +769,8 @@ static void flush(struct agent *ag)
 	ag->intervals++;
 	ag->total_samples += a->nsamples;
 	pthread_mutex_unlock(&ag->agg_lock);
-	sampled_time_take(ag, now_ns(CLOCK_MONOTONIC));
-
-	counter_comments(ag, bpf_delta, agent_delta, &us, comments, &ncomments);
+	counter_comments(ag, bpf_delta, agent_delta, &us,
+			 sampled_time_take(ag, now_ns(CLOCK_MONOTONIC)), comments, &ncomments);
 	if (ag->gpu)
 		ncomments += gpu_device_comments(ag->gpu, comments + ncomments,
 						 GPU_COMMENT_DEVICES);
@@ -1210,12 +1211,12 @@ static bool probabilistic_set(struct agent *ag, bool on)
 			on ? "enable" : "disable", strerror(-err));
 	if (on) {
 		ag->on_since = now;
-	} else if (ag->on_since) {
-		ag->on_ns += now - ag->on_since;
+	} else {
+		if (ag->on_since)
+			ag->on_ns += now - ag->on_since;
 		ag->on_since = 0;
-	}
-	if (!on)
 		reader_sync(ag);	/* not sampled time: the events are off */
+	}
 	pthread_mutex_lock(&ag->agg_lock);
 	__atomic_store_n(&ag->sampling_on, on, __ATOMIC_RELAXED);	/* the reader reads it */
 	ag->interval_sampled |= on;

@@ -138,7 +138,6 @@ struct agent {
 	bool interval_sampled;		/* ... at some time since the last flush */
 	uint64_t on_since;		/* CLOCK_MONOTONIC ns the events went on, 0: off */
 	uint64_t on_ns;			/* time on since the last flush, before on_since */
-	uint64_t interval_on_ns;	/* time on in the interval being written */
 	bool discard_samples;		/* agent_setup(): samples before the first draw */
 	unsigned int skipped_intervals;	/* flushes with no profile: never sampled */
 	uint64_t probabilistic_draws;	/* probabilistic intervals started */

@@ -294,6 +294,18 @@ int parse_duration(const char *s, unsigned long long *seconds)
 	return -EINVAL;
 }
 
+/* parse_duration() of @s into *@out if it is @min-@max seconds; else -EINVAL. */
+static int duration_in(const char *s, unsigned int min, unsigned int max,
+		       unsigned int *out)
+{
+	unsigned long long v;
+
+	if (parse_duration(s, &v) || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 void format_duration(unsigned long long s, char *out, size_t len)
 {
 	for (size_t i = 1; i < 5; i++) {	/* days at most: 14d, not 2w */
@@ -549,24 +561,16 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 			return fail(err, len, OPTION_EUSAGE, "must be 1-1000 Hz, got '%s'", value);
 		c->frequency_hz = v;
 		break;
-	case OPT_DURATION: {
-		unsigned long long s;
-
-		if (parse_duration(value, &s) || s > 365ULL * 86400)
+	case OPT_DURATION:
+		if (duration_in(value, 0, 365 * 86400, &c->duration_s))
 			return fail(err, len, OPTION_EUSAGE, "must be seconds or a duration "
 				    "of at most 365d (e.g. 90, 30s, 2h), got '%s'", value);
-		c->duration_s = s;
 		break;
-	}
-	case OPT_INTERVAL: {
-		unsigned long long s;
-
-		if (parse_duration(value, &s) || s < 1 || s > 86400)
+	case OPT_INTERVAL:
+		if (duration_in(value, 1, 86400, &c->interval_s))
 			return fail(err, len, OPTION_EUSAGE, "must be seconds or a duration "
 				    "of 1s-1d (e.g. 10, 30s, 1m), got '%s'", value);
-		c->interval_s = s;
 		break;
-	}
 	case OPT_OUTPUT:
 		c->output_dir = keep(o, value, src);
 		break;
@@ -625,15 +629,11 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 				    PROFD_MAX_USER_FRAMES, value);
 		c->max_stack_depth = v;
 		break;
-	case OPT_PROB_INTERVAL: {
-		unsigned long long s;
-
-		if (parse_duration(value, &s) || s < 1 || s > 86400)
+	case OPT_PROB_INTERVAL:
+		if (duration_in(value, 1, 86400, &c->probabilistic_interval_s))
 			return fail(err, len, OPTION_EUSAGE, "must be a duration of 1s-1d "
 				    "(e.g. 30s, 1m, 1h), got '%s'", value);
-		c->probabilistic_interval_s = s;
 		break;
-	}
 	case OPT_PROB_THRESHOLD:
 		v = parse_uint(value, 0, 100);
 		if (v < 0)

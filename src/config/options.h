@@ -110,7 +110,8 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
  * `label: {KEY: VALUE}` whose key could hold '=' and whose strings could
  * hold a NUL ("\0"). KEY: letters, digits, '_', '.', '-', starting with
  * a letter or '_', not one of the labels profd sets itself (pid, comm,
- * stall_reason, ...). VALUE: 1-1024 bytes of UTF-8 without control
+ * stall_reason, ...) nor an OTLP resource attribute it sets (host.name,
+ * service.name, ...), not given twice in one list. VALUE: 1-1024 bytes of UTF-8 without control
  * characters (NUL included; pprof cannot carry an empty string label).
  * Returns 0, or OPTION_EUSAGE / OPTION_ERUNTIME with one line in @err.
  */
