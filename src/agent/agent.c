@@ -616,17 +616,18 @@ static void status_line(struct agent *ag, const struct aggregate *a,
 static int write_profile(struct agent *ag, const char *kind, struct profile *p,
 			 uint64_t start_ns, char *path, size_t len)
 {
-	/* the directory may have been removed meanwhile: recreate it */
-	int err = make_dir(ag->cfg->output_dir);
+	/* the name first: an error line and the status line name the file */
+	int err = output_path(ag->cfg->output_dir, kind, start_ns, path, len);
 
+	/* the directory may have been removed meanwhile: recreate it */
+	if (!err)
+		err = make_dir(ag->cfg->output_dir);
 	if (!err && !p)
 		err = -ENOMEM;
 	/* --label: on every sample of the file, on every OTLP resource */
 	for (size_t i = 0; !err && i < ag->cfg->nlabels; i++)
 		err = profile_add_common_label(p, ag->cfg->labels[i].key,
 					       ag->cfg->labels[i].value);
-	if (!err)
-		err = output_path(ag->cfg->output_dir, kind, start_ns, path, len);
 	if (!err)
 		err = pprof_write(p, path);
 	agent_export_profile(ag->exp, p);	/* also when the file failed */
