@@ -92,9 +92,10 @@ def elf_symbols(path):
 # --- running and judging --------------------------------------------------
 
 def profile(profd_bin, outdir, argv, *profd_args, warm=WARM, duration=DURATION,
-            before_profd=None, while_sampling=None, before_stop=None):
+            before_profd=None, while_sampling=None, before_stop=None, only_workload=False):
     """Start the workload @argv, let it run @warm s, run profd for @duration
-    s (whole machine unless @profd_args say otherwise), stop the workload.
+    s (whole machine unless @profd_args say otherwise, or the workload
+    alone with --pid when @only_workload), stop the workload.
     before_profd(proc) runs after the warm-up (e.g. deleting the binary),
     while_sampling(proc) once profd samples (e.g. starting perf),
     before_stop(proc) after profd is done (e.g. waiting for perf).
@@ -105,6 +106,8 @@ def profile(profd_bin, outdir, argv, *profd_args, warm=WARM, duration=DURATION,
         assert work.poll() is None, f"workload {argv} exited early: {work.returncode}"
         if before_profd:
             before_profd(work)
+        if only_workload:
+            profd_args = ("--pid", str(work.pid)) + profd_args
         prof, head = start_profd(profd_bin, outdir, "--duration", duration, *profd_args)
         if while_sampling:
             while_sampling(work)
@@ -218,8 +221,9 @@ def run_exact(profd_bin, pprof, tmp_path, argv, want, *profd_args, what=None):
 
 # --- perf --call-graph dwarf on the same process (case 13) --------------------
 
-def perf_stacks(data):
-    """User frames (leaf first) of each sample in `perf script` of @data."""
+def perf_stacks(data, dsos=False):
+    """User frames (leaf first) of each sample in `perf script` of @data:
+    names, or (name, dso) pairs when @dsos."""
     out = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,ip,sym,dso"],
                          capture_output=True, text=True, check=True).stdout
     stacks, cur = [], None
@@ -233,15 +237,17 @@ def perf_stacks(data):
         elif cur is not None:
             m = re.match(r"^\s*[0-9a-f]+\s+(.*?)\s+\((.*)\)\s*$", line)
             if m and "kernel.kallsyms" not in m.group(2):
-                cur.append(re.sub(r"\+0x[0-9a-f]+$", "", m.group(1)))
+                name = re.sub(r"\+0x[0-9a-f]+$", "", m.group(1))
+                cur.append((name, m.group(2)) if dsos else name)
     if cur:
         stacks.append(cur)
     return stacks
 
 
-def profile_with_perf(profd_bin, tmp_path, argv):
+def profile_with_perf(profd_bin, tmp_path, argv, dsos=False, only_workload=False):
     """profile() with `perf record -e cpu-clock -F 99 --call-graph dwarf -p
-    PID -- sleep 3` sampling the same workload while profd does."""
+    PID -- sleep 3` sampling the same workload while profd does; perf's
+    stacks as perf_stacks(data, @dsos) reads them."""
     data = str(tmp_path / "perf.data")
     perf, perr = None, ""
 
@@ -258,13 +264,14 @@ def profile_with_perf(profd_bin, tmp_path, argv):
 
     try:
         work, rc, err, paths = profile(profd_bin, tmp_path / "out", argv,
-                                       while_sampling=start_perf, before_stop=wait_perf)
+                                       while_sampling=start_perf, before_stop=wait_perf,
+                                       only_workload=only_workload)
     finally:
         if perf and perf.poll() is None:
             perf.kill()
             perf.wait()
     assert perf.returncode == 0, perr
-    return work, rc, err, paths, perf_stacks(data)
+    return work, rc, err, paths, perf_stacks(data, dsos)
 
 
 # --- 1. call chain, PIE / non-PIE / static ----------------------------------
@@ -576,29 +583,151 @@ def test_rbp_based_frames(profd_bin, pprof, dwarf_build, tmp_path):
 
 
 VD = ["vd_b", "vd_a", "main"]
-VDSO_LEAF = {"__vdso_clock_gettime", "clock_gettime"}   # the vDSO's two names
+VDSO_UNNAMED = re.compile(r"^\[vdso\]\+0x([0-9a-f]+)$")
 
 
-def vdso_ok(frames):
-    """[vDSO function,] [libc's clock_gettime,] vd_b, vd_a, main."""
-    return (frames == VD or frames == ["clock_gettime"] + VD
-            or (len(frames) == 5 and frames[0] in VDSO_LEAF
-                and frames[1:] == ["clock_gettime"] + VD))
+def vdso_image(dest):
+    """Copy the running kernel's vDSO (this process's [vdso] mapping: every
+    process of the kernel maps the same image) to @dest; return
+    (symbols {name: address} from `nm -D`, FDE ranges [(start, end)] from
+    `readelf --debug-dump=frames`), as binutils reads them."""
+    with open("/proc/self/maps") as f:
+        line = next(l for l in f if l.rstrip().endswith("[vdso]"))
+    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+    with open("/proc/self/mem", "rb") as mem:
+        mem.seek(lo)
+        image = mem.read(hi - lo)
+    with open(dest, "wb") as f:
+        f.write(image)
+    nm = subprocess.run(["nm", "-D", "--defined-only", dest], check=True,
+                        capture_output=True, text=True).stdout
+    syms = {}
+    for l in nm.splitlines():
+        parts = l.split()
+        if len(parts) == 3 and parts[1] in "TtWwi":
+            syms[parts[2].split("@")[0]] = int(parts[0], 16)
+    frames = subprocess.run(["readelf", "--debug-dump=frames", dest], check=True,
+                            capture_output=True, text=True).stdout
+    fdes = [(int(a, 16), int(b, 16))
+            for a, b in re.findall(r"FDE cie=\S+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", frames)]
+    return syms, fdes
+
+
+def vdso_split(frames, vdso_names):
+    """(the vDSO frames on top, the rest) of a leaf-first user stack of the
+    vdso workload: the frames above libc's clock_gettime, vd_b, vd_a, main
+    when all are vDSO names (.dynsym or "[vdso]+0x..."); else ([], frames).
+    (The vDSO exports "clock_gettime" too: which frame is libc's is known
+    only from the chain below it.)"""
+    k = len(frames) - len(VD) - 1
+    if k > 0 and frames[k:] == ["clock_gettime"] + VD and all(
+            f in vdso_names or VDSO_UNNAMED.match(f) for f in frames[:k]):
+        return frames[:k], frames[k:]
+    return [], frames
 
 
 def test_vdso_leaf(profd_bin, pprof, dwarf_build, tmp_path):
     """Most samples are in the vDSO (clock_gettime in a tight loop): the
-    unwinder needs the vDSO's own .eh_frame (it has no file)."""
-    work, rc, err, paths = profile(profd_bin, tmp_path, [dwarf_build("vdso"), RUN])
+    unwinder needs the vDSO's own .eh_frame (it has no file). What the
+    vDSO does inside clock_gettime depends on the kernel build and the
+    clock source (under a paravirtualized clock, __vdso_clock_gettime
+    calls a static function that .dynsym does not name), so the vDSO part
+    of each stack is judged against the kernel's own image and against
+    perf --call-graph dwarf sampling the same process at the same time:
+    - below the vDSO frames, exactly libc's clock_gettime, vd_b, vd_a,
+      main (or vd_b, vd_a, main when the sample hit the libc wrapper);
+    - a vDSO frame is a .dynsym name, or "[vdso]+0xSTART" where START
+      begins an FDE (readelf) that no symbol names;
+    - as many vDSO frames per sample as perf sees (share of samples with
+      each count within 15 points): never a second frame for one call.
+    profd samples the workload alone (--pid): whole-machine, it would
+    also build the unwind tables of perf itself (a million rows) first,
+    and the workload's first samples would end at libc's clock_gettime,
+    truncated, until its own tables are in."""
+    syms, fdes = vdso_image(str(tmp_path / "vdso.so"))
+    assert syms and fdes, (syms, fdes)
+    work, rc, err, paths, pstacks = profile_with_perf(
+        profd_bin, tmp_path, [dwarf_build("vdso"), RUN], dsos=True, only_workload=True)
     assert rc == 0, err
     samples = of_pid(pprof, paths, work.pid)
-    good, total = assert_exact(pprof, paths, err, samples,
-                               lambda s: vdso_ok(user_to_main(s["frames"])), "vdso",
-                               ["(__vdso_clock_gettime)", "(clock_gettime)"] + VD)
-    in_vdso, _ = share(samples, lambda s: len(user_to_main(s["frames"])) == 5)
+    fde_starts = {a for a, _ in fdes}
+    named_starts = set(syms.values())
+
+    def ok(s):
+        top, rest = vdso_split(user_to_main(s["frames"]), set(syms))
+        for f in top:
+            m = VDSO_UNNAMED.match(f)
+            if m and (int(m.group(1), 16) not in fde_starts
+                      or int(m.group(1), 16) in named_starts):
+                return False
+        if top:
+            return rest == ["clock_gettime"] + VD
+        return rest in (VD, ["clock_gettime"] + VD)
+
+    good, total = assert_exact(pprof, paths, err, samples, ok, "vdso",
+                               "[vDSO frames] + ['clock_gettime'] + " + str(VD))
+    depth = collections.Counter()
+    for s in samples:
+        depth[len(vdso_split(user_to_main(s["frames"]), set(syms))[0])] += s["value"]
+    pdepth = collections.Counter()
+    for st in pstacks:
+        k = 0
+        while k < len(st) and st[k][1] == "[vdso]":
+            k += 1
+        pdepth[k] += 1
+    ptotal = sum(pdepth.values())
+    assert ptotal >= MIN_SAMPLES, f"perf: {ptotal} samples"
+    for k in set(depth) | set(pdepth):
+        assert abs(depth[k] / total - pdepth[k] / ptotal) <= 0.15, (
+            f"samples with {k} vDSO frames: profd {depth[k]}/{total}, perf "
+            f"{pdepth[k]}/{ptotal}\nprofd: {sorted(depth.items())}, perf: "
+            f"{sorted(pdepth.items())}\n{top_stacks(samples)}")
+    in_vdso = total - depth[0]
     assert in_vdso >= 0.5 * total, explain("vdso: samples in the vDSO", in_vdso, total,
                                            samples, pprof, paths, err)
-    print(f"vdso: {good}/{total} exact, {in_vdso} with the vDSO frame")
+    print(f"vdso: {good}/{total} exact; vDSO frames per sample: profd "
+          f"{sorted(depth.items())}, perf {sorted(pdepth.items())}")
+
+
+def test_vdso_functions_named_by_the_kernels_debug_file(profd_bin, pprof, dwarf_build,
+                                                        tmp_path):
+    """With the kernel's unstripped vDSO installed where distributions put
+    it (/lib/modules/RELEASE/vdso/vdso64.so.dbg, same build ID), its
+    .symtab names the static functions .dynsym leaves out. The file is
+    made here as the kernel build makes it: the image plus a .symtab
+    (objcopy --add-symbol) naming each FDE that no .dynsym symbol names."""
+    vdso_dir = f"/lib/modules/{os.uname().release}/vdso"
+    if os.path.exists(vdso_dir):
+        pytest.skip(f"{vdso_dir} exists: this machine has its own vDSO debug files")
+    syms, fdes = vdso_image(str(tmp_path / "vdso.so"))
+    local = {f"vdso_local_{a:x}": a for a, _ in fdes if a not in syms.values()}
+    dbg = str(tmp_path / "vdso64.so.dbg")
+    text = subprocess.run(["readelf", "-SW", str(tmp_path / "vdso.so")], check=True,
+                          capture_output=True, text=True).stdout
+    text_addr = int(re.search(r"\.text\s+PROGBITS\s+([0-9a-f]+)", text).group(1), 16)
+    args = ["objcopy"]
+    for name, addr in local.items():
+        args += ["--add-symbol", f"{name}=.text:{addr - text_addr:#x},function,local"]
+    subprocess.run(args + [str(tmp_path / "vdso.so"), dbg], check=True)
+    created = f"/lib/modules/{os.uname().release}"
+    made_modules = not os.path.exists(created)
+    os.makedirs(vdso_dir)
+    try:
+        shutil.copy(dbg, vdso_dir)
+        work, rc, err, paths = profile(profd_bin, tmp_path / "out", [dwarf_build("vdso"), RUN])
+    finally:
+        shutil.rmtree(created if made_modules else vdso_dir)
+    assert rc == 0, err
+    samples = of_pid(pprof, paths, work.pid)
+    names = set(syms) | set(local)
+    unnamed = [s for s in samples if any(VDSO_UNNAMED.match(f) for f in s["frames"])]
+    assert not unnamed, f"vDSO frames left unnamed with the debug file: {unnamed[:3]}"
+    good, total = share(samples, lambda s: vdso_split(user_to_main(s["frames"]), names)[1]
+                        in (VD, ["clock_gettime"] + VD))
+    assert total >= MIN_SAMPLES and good >= EXACT * total, top_stacks(samples)
+    hit = collections.Counter(f for s in samples for f in s["frames"] if f in local)
+    print(f"vdso with its debug file: {good}/{total} exact; local functions sampled: "
+          f"{dict(hit) or 'none (this kernel runs none of them here)'}")
 
 
 # --- DWARF is what makes these pass ---------------------------------------------

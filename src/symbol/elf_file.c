@@ -6,7 +6,8 @@
  * of it in memory), a copy of the PT_LOAD segments, the GNU build ID and
  * the .gnu_debuglink (read at open), the descriptor of a separate debug
  * file once one is attached, and the function symbol table (read on
- * first lookup by elf_symtab.c).
+ * first lookup by elf_symtab.c). The FDE ranges of its .eh_frame are
+ * read on demand with libdw (elf_file_cfi_range).
  *
  * libelf's handle is only held while reading: the open reads the headers
  * and closes it, the symbol load opens it again and closes it when done.
@@ -31,6 +32,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
@@ -531,4 +533,37 @@ uint64_t elf_file_nsymbols(struct elf_file *f)
 	if (!f->syms_loaded)
 		load_symbols(f);
 	return f->symtab.n;
+}
+
+/* elf_file_cfi_range - see elf_file.h. */
+int elf_file_cfi_range(const struct elf_file *f, uint64_t vaddr,
+		       uint64_t *start, uint64_t *end)
+{
+	Elf *elf = elf_handle(f);
+	Dwarf_CFI *cfi;
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Addr lo, hi;
+	bool signal;
+	int ret = -ENOENT;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		return -ENOEXEC;
+	}
+	cfi = dwarf_getcfi_elf(elf);
+	if (!cfi) {
+		elf_end(elf);
+		return -ENODATA;
+	}
+	if (dwarf_cfi_addrframe(cfi, vaddr, &frame) == 0 &&
+	    dwarf_frame_info(frame, &lo, &hi, &signal) >= 0 &&
+	    lo <= vaddr && vaddr < hi) {
+		*start = lo;
+		*end = hi;
+		ret = 0;
+	}
+	free(frame);
+	dwarf_cfi_end(cfi);
+	elf_end(elf);
+	return ret;
 }

@@ -101,6 +101,18 @@ int elf_file_offset_to_vaddr(const struct elf_file *f, uint64_t off,
 const char *elf_file_lookup(struct elf_file *f, uint64_t vaddr,
 			    uint64_t *sym_vaddr);
 
+/*
+ * elf_file_cfi_range - the code range [*@start, *@end) of the FDE in the
+ * object's own .eh_frame (read with libdw's dwarf_getcfi_elf) that covers
+ * ELF virtual address @vaddr: where no symbol names a function, its CFI
+ * still says where the function begins and ends (the vDSO's static
+ * functions). Specs: DWARF 5 section 6.4, LSB 5.0 "Exception Frames".
+ * Returns 0, -ENOENT when no FDE covers @vaddr, -ENODATA when the object
+ * has no usable .eh_frame, -ENOEXEC when libelf cannot read it.
+ */
+int elf_file_cfi_range(const struct elf_file *f, uint64_t vaddr,
+		       uint64_t *start, uint64_t *end);
+
 /* elf_file_nsymbols - number of function symbols loaded (loads them). */
 uint64_t elf_file_nsymbols(struct elf_file *f);
 

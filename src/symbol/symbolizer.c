@@ -26,7 +26,13 @@
  * (getauxval(AT_SYSINFO_EHDR), its size from our [vdso] mapping) is read
  * into memory once and handed out for every "[vdso]" mapping of the same
  * size. Processes of another ABI (ia32, x32) map a different vDSO, below
- * 4 GiB: those are refused rather than misnamed.
+ * 4 GiB: those are refused rather than misnamed. The vDSO exports a few
+ * names in .dynsym; its static functions (vread_pvclock, the chacha
+ * block of getrandom) are named by the kernel's unstripped copy when one
+ * with the same build ID is installed (/usr/lib/debug/.build-id/,
+ * /lib/modules/RELEASE/vdso/, /usr/lib/debug/lib/modules/RELEASE/vdso/),
+ * else by where their FDE starts: "[vdso]+0x7a0", one frame per function
+ * whatever pc inside it was sampled, never a guess at a nearby symbol.
  *
  * Lifetime: the hash does not hold a reference. An object whose count
  * drops to 0 stays cached for reuse until symbolizer_trim(); after
@@ -35,12 +41,15 @@
  * vDSO object until symbolizer_free().
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "symbol/debuginfo.h"
@@ -94,7 +103,14 @@ struct sym_object {
 	uint32_t offs_cap, offs_n;	/* cap: power of two */
 	struct name_slot *names;
 	uint32_t names_cap, names_n;
+
+	bool vdso;			/* the vDSO: misses get FDE names */
+	char **fde_names;		/* "[vdso]+0x..." names handed out */
+	uint32_t fde_names_n;
 };
+
+/* Names of vDSO functions no symbol covers: one per FDE, a handful. */
+#define VDSO_FDE_NAMES_MAX	256
 
 struct symbolizer {
 	struct sym_object **buckets;
@@ -155,6 +171,9 @@ static void object_destroy(struct sym_object *o)
 	for (i = 0; i < o->names_cap; i++)
 		free(o->names[i].name);
 	free(o->names);
+	for (i = 0; i < o->fde_names_n; i++)
+		free(o->fde_names[i]);
+	free(o->fde_names);
 	free(o->offs);
 	elf_file_free(o->ef);
 	free(o);
@@ -411,6 +430,49 @@ static bool node_is_stale(const struct sym_object *o, pid_t pid,
 }
 
 /*
+ * Attach the kernel's unstripped vDSO (same build ID) to @ef, if one is
+ * installed: by build ID under /usr/lib/debug (debuginfo.c), else any
+ * file in the running kernel's vdso/ folders (vdso64.so.dbg, vdso64.so;
+ * elf_file_set_debug() refuses one of another build or without a
+ * .symtab). Best effort: without one the .dynsym names and FDE names
+ * serve.
+ */
+static void vdso_attach_debug(struct elf_file *ef)
+{
+	static const char *const dirs[] = {
+		"/lib/modules/%s/vdso", DEBUGINFO_DIR "/lib/modules/%s/vdso",
+	};
+	struct utsname u;
+	char dir[512];
+
+	if (!elf_file_build_id(ef)[0] || uname(&u))
+		return;
+	if (debuginfo_attach(ef, NULL, NULL, NULL, 0) != -ENOENT)
+		return;		/* attached, or has one, or out of memory */
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), dirs[i], u.release);
+		d = opendir(dir);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			int fd;
+
+			if (de->d_name[0] == '.')
+				continue;
+			fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0 && elf_file_set_debug(ef, fd) == 0) {
+				closedir(d);
+				return;
+			}
+		}
+		closedir(d);
+	}
+}
+
+/*
  * Read our own vDSO into s->vdso, or set s->vdso_err. The image is
  * copied from our [vdso] mapping, which starts at AT_SYSINFO_EHDR.
  */
@@ -440,6 +502,8 @@ static void vdso_load(struct symbolizer *s)
 		s->vdso_err = ret < 0 ? ret : -EIO;
 		return;
 	}
+	vdso_attach_debug(o->ef);
+	o->vdso = true;
 	o->owner = s;
 	o->refs = 1;
 	s->vdso = o;
@@ -683,6 +747,34 @@ static const char *display_name(struct sym_object *o, const char *sys)
 }
 
 /*
+ * The name of the vDSO function at @vaddr that no symbol covers:
+ * "[vdso]+0xSTART", START being where its FDE begins (owned by @o), or
+ * NULL when no FDE covers it (then nothing says where a function starts:
+ * the frame stays unnamed rather than named by a guess).
+ */
+static const char *vdso_fde_name(struct sym_object *o, uint64_t vaddr,
+				 uint64_t *start)
+{
+	uint64_t end;
+	char name[32], **grown;
+
+	if (elf_file_cfi_range(o->ef, vaddr, start, &end))
+		return NULL;
+	snprintf(name, sizeof(name), "[vdso]+0x%" PRIx64, *start);
+	for (uint32_t i = 0; i < o->fde_names_n; i++)
+		if (!strcmp(o->fde_names[i], name))
+			return o->fde_names[i];
+	if (o->fde_names_n >= VDSO_FDE_NAMES_MAX)
+		return NULL;
+	grown = realloc(o->fde_names, (o->fde_names_n + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	o->fde_names = grown;
+	grown[o->fde_names_n] = strdup(name);
+	return grown[o->fde_names_n] ? grown[o->fde_names_n++] : NULL;
+}
+
+/*
  * sym_object_resolve - see symbolizer.h. The strings in @out stay valid
  * until @o is freed.
  */
@@ -700,6 +792,12 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 			if (v.system_name) {
 				v.name = display_name(o, v.system_name);
 				v.state = SLOT_HIT;
+			} else if (o->vdso) {
+				v.system_name = vdso_fde_name(o, vaddr,
+							      &v.sym_vaddr);
+				v.name = v.system_name;
+				if (v.name)
+					v.state = SLOT_HIT;
 			}
 		}
 		off_insert(o, &v);

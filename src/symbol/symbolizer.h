@@ -70,7 +70,9 @@ const char *sym_object_build_id(const struct sym_object *o);
 /*
  * sym_object_resolve - the function containing file offset @file_offset
  * (runtime address - mapping start + mapping offset). Results, misses
- * included, are cached per offset. Returns 0 and fills @out, or -ENOENT.
+ * included, are cached per offset. In the vDSO, a function no symbol
+ * names is "[vdso]+0xSTART" (START: where its FDE begins, an ELF virtual
+ * address of the vDSO image). Returns 0 and fills @out, or -ENOENT.
  */
 int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		       struct sym_result *out);
