@@ -1,6 +1,7 @@
 """Integration tests: the real profd (real BPF load, cpu-clock sampling)
 against workloads built here with frame pointers, read back with Google's
 pprof. Needs root, like profd itself."""
+import collections
 import glob
 import os
 import signal
@@ -83,6 +84,25 @@ def user_to_main(frames):
     return to_main(frames[i:])
 
 
+BURNER = ["burn_inner", "burn_outer", "main"]
+
+
+def is_burner_stack(frames):
+    """The burner's stack: burn_inner, burn_outer, main, with libc's
+    clock_gettime (and the vDSO's, which it calls) above them when the
+    sample caught burn_inner reading its CPU time: the vDSO falls back to
+    a system call for CLOCK_PROCESS_CPUTIME_ID, and that share of the time
+    is the machine's system call cost, several times bare metal's in a
+    VM."""
+    u = user_to_main(frames)
+    if u == BURNER:
+        return True
+    top = u[:-len(BURNER)]
+    return (u[-len(BURNER):] == BURNER and top[-1] == "clock_gettime"
+            and all(f in ("__vdso_clock_gettime", "clock_gettime")
+                    or f.startswith("[vdso]+0x") for f in top))
+
+
 def share(samples, pred):
     total = sum(s["value"] for s in samples)
     good = sum(s["value"] for s in samples if pred(s))
@@ -152,8 +172,7 @@ def test_short_lived_processes_symbolized(profd_bin, pprof, workloads, tmp_path)
     assert rc == 0, err
     samples = samples_of(pprof, paths, lambda l: l.get("comm") == "burner")
     pids = {s["labels"]["pid"] for s in samples}
-    good, total = share(samples, lambda s: user_to_main(s["frames"]) ==
-                        ["burn_inner", "burn_outer", "main"])
+    good, total = share(samples, lambda s: is_burner_stack(s["frames"]))
     assert len(pids) >= 20, f"only {len(pids)} burner processes seen\n{err}"
     assert good >= 0.8 * total, f"{good}/{total} fully symbolized: {samples[:5]}"
 
@@ -317,6 +336,7 @@ def test_reused_pid_gets_the_new_process_maps(profd_bin, pprof, workloads, tmp_p
     paths = sorted(glob.glob(str(tmp_path / "cpu-*.pb.gz")))
     samples = samples_of(pprof, paths, lambda l: l.get("pid") == str(reused.pid)
                          and l.get("comm") == "burner")
-    good, total = share(samples, lambda s: user_to_main(s["frames"]) ==
-                        ["burn_inner", "burn_outer", "main"])
-    assert total >= 50 and good >= 0.9 * total, (good, total, samples[:3])
+    good, total = share(samples, lambda s: is_burner_stack(s["frames"]))
+    bad = collections.Counter(tuple(user_to_main(s["frames"])) for s in samples
+                              if not is_burner_stack(s["frames"]))
+    assert total >= 50 and good >= 0.9 * total, (good, total, bad.most_common(5))
