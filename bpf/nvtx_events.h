@@ -62,6 +62,21 @@ enum profd_nvtx_kind {
 	PROFD_NVTX_DROPPED = 12,	/* payload = events the library could not record */
 	PROFD_NVTX_HELLO = 13,		/* an agent session began (sent at once, so
 					 * profd reads the process's identity while it lives) */
+	PROFD_NVTX_PROCESS = 14,	/* the process's own view of itself: id = enum
+					 * profd_nvtx_process_attr, message_id = its text
+					 * (a STRING defined just before, same batch) */
+};
+
+/*
+ * PROFD_NVTX_PROCESS attributes (in .id). Every session starts with them,
+ * before any other event: profd reads the process's identity from
+ * /proc/PID when the first batch arrives, and a short program may be gone
+ * by then. profd uses them only for what /proc no longer tells.
+ */
+enum profd_nvtx_process_attr {
+	PROFD_NVTX_PROC_EXE_PATH = 1,		/* readlink /proc/self/exe (never cut) */
+	PROFD_NVTX_PROC_COMMAND_LINE = 2,	/* argv joined by spaces (may be cut) */
+	PROFD_NVTX_PROC_SERVICE_NAME = 3,	/* getenv("OTEL_SERVICE_NAME"), when set */
 };
 
 /* PROFD_NVTX_NAME_RESOURCE kinds (in .category). */

@@ -6,7 +6,7 @@
  * and its string cache, the list of every thread's batch, when batches
  * leave through profd:nvtx (full, every PROFD_NVTX_FLUSH_MS from the
  * flusher thread, at once after a definition, at thread exit, at process
- * exit), agent sessions, the definitions kept for an agent that attaches
+ * exit), agent sessions (each begins with the process's identity), the definitions kept for an agent that attaches
  * later, events that could not be recorded (no memory for a batch, a
  * signal handler's NVTX call interrupting ours: counted, then reported in
  * the next batch as one PROFD_NVTX_DROPPED), and fork.
@@ -31,6 +31,7 @@
  * attaching later may miss texts threads defined for the first).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -407,9 +408,66 @@ static void def_drop(uint32_t i)
 	defs[i] = defs[--ndefs];
 }
 
+/* One PROFD_NVTX_PROCESS attribute: its text, then the event naming it. */
+static void put_process_attr(struct nvtx_thread *t, uint32_t attr, const char *s,
+			     size_t len, uint64_t time)
+{
+	struct nvtx_text x = {
+		.s = s,
+		.len = len > PROFD_NVTX_STRING_MAX ? PROFD_NVTX_STRING_MAX : (uint32_t)len,
+		.cut = len > PROFD_NVTX_STRING_MAX,
+	};
+	uint32_t id = nvtx_new_string_id();
+
+	if (!len)
+		return;
+	put_string(t, id, 0, &x, time, 1);
+	batch_put(t, &(struct profd_nvtx_event){ .time_ns = time, .tid = t->tid,
+						 .id = attr, .message_id = id,
+						 .kind = PROFD_NVTX_PROCESS });
+}
+
+/*
+ * The process's identity, first in a session (see enum
+ * profd_nvtx_process_attr): its executable (left out when too long to
+ * send whole), its command line, its OTEL_SERVICE_NAME.
+ */
+static void send_identity(struct nvtx_thread *t, uint64_t time)
+{
+	static const char deleted[] = " (deleted)";
+	char buf[PROFD_NVTX_STRING_MAX + 1];
+	const char *svc = getenv("OTEL_SERVICE_NAME");
+	ssize_t n;
+	int fd;
+
+	n = readlink("/proc/self/exe", buf, sizeof(buf));
+	if (n > 0 && (size_t)n < sizeof(buf)) {
+		buf[n] = 0;
+		if ((size_t)n > sizeof(deleted) - 1 &&
+		    !strcmp(buf + n - (sizeof(deleted) - 1), deleted))
+			n -= sizeof(deleted) - 1;
+		if ((size_t)n <= PROFD_NVTX_STRING_MAX)
+			put_process_attr(t, PROFD_NVTX_PROC_EXE_PATH, buf, n, time);
+	}
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		while (n && !buf[n - 1])
+			n--;
+		for (ssize_t i = 0; i < n; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		put_process_attr(t, PROFD_NVTX_PROC_COMMAND_LINE, buf, n, time);
+	}
+	if (svc)
+		put_process_attr(t, PROFD_NVTX_PROC_SERVICE_NAME, svc, strlen(svc), time);
+}
+
 /*
  * Start a session (under defs_lock): every thread's ids become stale and
- * t sends every kept definition again.
+ * t sends the process's identity and every kept definition again.
  */
 static void session_begin_locked(struct nvtx_thread *t)
 {
@@ -421,6 +479,7 @@ static void session_begin_locked(struct nvtx_thread *t)
 	__atomic_add_fetch(&gen, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_lock(&t->lock);
 	thread_sync(t);
+	send_identity(t, time);
 	for (i = 0; i < ndefs; i++)
 		send_def(t, &defs[i], time);
 	batch_room(t, 1);

@@ -41,9 +41,10 @@ def endpoint(sink, transport):
 
 
 def run_app(profd_bin, tmp_path, sink, transport, mode, *app_args, profd_args=(),
-            env=None, timeout=120):
-    """`profd exec` nvtx_app MODE exporting to @sink; returns (profd result,
-    the app's own records, output dir)."""
+            env=None, timeout=120, wrapper=()):
+    """`profd exec` nvtx_app MODE exporting to @sink (started through
+    @wrapper, e.g. `env VAR=...`, which execs it in the same process);
+    returns (profd result, the app's own records, output dir)."""
     out = tmp_path / "out"
     rec = tmp_path / "app.jsonl"
     e = dict(os.environ, **(env or {}))
@@ -51,7 +52,7 @@ def run_app(profd_bin, tmp_path, sink, transport, mode, *app_args, profd_args=()
         [profd_bin, "exec", "--output-dir", str(out), "--sampling-frequency", "99",
          "--otlp-endpoint", endpoint(sink, transport), "--otlp-protocol",
          "grpc" if transport == "grpc" else "http/protobuf", *profd_args, "--",
-         APP, mode, "--out", str(rec), *app_args],
+         *wrapper, APP, mode, "--out", str(rec), *app_args],
         capture_output=True, text=True, timeout=timeout, env=e)
     assert p.returncode == 0, p.stderr
     recs = [json.loads(l) for l in rec.read_text().splitlines() if l.strip()]
@@ -239,18 +240,65 @@ def test_program_exiting_with_open_ranges_still_exports_them(profd_bin, tmp_path
 
 
 def test_resource_attributes_match_the_process(profd_bin, tmp_path, sink):
-    _, recs, _ = run_app(profd_bin, tmp_path, sink, "grpc", "nested", "--iter", "1",
-                         env={"OTEL_SERVICE_NAME": "trainer-7"})
+    """The resource is the process's own: its executable, command line and
+    OTEL_SERVICE_NAME (set in its environment only, not profd's). The app
+    runs for milliseconds: it may be gone before profd reads /proc, so the
+    identity the injection library sends first stands in then."""
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_SERVICE_NAME"}
+    _, recs, out = run_app(profd_bin, tmp_path, sink, "grpc", "nested", "--iter", "1",
+                           env=env, wrapper=("/usr/bin/env", "OTEL_SERVICE_NAME=trainer-7"))
     spans = spans_of(sink)
     res = spans[0]["resource"]
     assert all(s["resource"] == res for s in spans)
     assert res["process.pid"] > 0
     assert res["process.executable.path"] == os.path.realpath(APP)
     assert res["process.executable.name"] == "nvtx_app"
+    assert res["process.command_line"] == \
+        f"{APP} nested --out {tmp_path / 'app.jsonl'} --iter 1"
     assert res["host.name"] == socket.gethostname()
     assert res["service.name"] == "trainer-7"
     assert {r["tid"] for r in recs if r["kind"] == "range"} == \
         {s["attrs"]["thread.id"] for s in spans}
+
+
+def test_resource_of_a_program_gone_before_profd_read_it(profd_bin, tmp_path, sink):
+    """Whole-machine profd, frozen (SIGSTOP) while a short NVTX program
+    (NVTX_INJECTION64_PATH set by hand, as a user does without `profd
+    exec`) runs and is reaped: its batches wait in the ringbuf and
+    /proc/PID is gone when profd reads them. The resource still names the
+    program: what it said of itself when its session began."""
+    prof = subprocess.Popen(
+        [profd_bin, "--output-dir", str(tmp_path / "out"), "--sampling-frequency", "19",
+         "--inject-library", LIB,    # probes on before any process maps it
+         "--otlp-endpoint", endpoint(sink, "grpc"), "--otlp-protocol", "grpc"],
+        stderr=subprocess.PIPE, text=True)
+    head = ""
+    try:
+        for line in prof.stderr:
+            head += line
+            if "sampling" in line:
+                break
+        prof.send_signal(signal.SIGSTOP)
+        rec = tmp_path / "app.jsonl"
+        env = {k: v for k, v in os.environ.items() if k != "OTEL_SERVICE_NAME"}
+        env.update(NVTX_INJECTION64_PATH=LIB, OTEL_SERVICE_NAME="gone-svc")
+        app = subprocess.Popen([APP, "nested", "--out", str(rec), "--iter", "1"], env=env)
+        assert app.wait(timeout=60) == 0
+        assert not os.path.exists(f"/proc/{app.pid}/exe")   # reaped: nothing to read
+    finally:
+        prof.send_signal(signal.SIGCONT)
+    time.sleep(2)
+    prof.send_signal(signal.SIGINT)
+    err = head + prof.communicate(timeout=60)[1]
+    assert prof.returncode == 0, err
+    spans = spans_of(sink)
+    assert spans, err
+    res = spans[0]["resource"]
+    assert res["process.executable.path"] == os.path.realpath(APP), res
+    assert res["process.executable.name"] == "nvtx_app", res
+    assert res["process.command_line"] == f"{APP} nested --out {rec} --iter 1", res
+    assert res["service.name"] == "gone-svc", res
+    assert res["process.pid"] == app.pid, res
 
 
 def otlp_cpu_samples(sink):

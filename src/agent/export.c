@@ -226,6 +226,8 @@ const char *agent_export_endpoint(const struct agent_export *x)
 int agent_export_nvtx(struct agent_export *x, const void *data, size_t size)
 {
 	const struct profd_gpu_batch *b = data;
+	struct nvtx_process_info info;
+	bool said;
 
 	if (!x || !x->nvtx)
 		return 0;
@@ -233,11 +235,20 @@ int agent_export_nvtx(struct agent_export *x, const void *data, size_t size)
 		return -EINVAL;
 	/*
 	 * Read the process's resource (exe, command line, environment)
-	 * while it lives: its spans may be sent after it exited.
+	 * while it lives: its spans may be sent after it exited. A session
+	 * begins with what the process says of itself, which stands in for
+	 * what /proc no longer tells when a short program is gone already.
 	 */
-	if ((pid_t)b->pid != x->last_pid) {
+	said = nvtx_batch_process_info(data, size, &info) > 0;
+	if (said || (pid_t)b->pid != x->last_pid) {
+		struct otlp_process_hint hint = {
+			.exe_path = info.exe_path,
+			.command_line = info.command_line,
+			.service_name = info.service_name,
+		};
+
 		x->last_pid = b->pid;
-		otlp_resources_get(x->resources, b->pid, NULL);
+		otlp_resources_get(x->resources, b->pid, said ? &hint : NULL);
 	}
 	return nvtx_record(x->nvtx, data, size);
 }

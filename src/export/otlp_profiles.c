@@ -588,7 +588,8 @@ static ResourceProfiles *enc_group(struct enc *e, struct group *g,
 	opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
 	scope->name = (char *)"profd";
 	scope->version = (char *)PROFD_VERSION;
-	rp->resource = enc_resource(e, otlp_resources_get(res, g->pid, g->comm), g);
+	rp->resource = enc_resource(e, otlp_resources_get(res, g->pid,
+				&(struct otlp_process_hint){ .comm = g->comm }), g);
 	if (!rp->resource)
 		return NULL;
 	for (uint32_t t = 0; t < p->nsample_types; t++) {

@@ -46,6 +46,7 @@ struct entry {
 	struct entry *next;		/* hash chain, or retired list */
 	pid_t pid;
 	unsigned long long start;	/* /proc/PID/stat starttime; 0: unknown */
+	bool no_exe;			/* built without an executable path */
 	uint64_t checked_ns;		/* CLOCK_MONOTONIC of the last check */
 	uint64_t retired_ns;		/* when it left the cache */
 	struct otlp_resource res;
@@ -274,12 +275,23 @@ static void entry_free(struct entry *x)
 	free(x);
 }
 
-/* A new entry for @pid (0: the host). NULL on out of memory. */
-static struct entry *entry_new(struct otlp_resources *rs, pid_t pid, const char *comm)
+/* A copy of hint string @s, or NULL when there is none. */
+static char *hint_dup(const char *s)
 {
+	return s && *s ? strdup(s) : NULL;
+}
+
+/*
+ * A new entry for @pid (0: the host), from /proc and, for what /proc no
+ * longer tells, from @h (may be NULL). NULL on out of memory.
+ */
+static struct entry *entry_new(struct otlp_resources *rs, pid_t pid,
+			       const struct otlp_process_hint *h)
+{
+	const char *comm = h ? h->comm : NULL;
 	uint32_t cap = RES_OWN_ATTRS + rs->nlabels + rs->nresource;
 	struct entry *x = calloc(1, sizeof(*x) + cap * sizeof(x->attrs[0]));
-	const char *service = NULL, *exe = NULL, *name = NULL;
+	const char *service = NULL, *exe = NULL, *name = NULL, *cmdline;
 	char *buf, cg[4096], id[CGROUP_CONTAINER_ID_LEN];
 
 	if (!x)
@@ -301,7 +313,12 @@ static struct entry *entry_new(struct otlp_resources *rs, pid_t pid, const char 
 	x->start = proc_start_time(pid);
 	x->res.key = (uint64_t)pid << 32 | (x->start & 0xffffffffu);
 	service = own(x, proc_service_name(pid));
+	if (!service && h)
+		service = own(x, hint_dup(h->service_name));
 	exe = own(x, proc_exe(pid));
+	if (!exe && h)
+		exe = own(x, hint_dup(h->exe_path));
+	x->no_exe = !exe;
 	if (exe) {
 		const char *slash = strrchr(exe, '/');
 
@@ -329,7 +346,10 @@ static struct entry *entry_new(struct otlp_resources *rs, pid_t pid, const char 
 	add_int(x, "process.pid", pid);
 	add_str(x, "process.executable.name", name);
 	add_str(x, "process.executable.path", exe);
-	add_str(x, "process.command_line", own(x, proc_cmdline(pid)));
+	cmdline = own(x, proc_cmdline(pid));
+	if (!cmdline && h)
+		cmdline = own(x, hint_dup(h->command_line));
+	add_str(x, "process.command_line", cmdline);
 	if (!proc_read_cgroup(pid, cg, sizeof(cg)) &&
 	    cgroup_container_id(cg, id, sizeof(id)))
 		add_str(x, "container.id", own(x, strdup(id)));
@@ -469,7 +489,7 @@ int otlp_resources_add_label(struct otlp_resources *rs, const char *key,
 }
 
 const struct otlp_resource *otlp_resources_get(struct otlp_resources *rs, pid_t pid,
-					       const char *comm)
+					       const struct otlp_process_hint *hint)
 {
 	struct entry **pp, *x;
 	uint64_t now;
@@ -495,8 +515,15 @@ const struct otlp_resource *otlp_resources_get(struct otlp_resources *rs, pid_t 
 			x = NULL;
 		}
 	}
+	if (x && x->no_exe && hint && hint->exe_path && hint->exe_path[0]) {
+		/* built after the process was gone: what it says of itself */
+		*pp = x->next;
+		rs->count--;
+		retire(rs, x, now);
+		x = NULL;
+	}
 	if (!x) {
-		x = entry_new(rs, pid, comm);
+		x = entry_new(rs, pid, hint);
 		if (x) {
 			uint32_t j = bucket(rs, pid);
 

@@ -55,15 +55,29 @@ int otlp_resources_add_label(struct otlp_resources *rs, const char *key,
 			     const char *value);
 
 /*
- * otlp_resources_get - the resource of @pid (@comm: a fallback name when
- * /proc is gone), or of profd's host when @pid is 0. The returned
+ * What profd knows of a process besides /proc (any field may be NULL):
+ * used only for what /proc/PID no longer tells once the process is gone.
+ */
+struct otlp_process_hint {
+	const char *comm;		/* its name, from a BPF event */
+	const char *exe_path;		/* process.executable.path, as the process said */
+	const char *command_line;	/* process.command_line, as the process said */
+	const char *service_name;	/* its OTEL_SERVICE_NAME, as the process said */
+};
+
+/*
+ * otlp_resources_get - the resource of @pid, read from /proc/PID, with
+ * @hint (may be NULL) filling what /proc no longer tells (a process gone
+ * before its first record was read), or of profd's host when @pid is 0.
+ * A cached resource built without an executable path is built again
+ * when a hint brings one. The returned
  * resource stays valid until otlp_resources_free(), and for at least
  * 10 s after otlp_resources_forget(@pid) or a pid reuse is noticed
  * (callers hold it only within one call); never NULL unless out of
  * memory or @rs is NULL.
  */
 const struct otlp_resource *otlp_resources_get(struct otlp_resources *rs, pid_t pid,
-					       const char *comm);
+					       const struct otlp_process_hint *hint);
 
 /* otlp_resources_forget - drop @pid's cached resource (the process exited). */
 void otlp_resources_forget(struct otlp_resources *rs, pid_t pid);

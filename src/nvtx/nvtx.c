@@ -176,6 +176,68 @@ int nvtx_record(struct nvtx_tracer *t, const void *data, size_t size)
 	return 0;
 }
 
+/*
+ * Events of a STRING at @ev[i] and its text chunks (1 + chunks), or 0
+ * when its length is out of bounds or its text runs past @n.
+ */
+static uint32_t string_span(const struct profd_nvtx_event *ev, uint32_t i, uint32_t n)
+{
+	uint64_t len = ev[i].payload, chunks;
+
+	chunks = (len + PROFD_NVTX_TEXT_CHUNK - 1) / PROFD_NVTX_TEXT_CHUNK;
+	if (len > PROFD_NVTX_STRING_MAX || chunks > n - i - 1)
+		return 0;
+	return 1 + (uint32_t)chunks;
+}
+
+int nvtx_batch_process_info(const void *data, size_t size,
+			    struct nvtx_process_info *out)
+{
+	const struct profd_nvtx_event *ev, *text[PROFD_NVTX_PROC_SERVICE_NAME + 1] = { 0 };
+	const struct profd_nvtx_event *strs[PROFD_NVTX_BATCH_MAX];
+	struct profd_gpu_batch h;
+	uint32_t i, step, nstr = 0;
+	int found = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!data || size < sizeof(h))
+		return 0;
+	memcpy(&h, data, sizeof(h));
+	if (h.type != PROFD_EVENT_NVTX || h.n > PROFD_NVTX_BATCH_MAX ||
+	    size < sizeof(h) + (size_t)h.n * sizeof(*ev))
+		return 0;
+	ev = (const struct profd_nvtx_event *)((const char *)data + sizeof(h));
+	/* each attribute names a STRING defined before it (text chunks skipped) */
+	for (i = 0; i < h.n; i += step) {
+		step = 1;
+		if (ev[i].kind == PROFD_NVTX_STRING) {
+			if (!(step = string_span(ev, i, h.n)))
+				return 0;
+			strs[nstr++] = &ev[i];
+		} else if (ev[i].kind == PROFD_NVTX_PROCESS && ev[i].id &&
+			   ev[i].id <= PROFD_NVTX_PROC_SERVICE_NAME) {
+			for (uint32_t k = nstr; k--;)
+				if (strs[k]->id == ev[i].message_id) {
+					text[ev[i].id] = strs[k];
+					break;
+				}
+		}
+	}
+	for (uint32_t a = 1; a <= PROFD_NVTX_PROC_SERVICE_NAME; a++) {
+		char *dst = a == PROFD_NVTX_PROC_EXE_PATH ? out->exe_path :
+			    a == PROFD_NVTX_PROC_COMMAND_LINE ? out->command_line :
+			    out->service_name;
+
+		if (!text[a] || (a == PROFD_NVTX_PROC_EXE_PATH &&
+				 (text[a]->flags & PROFD_NVTX_F_CUT)))
+			continue;
+		memcpy(dst, text[a] + 1, text[a]->payload);
+		dst[text[a]->payload] = 0;
+		found++;
+	}
+	return found;
+}
+
 void nvtx_process_exit(struct nvtx_tracer *t, pid_t pid)
 {
 	struct qexit x = { .now_ns = clock_mono_ns(), .pid = pid };

@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bpf/nvtx_events.h"
 #include "export/otlp_types.h"
 #include "util/clock.h"
 
@@ -109,6 +110,26 @@ struct nvtx_tracer *nvtx_new(const struct nvtx_opts *o);
  * queue is full: counted in queue_full) or -EINVAL for a malformed record.
  */
 int nvtx_record(struct nvtx_tracer *t, const void *data, size_t size);
+
+/* What a process said of itself in a batch (PROFD_NVTX_PROCESS). */
+struct nvtx_process_info {
+	char exe_path[PROFD_NVTX_STRING_MAX + 1];	/* "" when not said */
+	char command_line[PROFD_NVTX_STRING_MAX + 1];
+	char service_name[PROFD_NVTX_STRING_MAX + 1];
+};
+
+/*
+ * nvtx_batch_process_info - the PROFD_NVTX_PROCESS attributes of the
+ * PROFD_EVENT_NVTX record @data (@size bytes, as nvtx_record() takes;
+ * any bytes: every field is checked), each with the text of the STRING
+ * that its message_id names in the same record, up to its first NUL. A
+ * cut executable path is ignored. Fills @out ("" for what was not said)
+ * and returns how many attributes were found; 0 for a malformed record.
+ * Called by the reader thread, before nvtx_record(), so the process's
+ * resource can be built with them (the tracer's thread ignores them).
+ */
+int nvtx_batch_process_info(const void *data, size_t size,
+			    struct nvtx_process_info *out);
 
 /*
  * nvtx_process_exit - @pid exited: after NVTX_EXIT_GRACE_NS (its last

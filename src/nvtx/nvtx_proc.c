@@ -622,6 +622,7 @@ void nvtx_proc_batch(struct nvtx_tracer *t, const struct profd_gpu_batch *h,
 			t->st.library_dropped += e->payload;
 			break;
 		case PROFD_NVTX_HELLO:
+		case PROFD_NVTX_PROCESS:
 			break;	/* the agent read the resource on arrival */
 		default:
 			t->st.malformed++;

@@ -12,7 +12,8 @@
  * stop closing open ranges as unfinished; strings in chunks (a cut
  * 1024-byte one, invalid UTF-8, the LRU bound); domain, category and
  * thread names, colors and every payload type; the depth bound; malformed
- * records; a full queue; random records (the fuzz). Every number asserted
+ * records; the process identity a session begins with
+ * (nvtx_batch_process_info); a full queue; random records (the fuzz). Every number asserted
  * is exact. Prints one line per check; exits 1 if any failed.
  *
  * "--fuzz SECONDS": only the fuzz, that long. "--bench [SPANS]": spans/s
@@ -1352,6 +1353,54 @@ static void test_malformed(void)
 }
 
 /* The tracer held in its output: records beyond the 64 KiB queue are dropped, counted. */
+/*
+ * nvtx_batch_process_info: the identity a session begins with, found by
+ * the message ids of its PROFD_NVTX_PROCESS events; text chunks that
+ * look like events, a cut executable path and broken records are not
+ * taken.
+ */
+static void test_process_info(void)
+{
+	struct profd_nvtx_event fake = { .kind = PROFD_NVTX_PROCESS, .id = 1, .message_id = 9 };
+	struct nvtx_process_info info;
+	char cut[PROFD_NVTX_STRING_MAX];
+	struct rec r;
+	size_t size;
+	int n;
+
+	rec_init(&r, PID, 901);
+	string(&r, 7, "/opt/app/bin/train");
+	string(&r, 8, "train --epochs 3");
+	string_n(&r, 9, (const char *)&fake, sizeof(fake), 0);	/* looks like an event */
+	name_event(&r, PROFD_NVTX_PROCESS, 0, 0, PROFD_NVTX_PROC_EXE_PATH, 7);
+	name_event(&r, PROFD_NVTX_PROCESS, 0, 0, PROFD_NVTX_PROC_COMMAND_LINE, 8);
+	name_event(&r, PROFD_NVTX_PROCESS, 0, 0, 77, 8);		/* unknown attribute */
+	name_event(&r, PROFD_NVTX_HELLO, 0, 0, 0, 0);
+	size = sizeof(r.h) + r.h.n * sizeof(r.ev[0]);
+	n = nvtx_batch_process_info(&r, size, &info);
+	CHECK(n == 2 && !strcmp(info.exe_path, "/opt/app/bin/train") &&
+	      !strcmp(info.command_line, "train --epochs 3") && !info.service_name[0],
+	      "process info: %d attributes, exe '%s', command line '%s', service '%s'",
+	      n, info.exe_path, info.command_line, info.service_name);
+	CHECK(nvtx_batch_process_info(&r, size - 1, &info) == 0 && !info.exe_path[0],
+	      "process info: a record shorter than its events is not read");
+	r.ev[0].payload = PROFD_NVTX_STRING_MAX + 1;
+	CHECK(nvtx_batch_process_info(&r, size, &info) == 0,
+	      "process info: a string longer than the bound spoils the record");
+
+	rec_init(&r, PID, 901);
+	memset(cut, 'x', sizeof(cut));
+	string_n(&r, 5, cut, sizeof(cut), PROFD_NVTX_F_CUT);
+	string(&r, 6, "svc-a");
+	name_event(&r, PROFD_NVTX_PROCESS, 0, 0, PROFD_NVTX_PROC_EXE_PATH, 5);
+	name_event(&r, PROFD_NVTX_PROCESS, 0, 0, PROFD_NVTX_PROC_SERVICE_NAME, 6);
+	name_event(&r, PROFD_NVTX_PROCESS, 0, 0, PROFD_NVTX_PROC_COMMAND_LINE, 99);
+	n = nvtx_batch_process_info(&r, sizeof(r.h) + r.h.n * sizeof(r.ev[0]), &info);
+	CHECK(n == 1 && !info.exe_path[0] && !info.command_line[0] &&
+	      !strcmp(info.service_name, "svc-a"),
+	      "process info: a cut path and an undefined string are left out (%d)", n);
+}
+
 static void test_queue_full(void)
 {
 	struct nvtx_stats st;
@@ -1457,6 +1506,7 @@ static void fuzz_record(struct rec *r)
 
 static void test_fuzz(double seconds)
 {
+	static struct nvtx_process_info pinfo;
 	struct nvtx_stats st;
 	struct capture c;
 	struct rec r;
@@ -1486,6 +1536,7 @@ static void test_fuzz(double seconds)
 							  PID + 3 + fz() % 6000);
 				break;
 			}
+			nvtx_batch_process_info(&r, size, &pinfo);	/* the reader's look first */
 			if (nvtx_record(cur, &r, size) < 0 &&
 			    size >= sizeof(r.h) + r.h.n * sizeof(r.ev[0]) &&
 			    r.h.type == PROFD_EVENT_NVTX && r.h.n <= PROFD_NVTX_BATCH_MAX)
@@ -1595,6 +1646,7 @@ int main(int argc, char **argv)
 		test_depth();
 		test_bounds();
 		test_malformed();
+		test_process_info();
 		test_queue_full();
 		test_exit_and_stop();
 		test_fuzz(2.0);

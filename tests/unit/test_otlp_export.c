@@ -525,7 +525,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (unsigned int r = 0; r < repeat; r++) {
-		const struct otlp_resource *proc = otlp_resources_get(rs, getpid(), "driver");
+		const struct otlp_resource *proc = otlp_resources_get(rs, getpid(),
+			&(struct otlp_process_hint){ .comm = "driver" });
 
 		if (send_items(b, proc, r) == -ENOMEM)
 			rc = 1;
