@@ -36,7 +36,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 .PHONY: all deps test-deps test run clean bench
 # Keep intermediate BPF objects and generated sources.
 .SECONDARY:
-all: $(BUILD)/profd $(UNIT_BINS) inject gpu-test-bins nvtx-test-bins
+all: $(BUILD)/profd $(UNIT_BINS) inject gpu-test-bins nvtx-test-bins $(BUILD)/demo/server
 
 # The CUDA/NVTX injection library and the GPU mocks/test programs.
 include inject/inject.mk
@@ -88,9 +88,16 @@ test: test-deps
 	$(MAKE) all
 	/usr/bin/python3 -m pytest -v tests
 
+# `make run`: only what it runs (profd, the injection library, the demo
+# program), then 10 s of this machine with the demo (scripts/run-demo.sh).
 run: deps
-	$(MAKE) all
-	$(BUILD)/profd --duration 10 --output-dir profd-out
+	$(MAKE) -j$$(nproc) $(BUILD)/profd inject $(BUILD)/demo/server
+	sh scripts/run-demo.sh 10 profd-out
+
+# The native demo program: -O2 without frame pointers, as distributions build.
+$(BUILD)/demo/server: demo/server.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fomit-frame-pointer -o $@ $<
 
 bench: all
 	sh bench/run-all.sh

@@ -4,9 +4,13 @@
 # when everything is present.
 set -eu
 
+# Build: the compilers, libbpf + bpftool (skeletons), elfutils (libelf,
+# libdw), protobuf-c, libcurl, libyaml, libmicrohttpd; sys/sdt.h (USDT
+# probes of the CUDA/NVTX injection library, built when the CUDA headers
+# are in /usr/local/cuda). Run: python3 for `make run`'s Python demo.
 BUILD="make gcc g++ clang bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
 protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libyaml-dev
-libmicrohttpd-dev"
+libmicrohttpd-dev systemtap-sdt-dev python3"
 # Tests: pytest, the oracles (protoc, Google's pprof built from Debian's
 # source, chromium, binutils' readelf/nm/c++filt, gdb for CPython's struct
 # layouts from DWARF, austin as a second Python profiler), libc's detached
