@@ -462,7 +462,8 @@ static void vdso_attach_debug(struct elf_file *ef)
 
 			if (de->d_name[0] == '.')
 				continue;
-			fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC);
+			fd = openat(dirfd(d), de->d_name,
+				    O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 			if (fd >= 0 && elf_file_set_debug(ef, fd) == 0) {
 				closedir(d);
 				return;
