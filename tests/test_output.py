@@ -672,11 +672,20 @@ def test_flamegraph_views(chromium, tmp_path):
         assert ("a" in f["class"].split()) == (len(path) < len(zpath))
     assert "100.00% of zoomed" in paths[zpath + ("cudaLaunchKernel",)][1]["title"]
 
-    # An empty view keeps its tab and says so.
+    # An empty view keeps its tab and says so: without a note of the
+    # caller's, that nothing was recorded and what to run
+    # (FLAMEGRAPH_EMPTY_NOTE).
     dom = page("empty.html", "v=1")
     assert tabs(dom) == [("CPU", "false"), ("GPU kernel time", "true")]
     assert dom.ids["empty"].get("hidden") is None
-    assert dom.ids["empty"]["_text"] == "No data yet."
+    assert dom.ids["empty"]["_text"] == (
+        "No samples were recorded for this view. Record while the workload "
+        "runs (a longer --duration), or profile one command with "
+        "`profd exec -- COMMAND`.")
+    # The caller's note instead, shown as text.
+    dom = page("note.html", "v=1")
+    assert dom.ids["empty"]["_text"] == "</script><b id=\"x\">idle & \ufffd"
+    assert "x" not in dom.ids
     assert dom.frames == [] and dom.ids["fg"]["data-drawn"] == "0"
 
     # The node bound is per tree: the capped GPU view says what it cut.

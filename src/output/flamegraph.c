@@ -13,11 +13,12 @@
  * The page: one HTML file, inline CSS and JS, a CSP that forbids any
  * network access. The trees are embedded as JSON in one
  * <script type="application/json"> block: {"title", "views": [...]},
- * each view {"name", "unit", "total", "truncated", "names", "nodes"}: its
- * own name table plus a flat preorder array of (name index, value, kind,
- * child count), children sorted by name. Every string is escaped so
- * that no byte sequence in a symbol name (`</script>`, quotes, control
- * characters, invalid UTF-8) can end the block or break JSON.parse. The
+ * each view {"name", "unit", "total", "truncated", "names", "nodes",
+ * "empty"}: its own name table, a flat preorder array of (name index,
+ * value, kind, child count), children sorted by name, and the text shown
+ * if the tree is empty. Every string is escaped so that no byte sequence
+ * in a symbol name or note (`</script>`, quotes, control characters,
+ * invalid UTF-8) can end the block or break JSON.parse. The
  * script builds a view's arrays when its tab is first shown and keeps
  * them for later switches, builds DOM elements with textContent (never
  * innerHTML) and draws only frames wider than 0.1% of the zoomed frame,
@@ -566,7 +567,10 @@ static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
 	return 0;
 }
 
-/* One view's JSON object: labels, total, names and the preorder nodes. */
+/*
+ * One view's JSON object: labels, total, names, the preorder nodes and
+ * the text shown when the tree is empty.
+ */
 static int emit_view(const struct flamegraph_view *v, struct sbuf *b)
 {
 	const struct flamegraph *fg = v->fg;
@@ -586,7 +590,9 @@ static int emit_view(const struct flamegraph_view *v, struct sbuf *b)
 	}
 	sb_puts(b, "],\n\"nodes\":[");
 	err = emit_nodes(fg, b);
-	sb_puts(b, "]}");
+	sb_puts(b, "],\n\"empty\":");
+	sb_json_str(b, v->empty_note ? v->empty_note : FLAMEGRAPH_EMPTY_NOTE);
+	sb_puts(b, "}");
 	return err;
 }
 

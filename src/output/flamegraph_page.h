@@ -51,7 +51,8 @@ static const char page_head[] =
  * views from #fg-data, draws a tab per view (none for a single view) and
  * builds a view's arrays when its tab is first shown; switching tabs
  * re-renders with that view's tree, unit, zoom (each view keeps its own)
- * and the current search. Frame kinds: KINDS (enum fg_kind); GPU kernels
+ * and the current search. An empty view shows its "empty" text in
+ * #empty. Frame kinds: KINDS (enum fg_kind); GPU kernels
  * ("cuda") get class "g" and greens as kernel frames get "k" and blues.
  * State lives in the URL: #v=<view>&s=<search>&z=<frame>.
  */
@@ -70,7 +71,7 @@ static const char page_tail[] =
 	" style=\"background:#b9b0d6\">process</span></span>\n"
 	"<span id=\"note\"></span></div>\n"
 	"<div id=\"tabs\" role=\"tablist\" hidden></div>\n"
-	"<div id=\"empty\" hidden>No data yet.</div>\n"
+	"<div id=\"empty\" hidden></div>\n"
 	"<div id=\"fg\"></div>\n"
 	"<div id=\"status\"></div>\n"
 	"<script>\n"
@@ -322,6 +323,7 @@ static const char page_tail[] =
 	"	document.getElementById('lg-cuda').hidden = !T.cuda;\n"
 	"	document.getElementById('note').textContent = V.truncated > 0 ?\n"
 	"		fmt(V.truncated) + ' stacks cut at the frame bound' : '';\n"
+	"	emptyEl.textContent = V.empty || '';\n"
 	"	status.textContent = '';\n"
 	"	search(lastQuery);\n"
 	"	render();\n"
@@ -333,7 +335,7 @@ static const char page_tail[] =
 	"	b.id = 'tab-' + k;\n"
 	"	b.setAttribute('role', 'tab');\n"
 	"	b.setAttribute('data-view', k);\n"
-	"	b.title = V.total > 0 ? weight(V.total, V.unit || '') : 'No data yet.';\n"
+	"	b.title = V.total > 0 ? weight(V.total, V.unit || '') : V.empty || '';\n"
 	"	b.textContent = V.name || 'view ' + (k + 1);\n"
 	"	tabsEl.appendChild(b);\n"
 	"});\n"

@@ -5,14 +5,16 @@
  * under the "[cuda]" mapping) written as one two-tab page, then the page's
  * embedded JSON read back and checked against the inputs: tab names,
  * units, totals, every frame, the frame kinds (GPU kernels "cuda", kernel
- * frames "kernel"), the node bound per tree, errors, and
- * flamegraph_write_html() as a one-view page.
+ * frames "kernel"), the node bound per tree, an empty view's note
+ * (default and caller's, escaped), errors, and flamegraph_write_html()
+ * as a one-view page.
  *
  * Usage: test_flamegraph_views [DIR]
  *   Writes DIR/views.html (CPU + GPU), DIR/empty.html (CPU + an empty GPU
- *   view), DIR/capped.html (the GPU tree bounded to 3 frames) and
- *   DIR/single.html (flamegraph_write_html); tests/test_output.py renders
- *   them in chromium. Without DIR, a temporary directory is used and
+ *   view), DIR/note.html (the same, the empty view with a note of
+ *   markup characters), DIR/capped.html (the GPU tree bounded to 3
+ *   frames) and DIR/single.html (flamegraph_write_html);
+ *   tests/test_output.py renders them in chromium. Without DIR, a temporary directory is used and
  *   removed. Prints one line per check; exits 1 if any failed.
  */
 #include <dirent.h>
@@ -411,9 +413,24 @@ static void check_empty_page(const char *path)
 	CHECK(parse_view(html, "GPU kernel time", &gpu) == 0 &&
 	      gpu.total == 0 && gpu.nnodes == 1 && gpu.nodes[1] == 0,
 	      "empty page: the GPU tab is there with only the root");
-	CHECK(strstr(html, "No data yet.") != NULL, "the page can say No data yet.");
+	CHECK(strstr(html, "\"empty\":\"" FLAMEGRAPH_EMPTY_NOTE "\"}") != NULL,
+	      "an empty view without a note says FLAMEGRAPH_EMPTY_NOTE");
 	pview_free(&cpu);
 	pview_free(&gpu);
+	free(html);
+}
+
+static void check_note_page(const char *path)
+{
+	char *html = slurp(path);
+
+	CHECK(html != NULL, "read %s", path);
+	if (!html)
+		return;
+	CHECK(strstr(html, "\"empty\":\"\\u003c/script\\u003e\\u003cb "
+			   "id=\\\"x\\\"\\u003eidle \\u0026 \\ufffd\"}") != NULL,
+	      "the empty view's note is in the data, escaped");
+	CHECK(count(html, "</script") == 2, "the note ends no script element");
 	free(html);
 }
 
@@ -471,7 +488,8 @@ static unsigned int leftover_tmp(void)
 static void remove_dir(void)
 {
 	static const char *const files[] = {
-		"views.html", "empty.html", "capped.html", "single.html",
+		"views.html", "empty.html", "note.html", "capped.html",
+		"single.html",
 	};
 	char path[4200];
 
@@ -532,6 +550,14 @@ int main(int argc, char **argv)
 	err = flamegraph_write_views(path, "profd test: trainer", views, 2);
 	CHECK(err == 0, "write_views with an empty view: %d", err);
 	check_empty_page(path);
+
+	/* A caller's note: any bytes, escaped like a frame name. */
+	views[1].empty_note = "</script><b id=\"x\">idle & \xff";
+	page_path(path, sizeof(path), "note.html");
+	err = flamegraph_write_views(path, "profd test: trainer", views, 2);
+	CHECK(err == 0, "write_views with an empty view's note: %d", err);
+	check_note_page(path);
+	views[1].empty_note = NULL;
 
 	views[1].fg = capped;
 	page_path(path, sizeof(path), "capped.html");
