@@ -18,11 +18,13 @@
  * value, kind, child count), children sorted by name, and the text shown
  * if the tree is empty. Every string is escaped so that no byte sequence
  * in a symbol name or note (`</script>`, quotes, control characters,
- * invalid UTF-8) can end the block or break JSON.parse. The
- * script builds a view's arrays when its tab is first shown and keeps
- * them for later switches, builds DOM elements with textContent (never
- * innerHTML) and draws only frames wider than 0.1% of the zoomed frame,
- * so 100k-node trees stay fast.
+ * invalid UTF-8) can end the block or break JSON.parse; the script puts
+ * strings into the page as text (textContent, canvas text), never as
+ * markup. The script (flamegraph_page.h) builds a view's arrays when its
+ * tab is first shown and keeps them for later switches, lays out only
+ * frames wider than 0.1% of the zoomed frame as an icicle (root on top)
+ * and paints on a canvas only the rows in the window, so 100k-node trees
+ * stay fast.
  */
 #include <errno.h>
 #include <inttypes.h>

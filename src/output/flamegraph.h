@@ -4,10 +4,11 @@
  *
  * Owns: a merged call tree of every profile of a run (root -> process
  * name -> outermost frame -> ... -> leaf) and its rendering as one HTML
- * file with inline CSS/JS: no network access, zoom on click, search with
- * highlighting and the matched share. One page may hold several trees
- * ("views", e.g. CPU samples and GPU kernel time), one tab each; an
- * empty view says why it is empty.
+ * file with inline CSS/JS: no network access, an icicle (the root under
+ * the header, callees below) that opens on its widest frames, zoom on
+ * click, search with highlighting and the matched share. One page may
+ * hold several trees ("views", e.g. CPU samples and GPU kernel time),
+ * one tab each; an empty view says why it is empty.
  */
 #ifndef PROFD_OUTPUT_FLAMEGRAPH_H
 #define PROFD_OUTPUT_FLAMEGRAPH_H
