@@ -692,6 +692,14 @@ def test_flamegraph_views(chromium, tmp_path):
     assert len(dom.frames) == 3
     assert dom.ids["note"]["_text"] == "2 stacks cut at the frame bound"
 
+    # A long run at the node bound: the lightest frames were folded into
+    # their callers, the heavy stack that came last has its whole path.
+    dom = page("pruned.html")
+    assert dom.ids["note"]["_text"] == (
+        "118 light frames folded into their callers at the frame bound")
+    drawn = {f["data-name"] for f in dom.frames}
+    assert {"all", "app", "main", "hot_a", "hot_b"} <= drawn
+
     # flamegraph_write_html: one view, no tab bar.
     dom = page("single.html")
     assert dom.ids["tabs"].get("hidden") is not None

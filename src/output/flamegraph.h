@@ -24,8 +24,12 @@ struct flamegraph;
 
 /*
  * flamegraph_new - an empty tree of at most @max_nodes frames (0: the
- * default). Once full, a sample whose path needs a new frame adds its
- * weight to the part of the path that exists (counted, see
+ * default). When a sample's path does not fit, the tree first folds its
+ * lightest frames into their callers until a quarter of @max_nodes is
+ * free (their weight stays in the callers, as self weight; counted, see
+ * flamegraph_pruned), so the heaviest paths stay whenever they first
+ * appear. A path longer than a quarter of @max_nodes that does not fit
+ * adds its weight to the part that exists (counted, see
  * flamegraph_truncated). NULL on out of memory.
  */
 struct flamegraph *flamegraph_new(uint32_t max_nodes);
@@ -97,5 +101,8 @@ uint64_t flamegraph_total(const struct flamegraph *fg);
 
 /* flamegraph_truncated - samples whose path was cut at the node bound. */
 uint64_t flamegraph_truncated(const struct flamegraph *fg);
+
+/* flamegraph_pruned - frames folded into their callers at the node bound. */
+uint64_t flamegraph_pruned(const struct flamegraph *fg);
 
 #endif /* PROFD_OUTPUT_FLAMEGRAPH_H */

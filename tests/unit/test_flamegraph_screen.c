@@ -17,7 +17,8 @@
  *     10-63 frames deep with shared prefixes, Zipf-like weights, merged
  *     as 360 ten-second profiles into a tree of the default node bound.
  *     Prints the frames the stacks need (their distinct prefixes), the
- *     bound, the total and the samples cut at the bound.
+ *     bound, the total, the frames folded and the samples cut at the
+ *     bound.
  * Prints one line per check; exits 1 if any failed.
  */
 #include <errno.h>
@@ -390,9 +391,10 @@ static int write_big(long nstacks, const char *path)
 				     &v, 1);
 	CHECK(err == 0, "big: write %s: %d", path, err);
 	printf("stacks=%ld redrawn=%ld frames_needed=%" PRIu64 " bound=%u "
-	       "total=%" PRIu64 " truncated_samples=%" PRIu64 "\n", made,
-	       dups, nodes.n + 1, FLAMEGRAPH_DEFAULT_MAX_NODES,
-	       flamegraph_total(fg), flamegraph_truncated(fg));
+	       "total=%" PRIu64 " pruned_frames=%" PRIu64 " truncated_samples=%"
+	       PRIu64 "\n", made, dups, nodes.n + 1,
+	       FLAMEGRAPH_DEFAULT_MAX_NODES, flamegraph_total(fg),
+	       flamegraph_pruned(fg), flamegraph_truncated(fg));
 	free(stacks.slot);
 	free(nodes.slot);
 	flamegraph_free(fg);
