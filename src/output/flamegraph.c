@@ -17,7 +17,7 @@
  * network access. The trees are embedded as JSON in one
  * <script type="application/json"> block: {"title", "views": [...]},
  * each view {"name", "unit", "total", "truncated", "names", "nodes",
- * "pruned", "empty"}: its own name table, a flat preorder array of (name
+ * "pruned", "empty"}: the names of its frames, a flat preorder array of (name
  * index, value, kind, child count), children sorted by name, the frames
  * folded to stay in the node bound, and the text shown if the tree is
  * empty. Every string is escaped so that no byte sequence
@@ -625,9 +625,12 @@ static int child_cmp(const void *a, const void *b, void *arg)
 
 /*
  * The tree as "nodes":[name,value,kind,nchildren,...] in preorder,
- * children sorted by name. Iterative: stacks can be deep.
+ * children sorted by name, each name as its index in the page's table
+ * (@names: the tree's name index -> the page's). Iterative: stacks can be
+ * deep.
  */
-static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
+static int emit_nodes(const struct flamegraph *fg, const uint32_t *names,
+		      struct sbuf *b)
 {
 	uint32_t *stack, *kids, sp = 0;
 	struct sort_ctx ctx = { fg };
@@ -651,7 +654,7 @@ static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
 			kids[nk++] = c;
 		qsort_r(kids, nk, sizeof(*kids), child_cmp, &ctx);
 		sb_printf(b, "%s%" PRIu32 ",%" PRIu64 ",%u,%" PRIu32,
-			  first ? "" : ",", n->name, n->value,
+			  first ? "" : ",", names[n->name], n->value,
 			  (unsigned int)n->kind, nk);
 		first = false;
 		while (nk)
@@ -669,6 +672,7 @@ static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
 static int emit_view(const struct flamegraph_view *v, struct sbuf *b)
 {
 	const struct flamegraph *fg = v->fg;
+	uint32_t *names, used = 0;
 	int err;
 
 	sb_puts(b, "{\"name\":");
@@ -677,14 +681,24 @@ static int emit_view(const struct flamegraph_view *v, struct sbuf *b)
 	sb_json_str(b, v->unit ? v->unit : "samples");
 	sb_printf(b, ",\"total\":%" PRIu64 ",\"truncated\":%" PRIu64,
 		  flamegraph_total(fg), fg->truncated);
+	/* Only the names of kept frames: folded ones leave theirs behind. */
+	names = calloc(fg->nnames, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < fg->nnodes; i++)
+		names[fg->nodes[i].name] = 1;
 	sb_puts(b, ",\n\"names\":[");
 	for (uint32_t i = 0; i < fg->nnames; i++) {
-		if (i)
+		if (!names[i])
+			continue;
+		names[i] = used++;
+		if (names[i])
 			sb_put(b, ",", 1);
 		sb_json_str(b, fg->names[i]);
 	}
 	sb_puts(b, "],\n\"nodes\":[");
-	err = emit_nodes(fg, b);
+	err = emit_nodes(fg, names, b);
+	free(names);
 	sb_printf(b, "],\n\"pruned\":%" PRIu64, fg->pruned);
 	sb_puts(b, ",\n\"empty\":");
 	sb_json_str(b, v->empty_note ? v->empty_note : FLAMEGRAPH_EMPTY_NOTE);
