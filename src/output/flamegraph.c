@@ -17,10 +17,10 @@
  * network access. The trees are embedded as JSON in one
  * <script type="application/json"> block: {"title", "views": [...]},
  * each view {"name", "unit", "total", "truncated", "names", "nodes",
- * "pruned", "empty"}: the names of its frames, a flat preorder array of (name
- * index, value, kind, child count), children sorted by name, the frames
- * folded to stay in the node bound, and the text shown if the tree is
- * empty. Every string is escaped so that no byte sequence
+ * "pruned", "empty"}: the names of its frames, a flat preorder array of
+ * (name index, value, kind, child count), children sorted by name, the
+ * frames folded to stay in the node bound, and the text shown if the
+ * tree is empty. Every string is escaped so that no byte sequence
  * in a symbol name or note (`</script>`, quotes, control characters,
  * invalid UTF-8) can end the block or break JSON.parse; the script puts
  * strings into the page as text (textContent, canvas text), never as
