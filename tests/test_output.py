@@ -363,23 +363,23 @@ def parse_dom(text):
     return d
 
 
-def style_of(frame):
-    return dict((k.strip(), v.strip()) for k, v in
-                (p.split(":", 1) for p in frame.get("style", "").split(";")
-                 if ":" in p))
+def geometry(frame):
+    """A laid-out frame as the page's canvas draws it (the hidden #frames
+    list): (row = depth from the root, left %, width % of the zoomed
+    frame, fill colour)."""
+    return (int(frame["data-row"]), float(frame["data-left"]),
+            float(frame["data-width"]), frame["data-fill"])
 
 
 def frame_paths(frames):
     """Rebuild each drawn frame's path from its geometry: rows from the
-    distinct `bottom` offsets, the parent is the frame one row down whose
-    horizontal extent contains it."""
-    rows = sorted({float(style_of(f)["bottom"].rstrip("px")) for f in frames})
+    distinct row numbers (an icicle: the root's row on top), the parent
+    is the frame one row up whose horizontal extent contains it."""
+    rows = sorted({geometry(f)[0] for f in frames})
     geo = []
     for f in frames:
-        s = style_of(f)
-        geo.append((rows.index(float(s["bottom"].rstrip("px"))),
-                    float(s["left"].rstrip("%")), float(s["width"].rstrip("%")),
-                    f))
+        row, left, width, _ = geometry(f)
+        geo.append((rows.index(row), left, width, f))
     paths = {}
     for depth, left, width, f in sorted(geo, key=lambda g: g[0]):
         parent = ()
@@ -457,8 +457,8 @@ def test_flamegraph_hottest_and_kernel_frames(page_dom):
             assert (f["data-kind"] == "kernel") == kernel, name
             assert ("k" in f["class"].split()) == kernel, name
     assert by_name["myapp"][0]["data-kind"] == "process"
-    k_bg = style_of(by_name["do_syscall_64"][0])["background"]
-    u_bg = style_of(by_name[RUN][0])["background"]
+    k_bg = geometry(by_name["do_syscall_64"][0])[3]
+    u_bg = geometry(by_name[RUN][0])[3]
     assert k_bg != u_bg
 
 
@@ -552,7 +552,7 @@ def test_flamegraph_big_tree_is_pruned(unit_bin, chromium, tmp_path):
     # at most in this tree, far fewer than its 100k nodes.
     assert 100 < drawn < 5000
     for f in dom.frames:
-        assert float(style_of(f)["width"].rstrip("%")) >= 0.1 - 1e-9
+        assert geometry(f)[2] >= 0.1 - 1e-9
     assert elapsed < 60, f"chromium took {elapsed:.1f}s"
 
 
@@ -601,14 +601,13 @@ def test_flamegraph_views(chromium, tmp_path):
 
     def paths_of(frames):
         """Path -> (width, frame): data-i is the preorder index, so each
-        frame's parent is the last one before it a row lower (chromium's
-        rounding of left/width is too coarse for frame_paths here)."""
+        frame's parent is the last one before it a row higher."""
         paths, stack = {}, []
         for f in sorted(frames, key=lambda f: int(f["data-i"])):
-            depth = int(float(style_of(f)["bottom"].rstrip("px")) // 16)
+            depth = geometry(f)[0]
             stack = stack[:depth] + [f["data-name"]]
             assert len(stack) == depth + 1, f["data-name"]
-            paths[tuple(stack)] = (float(style_of(f)["width"].rstrip("%")), f)
+            paths[tuple(stack)] = (geometry(f)[2], f)
         return paths
 
     def check_tree(dom, tree, total, unit, view):
@@ -628,7 +627,7 @@ def test_flamegraph_views(chromium, tmp_path):
                 for k in range(2) if f"tab-{k}" in dom.ids]
 
     def rgb(frame):
-        return [int(x) for x in re.findall(r"\d+", style_of(frame)["background"])]
+        return [int(x) for x in re.findall(r"\d+", geometry(frame)[3])]
 
     # The first view first: CPU, in samples, no GPU kernel frames.
     dom = page("views.html")
@@ -672,17 +671,34 @@ def test_flamegraph_views(chromium, tmp_path):
         assert ("a" in f["class"].split()) == (len(path) < len(zpath))
     assert "100.00% of zoomed" in paths[zpath + ("cudaLaunchKernel",)][1]["title"]
 
-    # An empty view keeps its tab and says so.
+    # An empty view keeps its tab and says so: without a note of the
+    # caller's, that nothing was recorded and what to run
+    # (FLAMEGRAPH_EMPTY_NOTE).
     dom = page("empty.html", "v=1")
     assert tabs(dom) == [("CPU", "false"), ("GPU kernel time", "true")]
     assert dom.ids["empty"].get("hidden") is None
-    assert dom.ids["empty"]["_text"] == "No data yet."
+    assert dom.ids["empty"]["_text"] == (
+        "No samples were recorded for this view. Record while the workload "
+        "runs (a longer --duration), or profile one command with "
+        "`profd exec -- COMMAND`.")
+    # The caller's note instead, shown as text.
+    dom = page("note.html", "v=1")
+    assert dom.ids["empty"]["_text"] == "</script><b id=\"x\">idle & \ufffd"
+    assert "x" not in dom.ids
     assert dom.frames == [] and dom.ids["fg"]["data-drawn"] == "0"
 
     # The node bound is per tree: the capped GPU view says what it cut.
     dom = page("capped.html", "v=1")
     assert len(dom.frames) == 3
     assert dom.ids["note"]["_text"] == "2 stacks cut at the frame bound"
+
+    # A long run at the node bound: the lightest frames were folded into
+    # their callers, the heavy stack that came last has its whole path.
+    dom = page("pruned.html")
+    assert dom.ids["note"]["_text"] == (
+        "118 light frames folded into their callers at the frame bound")
+    drawn = {f["data-name"] for f in dom.frames}
+    assert {"all", "app", "main", "hot_a", "hot_b"} <= drawn
 
     # flamegraph_write_html: one view, no tab bar.
     dom = page("single.html")

@@ -731,6 +731,47 @@ static uint64_t sampled_time_take(struct agent *ag, uint64_t now)
 	return on;
 }
 
+/*
+ * What the flame graph's CPU view says while it has no samples: for how
+ * long, the likely reason by the BPF counters (@bpf_now, totals since
+ * the start) and what to run. Written to @buf of @len bytes.
+ */
+static void cpu_empty_note(const struct agent *ag, const uint64_t *bpf_now,
+			   char *buf, size_t len)
+{
+	const struct agent_config *cfg = ag->cfg;
+	bool filtered = cfg->exec_argv || cfg->npids;
+	unsigned long long secs = (now_ns(CLOCK_MONOTONIC) - ag->run_start_mono +
+				   500000000ULL) / 1000000000ULL;
+	unsigned long long n = bpf_now[PROFD_CNT_SAMPLES];
+	unsigned long long idle = bpf_now[PROFD_CNT_IDLE_SKIPPED];
+	unsigned long long other = bpf_now[PROFD_CNT_FILTERED];
+	char counts[160] = "";
+	int off = 0;
+
+	if (n)
+		off = snprintf(counts, sizeof(counts), " (%llu samples: %llu of "
+			       "the idle task, dropped unless --include-idle",
+			       n, idle);
+	if (n && filtered)
+		off += snprintf(counts + off, sizeof(counts) - off,
+				", %llu of other processes", other);
+	if (n)
+		snprintf(counts + off, sizeof(counts) - off, ")");
+	snprintf(buf, len, "No CPU samples in %llu s: %s%s. %s", secs,
+		 !n ? "the sampler never fired" :
+		 cfg->exec_argv ? "the command did not run on a CPU" :
+		 cfg->npids ? "the --pid processes did not run" :
+		 idle == n ? "the machine was idle" : "no sample was kept",
+		 counts,
+		 cfg->exec_argv ? "Run a command that works longer, or raise "
+				  "--sampling-frequency." :
+		 cfg->npids ? "Record while they work, or profile a command "
+			      "with `profd exec -- COMMAND`." :
+		 "Run a workload while profd records, or "
+		 "`profd exec -- COMMAND`.");
+}
+
 static void flush(struct agent *ag)
 {
 	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 }, bpf_delta[PROFD_CNT_MAX];
@@ -801,10 +842,18 @@ static void flush(struct agent *ag)
 	if (gerr)
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 	if (p && !flamegraph_add_profile(ag->flame, p, 0)) {
+		char cpu_note[320];
 		struct flamegraph_view views[2] = {
-			{ .name = "CPU", .fg = ag->flame, .unit = "samples" },
-			{ .name = "GPU kernel time", .fg = ag->gpu_flame, .unit = "ns" },
+			{ .name = "CPU", .fg = ag->flame, .unit = "samples",
+			  .empty_note = cpu_note },
+			{ .name = "GPU kernel time", .fg = ag->gpu_flame, .unit = "ns",
+			  .empty_note = "No GPU kernels were timed: no CUDA program "
+					"ran with profd's injection library (`profd "
+					"exec -- COMMAND` loads it; CUDA_INJECTION64_PATH "
+					"names it for other programs)." },
 		};
+
+		cpu_empty_note(ag, bpf_now, cpu_note, sizeof(cpu_note));
 
 		snprintf(flame_path, sizeof(flame_path), "%s/flamegraph.html",
 			 ag->cfg->output_dir);
@@ -1342,6 +1391,7 @@ int agent_run(const struct agent_config *cfg)
 		goto out;
 	}
 	start = now_ns(CLOCK_MONOTONIC);
+	ag.run_start_mono = start;
 	ag.on_since = ag.sampling_on ? start : 0;
 	/* the first profile covers sampling time, not the BPF load before it */
 	pthread_mutex_lock(&ag.agg_lock);

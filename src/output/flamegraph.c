@@ -9,19 +9,26 @@
  * table keyed on (parent, name, kind), so merging a sample costs O(depth).
  * Names are interned in the tree's own string table, because the
  * profiles merged into it are freed long before the page is written.
+ * At the node bound the lightest frames are folded into their callers
+ * (fg_prune), so a long run keeps the heaviest paths whenever they
+ * first appear.
  *
  * The page: one HTML file, inline CSS and JS, a CSP that forbids any
  * network access. The trees are embedded as JSON in one
  * <script type="application/json"> block: {"title", "views": [...]},
- * each view {"name", "unit", "total", "truncated", "names", "nodes"}: its
- * own name table plus a flat preorder array of (name index, value, kind,
- * child count), children sorted by name. Every string is escaped so
- * that no byte sequence in a symbol name (`</script>`, quotes, control
- * characters, invalid UTF-8) can end the block or break JSON.parse. The
- * script builds a view's arrays when its tab is first shown and keeps
- * them for later switches, builds DOM elements with textContent (never
- * innerHTML) and draws only frames wider than 0.1% of the zoomed frame,
- * so 100k-node trees stay fast.
+ * each view {"name", "unit", "total", "truncated", "names", "nodes",
+ * "pruned", "empty"}: the names of its frames, a flat preorder array of
+ * (name index, value, kind, child count), children sorted by name, the
+ * frames folded to stay in the node bound, and the text shown if the
+ * tree is empty. Every string is escaped so that no byte sequence
+ * in a symbol name or note (`</script>`, quotes, control characters,
+ * invalid UTF-8) can end the block or break JSON.parse; the script puts
+ * strings into the page as text (textContent, canvas text), never as
+ * markup. The script (flamegraph_page.h) builds a view's arrays when its
+ * tab is first shown and keeps them for later switches, lays out only
+ * frames wider than 0.1% of the zoomed frame as an icicle (root on top)
+ * and paints on a canvas only the rows in the window, so 100k-node trees
+ * stay fast.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -69,6 +76,7 @@ struct flamegraph {
 	uint32_t nnodes, cap_nodes;
 	uint32_t max_nodes;		/* bound on memory over a long run */
 	uint64_t truncated;		/* samples whose path was cut at the bound */
+	uint64_t pruned;		/* frames folded into their callers */
 	struct fg_slots children;	/* (parent, name, kind) -> node */
 
 	char **names;
@@ -244,6 +252,83 @@ uint64_t flamegraph_truncated(const struct flamegraph *fg)
 	return fg->truncated;
 }
 
+uint64_t flamegraph_pruned(const struct flamegraph *fg)
+{
+	return fg->pruned;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/*
+ * Make room in a full tree: fold the lightest frames into their callers
+ * until at most 3/4 of max_nodes are used. A folded frame's weight is
+ * already in its caller's value, where it becomes self weight, so the
+ * total and every kept frame's value stay exact; only detail below the
+ * lightest frames goes. A frame never weighs more than its caller, so
+ * the kept frames form a tree (frames of the weight at the cut all go).
+ * Node indices change: no caller may hold one across this call. Names
+ * stay interned. Returns 0 or -ENOMEM (the tree is then unchanged).
+ */
+static int fg_prune(struct flamegraph *fg)
+{
+	uint32_t keep = fg->max_nodes / 4 * 3, n = fg->nnodes, j = 1;
+	struct fg_slots *set = &fg->children;
+	uint64_t *vals, cut;
+	uint32_t *map;
+
+	if (n <= keep || keep < 1)
+		return 0;
+	vals = malloc((size_t)(n - 1) * sizeof(*vals));
+	map = malloc((size_t)n * sizeof(*map));
+	if (!vals || !map) {
+		free(vals);
+		free(map);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 1; i < n; i++)
+		vals[i - 1] = fg->nodes[i].value;
+	qsort(vals, n - 1, sizeof(*vals), cmp_desc);
+	/* Keep frames heavier than the keep-th heaviest (root excluded). */
+	cut = vals[keep - 1];
+	free(vals);
+	/* A caller comes before its callees in the array, and stays so. */
+	map[0] = 0;
+	fg->nodes[0].first_child = 0;
+	for (uint32_t i = 1; i < n; i++) {
+		struct fg_node *c = &fg->nodes[i];
+
+		if (c->value <= cut)
+			continue;
+		map[i] = j;
+		fg->nodes[j] = *c;
+		fg->nodes[j].parent = map[c->parent];
+		fg->nodes[j].first_child = 0;
+		j++;
+	}
+	free(map);
+	memset(set->slots, 0, set->cap * sizeof(*set->slots));
+	set->n = 0;
+	for (uint32_t i = 1; i < j; i++) {
+		struct fg_node *c = &fg->nodes[i];
+		uint32_t k = child_hash(c->parent, c->name, c->kind) & (set->cap - 1);
+
+		c->next_sibling = fg->nodes[c->parent].first_child;
+		fg->nodes[c->parent].first_child = i;
+		while (set->slots[k])
+			k = (k + 1) & (set->cap - 1);
+		set->slots[k] = i + 1;
+		set->n++;
+	}
+	fg->pruned += n - j;
+	fg->nnodes = j;
+	return 0;
+}
+
 static bool is_kernel_mapping(const struct profile_mapping *m)
 {
 	return m && m->filename &&
@@ -339,6 +424,17 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 
 		if (w <= 0)
 			continue;
+		/*
+		 * A full tree makes room by folding its lightest frames (when
+		 * that frees enough for this path), so a heavy stack seen late
+		 * still gets its frames; else the path is cut at the bound.
+		 */
+		if (fg->nnodes + s->nlocations + 1 > fg->max_nodes &&
+		    s->nlocations + 1 <= fg->max_nodes / 4) {
+			err = fg_prune(fg);
+			if (err)
+				goto out;
+		}
 		/* Find or create the whole path first, then add the weight. */
 		if (comm) {
 			idx = fg_intern(fg, comm);
@@ -529,9 +625,12 @@ static int child_cmp(const void *a, const void *b, void *arg)
 
 /*
  * The tree as "nodes":[name,value,kind,nchildren,...] in preorder,
- * children sorted by name. Iterative: stacks can be deep.
+ * children sorted by name, each name as its index in the page's table
+ * (@names: the tree's name index -> the page's). Iterative: stacks can be
+ * deep.
  */
-static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
+static int emit_nodes(const struct flamegraph *fg, const uint32_t *names,
+		      struct sbuf *b)
 {
 	uint32_t *stack, *kids, sp = 0;
 	struct sort_ctx ctx = { fg };
@@ -555,7 +654,7 @@ static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
 			kids[nk++] = c;
 		qsort_r(kids, nk, sizeof(*kids), child_cmp, &ctx);
 		sb_printf(b, "%s%" PRIu32 ",%" PRIu64 ",%u,%" PRIu32,
-			  first ? "" : ",", n->name, n->value,
+			  first ? "" : ",", names[n->name], n->value,
 			  (unsigned int)n->kind, nk);
 		first = false;
 		while (nk)
@@ -566,10 +665,14 @@ static int emit_nodes(const struct flamegraph *fg, struct sbuf *b)
 	return 0;
 }
 
-/* One view's JSON object: labels, total, names and the preorder nodes. */
+/*
+ * One view's JSON object: labels, total, names, the preorder nodes and
+ * the text shown when the tree is empty.
+ */
 static int emit_view(const struct flamegraph_view *v, struct sbuf *b)
 {
 	const struct flamegraph *fg = v->fg;
+	uint32_t *names, used = 0;
 	int err;
 
 	sb_puts(b, "{\"name\":");
@@ -578,15 +681,28 @@ static int emit_view(const struct flamegraph_view *v, struct sbuf *b)
 	sb_json_str(b, v->unit ? v->unit : "samples");
 	sb_printf(b, ",\"total\":%" PRIu64 ",\"truncated\":%" PRIu64,
 		  flamegraph_total(fg), fg->truncated);
+	/* Only the names of kept frames: folded ones leave theirs behind. */
+	names = calloc(fg->nnames, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < fg->nnodes; i++)
+		names[fg->nodes[i].name] = 1;
 	sb_puts(b, ",\n\"names\":[");
 	for (uint32_t i = 0; i < fg->nnames; i++) {
-		if (i)
+		if (!names[i])
+			continue;
+		names[i] = used++;
+		if (names[i])
 			sb_put(b, ",", 1);
 		sb_json_str(b, fg->names[i]);
 	}
 	sb_puts(b, "],\n\"nodes\":[");
-	err = emit_nodes(fg, b);
-	sb_puts(b, "]}");
+	err = emit_nodes(fg, names, b);
+	free(names);
+	sb_printf(b, "],\n\"pruned\":%" PRIu64, fg->pruned);
+	sb_puts(b, ",\n\"empty\":");
+	sb_json_str(b, v->empty_note ? v->empty_note : FLAMEGRAPH_EMPTY_NOTE);
+	sb_puts(b, "}");
 	return err;
 }
 

@@ -4,9 +4,11 @@
  *
  * Owns: a merged call tree of every profile of a run (root -> process
  * name -> outermost frame -> ... -> leaf) and its rendering as one HTML
- * file with inline CSS/JS: no network access, zoom on click, search with
- * highlighting and the matched share. One page may hold several trees
- * ("views", e.g. CPU samples and GPU kernel time), one tab each.
+ * file with inline CSS/JS: no network access, an icicle (the root under
+ * the header, callees below) that opens on its widest frames, zoom on
+ * click, search with highlighting and the matched share. One page may
+ * hold several trees ("views", e.g. CPU samples and GPU kernel time),
+ * one tab each; an empty view says why it is empty.
  */
 #ifndef PROFD_OUTPUT_FLAMEGRAPH_H
 #define PROFD_OUTPUT_FLAMEGRAPH_H
@@ -22,8 +24,12 @@ struct flamegraph;
 
 /*
  * flamegraph_new - an empty tree of at most @max_nodes frames (0: the
- * default). Once full, a sample whose path needs a new frame adds its
- * weight to the part of the path that exists (counted, see
+ * default). When a sample's path does not fit, the tree first folds its
+ * lightest frames into their callers until a quarter of @max_nodes is
+ * free (their weight stays in the callers, as self weight; counted, see
+ * flamegraph_pruned), so the heaviest paths stay whenever they first
+ * appear. A path longer than a quarter of @max_nodes that does not fit
+ * adds its weight to the part that exists (counted, see
  * flamegraph_truncated). NULL on out of memory.
  */
 struct flamegraph *flamegraph_new(uint32_t max_nodes);
@@ -43,11 +49,26 @@ void flamegraph_free(struct flamegraph *fg);
 int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 			   uint32_t value_index);
 
+/*
+ * What an empty view says when its caller has nothing better: that no
+ * samples were recorded, and how to get some.
+ */
+#define FLAMEGRAPH_EMPTY_NOTE \
+	"No samples were recorded for this view. Record while the workload " \
+	"runs (a longer --duration), or profile one command with " \
+	"`profd exec -- COMMAND`."
+
 /* One tab of a page: a tree and how to label it. Nothing here is owned. */
 struct flamegraph_view {
 	const char *name;		/* tab label, e.g. "CPU" or "GPU kernel time" */
 	const struct flamegraph *fg;	/* its tree */
 	const char *unit;		/* weight unit: "samples" or "ns" (NULL: "samples") */
+	/*
+	 * Shown instead of the graph while the tree is empty (total 0): why
+	 * it is empty and what to run, as plain text (escaped by the writer;
+	 * any bytes are safe). NULL: FLAMEGRAPH_EMPTY_NOTE.
+	 */
+	const char *empty_note;
 };
 
 /*
@@ -55,7 +76,8 @@ struct flamegraph_view {
  * atomically (a temporary file renamed into place; none is left behind
  * on error). The first view is shown first; a single view gets no tab
  * bar. A view whose tree is empty (total 0) still gets its tab, which
- * says "No data yet.". A weight in "ns" (or "nanoseconds") is shown as a
+ * shows the view's empty_note (FLAMEGRAPH_EMPTY_NOTE if NULL) where the
+ * graph would be. A weight in "ns" (or "nanoseconds") is shown as a
  * duration ("12.3 ms", "1.20 s"), any other unit as a count ("1,234
  * samples"). @title (NULL: "profd flame graph") shows at the top. Each
  * tree keeps its own node bound (flamegraph_new). The views and trees
@@ -79,5 +101,8 @@ uint64_t flamegraph_total(const struct flamegraph *fg);
 
 /* flamegraph_truncated - samples whose path was cut at the node bound. */
 uint64_t flamegraph_truncated(const struct flamegraph *fg);
+
+/* flamegraph_pruned - frames folded into their callers at the node bound. */
+uint64_t flamegraph_pruned(const struct flamegraph *fg);
 
 #endif /* PROFD_OUTPUT_FLAMEGRAPH_H */

@@ -5,15 +5,18 @@
  * under the "[cuda]" mapping) written as one two-tab page, then the page's
  * embedded JSON read back and checked against the inputs: tab names,
  * units, totals, every frame, the frame kinds (GPU kernels "cuda", kernel
- * frames "kernel"), the node bound per tree, errors, and
- * flamegraph_write_html() as a one-view page.
+ * frames "kernel"), the node bound per tree and the folding of light
+ * frames at the bound, an empty view's note (default and caller's,
+ * escaped), errors, and flamegraph_write_html() as a one-view page.
  *
  * Usage: test_flamegraph_views [DIR]
  *   Writes DIR/views.html (CPU + GPU), DIR/empty.html (CPU + an empty GPU
- *   view), DIR/capped.html (the GPU tree bounded to 3 frames) and
- *   DIR/single.html (flamegraph_write_html); tests/test_output.py renders
- *   them in chromium. Without DIR, a temporary directory is used and
- *   removed. Prints one line per check; exits 1 if any failed.
+ *   view), DIR/note.html (the same, the empty view with a note of
+ *   markup characters), DIR/capped.html (the GPU tree bounded to 3
+ *   frames), DIR/single.html (flamegraph_write_html) and DIR/pruned.html
+ *   (a 64-frame tree that folded light frames); tests/test_output.py
+ *   renders them in chromium. Without DIR, a temporary directory is used
+ *   and removed. Prints one line per check; exits 1 if any failed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -163,7 +166,7 @@ static size_t count(const char *hay, const char *needle)
 struct pview {
 	char unit[32];
 	uint64_t total, truncated;
-	char *names[64];
+	char *names[256];
 	unsigned int nnames;
 	uint64_t *nodes;	/* (name, value, kind, nchildren) * nnodes */
 	unsigned int nnodes;
@@ -205,7 +208,7 @@ static int parse_view(const char *html, const char *name, struct pview *v)
 		return -1;
 	for (s = end + 11; *s == '"'; s = e + 1) {
 		e = strchr(s + 1, '"');
-		if (!e || memchr(s, '\\', e - s) || v->nnames == 64)
+		if (!e || memchr(s, '\\', e - s) || v->nnames == 256)
 			return -1;
 		v->names[v->nnames++] = strndup(s + 1, e - s - 1);
 		if (e[1] == ',')
@@ -411,9 +414,24 @@ static void check_empty_page(const char *path)
 	CHECK(parse_view(html, "GPU kernel time", &gpu) == 0 &&
 	      gpu.total == 0 && gpu.nnodes == 1 && gpu.nodes[1] == 0,
 	      "empty page: the GPU tab is there with only the root");
-	CHECK(strstr(html, "No data yet.") != NULL, "the page can say No data yet.");
+	CHECK(strstr(html, "\"empty\":\"" FLAMEGRAPH_EMPTY_NOTE "\"}") != NULL,
+	      "an empty view without a note says FLAMEGRAPH_EMPTY_NOTE");
 	pview_free(&cpu);
 	pview_free(&gpu);
+	free(html);
+}
+
+static void check_note_page(const char *path)
+{
+	char *html = slurp(path);
+
+	CHECK(html != NULL, "read %s", path);
+	if (!html)
+		return;
+	CHECK(strstr(html, "\"empty\":\"\\u003c/script\\u003e\\u003cb "
+			   "id=\\\"x\\\"\\u003eidle \\u0026 \\ufffd\"}") != NULL,
+	      "the empty view's note is in the data, escaped");
+	CHECK(count(html, "</script") == 2, "the note ends no script element");
 	free(html);
 }
 
@@ -435,6 +453,80 @@ static void check_capped_page(const char *path, uint64_t truncated)
 	pview_free(&cpu);
 	pview_free(&gpu);
 	free(html);
+}
+
+/*
+ * The node bound over a long run: 120 light stacks (weight 1) fill a
+ * 64-frame tree, then a heavy one (1000) arrives; the lightest frames
+ * are folded into their callers so that it gets its whole path, and no
+ * weight is lost.
+ */
+static void check_pruning(void)
+{
+	struct flamegraph *fg = flamegraph_new(64);
+	struct profile *light = profile_new(), *heavy = profile_new();
+	struct profile_label l = { .key = "comm", .str = "app" };
+	char path[4200], name[32];
+	uint32_t m, ids[3];
+	struct pview v;
+	int64_t w;
+	char *html;
+
+	CHECK(fg && light && heavy, "pruning: new tree and profiles");
+	if (!fg || !light || !heavy)
+		return;
+	profile_add_sample_type(light, "samples", "count");
+	profile_add_sample_type(heavy, "samples", "count");
+	m = profile_add_mapping(light, 0x1000, 0x100000, 0, APP, "");
+	ids[1] = profile_location_id(light, m, 0x1000,
+				     profile_function_id(light, "main", NULL, ""), 0);
+	for (int i = 0; i < 120; i++) {
+		snprintf(name, sizeof(name), "light_%d", i);
+		ids[0] = profile_location_id(light, m, 0x2000 + i,
+			profile_function_id(light, name, NULL, ""), 0);
+		w = 1;
+		profile_add_sample(light, ids, 2, &w, &l, 1);
+	}
+	m = profile_add_mapping(heavy, 0x1000, 0x100000, 0, APP, "");
+	ids[2] = profile_location_id(heavy, m, 0x1000,
+				     profile_function_id(heavy, "main", NULL, ""), 0);
+	ids[1] = profile_location_id(heavy, m, 0x3000,
+				     profile_function_id(heavy, "hot_a", NULL, ""), 0);
+	ids[0] = profile_location_id(heavy, m, 0x3010,
+				     profile_function_id(heavy, "hot_b", NULL, ""), 0);
+	w = 1000;
+	profile_add_sample(heavy, ids, 3, &w, &l, 1);
+	CHECK(flamegraph_add_profile(fg, light, 0) == 0 &&
+	      flamegraph_add_profile(fg, heavy, 0) == 0,
+	      "pruning: merge 120 light stacks, then a heavy one");
+	CHECK(flamegraph_total(fg) == 1120, "pruning: total %" PRIu64 " of 1120",
+	      flamegraph_total(fg));
+	CHECK(flamegraph_pruned(fg) > 0 && flamegraph_truncated(fg) == 0,
+	      "pruning: %" PRIu64 " frames folded, none cut",
+	      flamegraph_pruned(fg));
+	page_path(path, sizeof(path), "pruned.html");
+	CHECK(flamegraph_write_html(fg, path, "pruned", NULL) == 0,
+	      "pruning: write %s", path);
+	html = slurp(path);
+	if (html && parse_view(html, "pruned", &v) == 0) {
+		int a = find_node(&v, "hot_a"), b = find_node(&v, "hot_b");
+
+		CHECK(v.nnodes <= 64, "pruning: %u frames in the page", v.nnodes);
+		CHECK(a > 0 && b == a + 1 && v.nodes[4 * b + 1] == 1000 &&
+		      strcmp(node_name(&v, a - 1), "main") == 0,
+		      "pruning: the heavy stack has its whole path");
+		CHECK(weight_of(&v, "main") == 1120,
+		      "pruning: main keeps the folded weight as its own");
+		check_sums(&v, "pruned");
+		CHECK(strstr(html, "\"pruned\":") != NULL, "pruning: the page says so");
+		pview_free(&v);
+	} else {
+		CHECK(false, "pruning: the page parses");
+	}
+	free(html);
+	flamegraph_free(fg);
+	profile_free(light);
+	profile_free(heavy);
 }
 
 static void check_single_page(const char *path)
@@ -471,7 +563,8 @@ static unsigned int leftover_tmp(void)
 static void remove_dir(void)
 {
 	static const char *const files[] = {
-		"views.html", "empty.html", "capped.html", "single.html",
+		"views.html", "empty.html", "note.html", "capped.html",
+		"single.html", "pruned.html",
 	};
 	char path[4200];
 
@@ -533,6 +626,14 @@ int main(int argc, char **argv)
 	CHECK(err == 0, "write_views with an empty view: %d", err);
 	check_empty_page(path);
 
+	/* A caller's note: any bytes, escaped like a frame name. */
+	views[1].empty_note = "</script><b id=\"x\">idle & \xff";
+	page_path(path, sizeof(path), "note.html");
+	err = flamegraph_write_views(path, "profd test: trainer", views, 2);
+	CHECK(err == 0, "write_views with an empty view's note: %d", err);
+	check_note_page(path);
+	views[1].empty_note = NULL;
+
 	views[1].fg = capped;
 	page_path(path, sizeof(path), "capped.html");
 	err = flamegraph_write_views(path, "profd test: trainer", views, 2);
@@ -543,6 +644,8 @@ int main(int argc, char **argv)
 	err = flamegraph_write_html(cpu, path, "profd test: trainer", NULL);
 	CHECK(err == 0, "write_html %s: %d", path, err);
 	check_single_page(path);
+
+	check_pruning();
 
 	/* Errors: nothing written, nothing left behind. */
 	page_path(path, sizeof(path), "bad.html");
