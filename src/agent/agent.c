@@ -867,6 +867,7 @@ static void flush(struct agent *ag)
 	}
 	pthread_mutex_lock(&ag->agg_lock);
 	ag->counters[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = flamegraph_truncated(ag->flame);
+	ag->counters[AGENT_CNT_FLAMEGRAPH_FOLDED] = flamegraph_pruned(ag->flame);
 	ag->counters[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
 	ag->agent_prev[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
 	/* for /healthz and /metrics */

@@ -38,6 +38,7 @@ enum agent_counter {
 	AGENT_CNT_ELF_OPEN_ERRORS,	/* mapping file unreadable or not ELF */
 	AGENT_CNT_WRITE_ERRORS,		/* profile or flame graph not written */
 	AGENT_CNT_FLAMEGRAPH_TRUNCATED,	/* flame graph full: path cut short */
+	AGENT_CNT_FLAMEGRAPH_FOLDED,	/* flame graph full: light frames folded into callers */
 	AGENT_CNT_UNWIND_CFI_REJECTED,	/* malformed CIEs/FDEs left out of tables */
 	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
 	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
