@@ -85,7 +85,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libprofd_core.a
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libprofd_core.a $(LDLIBS)
 
 test: test-deps
-	$(MAKE) all
+	$(MAKE) -j$$(nproc) all
 	/usr/bin/python3 -m pytest -v tests
 
 # `make run`: only what it runs (profd, the injection library, the demo
