@@ -1,6 +1,12 @@
-"""Shared pytest fixtures: repository paths and the independent oracles
-(Google's pprof built from Debian's source, protoc with ../shared/proto)."""
+"""Shared pytest fixtures: repository paths, the independent oracles
+(Google's pprof built from Debian's source, protoc with ../shared/proto),
+and mounts that hold wherever the tests run: on a machine, or in a chroot
+such as ../shared/tools/fresh-debian's root, whose "/" is no mount point
+and which binds /sys without its submounts (no cgroup hierarchies)."""
+import contextlib
 import os
+import re
+import shlex
 import shutil
 import subprocess
 
@@ -67,3 +73,87 @@ def chromium():
     path = shutil.which("chromium")
     assert path, "chromium missing"
     return path
+
+
+# --- mounts ------------------------------------------------------------------
+
+def _unescape(field):
+    """A /proc/self/mountinfo path field with its octal escapes (\\040) undone."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _top_mounts():
+    """Mount points this process sees whose parent mount it does not see:
+    "/" on a machine; in a chroot whose "/" is no mount point, each mount
+    made inside it (fresh-debian's binds of /proc, /sys, ...)."""
+    with open("/proc/self/mountinfo") as f:
+        rows = [line.split() for line in f]
+    ids = {r[0] for r in rows}
+    return [_unescape(r[4]) for r in rows if r[1] not in ids or r[1] == r[0]]
+
+
+def mount_ns_argv(script, *args):
+    """argv that runs `sh -c @script @args` (as root) in a new mount
+    namespace whose mounts stay there, as a container's do. `unshare -m`
+    alone makes "/" private there, which fails where "/" is no mount point
+    ("cannot change root filesystem propagation: Invalid argument" in a
+    chroot); so @script first makes private, recursively, every mount it
+    sees whose parent it does not see: "/" on a machine, each of a
+    chroot's own mounts. A chroot's directory itself lies on a mount it
+    cannot see: mount under /proc, /sys or a scratch_mount, not there."""
+    private = "".join(f"mount --make-rprivate {shlex.quote(m)} && " for m in _top_mounts())
+    return ["unshare", "-m", "--propagation", "unchanged", "sh", "-c", private + script,
+            *args]
+
+
+@pytest.fixture
+def scratch_mount(tmp_path):
+    """A tmpfs at TMP/scratch, unmounted after the test: a mount point of
+    its own, which mount_ns_argv() makes private in its namespace even in
+    a chroot, so what that namespace mounts under it stays there."""
+    d = tmp_path / "scratch"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "profd-scratch", str(d)],
+                   check=True)
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", str(d)], capture_output=True)
+
+
+def cgroup_mount(v2, controller=None):
+    """Mount point of cgroup2 (@v2) or of the v1 hierarchy with @controller
+    in this root, or None."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _, mnt, fstype, opts = line.split()[:4]
+            if v2 and fstype == "cgroup2":
+                return _unescape(mnt)
+            if not v2 and fstype == "cgroup" and controller in opts.split(","):
+                return _unescape(mnt)
+    return None
+
+
+@contextlib.contextmanager
+def cgroup_hierarchy(where, v2, controller=None):
+    """The mount point of cgroup2 (@v2) or of the v1 hierarchy with
+    @controller: this root's, else the kernel's hierarchy mounted at the
+    new directory @where for the duration (a chroot that binds /sys
+    without its submounts, as fresh-debian's root, sees none). Skips the
+    test, with mount's reason, where the kernel cannot mount it (no v1
+    hierarchy of a controller that cgroup2 holds, e.g.)."""
+    mnt = cgroup_mount(v2, controller)
+    if mnt:
+        yield mnt
+        return
+    name = "cgroup2" if v2 else f"cgroup v1 {controller}"
+    fs = ["-t", "cgroup2"] if v2 else ["-t", "cgroup", "-o", controller]
+    os.makedirs(where)
+    r = subprocess.run(["mount", *fs, "profd-test", str(where)], capture_output=True,
+                       text=True)
+    if r.returncode:
+        pytest.skip(f"no {name} hierarchy mounted, and mount says: {r.stderr.strip()}")
+    try:
+        yield str(where)
+    finally:
+        subprocess.run(["umount", str(where)], capture_output=True)

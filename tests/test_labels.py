@@ -1,7 +1,8 @@
 """Metadata on every sample (issue 7): the real profd over real processes,
 read back with Google's pprof and, for OTLP, with ../shared/tools/otlp-sink
 (the official schemas). Needs root, like profd, and writable cgroup
-hierarchies (cgroup2 and the v1 "pids" one).
+hierarchies (cgroup2 and the v1 "pids" one), mounted here if this root
+has none mounted.
 
 One profd run (module fixture) over three copies of a busy workload:
  - one started inside a fresh cgroup v2 directory named as docker's
@@ -15,6 +16,7 @@ Oracles: the ids are made up here; the cgroup paths are the directories
 created here; the build ID is what `readelf -n` says of the workload
 binary; the executable name is the binary's file name.
 """
+import contextlib
 import glob
 import gzip
 import os
@@ -25,24 +27,12 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, cgroup_hierarchy
 from pprof_traces import pprof_traces
 from test_otlp_export import Sink, attrs
 
 EXE_NAME = "labels-chain"   # the workload binary's file name
 LABELS = {"team": "infra", "env": "prod"}
-
-
-def cgroup_mount(v2, controller=None):
-    """Mount point of cgroup2 (@v2) or of the v1 hierarchy with @controller."""
-    with open("/proc/mounts") as f:
-        for line in f:
-            _, mnt, fstype, opts = line.split()[:4]
-            if v2 and fstype == "cgroup2":
-                return mnt
-            if not v2 and fstype == "cgroup" and controller in opts.split(","):
-                return mnt
-    return None
 
 
 class Cgroup:
@@ -96,13 +86,18 @@ def run(profd_bin, pprof, tmp_path_factory):
     """Run profd once over the three workloads; returns what the tests read."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    v2, v1 = cgroup_mount(True), cgroup_mount(False, "pids")
-    if not v2 or not v1:
-        pytest.skip("needs a cgroup2 mount and a v1 pids hierarchy")
+    tmp = tmp_path_factory.mktemp("labels")
+    with contextlib.ExitStack() as mounts:
+        v2 = mounts.enter_context(cgroup_hierarchy(tmp / "cgroup2", True))
+        v1 = mounts.enter_context(cgroup_hierarchy(tmp / "cgroup-pids", False, "pids"))
+        return run_in(profd_bin, pprof, tmp, v2, v1)
+
+
+def run_in(profd_bin, pprof, tmp, v2, v1):
+    """run() with cgroup2 mounted at @v2 and the v1 pids hierarchy at @v1."""
     r = subprocess.run([profd_bin, "--help"], capture_output=True, text=True)
     if "--label" not in r.stdout:
         pytest.fail("profd has no --label flag yet")
-    tmp = tmp_path_factory.mktemp("labels")
     exe = str(tmp / EXE_NAME)
     subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", exe,
                     os.path.join(ROOT, "tests", "workloads", "chain.c")], check=True)

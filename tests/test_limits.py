@@ -19,11 +19,10 @@ import urllib.request
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, cgroup_hierarchy, mount_ns_argv
 from pprof_traces import pprof_traces
 
 MIB = 1 << 20
-CGROUP_MEMORY = "/sys/fs/cgroup/memory"
 
 
 @pytest.fixture(scope="session")
@@ -197,9 +196,9 @@ def test_scaled_maps_grow_by_half_of_memavailable(profd_bin, tmp_path):
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(fake)
     script = f'mount --bind {meminfo} /proc/meminfo && exec "$0" "$@"'
-    profd = subprocess.Popen(["unshare", "-m", "sh", "-c", script, profd_bin,
-                              "--duration", "2", "--bpf-map-scale-factor", "8",
-                              "--output-dir", str(tmp_path / "out")],
+    profd = subprocess.Popen(mount_ns_argv(script, profd_bin,
+                                           "--duration", "2", "--bpf-map-scale-factor", "8",
+                                           "--output-dir", str(tmp_path / "out")),
                              stderr=subprocess.PIPE, text=True)
     try:
         maps = wait_for_maps(profd, ["events", "cupti_events", "python_threads",
@@ -248,9 +247,16 @@ def test_memory_cgroup_too_small_falls_back(profd_bin, pprof, chain_bin, tmp_pat
     """Factor 8 asks for two 2 GiB ringbufs; in a 300 MiB memory cgroup the
     kernel refuses (BPF memory is charged to the cgroup): profd warns, makes
     the maps smaller, and profiles."""
-    if not os.path.exists(os.path.join(CGROUP_MEMORY, "memory.limit_in_bytes")):
-        pytest.skip("no cgroup-v1 memory controller at " + CGROUP_MEMORY)
-    cg = os.path.join(CGROUP_MEMORY, f"profd-test-{os.getpid()}")
+    with cgroup_hierarchy(tmp_path / "cgroup-memory", False, "memory") as memory:
+        memory_cgroup_too_small(profd_bin, pprof, chain_bin, tmp_path, memory)
+
+
+def memory_cgroup_too_small(profd_bin, pprof, chain_bin, tmp_path, memory):
+    """test_memory_cgroup_too_small_falls_back in the v1 memory hierarchy
+    mounted at @memory."""
+    if not os.path.exists(os.path.join(memory, "memory.limit_in_bytes")):
+        pytest.skip("no cgroup-v1 memory controller at " + memory)
+    cg = os.path.join(memory, f"profd-test-{os.getpid()}")
     os.mkdir(cg)
     work = profd = None
     try:

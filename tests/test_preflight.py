@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, mount_ns_argv
 
 
 def one_line_error(proc):
@@ -38,8 +38,7 @@ def test_missing_btf_is_refused(profd_bin, tmp_path):
     # hide /sys/kernel/btf in a private mount namespace
     script = (f"mount -t tmpfs none /sys/kernel/btf && exec {profd_bin} "
               f"--duration 1 --output-dir {tmp_path}")
-    line = one_line_error(run(["unshare", "-m", "--propagation", "private",
-                               "sh", "-c", script]))
+    line = one_line_error(run(mount_ns_argv(script)))
     assert "BTF" in line and "CONFIG_DEBUG_INFO_BTF" in line
 
 

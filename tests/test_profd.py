@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, mount_ns_argv
 from pprof_traces import comments, pprof_traces
 from test_output import dump_dom, parse_dom
 
@@ -286,15 +286,17 @@ def test_deleted_binary_still_symbolized(profd_bin, pprof, workloads, tmp_path):
     assert total >= 50 and good >= 0.95 * total, (good, total, samples[:3])
 
 
-def test_binary_in_private_mount_namespace(profd_bin, pprof, workloads, tmp_path):
-    """Like a container: the binary lives on a tmpfs only its namespace sees."""
-    script = ("mount -t tmpfs none /mnt && cp {src} /mnt/chain-ns && "
-              "exec /mnt/chain-ns 6").format(src=workloads["chain"])
-    work = subprocess.Popen(["unshare", "-m", "--propagation", "private",
-                             "sh", "-c", script])
+def test_binary_in_private_mount_namespace(profd_bin, pprof, workloads, scratch_mount,
+                                           tmp_path):
+    """Like a container: the binary lives on a tmpfs only its namespace sees
+    (mounted over scratch_mount there; here scratch_mount stays empty)."""
+    exe = scratch_mount / "chain-ns"
+    script = (f"mount -t tmpfs none {scratch_mount} && cp {workloads['chain']} {exe} && "
+              f"exec {exe} 6")
+    work = subprocess.Popen(mount_ns_argv(script))
     try:
         time.sleep(0.5)
-        assert not os.path.exists("/mnt/chain-ns")
+        assert not os.path.exists(exe)
         rc, err, paths = run_profd(profd_bin, tmp_path, "--duration", "4",
                                    "--sampling-frequency", FREQ)
     finally:
@@ -307,7 +309,7 @@ def test_binary_in_private_mount_namespace(profd_bin, pprof, workloads, tmp_path
     assert total >= 50 and good >= 0.95 * total, (good, total, samples[:3])
     raw = subprocess.run([pprof, "-raw", "-symbolize=none", paths[0]],
                          capture_output=True, text=True).stdout
-    assert "/mnt/chain-ns" in raw   # the mapping keeps the path the process saw
+    assert str(exe) in raw   # the mapping keeps the path the process saw
 
 
 def test_reused_pid_gets_the_new_process_maps(profd_bin, pprof, workloads, tmp_path):

@@ -25,6 +25,8 @@ import zlib
 
 import pytest
 
+from conftest import mount_ns_argv
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNIT = os.path.join(ROOT, "build", "tests", "unit")
 TEST_MAPS = os.path.join(UNIT, "test_maps")
@@ -1011,17 +1013,16 @@ def test_debuglink_build_id_mismatch_rejected(progs, tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
                     reason="needs root and unshare")
-def test_debuglink_in_process_mount_namespace(progs, tmp_path):
+def test_debuglink_in_process_mount_namespace(progs, scratch_mount):
     """The debug file exists only in the process's mount namespace (a
-    tmpfs over APP/.debug): found through /proc/PID/root, not on the
-    host."""
-    exe, dbg = _make_debuglinked(progs["c_pie"], tmp_path)
+    tmpfs over APP/.debug, APP on scratch_mount): found through
+    /proc/PID/root, not on the host."""
+    exe, dbg = _make_debuglinked(progs["c_pie"], scratch_mount)
     dotdebug = exe.parent / ".debug"
     dotdebug.mkdir()
     script = (f"mount -t tmpfs profd-test {dotdebug} && "
               f"cp {dbg} {dotdebug}/ && exec {exe} --serve")
-    p = subprocess.Popen(["unshare", "-m", "--propagation", "private",
-                          "sh", "-c", script], stdout=subprocess.PIPE,
+    p = subprocess.Popen(mount_ns_argv(script), stdout=subprocess.PIPE,
                          text=True)
     runtime = {}
     try:
