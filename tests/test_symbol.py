@@ -1049,6 +1049,52 @@ def test_debuglink_in_process_mount_namespace(progs, scratch_mount):
         _stop(p)
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="needs root and unshare")
+def test_debuglink_of_a_chrooted_process_in_its_mount_namespace(progs, scratch_mount):
+    """As test_debuglink_in_process_mount_namespace, the process chrooted
+    too (ROOT/app/demo runs as /app/demo; /usr bound in): /proc/PID/maps
+    writes its paths from the namespace's root (ROOT/app/demo), its root
+    is ROOT, and the debug file is found as /app/.debug/demo.debug there."""
+    root = scratch_mount / "root"
+    (root / "app").mkdir(parents=True)
+    exe, dbg = _make_debuglinked(progs["c_pie"], scratch_mount)
+    os.rename(exe, root / "app" / "demo")
+    exe = root / "app" / "demo"
+    dotdebug = root / "app" / ".debug"
+    dotdebug.mkdir()
+    system = ""
+    for top in ("/usr", "/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(top):
+            os.symlink(os.readlink(top), root / top[1:])
+        elif os.path.isdir(top):
+            (root / top[1:]).mkdir()
+            system += f"mount --bind {top} {root}{top} && "
+    script = (f"{system}mount -t tmpfs profd-test {dotdebug} && "
+              f"cp {dbg} {dotdebug}/ && exec chroot {root} /app/demo --serve")
+    p = subprocess.Popen(mount_ns_argv(script), stdout=subprocess.PIPE, text=True)
+    runtime = {}
+    try:
+        for line in p.stdout:
+            line = line.strip()
+            if line == "ready":
+                break
+            name, addr = line.split()
+            runtime[name] = int(addr, 16)
+        assert "demo_beta_static" in runtime, "the chrooted demo did not start"
+        dbg.unlink()
+        assert not os.listdir(dotdebug)     # the host sees nothing
+        assert os.readlink(f"/proc/{p.pid}/root").endswith(str(root))
+        full = Oracle(progs["c_pie"])
+        beta = next(s.value for s in full.syms if s.name == "demo_beta_static")
+        a = runtime["demo_beta_static"]
+        got = symbolize_pid(p.pid, [a, a + 1])
+        assert got[a] == ("demo_beta_static", beta), got
+        assert got[a + 1] == ("demo_beta_static", beta), got
+    finally:
+        _stop(p)
+
+
 # --- vDSO -----------------------------------------------------------------
 
 VDSO_SRC = r"""

@@ -3,8 +3,9 @@
  * maps.c - /proc/PID/maps parsing (see maps.h).
  *
  * Owns: the line parser for the proc(5) "maps" format, reading the whole
- * file in one go (it can be megabytes for big processes) and the binary
- * search by address.
+ * file in one go (it can be megabytes for big processes), making its
+ * paths the process's own (relative to its root), and the binary search
+ * by address.
  *
  * A line is
  *   start-end perms offset major:minor inode<spaces>pathname
@@ -15,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,6 +287,33 @@ static int read_all(int fd, char **buf, size_t *len)
 }
 
 /*
+ * The kernel writes a mapping's path from the reader's root, or, for a
+ * process in another mount namespace, from that namespace's root; a
+ * process whose own root lies below that (it ran chroot, or its mount
+ * namespace was made inside a chroot) sees the file at a shorter path,
+ * the one /proc/PID/root/PATH finds. /proc/PID/root reads as that root's
+ * path written the same way: strip it from the paths under it. Paths
+ * outside the process's root stay as written.
+ */
+static void strip_root(pid_t pid, struct proc_maps *m)
+{
+	char link[64], root[PATH_MAX];
+	ssize_t n;
+	size_t i;
+
+	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+	n = readlink(link, root, sizeof(root) - 1);
+	if (n <= 1 || root[0] != '/')
+		return;		/* "/" (the usual case), or unreadable */
+	for (i = 0; i < m->n; i++) {
+		char *p = m->v[i].path;
+
+		if (!strncmp(p, root, (size_t)n) && p[n] == '/')
+			memmove(p, p + n, strlen(p + n) + 1);
+	}
+}
+
+/*
  * proc_maps_read - see maps.h. A process that exits while being read
  * (ESRCH) reads as gone: -ENOENT.
  */
@@ -306,6 +335,8 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 		return err == -ESRCH ? -ENOENT : err;
 	err = proc_maps_parse(buf, len, out, NULL);
 	free(buf);
+	if (!err)
+		strip_root(pid, out);
 	return err;
 }
 

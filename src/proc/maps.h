@@ -43,8 +43,10 @@ int proc_maps_parse(const char *text, size_t len, struct proc_maps *out,
 		    size_t *bad_lines);
 
 /*
- * proc_maps_read - read and parse /proc/@pid/maps. Returns 0, -ENOENT if
- * the process is gone, or another negative errno.
+ * proc_maps_read - read and parse /proc/@pid/maps, with the paths under
+ * the process's root made relative to it (as the process sees them, and
+ * /proc/@pid/root/PATH finds them, also when it is chrooted). Returns 0,
+ * -ENOENT if the process is gone, or another negative errno.
  */
 int proc_maps_read(pid_t pid, struct proc_maps *out);
 
