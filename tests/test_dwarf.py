@@ -5,7 +5,14 @@ unwind tables give the caller chain), read back with Google's pprof.
 
 Each test asserts that >= 95 % of the workload's samples carry exactly the
 expected frames from the leaf down to main (kernel frames on top stripped,
-frames below main ignored: user_to_main). Failure messages show the most
+frames below main ignored: user_to_main), once profd has the workload's
+unwind tables: profd builds them, for every process of the machine, from
+their first samples on, and meanwhile walks frame pointers; how long that
+takes depends on the machine and what runs on it (seconds on a busy
+2-CPU one). So profd writes a profile a second and says, with
+--debug-pid, how it unwound each of the workload's samples; the profiles
+judged are those after the one that was open when the first sample
+unwound with the tables was read (settle). Failure messages show the most
 common stacks seen and profd's stat./partial./lost. comment lines.
 
 perf (linux-perf, `--call-graph dwarf`) is the reference where it gets a
@@ -15,7 +22,7 @@ copy cuts the large frames, which profd must not).
 test_without_dwarf_unwinding_stacks_are_incomplete shows the same
 workloads fail under --no-dwarf-unwinding: DWARF is what makes them pass.
 
-Whole file: about 2-2.5 minutes (profd's BPF load takes ~3 s per run).
+Whole file: about 3 minutes (profd's BPF load takes ~3 s per run).
 Needs root, like profd itself.
 """
 import collections
@@ -36,6 +43,7 @@ SRC = os.path.join(ROOT, "tests", "workloads", "dwarf")
 FREQ = "99"
 DURATION = "3"          # seconds of profiling per run
 WARM = 0.4              # the workload runs this long before profd starts
+SETTLE = 2              # s more for settle=True runs: profd building unwind tables
 EXACT = 0.95
 MIN_SAMPLES = 60        # 99 Hz x 3 s of one busy thread: ~300 on an idle machine
 RUN = "30"              # workload run time: killed when profd is done
@@ -92,14 +100,20 @@ def elf_symbols(path):
 # --- running and judging --------------------------------------------------
 
 def profile(profd_bin, outdir, argv, *profd_args, warm=WARM, duration=DURATION,
-            before_profd=None, while_sampling=None, before_stop=None, only_workload=False):
+            before_profd=None, while_sampling=None, before_stop=None, only_workload=False,
+            settle=False):
     """Start the workload @argv, let it run @warm s, run profd for @duration
     s (whole machine unless @profd_args say otherwise, or the workload
     alone with --pid when @only_workload), stop the workload.
     before_profd(proc) runs after the warm-up (e.g. deleting the binary),
     while_sampling(proc) once profd samples (e.g. starting perf),
     before_stop(proc) after profd is done (e.g. waiting for perf).
+    @settle: profd runs SETTLE s longer, writing a profile a second, and
+    only the profiles settled() keeps are returned.
     Returns (workload Popen, profd returncode, profd stderr, profile paths)."""
+    if settle:
+        duration = str(int(duration) + SETTLE)
+        profd_args = ("--profile-interval", "1") + profd_args
     work = subprocess.Popen(argv)
     try:
         time.sleep(warm)
@@ -108,6 +122,8 @@ def profile(profd_bin, outdir, argv, *profd_args, warm=WARM, duration=DURATION,
             before_profd(work)
         if only_workload:
             profd_args = ("--pid", str(work.pid)) + profd_args
+        if settle:
+            profd_args = ("--debug-pid", str(work.pid)) + profd_args
         prof, head = start_profd(profd_bin, outdir, "--duration", duration, *profd_args)
         if while_sampling:
             while_sampling(work)
@@ -117,7 +133,31 @@ def profile(profd_bin, outdir, argv, *profd_args, warm=WARM, duration=DURATION,
     finally:
         work.kill()
         work.wait()
+    if settle:
+        err, paths = settled(err, work.pid)
     return work, rc, err, paths
+
+
+def settled(err, pid):
+    """profd's stderr (run with --profile-interval 1 --debug-pid @pid)
+    without the debug lines, and the profiles written after the first of
+    @pid's samples unwound with its tables (unwinder=dwarf) was read: the
+    reader reads samples in order, so every sample walked by frame pointer
+    before the tables were in is in that interval's profile or an earlier
+    one."""
+    lines = err.splitlines(keepends=True)
+    first = next((i for i, l in enumerate(lines)
+                  if re.match(rf"profd: debug: sample pid={pid} .*unwinder=dwarf", l)), None)
+    rest = "".join(l for l in lines if not l.startswith(("profd: debug:", "  #")))
+    assert first is not None, f"no sample of pid {pid} was unwound with its tables\n{rest}"
+    paths, open_interval = [], None
+    for l in lines[first:]:
+        m = re.match(r"profd: interval (\d+): .*, wrote (\S+)$", l.strip())
+        if m and open_interval is None:
+            open_interval = int(m.group(1))
+        elif m:
+            paths.append(m.group(2))
+    return rest, paths
 
 
 def start_profd(profd_bin, outdir, *args):
@@ -209,7 +249,7 @@ def is_stack(want):
 
 
 def run_exact(profd_bin, pprof, tmp_path, argv, want, *profd_args, what=None):
-    work, rc, err, paths = profile(profd_bin, tmp_path, argv, *profd_args)
+    work, rc, err, paths = profile(profd_bin, tmp_path, argv, *profd_args, settle=True)
     assert rc == 0, err
     assert paths, err
     samples = of_pid(pprof, paths, work.pid)
@@ -244,7 +284,8 @@ def perf_stacks(data, dsos=False):
     return stacks
 
 
-def profile_with_perf(profd_bin, tmp_path, argv, dsos=False, only_workload=False):
+def profile_with_perf(profd_bin, tmp_path, argv, dsos=False, only_workload=False,
+                      settle=False):
     """profile() with `perf record -e cpu-clock -F 99 --call-graph dwarf -p
     PID -- sleep 3` sampling the same workload while profd does; perf's
     stacks as perf_stacks(data, @dsos) reads them."""
@@ -265,7 +306,7 @@ def profile_with_perf(profd_bin, tmp_path, argv, dsos=False, only_workload=False
     try:
         work, rc, err, paths = profile(profd_bin, tmp_path / "out", argv,
                                        while_sampling=start_perf, before_stop=wait_perf,
-                                       only_workload=only_workload)
+                                       only_workload=only_workload, settle=settle)
     finally:
         if perf and perf.poll() is None:
             perf.kill()
@@ -284,7 +325,8 @@ def test_call_chain(profd_bin, pprof, dwarf_build, tmp_path, variant):
     if variant != "pie":
         run_exact(profd_bin, pprof, tmp_path, [exe, RUN], CHAIN, what=f"chain ({variant})")
         return
-    work, rc, err, paths, pstacks = profile_with_perf(profd_bin, tmp_path, [exe, RUN])
+    work, rc, err, paths, pstacks = profile_with_perf(profd_bin, tmp_path, [exe, RUN],
+                                                      settle=True)
     assert rc == 0, err
     samples = of_pid(pprof, paths, work.pid)
     good, total = assert_exact(pprof, paths, err, samples, is_stack(CHAIN), "chain", CHAIN)
@@ -343,7 +385,7 @@ def handler_stack_ok(frames):
 @pytest.mark.parametrize("stack", ["thread-stack", "sigaltstack"])
 def test_signal_handler(profd_bin, pprof, dwarf_build, tmp_path, stack):
     argv = [dwarf_build("signal"), RUN] + (["altstack"] if stack == "sigaltstack" else [])
-    work, rc, err, paths = profile(profd_bin, tmp_path, argv)
+    work, rc, err, paths = profile(profd_bin, tmp_path, argv, settle=True)
     assert rc == 0, err
     samples = of_pid(pprof, paths, work.pid)
     in_handler = [s for s in samples if user_to_main(s["frames"])[:1] == ["handler_spin"]]
@@ -378,7 +420,7 @@ def test_cold_partition(profd_bin, pprof, dwarf_build, tmp_path):
     exe = dwarf_build("cold")
     syms = elf_symbols(exe)
     assert "split_work.cold" in syms, sorted(s for s in syms if "split" in s)
-    work, rc, err, paths = profile(profd_bin, tmp_path, [exe, RUN])
+    work, rc, err, paths = profile(profd_bin, tmp_path, [exe, RUN], settle=True)
     assert rc == 0, err
     samples = of_pid(pprof, paths, work.pid)
     below = ["split_work.cold", "cold_b", "cold_a", "main"]
@@ -406,7 +448,8 @@ def qsort_ok(frames):
 
 
 def test_qsort_callback(profd_bin, pprof, dwarf_build, tmp_path):
-    work, rc, err, paths = profile(profd_bin, tmp_path, [dwarf_build("qsort"), RUN])
+    work, rc, err, paths = profile(profd_bin, tmp_path, [dwarf_build("qsort"), RUN],
+                                   settle=True)
     assert rc == 0, err
     samples = of_pid(pprof, paths, work.pid)
     assert_exact(pprof, paths, err, samples, lambda s: qsort_ok(user_to_main(s["frames"])),
@@ -425,7 +468,8 @@ def test_large_frames(profd_bin, pprof, dwarf_build, tmp_path):
     """Recorded by perf --call-graph dwarf at the same time too (case 13):
     its 8 KiB user stack copy cuts these stacks, profd's are complete."""
     work, rc, err, paths, pstacks = profile_with_perf(profd_bin, tmp_path,
-                                                      [dwarf_build("bigframes"), RUN])
+                                                      [dwarf_build("bigframes"), RUN],
+                                                      settle=True)
     assert rc == 0, err
     samples = of_pid(pprof, paths, work.pid)
     good, total = assert_exact(pprof, paths, err, samples, is_stack(BIG), "bigframes", BIG)
@@ -499,7 +543,8 @@ def lambda_ok(frames):
 
 
 def test_cxx_sort_lambda(profd_bin, pprof, dwarf_build, tmp_path):
-    work, rc, err, paths = profile(profd_bin, tmp_path, [dwarf_build("lambda_sort"), RUN])
+    work, rc, err, paths = profile(profd_bin, tmp_path, [dwarf_build("lambda_sort"), RUN],
+                                   settle=True)
     assert rc == 0, err
     samples = of_pid(pprof, paths, work.pid)
     assert_exact(pprof, paths, err, samples, lambda s: lambda_ok(user_to_main(s["frames"])),
@@ -518,7 +563,7 @@ def test_deleted_binary(profd_bin, pprof, dwarf_build, tmp_path):
     shutil.copy(dwarf_build("chain"), exe)
     exe.chmod(0o755)
     work, rc, err, paths = profile(profd_bin, tmp_path / "out", [str(exe), RUN],
-                                   before_profd=lambda w: exe.unlink())
+                                   before_profd=lambda w: exe.unlink(), settle=True)
     assert rc == 0, err
     samples = of_pid(pprof, paths, work.pid)
     assert_exact(pprof, paths, err, samples, is_stack(CHAIN), "deleted binary", CHAIN)
