@@ -22,17 +22,19 @@ FREQ = "99"
 
 
 def interpreters():
-    """(id, path) of every CPython to test; absent ones are skipped."""
+    """(id, path) of every CPython to test; absent ones (the path is then
+    the pattern looked for) are skipped."""
     out = [("debian-3.11", "/usr/bin/python3.11")]
     for minor in (9, 10, 11, 12, 13):
-        found = sorted(glob.glob(f"/root/.pyenv/versions/3.{minor}.*/bin/python3.{minor}"))
-        out.append((f"pyenv-3.{minor}", found[-1] if found else None))
+        pattern = f"/root/.pyenv/versions/3.{minor}.*/bin/python3.{minor}"
+        found = sorted(glob.glob(pattern))
+        out.append((f"pyenv-3.{minor}", found[-1] if found else pattern))
     return out
 
 
 def need(path):
-    if not path or not os.path.exists(path):
-        pytest.skip(f"interpreter not installed: {path}")
+    if not os.path.exists(path):
+        pytest.skip(f"CPython not installed here (optional): {path}")
     return path
 
 

@@ -30,14 +30,16 @@ PYENV = "/root/.pyenv/versions"
 
 
 def _interpreters():
-    """(id, path or None, why absent) for each version the tests want."""
+    """(id, path) for each version the tests want; for an absent one the
+    path is the pattern looked for."""
     found = [("debian-3.11", "/usr/bin/python3.11")]
     for minor in range(9, 14):
-        paths = sorted(glob.glob(f"{PYENV}/3.{minor}.*/bin/python3.{minor}"))
+        pattern = f"{PYENV}/3.{minor}.*/bin/python3.{minor}"
+        paths = sorted(glob.glob(pattern))
         if paths:
             found += [(f"pyenv-{p.split('/')[-3]}", p) for p in paths]
         else:
-            found.append((f"pyenv-3.{minor}", None))
+            found.append((f"pyenv-3.{minor}", pattern))
     return [pytest.param(p, id=i) for i, p in found]
 
 
@@ -236,8 +238,8 @@ def test_unit_checks(unit_bin):
 
 @pytest.mark.parametrize("python", _interpreters())
 def test_matches_cpython(unit_bin, python, capsys):
-    if python is None or not os.access(python, os.X_OK):
-        pytest.skip("this CPython version is not installed here")
+    if not os.access(python, os.X_OK):
+        pytest.skip(f"CPython not installed here (optional): {python}")
     r = subprocess.run([python, "-c", ORACLE], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
