@@ -10,13 +10,18 @@
  * made, with its own clock, so a test can compare profd's spans with it:
  *
  *   {"kind":"range","name":"step t1","parent":null,"tid":123,
- *    "end_tid":123,"start_ns":...,"end_ns":...}
- *   {"kind":"mark","name":"...","parent":"..."|null,"tid":..,"time_ns":..}
+ *    "end_tid":123,"start_ns":...,"end_ns":...,
+ *    "start_after_ns":...,"end_before_ns":...}
+ *   {"kind":"mark","name":"...","parent":"..."|null,"tid":..,"time_ns":..,
+ *    "time_after_ns":..}
  *   {"kind":"name","what":"category"|"thread"|"domain"|"cuda_stream"|
  *    "cu_device"|"domain_category","id":N,"name":"..."}
  *
  * Times are CLOCK_REALTIME ns taken just before the opening call and just
- * after the closing one (a range made by profd lies inside); "parent" is
+ * after the closing one (a range made by profd lies inside), and just
+ * after the opening call and just before the closing one (_after/_before:
+ * each end of profd's range lies between its pair, however long the call
+ * took or the thread waited for a CPU); "parent" is
  * the innermost range open on the thread when it opened; end_ns is null
  * for a range never closed. Ranges made with attributes add "domain",
  * "category", "color" (ARGB), "payload_type" (NVTX's number) and
@@ -143,6 +148,15 @@ static void put_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* ,"@key":@ns, or null for 0 (not taken). */
+static void put_time(FILE *f, const char *key, uint64_t ns)
+{
+	if (ns)
+		fprintf(f, ",\"%s\":%llu", key, (unsigned long long)ns);
+	else
+		fprintf(f, ",\"%s\":null", key);
+}
+
 /* What the program made, as it saw it. */
 struct rec {
 	const char *kind;	/* "range", "mark" */
@@ -150,6 +164,7 @@ struct rec {
 	const char *parent;
 	pid_t tid, end_tid;
 	uint64_t start, end;	/* end 0: never closed */
+	uint64_t start_after, end_before;	/* 0: not taken */
 	/* attributes (attrs mode); has_attrs 0: none */
 	int has_attrs;
 	const char *domain;
@@ -170,13 +185,13 @@ static void emit(const struct rec *r)
 	fprintf(f, ",\"tid\":%d", (int)r->tid);
 	if (!strcmp(r->kind, "mark")) {
 		fprintf(f, ",\"time_ns\":%llu", (unsigned long long)r->start);
+		put_time(f, "time_after_ns", r->start_after);
 	} else {
-		fprintf(f, ",\"end_tid\":%d,\"start_ns\":%llu,\"end_ns\":", (int)r->end_tid,
-			(unsigned long long)r->start);
-		if (r->end)
-			fprintf(f, "%llu", (unsigned long long)r->end);
-		else
-			fputs("null", f);
+		fprintf(f, ",\"end_tid\":%d", (int)r->end_tid);
+		put_time(f, "start_ns", r->start);
+		put_time(f, "end_ns", r->end);
+		put_time(f, "start_after_ns", r->start_after);
+		put_time(f, "end_before_ns", r->end_before);
 	}
 	if (r->has_attrs) {
 		fputs(",\"domain\":", f);
@@ -209,8 +224,10 @@ static void push_range(const char *name, const char *parent,
 	r.tid = r.end_tid = gettid();
 	r.start = realtime_ns();
 	nvtxRangePushA(name);
+	r.start_after = realtime_ns();
 	if (fn)
 		fn(name, arg);
+	r.end_before = realtime_ns();
 	nvtxRangePop();
 	r.end = realtime_ns();
 	emit(&r);
@@ -293,6 +310,7 @@ static void *cross_ender(void *arg)
 
 	while (read(cross_pipe[0], &c, sizeof(c)) == sizeof(c) && c) {
 		sleep_ms(2);
+		c->r.end_before = realtime_ns();
 		nvtxRangeEnd(c->id);
 		c->r.end = realtime_ns();
 		c->r.end_tid = gettid();
@@ -308,6 +326,7 @@ static void cross_start(struct cross_range *c, const char *name, const char *par
 	c->r.tid = gettid();
 	c->r.start = realtime_ns();
 	c->id = nvtxRangeStartA(c->name);
+	c->r.start_after = realtime_ns();
 }
 
 static void cross_send(struct cross_range *c)
@@ -341,8 +360,10 @@ static void mode_cross(void)
 	outer.tid = outer.end_tid = gettid();
 	outer.start = realtime_ns();
 	nvtxRangePushA("cross outer");
+	outer.start_after = realtime_ns();
 	cross_start(&v[opt.iter], "cross inner", "cross outer");
 	sleep_ms(1);
+	outer.end_before = realtime_ns();
 	nvtxRangePop();
 	outer.end = realtime_ns();
 	emit(&outer);
@@ -361,6 +382,7 @@ static void mark(const char *name, const char *parent)
 	r.tid = gettid();
 	r.start = realtime_ns();
 	nvtxMarkA(name);
+	r.start_after = realtime_ns();
 	emit(&r);
 }
 
