@@ -50,7 +50,8 @@ SAMPLES = [
 RSS = (1048576, "bytes")  # numeric label with a unit, on pid 4242 only
 TOTAL = sum(s[1] for s in SAMPLES)
 MERGES = 2  # test_output merges the profile into the flame graph twice
-UNKNOWN_FRAME = f"[unknown] {UNRESOLVED_ADDR:#x} ({APP_PATH})"
+# named by file offset (start 0x555555554000, offset 0x1000: tests/unit/test_output.c)
+UNKNOWN_FRAME = f"[unknown] myapp+{UNRESOLVED_ADDR - 0x555555554000 + 0x1000:#x}"
 
 HOSTILE = [
     b"evil</script><script>document.title='pwned'</script>",

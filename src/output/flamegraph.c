@@ -371,6 +371,12 @@ static int64_t location_frame(struct flamegraph *fg, const struct profile *p,
 		name = f->name;
 	else if (f && f->system_name && *f->system_name)
 		name = f->system_name;
+	else if (m && m->filename && m->filename[0] == '/' &&
+		 loc->address >= m->start && loc->address < m->limit)
+		/* by file offset: one name in every process, whatever ASLR did */
+		snprintf(buf, sizeof(buf), "[unknown] %s+0x%" PRIx64,
+			 strrchr(m->filename, '/') + 1,
+			 loc->address - m->start + m->offset);
 	else if (m && m->filename && *m->filename)
 		snprintf(buf, sizeof(buf), "[unknown] 0x%" PRIx64 " (%s)",
 			 loc->address, m->filename);

@@ -40,7 +40,10 @@ void flamegraph_free(struct flamegraph *fg);
  * flamegraph_add_profile - merge every sample of @p into the tree, using
  * sample value @value_index as the weight. The first frame under the root
  * is the sample's "comm" label (process name) when present. Frame names:
- * the function name, else "[unknown] 0xADDR (file)". Kernel frames
+ * the function name, else "[unknown] FILE+0xOFFSET" (the file's base
+ * name and the file offset, the same in every process whatever its
+ * load address), or "[unknown] 0xADDR (mapping)" in a mapping without a
+ * file ("[anon]", JIT code). Kernel frames
  * (mapping "[kernel.kallsyms]") and GPU kernels (mapping "[cuda]", the
  * leaves of a GPU kernel-time profile) keep their names and are marked
  * so the page colours each apart.
