@@ -34,6 +34,18 @@ def run_unit(name, timeout=300):
     return r
 
 
+def unit_program(name, env=None):
+    """The path of build/tests/unit/NAME, made by make first, or the
+    binary the environment variable @env names (one built another way,
+    e.g. with sanitizers)."""
+    if env and os.environ.get(env):
+        return os.environ[env]
+    r = subprocess.run(["make", "-C", ROOT, f"build/tests/unit/{name}"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, f"make failed:\n{r.stdout}\n{r.stderr}"
+    return os.path.join(BUILD, "tests", "unit", name)
+
+
 @pytest.fixture(scope="session")
 def build_dir():
     return BUILD

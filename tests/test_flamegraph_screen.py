@@ -17,6 +17,7 @@ import zlib
 
 import pytest
 
+from conftest import unit_program
 from test_output import dump_dom, parse_dom
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -126,13 +127,7 @@ def row_cover(img, y):
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    binary = os.environ.get("PROFD_TEST_FLAMEGRAPH_SCREEN_BIN")
-    if not binary:
-        target = "build/tests/unit/test_flamegraph_screen"
-        r = subprocess.run(["make", "-C", ROOT, target], capture_output=True,
-                           text=True)
-        assert r.returncode == 0, f"make failed:\n{r.stdout}\n{r.stderr}"
-        binary = os.path.join(ROOT, target)
+    binary = unit_program("test_flamegraph_screen", "PROFD_TEST_FLAMEGRAPH_SCREEN_BIN")
     d = tmp_path_factory.mktemp("screen")
     r = subprocess.run([binary, str(d)], capture_output=True, text=True,
                        timeout=60)

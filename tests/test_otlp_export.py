@@ -24,7 +24,7 @@ from concurrent import futures
 
 import pytest
 
-from conftest import ROOT, SHARED
+from conftest import ROOT, SHARED, unit_program
 
 # PROFD_TEST_OTLP_BIN may name a driver built another way (e.g. with
 # -fsanitize=address,undefined).
@@ -81,12 +81,7 @@ def attrs(kvs):
 @pytest.fixture(scope="module")
 def driver():
     """build/tests/unit/test_otlp_export, built by make."""
-    if os.environ.get("PROFD_TEST_OTLP_BIN"):
-        return DRIVER
-    r = subprocess.run(["make", "-C", ROOT, "build/tests/unit/test_otlp_export"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, f"make failed:\n{r.stdout}\n{r.stderr}"
-    return DRIVER
+    return unit_program("test_otlp_export", "PROFD_TEST_OTLP_BIN")
 
 
 class Result:

@@ -17,6 +17,8 @@ import urllib.parse
 
 import pytest
 
+from conftest import unit_program
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # --- the inputs of tests/unit/test_output.c -------------------------------
@@ -81,13 +83,7 @@ def unit_bin():
     """build/tests/unit/test_output, built by make. PROFD_TEST_OUTPUT_BIN
     may name a binary built another way (while the rest of the tree is
     being written and make cannot link the core library)."""
-    override = os.environ.get("PROFD_TEST_OUTPUT_BIN")
-    if override:
-        return override
-    r = subprocess.run(["make", "-C", ROOT, "build/tests/unit/test_output"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, f"make failed:\n{r.stdout}\n{r.stderr}"
-    return os.path.join(ROOT, "build", "tests", "unit", "test_output")
+    return unit_program("test_output", "PROFD_TEST_OUTPUT_BIN")
 
 
 @pytest.fixture(scope="module")
@@ -584,13 +580,7 @@ def test_flamegraph_views(chromium, tmp_path):
                 step + ("launch_softmax", "cudaLaunchKernel", softmax):
                     softmax_ns}
 
-    binary = os.environ.get("PROFD_TEST_FLAMEGRAPH_VIEWS_BIN")
-    if not binary:
-        target = "build/tests/unit/test_flamegraph_views"
-        r = subprocess.run(["make", "-C", ROOT, target], capture_output=True,
-                           text=True)
-        assert r.returncode == 0, f"make failed:\n{r.stdout}\n{r.stderr}"
-        binary = os.path.join(ROOT, target)
+    binary = unit_program("test_flamegraph_views", "PROFD_TEST_FLAMEGRAPH_VIEWS_BIN")
     r = subprocess.run([binary, str(tmp_path)], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr

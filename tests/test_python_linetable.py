@@ -24,6 +24,8 @@ import subprocess
 
 import pytest
 
+from conftest import unit_program
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNIT = os.path.join(ROOT, "build", "tests", "unit", "test_python_linetable")
 PYENV = "/root/.pyenv/versions"
@@ -219,13 +221,7 @@ print("#stats", json.dumps(stats))
 def unit_bin():
     """build/tests/unit/test_python_linetable, built by make.
     PROFD_TEST_PYTHON_LINETABLE_BIN may name one built another way."""
-    override = os.environ.get("PROFD_TEST_PYTHON_LINETABLE_BIN")
-    if override:
-        return override
-    r = subprocess.run(["make", "-C", ROOT, "build/tests/unit/test_python_linetable"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, f"make failed:\n{r.stdout}\n{r.stderr}"
-    return UNIT
+    return unit_program("test_python_linetable", "PROFD_TEST_PYTHON_LINETABLE_BIN")
 
 
 def test_unit_checks(unit_bin):

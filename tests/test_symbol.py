@@ -438,9 +438,10 @@ def test_system_library_sample(lib):
     check_against_oracle(path, sample=300, extra=extra)
 
 
-def _serve(path):
-    """Start a test program in --serve mode: (process, {name: address})."""
-    p = subprocess.Popen([path, "--serve"], stdout=subprocess.PIPE, text=True)
+def _serve(path, argv=None):
+    """Start a test program in --serve mode (or @argv, a command that
+    starts it so): (process, {name: address})."""
+    p = subprocess.Popen(argv or [path, "--serve"], stdout=subprocess.PIPE, text=True)
     addrs = {}
     try:
         for line in p.stdout:
@@ -454,6 +455,18 @@ def _serve(path):
         _stop(p)
         raise
     return p, addrs
+
+
+def assert_static_named(progs, pid, runtime):
+    """demo_beta_static, a local symbol only the debug file has, is named at
+    its runtime address in process @pid (and one byte in), as the
+    unstripped c_pie's symbol table says."""
+    full = Oracle(progs["c_pie"])
+    beta = next(s.value for s in full.syms if s.name == "demo_beta_static")
+    a = runtime["demo_beta_static"]
+    got = symbolize_pid(pid, [a, a + 1])
+    assert got[a] == ("demo_beta_static", beta), got
+    assert got[a + 1] == ("demo_beta_static", beta), got
 
 
 def _stop(p):
@@ -1038,13 +1051,7 @@ def test_debuglink_in_process_mount_namespace(progs, scratch_mount):
         assert not os.listdir(dotdebug)     # the host sees nothing
         _, _, err = symbolize_full(str(exe), [])
         assert debug_used(err) is None
-        full = Oracle(progs["c_pie"])
-        beta = next(s.value for s in full.syms
-                    if s.name == "demo_beta_static")
-        a = runtime["demo_beta_static"]
-        got = symbolize_pid(p.pid, [a, a + 1])
-        assert got[a] == ("demo_beta_static", beta), got
-        assert got[a + 1] == ("demo_beta_static", beta), got
+        assert_static_named(progs, p.pid, runtime)
     finally:
         _stop(p)
 
@@ -1072,25 +1079,13 @@ def test_debuglink_of_a_chrooted_process_in_its_mount_namespace(progs, scratch_m
             system += f"mount --bind {top} {root}{top} && "
     script = (f"{system}mount -t tmpfs profd-test {dotdebug} && "
               f"cp {dbg} {dotdebug}/ && exec chroot {root} /app/demo --serve")
-    p = subprocess.Popen(mount_ns_argv(script), stdout=subprocess.PIPE, text=True)
-    runtime = {}
+    p, runtime = _serve(None, mount_ns_argv(script))
     try:
-        for line in p.stdout:
-            line = line.strip()
-            if line == "ready":
-                break
-            name, addr = line.split()
-            runtime[name] = int(addr, 16)
         assert "demo_beta_static" in runtime, "the chrooted demo did not start"
         dbg.unlink()
         assert not os.listdir(dotdebug)     # the host sees nothing
         assert os.readlink(f"/proc/{p.pid}/root").endswith(str(root))
-        full = Oracle(progs["c_pie"])
-        beta = next(s.value for s in full.syms if s.name == "demo_beta_static")
-        a = runtime["demo_beta_static"]
-        got = symbolize_pid(p.pid, [a, a + 1])
-        assert got[a] == ("demo_beta_static", beta), got
-        assert got[a + 1] == ("demo_beta_static", beta), got
+        assert_static_named(progs, p.pid, runtime)
     finally:
         _stop(p)
 
