@@ -350,7 +350,14 @@ static void publish_proc_stats(struct agent *ag)
 	struct gpu_stats gst = { 0 };
 	struct agent_export_stats xst;
 
+	struct file_gate_stats fst;
+	uint64_t unreadable;
+
 	process_table_stats(ag->procs, &st);
+	file_gate_stats(ag->gate, &fst);
+	pthread_mutex_lock(&ag->sym_lock);
+	unreadable = symbolizer_symbols_unreadable(ag->sym);
+	pthread_mutex_unlock(&ag->sym_lock);
 	agent_export_stats(ag->exp, &xst);
 	if (ag->unwind)
 		unwind_loader_stats(ag->unwind, &ust);
@@ -394,6 +401,9 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
 	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
 	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
+	ag->counters[AGENT_CNT_FILE_HUNG] = st.files_hung;
+	ag->counters[AGENT_CNT_FILE_READ_TIMEOUTS] = fst.timeouts;
+	ag->counters[AGENT_CNT_SYMBOLS_UNREADABLE] = unreadable;
 	ag->counters[AGENT_CNT_PYTHON_CODE_ERRORS] = pst.code_errors;
 	ag->counters[AGENT_CNT_PYTHON_FRAMES_FULL] = pst.frames_full;
 	ag->counters[AGENT_CNT_PYTHON_UNSUPPORTED] = pst.unsupported;
@@ -1140,9 +1150,12 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 			sizeof(ag->kernel_build_id));
 	ag->sym = symbolizer_new();
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
+	ag->gate = file_gate_new(0);
+	if (ag->procs)
+		process_table_set_gate(ag->procs, ag->gate);
 	ag->flame = flamegraph_new(0);
 	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, now_ns(CLOCK_REALTIME));
-	if (!ag->procs || !ag->flame || !ag->cur) {
+	if (!ag->procs || !ag->gate || !ag->flame || !ag->cur) {
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
 	}
@@ -1203,6 +1216,7 @@ static void agent_teardown(struct agent *ag)
 	free(ag->merged);
 	aggregate_free(ag->cur);
 	process_table_free(ag->procs);
+	file_gate_free(ag->gate);	/* stays allocated while a read hangs */
 	symbolizer_free(ag->sym);
 	flamegraph_free(ag->flame);
 	kallsyms_free(ag->ksyms);

@@ -53,6 +53,9 @@ const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_OTLP_RETRIES] = COUNTER_STAT,
 	[AGENT_CNT_RETENTION_REMOVED] = COUNTER_STAT,
 	[AGENT_CNT_PROBABILISTIC_OFF] = COUNTER_STAT,
+	[AGENT_CNT_FILE_HUNG] = COUNTER_PARTIAL,
+	[AGENT_CNT_FILE_READ_TIMEOUTS] = COUNTER_STAT,
+	[AGENT_CNT_SYMBOLS_UNREADABLE] = COUNTER_PARTIAL,
 };
 
 const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -102,4 +105,7 @@ const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_OTLP_RETRIES] = "otlp_retries",
 	[AGENT_CNT_RETENTION_REMOVED] = "retention_files_removed",
 	[AGENT_CNT_PROBABILISTIC_OFF] = "probabilistic_intervals_off",
+	[AGENT_CNT_FILE_HUNG] = "file_hung",
+	[AGENT_CNT_FILE_READ_TIMEOUTS] = "file_read_timeouts",
+	[AGENT_CNT_SYMBOLS_UNREADABLE] = "symbols_unreadable",
 };

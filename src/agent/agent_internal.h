@@ -19,6 +19,7 @@
 #include "bpf/profd.h"
 #include "gpu/gpu.h"
 #include "output/flamegraph.h"
+#include "proc/file_gate.h"
 #include "proc/process.h"
 #include "python/python.h"
 #include "symbol/kallsyms.h"
@@ -78,6 +79,9 @@ enum agent_counter {
 	AGENT_CNT_OTLP_RETRIES,		/* OTLP requests sent again after a retryable failure */
 	AGENT_CNT_RETENTION_REMOVED,	/* old profiles deleted by --output-retention */
 	AGENT_CNT_PROBABILISTIC_OFF,	/* probabilistic intervals not profiled */
+	AGENT_CNT_FILE_HUNG,		/* sampled mappings left unsymbolized: their file's reads hung */
+	AGENT_CNT_FILE_READ_TIMEOUTS,	/* file reads abandoned at the deadline (file_gate.c) */
+	AGENT_CNT_SYMBOLS_UNREADABLE,	/* objects whose symbol tables could not be read */
 	AGENT_CNT_MAX,
 };
 
@@ -93,6 +97,7 @@ struct agent {
 	struct symbolizer *sym;
 	pthread_mutex_t sym_lock;
 	struct process_table *procs;	/* reader thread only */
+	struct file_gate *gate;		/* reads of mapped files that time out; any thread */
 	struct unwind_loader *unwind;	/* reader thread only; NULL: FP only */
 	struct python *py;		/* CPython processes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */

@@ -47,6 +47,7 @@ struct agent_snapshot {
 	uint64_t counters[AGENT_CNT_MAX];
 	struct process_table_stats procs;
 	struct unwind_loader_stats unwind;
+	struct file_gate_stats gate;	/* live, from the gate's own lock */
 	uint64_t probabilistic_draws;
 	uint64_t probabilistic_on;
 	uint64_t last_flush_mono;
@@ -102,6 +103,8 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 		s->exp = ag->exp;
 	}
 	pthread_mutex_unlock(&ag->agg_lock);
+	if (s->ready)
+		file_gate_stats(ag->gate, &s->gate);
 }
 
 static void take_readings(const struct agent_snapshot *s, struct agent_readings *r)
@@ -196,6 +199,13 @@ static const struct field_metric table_rows[] = {
 	  "/proc/PID/maps reads.", SNAP(procs.maps_reads) },
 	{ "profd_unwind_rows", PROM_GAUGE,
 	  "Unwind table rows loaded in the BPF shards.", SNAP(unwind.rows) },
+	{ "profd_file_reads_stuck", PROM_GAUGE,
+	  "Reads of mapped files past their deadline and still blocked "
+	  "(their files' frames stay unsymbolized; /healthz fails).",
+	  SNAP(gate.stuck_now) },
+	{ "profd_file_reads_total", PROM_COUNTER,
+	  "Mapped files read ahead of parsing, with a deadline.",
+	  SNAP(gate.checks) },
 };
 
 static const struct field_metric unwind_rows[] = {
@@ -456,6 +466,12 @@ static const char *unhealthy(const struct agent *ag, const struct agent_snapshot
 		return "the reader thread stopped on an error\n";
 	if (!s->last_write_ok)
 		return "the last interval's files could not all be written\n";
+	if (s->gate.stuck_now) {
+		snprintf(buf, len, "degraded: %llu file read(s) hung, the oldest for %llu s "
+			 "(see partial.file_hung)\n", (unsigned long long)s->gate.stuck_now,
+			 (unsigned long long)(s->gate.stuck_oldest_ns / 1000000000ULL));
+		return buf;
+	}
 	if (s->last_flush_mono &&
 	    now > s->last_flush_mono + HEALTH_STALE_INTERVALS * interval_ns +
 		  HEALTH_STALE_SLACK_NS) {

@@ -17,6 +17,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proc/file_gate.h"
 #include "proc/process.h"
 
 #define NBUCKETS 4096
@@ -27,7 +28,13 @@ struct process_table {
 	pthread_mutex_t *sym_lock;
 	struct process_table_stats stats;
 	struct process_listener listener;
+	struct file_gate *gate;		/* NULL: files are opened unchecked */
 };
+
+void process_table_set_gate(struct process_table *pt, struct file_gate *g)
+{
+	pt->gate = g;
+}
 
 void process_table_set_listener(struct process_table *pt,
 				const struct process_listener *l)
@@ -192,6 +199,55 @@ static void read_meta(struct process_table *pt, struct proc_snapshot *s)
 			 sym_object_build_id(s->objs[idx]));
 }
 
+/* Whether @m's file was found hung (its parsers would block). No I/O. */
+static bool mapping_hung(const struct process_table *pt,
+			 const struct proc_mapping *m)
+{
+	return file_gate_hung(pt->gate, m->dev_major, m->dev_minor, m->inode);
+}
+
+/*
+ * Before anything opens them: read the files of @s's executable mappings
+ * through the gate (each file once, with a deadline), so a file whose
+ * reads hang is known as hung and left alone by every parser.
+ */
+static void check_files(struct process_table *pt, struct proc_snapshot *s)
+{
+	if (!pt->gate)
+		return;
+	for (size_t i = 0; i < s->maps.n; i++) {
+		const struct proc_mapping *m = &s->maps.v[i];
+
+		if (m->executable && m->inode && !m->special && m->path[0])
+			file_gate_check(pt->gate, s->pid, m);
+	}
+}
+
+/*
+ * Hand @s's mappings to the listener (unwind tables, CPython detection),
+ * less those whose file is hung: they open and parse the files.
+ */
+static void offer_maps(struct process_table *pt, struct proc_snapshot *s)
+{
+	struct proc_maps view = { 0 };
+	size_t nhung = 0;
+
+	for (size_t i = 0; i < s->maps.n; i++)
+		nhung += mapping_hung(pt, &s->maps.v[i]);
+	if (!nhung) {
+		pt->listener.maps_read(pt->listener.ctx, s->pid, &s->maps);
+		return;
+	}
+	view.v = malloc(s->maps.n * sizeof(*view.v));
+	if (!view.v)
+		return;		/* no tables this time; the next read offers again */
+	for (size_t i = 0; i < s->maps.n; i++)
+		if (!mapping_hung(pt, &s->maps.v[i]))
+			view.v[view.n++] = s->maps.v[i];	/* paths stay @s's */
+	pt->listener.maps_read(pt->listener.ctx, s->pid, &view);
+	free(view.v);
+}
+
 /* Read the maps into a new snapshot; keep the old one if the read fails. */
 static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 {
@@ -224,11 +280,12 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	s->pid = p->pid;
 	s->sym = pt->sym;
 	s->sym_lock = pt->sym_lock;
+	check_files(pt, s);
 	read_meta(pt, s);
 	proc_snapshot_put(p->snap);
 	p->snap = s;
 	if (pt->listener.maps_read)
-		pt->listener.maps_read(pt->listener.ctx, p->pid, &s->maps);
+		offer_maps(pt, s);
 	return 0;
 }
 
@@ -276,6 +333,10 @@ static void open_object(struct process_table *pt, struct proc_snapshot *s,
 	s->objs_tried[idx] = true;
 	if (!m->executable || (m->special && strcmp(m->path, "[vdso]")) || !m->path[0])
 		return;
+	if (mapping_hung(pt, m)) {
+		pt->stats.files_hung++;
+		return;
+	}
 	pthread_mutex_lock(pt->sym_lock);
 	s->objs[idx] = symbolizer_get(pt->sym, s->pid, m, &err);
 	pthread_mutex_unlock(pt->sym_lock);

@@ -75,6 +75,7 @@ struct process_table_stats {
 	uint64_t maps_reads;		/* /proc/PID/maps reads */
 	uint64_t maps_read_errors;	/* process gone before its maps were read */
 	uint64_t elf_open_errors;	/* mappings whose file could not be opened */
+	uint64_t files_hung;		/* sampled mappings left unopened: their file hung */
 };
 
 struct process_table;
@@ -93,6 +94,17 @@ struct process_listener {
 /* process_table_set_listener - install @l (copied; NULL removes it). */
 void process_table_set_listener(struct process_table *pt,
 				const struct process_listener *l);
+
+struct file_gate;
+
+/*
+ * process_table_set_gate - read every executable mapping's file through
+ * @g (see file_gate.h) before it is opened or handed to the listener;
+ * mappings of files found hung are not opened (their frames keep the
+ * mapping's name; counted in files_hung) and not offered to the
+ * listener. @g is not owned and must outlive the table. NULL: no gate.
+ */
+void process_table_set_gate(struct process_table *pt, struct file_gate *g);
 
 /*
  * process_table_new - an empty table using symbolizer @sym, whose calls

@@ -57,6 +57,7 @@ struct elf_file {
 	void *mem;		/* in-memory image (owned), or NULL */
 	size_t memsz;
 	bool is_dyn;
+	int syms_err;		/* load_symbols() result, once loaded */
 	bool has_symtab;	/* own file has a non-empty SHT_SYMTAB */
 	char build_id[2 * BUILD_ID_MAX + 1];
 	char *debuglink;	/* .gnu_debuglink file name, or NULL */
@@ -498,6 +499,7 @@ static int load_symbols(struct elf_file *f)
 	int ret;
 
 	f->syms_loaded = true;
+	f->syms_err = -ENOEXEC;
 	elves[n] = elf_handle(f);
 	if (!elves[n] || elf_kind(elves[n]) != ELF_K_ELF) {
 		elf_end(elves[n]);
@@ -515,7 +517,16 @@ static int load_symbols(struct elf_file *f)
 	ret = elf_symtab_build(&f->symtab, elves, symtab_only, n);
 	while (n)
 		elf_end(elves[--n]);
+	f->syms_err = ret < 0 ? ret : 0;
 	return ret;
+}
+
+/* elf_file_load_symbols - see elf_file.h. */
+int elf_file_load_symbols(struct elf_file *f)
+{
+	if (!f->syms_loaded)
+		load_symbols(f);
+	return f->syms_err;
 }
 
 /* elf_file_lookup - see elf_file.h (and elf_symtab_lookup). */

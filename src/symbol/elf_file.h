@@ -7,7 +7,7 @@
  * ID, its .gnu_debuglink, its PT_LOAD segments (to turn file offsets into
  * ELF virtual addresses), the descriptor of its separate debug file when
  * one is attached, and its function symbols from .symtab and .dynsym
- * (plus the debug file's .symtab), loaded lazily and sorted by address.
+ * (plus the debug file's .symtab), loaded on first lookup or by elf_file_load_symbols(), sorted by address.
  *
  * Holding the fd keeps the file readable after the process that mapped it
  * exited or the file was deleted.
@@ -112,6 +112,17 @@ const char *elf_file_lookup(struct elf_file *f, uint64_t vaddr,
  */
 int elf_file_cfi_range(const struct elf_file *f, uint64_t vaddr,
 		       uint64_t *start, uint64_t *end);
+
+/*
+ * elf_file_load_symbols - read the function symbols now (the object's
+ * tables and an attached debug file's .symtab), so later lookups do no
+ * file I/O: a file truncated or rewritten after this still resolves from
+ * what was read. Idempotent (a second call returns the first's result).
+ * Returns 0 (possibly with no symbols: a stripped file without .dynsym),
+ * -ENOEXEC when libelf cannot read the file (truncated, corrupt), or
+ * another negative errno.
+ */
+int elf_file_load_symbols(struct elf_file *f);
 
 /* elf_file_nsymbols - number of function symbols loaded (loads them). */
 uint64_t elf_file_nsymbols(struct elf_file *f);

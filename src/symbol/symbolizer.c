@@ -118,6 +118,7 @@ struct symbolizer {
 	size_t nnodes;
 	uint64_t nobjects;
 	uint64_t open_errors;
+	uint64_t symbols_unreadable;	/* objects whose symbol tables libelf could not read */
 
 	struct sym_object *vdso;	/* referenced by us; NULL until tried */
 	int vdso_err;			/* < 0 once loading it failed */
@@ -588,6 +589,15 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 		debuginfo_attach(o->ef, root, m->path, NULL, 0);
 		free(root);
 	}
+	/*
+	 * Symbols are read now, not at the first lookup (the interval's
+	 * write-out): a library truncated or rewritten after its samples
+	 * still resolves from what was read here, and the writer does no
+	 * file I/O. After debuginfo_attach(): the debug file's .symtab is
+	 * read in the same pass.
+	 */
+	if (o->ef && elf_file_load_symbols(o->ef) < 0)
+		s->symbols_unreadable++;
 	if (!o->ef) {
 		/*
 		 * Only a failure that belongs to the file is remembered for
@@ -823,4 +833,10 @@ void symbolizer_stats(const struct symbolizer *s, uint64_t *objects,
 		*objects = s->nobjects;
 	if (open_errors)
 		*open_errors = s->open_errors;
+}
+
+/* symbolizer_symbols_unreadable - see symbolizer.h. */
+uint64_t symbolizer_symbols_unreadable(const struct symbolizer *s)
+{
+	return s->symbols_unreadable;
 }

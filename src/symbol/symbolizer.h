@@ -12,7 +12,8 @@
  * vDSO is one object shared by every "[vdso]" mapping, read from profd's
  * own. Objects are reference counted: a process holds a reference for
  * each of its mappings, so a file stays open until no process that
- * mapped it is left to write out.
+ * mapped it is left to write out. An object's symbol tables are read
+ * when it is opened, so resolving an address never reads the file.
  */
 #ifndef PROFD_SYMBOL_SYMBOLIZER_H
 #define PROFD_SYMBOL_SYMBOLIZER_H
@@ -80,5 +81,12 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 /* symbolizer_stats - objects cached and open-failure count, for status. */
 void symbolizer_stats(const struct symbolizer *s, uint64_t *objects,
 		      uint64_t *open_errors);
+
+/*
+ * symbolizer_symbols_unreadable - objects opened (ELF headers read) whose
+ * symbol tables could not be read (truncated or corrupt file): their
+ * frames keep only the mapping's name. Cumulative.
+ */
+uint64_t symbolizer_symbols_unreadable(const struct symbolizer *s);
 
 #endif /* PROFD_SYMBOL_SYMBOLIZER_H */
