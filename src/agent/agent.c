@@ -44,6 +44,7 @@
 #include "tracer/counters.h"
 #include "tracer/preflight.h"
 #include "tracer/tracer.h"
+#include "unwind/async.h"
 #include "unwind/loader.h"
 
 #define MAX_STACKS_PER_INTERVAL (1u << 20)
@@ -324,7 +325,7 @@ static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 	struct agent *ag = ctx;
 
 	if (ag->unwind)
-		unwind_loader_update(ag->unwind, pid, maps);
+		unwind_async_update(ag->unwind, pid, maps);
 	if (ag->py)
 		python_maps_read(ag->py, pid, maps);
 	if (ag->gpu)
@@ -336,7 +337,7 @@ static void on_removed(void *ctx, pid_t pid)
 	struct agent *ag = ctx;
 
 	if (ag->unwind)
-		unwind_loader_remove(ag->unwind, pid);
+		unwind_async_remove(ag->unwind, pid);
 	if (ag->py)
 		python_removed(ag->py, pid);
 }
@@ -345,7 +346,8 @@ static void publish_proc_stats(struct agent *ag)
 {
 	struct process_table_stats st;
 
-	struct unwind_loader_stats ust = { 0 };
+	struct unwind_async_stats uast;
+	struct unwind_loader_stats ust;
 	struct python_stats pst = { 0 };
 	struct gpu_stats gst = { 0 };
 	struct agent_export_stats xst;
@@ -359,8 +361,8 @@ static void publish_proc_stats(struct agent *ag)
 	unreadable = symbolizer_symbols_unreadable(ag->sym);
 	pthread_mutex_unlock(&ag->sym_lock);
 	agent_export_stats(ag->exp, &xst);
-	if (ag->unwind)
-		unwind_loader_stats(ag->unwind, &ust);
+	unwind_async_stats(ag->unwind, &uast);	/* NULL: zeros */
+	ust = uast.loader;
 	if (ag->py)
 		python_stats(ag->py, &pst);
 	if (ag->gpu)
@@ -399,6 +401,8 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_UNWIND_EVICTIONS] = ust.evictions;
 	ag->counters[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = ust.ranges_truncated;
 	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
+	ag->counters[AGENT_CNT_UNWIND_QUEUE_FULL] = uast.dropped;
+	ag->unwind_queued = uast.queued;
 	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
 	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
 	ag->counters[AGENT_CNT_FILE_HUNG] = st.files_hung;
@@ -1184,10 +1188,13 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	}
 	if (cfg->dwarf_unwinding) {
 		int shards_fd, procs_fd;
+		struct unwind_loader *l;
 
 		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd);
-		ag->unwind = unwind_loader_new(shards_fd, procs_fd, unwind_mib << 20);
+		l = unwind_loader_new(shards_fd, procs_fd, unwind_mib << 20);
+		ag->unwind = l ? unwind_async_new(l) : NULL;
 		if (!ag->unwind) {
+			unwind_loader_free(l);
 			fprintf(stderr, "profd: error: out of memory\n");
 			return -1;
 		}
@@ -1207,8 +1214,9 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 static void agent_teardown(struct agent *ag)
 {
 	agent_metrics_stop(ag);		/* first: it reads everything below */
+	/* before the BPF maps it writes are closed; one stuck in a read is left */
+	unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
 	tracer_close(ag->tracer);
-	unwind_loader_free(ag->unwind);
 	python_free(ag->py);
 	gpu_free(ag->gpu);
 	flamegraph_free(ag->gpu_flame);

@@ -56,6 +56,7 @@ const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_FILE_HUNG] = COUNTER_PARTIAL,
 	[AGENT_CNT_FILE_READ_TIMEOUTS] = COUNTER_STAT,
 	[AGENT_CNT_SYMBOLS_UNREADABLE] = COUNTER_PARTIAL,
+	[AGENT_CNT_UNWIND_QUEUE_FULL] = COUNTER_PARTIAL,
 };
 
 const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -108,4 +109,5 @@ const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_FILE_HUNG] = "file_hung",
 	[AGENT_CNT_FILE_READ_TIMEOUTS] = "file_read_timeouts",
 	[AGENT_CNT_SYMBOLS_UNREADABLE] = "symbols_unreadable",
+	[AGENT_CNT_UNWIND_QUEUE_FULL] = "unwind_queue_full",
 };

@@ -26,7 +26,11 @@
 #include "symbol/symbolizer.h"
 #include "tracer/counters.h"
 #include "tracer/tracer.h"
+#include "unwind/async.h"
 #include "unwind/loader.h"
+
+/* How long shutdown waits for the unwind loader's job in hand (ns). */
+#define UNWIND_STOP_WAIT_NS	(300ULL * 1000 * 1000)
 
 /* User frames after merging: native + Python + an error frame. */
 #define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 2)
@@ -82,6 +86,7 @@ enum agent_counter {
 	AGENT_CNT_FILE_HUNG,		/* sampled mappings left unsymbolized: their file's reads hung */
 	AGENT_CNT_FILE_READ_TIMEOUTS,	/* file reads abandoned at the deadline (file_gate.c) */
 	AGENT_CNT_SYMBOLS_UNREADABLE,	/* objects whose symbol tables could not be read */
+	AGENT_CNT_UNWIND_QUEUE_FULL,	/* unwind table updates dropped: the loader's queue was full */
 	AGENT_CNT_MAX,
 };
 
@@ -98,7 +103,7 @@ struct agent {
 	pthread_mutex_t sym_lock;
 	struct process_table *procs;	/* reader thread only */
 	struct file_gate *gate;		/* reads of mapped files that time out; any thread */
-	struct unwind_loader *unwind;	/* reader thread only; NULL: FP only */
+	struct unwind_async *unwind;	/* the loader's thread and queue; NULL: FP only */
 	struct python *py;		/* CPython processes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
@@ -121,6 +126,7 @@ struct agent {
 	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
 	struct process_table_stats procs_stats;
 	struct unwind_loader_stats unwind_stats;
+	uint64_t unwind_queued;		/* unwind jobs waiting (reader publishes) */
 
 	volatile int stop_reader;
 	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */

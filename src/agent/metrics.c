@@ -37,6 +37,8 @@
 /* /healthz fails when no interval was written for this many intervals (+ slack) */
 #define HEALTH_STALE_INTERVALS	3
 #define HEALTH_STALE_SLACK_NS	(30ULL * 1000000000ULL)
+/* /healthz fails while one unwind table build has run longer (stuck in a read) */
+#define HEALTH_UNWIND_BUSY_NS	(60ULL * 1000000000ULL)
 
 /* What one request reports, copied from struct agent under agg_lock. */
 struct agent_snapshot {
@@ -48,6 +50,7 @@ struct agent_snapshot {
 	struct process_table_stats procs;
 	struct unwind_loader_stats unwind;
 	struct file_gate_stats gate;	/* live, from the gate's own lock */
+	struct unwind_async_stats unwind_async;	/* live, from the loader thread's lock */
 	uint64_t probabilistic_draws;
 	uint64_t probabilistic_on;
 	uint64_t last_flush_mono;
@@ -103,8 +106,10 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 		s->exp = ag->exp;
 	}
 	pthread_mutex_unlock(&ag->agg_lock);
-	if (s->ready)
+	if (s->ready) {
 		file_gate_stats(ag->gate, &s->gate);
+		unwind_async_stats(ag->unwind, &s->unwind_async);	/* NULL: zeros */
+	}
 }
 
 static void take_readings(const struct agent_snapshot *s, struct agent_readings *r)
@@ -203,6 +208,9 @@ static const struct field_metric table_rows[] = {
 	  "Reads of mapped files past their deadline and still blocked "
 	  "(their files' frames stay unsymbolized; /healthz fails).",
 	  SNAP(gate.stuck_now) },
+	{ "profd_unwind_jobs_queued", PROM_GAUGE,
+	  "Unwind table updates waiting for the loader thread.",
+	  SNAP(unwind_async.queued) },
 	{ "profd_file_reads_total", PROM_COUNTER,
 	  "Mapped files read ahead of parsing, with a deadline.",
 	  SNAP(gate.checks) },
@@ -470,6 +478,11 @@ static const char *unhealthy(const struct agent *ag, const struct agent_snapshot
 		snprintf(buf, len, "degraded: %llu file read(s) hung, the oldest for %llu s "
 			 "(see partial.file_hung)\n", (unsigned long long)s->gate.stuck_now,
 			 (unsigned long long)(s->gate.stuck_oldest_ns / 1000000000ULL));
+		return buf;
+	}
+	if (s->unwind_async.busy_ns > HEALTH_UNWIND_BUSY_NS) {
+		snprintf(buf, len, "degraded: one unwind table build has run for %llu s\n",
+			 (unsigned long long)(s->unwind_async.busy_ns / 1000000000ULL));
 		return buf;
 	}
 	if (s->last_flush_mono &&

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * async.c - the unwind loader on a thread of its own (see async.h).
+ *
+ * Owns: a FIFO of jobs (singly linked, head and tail) under one mutex,
+ * the worker thread, and the loader's figures as of the last job (copied
+ * under the mutex, so readers never touch the loader). The worker takes
+ * the head job, runs it on the loader without the mutex, and publishes
+ * the figures. Stopping sets a flag and waits, bounded, for the thread:
+ * one blocked in the kernel is abandoned with everything it uses.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "unwind/async.h"
+
+struct job {
+	struct job *next;
+	pid_t pid;
+	bool remove;
+	struct proc_maps maps;	/* update: a deep copy */
+};
+
+struct unwind_async {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	struct unwind_loader *l;
+	struct job *head, *tail;
+	uint64_t nupdates;	/* updates queued */
+	uint64_t njobs;
+	uint64_t dropped;
+	uint64_t busy_since;	/* CLOCK_MONOTONIC ns; 0: idle */
+	bool stop;
+	bool exited;
+	struct unwind_loader_stats st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void maps_free(struct proc_maps *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].path);
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
+static int maps_copy(struct proc_maps *dst, const struct proc_maps *src)
+{
+	dst->n = 0;
+	dst->v = calloc(src->n ? src->n : 1, sizeof(*dst->v));
+	if (!dst->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->n; i++) {
+		dst->v[i] = src->v[i];
+		dst->v[i].path = strdup(src->v[i].path ? src->v[i].path : "");
+		if (!dst->v[i].path) {
+			maps_free(dst);
+			return -ENOMEM;
+		}
+		dst->n++;
+	}
+	return 0;
+}
+
+static void job_free(struct job *j)
+{
+	if (!j->remove)
+		maps_free(&j->maps);
+	free(j);
+}
+
+static void *worker_main(void *arg)
+{
+	struct unwind_async *a = arg;
+
+	pthread_mutex_lock(&a->lock);
+	while (!a->stop) {
+		struct job *j = a->head;
+
+		if (!j) {
+			pthread_cond_wait(&a->wake, &a->lock);
+			continue;
+		}
+		a->head = j->next;
+		if (!a->head)
+			a->tail = NULL;
+		a->njobs--;
+		if (!j->remove)
+			a->nupdates--;
+		a->busy_since = mono_ns();
+		pthread_mutex_unlock(&a->lock);
+		if (j->remove)
+			unwind_loader_remove(a->l, j->pid);
+		else
+			unwind_loader_update(a->l, j->pid, &j->maps);
+		job_free(j);
+		pthread_mutex_lock(&a->lock);
+		a->busy_since = 0;
+		unwind_loader_stats(a->l, &a->st);
+		pthread_cond_broadcast(&a->wake);	/* for unwind_async_free */
+	}
+	a->exited = true;
+	pthread_cond_broadcast(&a->wake);
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+/* unwind_async_new - see async.h. */
+struct unwind_async *unwind_async_new(struct unwind_loader *l)
+{
+	struct unwind_async *a = calloc(1, sizeof(*a));
+	pthread_condattr_t ca;
+
+	if (!a)
+		return NULL;
+	a->l = l;
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	unwind_loader_stats(l, &a->st);
+	if (pthread_create(&a->thread, NULL, worker_main, a)) {
+		pthread_cond_destroy(&a->wake);
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* unwind_async_free - see async.h. */
+void unwind_async_free(struct unwind_async *a, uint64_t wait_ns)
+{
+	uint64_t deadline;
+	struct timespec ts;
+	struct job *j, *next;
+	bool exited;
+
+	if (!a)
+		return;
+	deadline = mono_ns() + wait_ns;
+	ts.tv_sec = deadline / 1000000000ULL;
+	ts.tv_nsec = deadline % 1000000000ULL;
+	pthread_mutex_lock(&a->lock);
+	a->stop = true;
+	pthread_cond_broadcast(&a->wake);
+	while (!a->exited &&
+	       pthread_cond_timedwait(&a->wake, &a->lock, &ts) != ETIMEDOUT)
+		;
+	exited = a->exited;
+	pthread_mutex_unlock(&a->lock);
+	if (!exited) {
+		/* blocked in the kernel: leave it, and what it uses, alone */
+		pthread_detach(a->thread);
+		return;
+	}
+	pthread_join(a->thread, NULL);
+	for (j = a->head; j; j = next) {
+		next = j->next;
+		job_free(j);
+	}
+	unwind_loader_free(a->l);
+	pthread_cond_destroy(&a->wake);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+static void enqueue(struct unwind_async *a, struct job *j)
+{
+	if (a->tail)
+		a->tail->next = j;
+	else
+		a->head = j;
+	a->tail = j;
+	a->njobs++;
+	if (!j->remove)
+		a->nupdates++;
+	pthread_cond_broadcast(&a->wake);
+}
+
+/* unwind_async_update - see async.h. */
+int unwind_async_update(struct unwind_async *a, pid_t pid,
+			const struct proc_maps *maps)
+{
+	struct job *j = calloc(1, sizeof(*j)), *last = NULL;
+	struct proc_maps old;
+
+	if (!j)
+		return -ENOMEM;
+	j->pid = pid;
+	if (maps_copy(&j->maps, maps)) {
+		free(j);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&a->lock);
+	for (struct job *q = a->head; q; q = q->next)
+		if (q->pid == pid)
+			last = q;
+	if (last && !last->remove) {
+		/* newer mappings of a queued update: it takes them */
+		old = last->maps;
+		last->maps = j->maps;
+		pthread_mutex_unlock(&a->lock);
+		maps_free(&old);
+		free(j);
+		return 0;
+	}
+	if (a->nupdates >= UNWIND_ASYNC_QUEUE_MAX) {
+		a->dropped++;
+		pthread_mutex_unlock(&a->lock);
+		job_free(j);
+		return -ENOBUFS;
+	}
+	enqueue(a, j);
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+/* unwind_async_remove - see async.h. */
+int unwind_async_remove(struct unwind_async *a, pid_t pid)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	j->pid = pid;
+	j->remove = true;
+	pthread_mutex_lock(&a->lock);
+	enqueue(a, j);
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+/* unwind_async_stats - see async.h. */
+void unwind_async_stats(struct unwind_async *a, struct unwind_async_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	out->loader = a->st;
+	out->queued = a->njobs;
+	out->dropped = a->dropped;
+	out->busy_ns = a->busy_since ? mono_ns() - a->busy_since : 0;
+	pthread_mutex_unlock(&a->lock);
+}
