@@ -9,6 +9,10 @@
  * per PROCESS_REFRESH_MIN_NS). The metadata (cgroup, container id,
  * executable and its build ID) is read with every maps read, so a
  * process moved to another cgroup shows it from its next re-read on.
+ * With a file gate set (process_table_set_gate), every executable
+ * mapping's file is read ahead with a deadline before anything opens it,
+ * and the mappings of files found hung are neither opened nor offered to
+ * the listener.
  *
  * Threads: the table is used by the reader thread only. Snapshots are
  * immutable once published and reference counted, so samples aggregated

@@ -11,7 +11,8 @@
  * when the memory cap is reached the least recently used ones are
  * evicted, in use or not (counted).
  *
- * Threads: one thread (the reader) uses a loader.
+ * Threads: one thread uses a loader: the unwind loader thread of
+ * async.h (the reader thread hands it work through a queue).
  */
 #ifndef PROFD_UNWIND_LOADER_H
 #define PROFD_UNWIND_LOADER_H
