@@ -406,6 +406,7 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
 	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
 	ag->counters[AGENT_CNT_FILE_HUNG] = st.files_hung;
+	ag->counters[AGENT_CNT_FILE_PENDING] = st.files_pending;
 	ag->counters[AGENT_CNT_FILE_READ_TIMEOUTS] = fst.timeouts;
 	ag->counters[AGENT_CNT_SYMBOLS_UNREADABLE] = unreadable;
 	ag->counters[AGENT_CNT_PYTHON_CODE_ERRORS] = pst.code_errors;

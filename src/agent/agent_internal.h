@@ -83,7 +83,8 @@ enum agent_counter {
 	AGENT_CNT_OTLP_RETRIES,		/* OTLP requests sent again after a retryable failure */
 	AGENT_CNT_RETENTION_REMOVED,	/* old profiles deleted by --output-retention */
 	AGENT_CNT_PROBABILISTIC_OFF,	/* probabilistic intervals not profiled */
-	AGENT_CNT_FILE_HUNG,		/* sampled mappings left unsymbolized: their file's reads hung */
+	AGENT_CNT_FILE_HUNG,		/* frames left unsymbolized: their file's reads hung */
+	AGENT_CNT_FILE_PENDING,		/* frames left unsymbolized: their file's read-ahead not done yet */
 	AGENT_CNT_FILE_READ_TIMEOUTS,	/* file reads abandoned at the deadline (file_gate.c) */
 	AGENT_CNT_SYMBOLS_UNREADABLE,	/* objects whose symbol tables could not be read */
 	AGENT_CNT_UNWIND_QUEUE_FULL,	/* unwind table updates dropped: the loader's queue was full */

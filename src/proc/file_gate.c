@@ -41,13 +41,15 @@
 #define SHNUM_MAX	65536
 #define SHSTR_MAX	(1U << 20)
 
-enum verdict { V_NONE, V_OK, V_HUNG };
+/* PENDING: read not done at the caller's deadline; HUNG: still not done
+ * FILE_GATE_HUNG_NS after it started (then warned about, counted). */
+enum verdict { V_NONE, V_OK, V_PENDING, V_HUNG };
 
 struct entry {
 	uint32_t dev_major, dev_minor;
 	uint64_t inode;
 	uint8_t verdict;	/* enum verdict */
-	bool blocked;		/* HUNG: its thread has not returned yet */
+	bool blocked;		/* PENDING/HUNG: its thread has not returned yet */
 	uint64_t since_ns;	/* when the verdict was given */
 };
 
@@ -55,6 +57,7 @@ struct job {
 	struct file_gate *g;
 	int refs;		/* under g->lock */
 	bool done, abandoned;
+	bool declared;		/* abandoned, then found hung by sweep() */
 	int ret;
 	pid_t pid;
 	struct proc_mapping m;	/* m.path owned */
@@ -306,8 +309,13 @@ static void *gate_thread(void *arg)
 	if (j->abandoned) {
 		struct entry *e = find(g, &j->m, false);
 
-		if (e && e->verdict == V_HUNG)
+		if (e && e->verdict == V_HUNG) {
+			e->blocked = false;	/* tried again after FILE_GATE_RETRY_NS */
+		} else if (e && e->verdict == V_PENDING) {
+			e->verdict = V_OK;	/* slow, not hung */
 			e->blocked = false;
+			e->since_ns = mono_ns();
+		}
 		for (uint32_t i = 0; i < g->nstuck; i++)
 			if (g->stuck[i] == j) {
 				g->stuck[i] = g->stuck[--g->nstuck];
@@ -361,13 +369,34 @@ void file_gate_free(struct file_gate *g)
 	free(g);
 }
 
-static void warn_hung(const struct job *j, uint64_t timeout_ns)
+static void warn_hung(const struct job *j)
 {
 	fprintf(stderr, "profd: warning: reading %s (mapped by pid %d) did not "
 		"finish in %llu ms: its frames stay unsymbolized "
 		"(partial.file_hung) and it is not read again while the read "
 		"hangs\n", j->m.path, (int)j->pid,
-		(unsigned long long)(timeout_ns / 1000000));
+		(unsigned long long)(FILE_GATE_HUNG_NS / 1000000));
+}
+
+/* Pending reads blocked for FILE_GATE_HUNG_NS become hung: warned, counted. */
+static void sweep(struct file_gate *g, uint64_t now)
+{
+	for (uint32_t i = 0; i < g->nstuck; i++) {
+		struct job *j = g->stuck[i];
+		struct entry *e;
+
+		if (j->declared || now - j->start_ns < FILE_GATE_HUNG_NS)
+			continue;
+		j->declared = true;
+		g->st.timeouts++;
+		e = find(g, &j->m, true);
+		if (e) {
+			e->verdict = V_HUNG;
+			e->blocked = true;
+			e->since_ns = now;
+		}
+		warn_hung(j);
+	}
 }
 
 /* Run a gate thread on @m and wait for it. Called and returns with g->lock held. */
@@ -422,15 +451,13 @@ static int try_read(struct file_gate *g, struct entry *e, pid_t pid,
 	}
 	j->abandoned = true;
 	g->stuck[g->nstuck++] = j;
-	g->st.timeouts++;
 	if (e) {
-		e->verdict = V_HUNG;
+		e->verdict = V_PENDING;
 		e->blocked = true;
 		e->since_ns = now;
 	}
-	warn_hung(j, g->timeout_ns);
 	job_put(j);
-	return -ETIMEDOUT;
+	return -EINPROGRESS;
 }
 
 /* file_gate_check - see file_gate.h. */
@@ -443,12 +470,15 @@ int file_gate_check(struct file_gate *g, pid_t pid, const struct proc_mapping *m
 	if (!g || !m->inode || m->special || !m->path[0])
 		return 0;
 	pthread_mutex_lock(&g->lock);
+	sweep(g, now);
 	e = find(g, m, true);
 	if (!e) {
 		/* every slot of this key holds a blocked file: refuse */
 		ret = -EBUSY;
 	} else if (e->verdict == V_OK && now - e->since_ns < FILE_GATE_OK_NS) {
 		ret = 0;
+	} else if (e->verdict == V_PENDING) {
+		ret = -EINPROGRESS;
 	} else if (e->verdict == V_HUNG &&
 		   (e->blocked || now - e->since_ns < FILE_GATE_RETRY_NS)) {
 		ret = -ETIMEDOUT;
@@ -463,25 +493,6 @@ int file_gate_check(struct file_gate *g, pid_t pid, const struct proc_mapping *m
 	return ret;
 }
 
-/* file_gate_hung - see file_gate.h. */
-bool file_gate_hung(struct file_gate *g, uint32_t dev_major,
-		    uint32_t dev_minor, uint64_t inode)
-{
-	struct proc_mapping m = { .dev_major = dev_major,
-				  .dev_minor = dev_minor, .inode = inode };
-	struct entry *e;
-	bool hung;
-
-	if (!g || !inode)
-		return false;
-	pthread_mutex_lock(&g->lock);
-	e = find(g, &m, false);
-	hung = e && e->verdict == V_HUNG &&
-	       (e->blocked || mono_ns() - e->since_ns < FILE_GATE_RETRY_NS);
-	pthread_mutex_unlock(&g->lock);
-	return hung;
-}
-
 /* file_gate_stats - see file_gate.h. */
 void file_gate_stats(struct file_gate *g, struct file_gate_stats *out)
 {
@@ -491,10 +502,14 @@ void file_gate_stats(struct file_gate *g, struct file_gate_stats *out)
 	if (!g)
 		return;
 	pthread_mutex_lock(&g->lock);
+	sweep(g, now);
 	*out = g->st;
-	out->stuck_now = g->nstuck;
-	for (uint32_t i = 0; i < g->nstuck; i++)
+	for (uint32_t i = 0; i < g->nstuck; i++) {
+		if (!g->stuck[i]->declared)
+			continue;	/* slow so far, not hung */
+		out->stuck_now++;
 		if (now - g->stuck[i]->start_ns > out->stuck_oldest_ns)
 			out->stuck_oldest_ns = now - g->stuck[i]->start_ns;
+	}
 	pthread_mutex_unlock(&g->lock);
 }

@@ -11,12 +11,15 @@
  * (SHF_EXECINSTR) and DWARF debug data other than .debug_frame — on a
  * thread of its own with a deadline. Read once, those pages are in the
  * page cache, so the parsers that follow do not wait on the file's
- * device. A read that misses the deadline (a FUSE server that stopped
- * answering, a dead NFS server) leaves its thread behind, blocked; the
- * file is called hung, its mappings are left out, a warning names it
- * once, and it is not tried again while that thread is still blocked
- * (then after FILE_GATE_RETRY_NS). The thread frees what it owns when
- * its read finally returns. At most FILE_GATE_MAX_STUCK threads are left
+ * device. A read that misses the caller's deadline leaves its thread
+ * behind and the file pending: its mappings are left out for now and
+ * asked about again later (a busy disk is slow, not hung). Once that
+ * read has been blocked for FILE_GATE_HUNG_NS (a FUSE server that stopped
+ * answering, a dead NFS server) the file is hung: a warning names it
+ * once, it is counted, and it is not tried again while that thread is
+ * still blocked (then after FILE_GATE_RETRY_NS). The thread frees what
+ * it owns when its read finally returns, and a pending file whose read
+ * returns is good. At most FILE_GATE_MAX_STUCK threads are left
  * blocked at a time; past that, new files are refused without a try.
  *
  * Limits: a file that starts hanging between the check and the parse
@@ -35,6 +38,7 @@
 #include "proc/maps.h"
 
 #define FILE_GATE_TIMEOUT_NS	(250ULL * 1000 * 1000)
+#define FILE_GATE_HUNG_NS	(2000ULL * 1000 * 1000)
 #define FILE_GATE_OK_NS		(600ULL * 1000 * 1000 * 1000)
 #define FILE_GATE_RETRY_NS	(60ULL * 1000 * 1000 * 1000)
 #define FILE_GATE_MAX_STUCK	16
@@ -43,9 +47,9 @@ struct file_gate;
 
 struct file_gate_stats {
 	uint64_t checks;		/* files read by a gate thread */
-	uint64_t timeouts;		/* ... that missed the deadline */
+	uint64_t timeouts;		/* ... found hung (blocked FILE_GATE_HUNG_NS) */
 	uint64_t refused;		/* file_gate_check() calls answered -ETIMEDOUT/-EBUSY */
-	uint64_t stuck_now;		/* gate threads blocked right now */
+	uint64_t stuck_now;		/* reads found hung and still blocked */
 	uint64_t stuck_oldest_ns;	/* how long the oldest of them has been */
 };
 
@@ -65,23 +69,17 @@ void file_gate_free(struct file_gate *g);
  * file_gate_check - whether the file behind mapping @m of process @pid
  * (opened through /proc/PID/map_files, else /proc/PID/root/PATH if it is
  * the same inode) can be read without blocking. Waits at most the gate's
- * timeout. Returns 0 when it was read in time (or recently was), or when
- * the mapping has no file to read (anonymous, special); -ETIMEDOUT when
- * the read missed the deadline now or earlier (hung); -EBUSY when
+ * timeout, and only when the file was not read recently. Returns 0 when
+ * it was read in time (or recently was), or when the mapping has no file
+ * to read (anonymous, special); -EINPROGRESS when the read is not done
+ * yet (ask again later); -ETIMEDOUT when the file is hung; -EBUSY when
  * FILE_GATE_MAX_STUCK threads are blocked already and the file was never
  * read; -ENOMEM. Open errors are not the gate's business: 0 (the parser
  * will fail on its own open, which cannot block longer than ours did).
- * On the first -ETIMEDOUT of a file a one-line warning naming it goes to
- * stderr.
+ * When a read is found hung (by any call, stats included) a one-line
+ * warning naming its file goes to stderr, once.
  */
 int file_gate_check(struct file_gate *g, pid_t pid, const struct proc_mapping *m);
-
-/*
- * file_gate_hung - whether the file of identity (@dev_major, @dev_minor,
- * @inode) was found hung and is not to be tried now. No I/O.
- */
-bool file_gate_hung(struct file_gate *g, uint32_t dev_major,
-		    uint32_t dev_minor, uint64_t inode);
 
 /* file_gate_stats - counters and the stuck gauge, consistent at the call. */
 void file_gate_stats(struct file_gate *g, struct file_gate_stats *out);

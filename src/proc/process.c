@@ -199,11 +199,16 @@ static void read_meta(struct process_table *pt, struct proc_snapshot *s)
 			 sym_object_build_id(s->objs[idx]));
 }
 
-/* Whether @m's file was found hung (its parsers would block). No I/O. */
-static bool mapping_hung(const struct process_table *pt,
-			 const struct proc_mapping *m)
+/*
+ * The gate's word on @m's file: 0 (read, or nothing to read), or < 0:
+ * not to be opened now (-EINPROGRESS: read still running, -ETIMEDOUT:
+ * hung, -EBUSY: too many reads blocked). Waits only for a file not read
+ * recently.
+ */
+static int mapping_gate(struct process_table *pt, const struct proc_snapshot *s,
+			const struct proc_mapping *m)
 {
-	return file_gate_hung(pt->gate, m->dev_major, m->dev_minor, m->inode);
+	return file_gate_check(pt->gate, s->pid, m);
 }
 
 /*
@@ -233,7 +238,7 @@ static void offer_maps(struct process_table *pt, struct proc_snapshot *s)
 	size_t nhung = 0;
 
 	for (size_t i = 0; i < s->maps.n; i++)
-		nhung += mapping_hung(pt, &s->maps.v[i]);
+		nhung += mapping_gate(pt, s, &s->maps.v[i]) < 0;
 	if (!nhung) {
 		pt->listener.maps_read(pt->listener.ctx, s->pid, &s->maps);
 		return;
@@ -242,7 +247,7 @@ static void offer_maps(struct process_table *pt, struct proc_snapshot *s)
 	if (!view.v)
 		return;		/* no tables this time; the next read offers again */
 	for (size_t i = 0; i < s->maps.n; i++)
-		if (!mapping_hung(pt, &s->maps.v[i]))
+		if (mapping_gate(pt, s, &s->maps.v[i]) >= 0)
 			view.v[view.n++] = s->maps.v[i];	/* paths stay @s's */
 	pt->listener.maps_read(pt->listener.ctx, s->pid, &view);
 	free(view.v);
@@ -333,8 +338,8 @@ static void open_object(struct process_table *pt, struct proc_snapshot *s,
 	s->objs_tried[idx] = true;
 	if (!m->executable || (m->special && strcmp(m->path, "[vdso]")) || !m->path[0])
 		return;
-	if (mapping_hung(pt, m)) {
-		pt->stats.files_hung++;
+	if (mapping_gate(pt, s, m) < 0) {
+		s->objs_tried[idx] = false;	/* asked again at its next sample */
 		return;
 	}
 	pthread_mutex_lock(pt->sym_lock);
@@ -364,8 +369,18 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 		refresh(pt, p, now);
 		idx = lookup(p->snap, addr);
 	}
-	if (idx >= 0 && !p->snap->objs_tried[idx])
+	if (idx >= 0 && !p->snap->objs_tried[idx]) {
+		int gate;
+
 		open_object(pt, p->snap, idx);
+		/* a frame whose file cannot be read in time: named by its mapping */
+		gate = p->snap->objs_tried[idx] ? 0 :
+		       mapping_gate(pt, p->snap, &p->snap->maps.v[idx]);
+		if (gate == -ETIMEDOUT)
+			pt->stats.files_hung++;
+		else if (gate < 0)
+			pt->stats.files_pending++;
+	}
 	return idx;
 }
 

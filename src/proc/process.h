@@ -79,7 +79,8 @@ struct process_table_stats {
 	uint64_t maps_reads;		/* /proc/PID/maps reads */
 	uint64_t maps_read_errors;	/* process gone before its maps were read */
 	uint64_t elf_open_errors;	/* mappings whose file could not be opened */
-	uint64_t files_hung;		/* sampled mappings left unopened: their file hung */
+	uint64_t files_hung;		/* frames left unsymbolized: their file hung */
+	uint64_t files_pending;		/* ... their file's read-ahead not done yet */
 };
 
 struct process_table;
@@ -105,8 +106,10 @@ struct file_gate;
  * process_table_set_gate - read every executable mapping's file through
  * @g (see file_gate.h) before it is opened or handed to the listener;
  * mappings of files found hung are not opened (their frames keep the
- * mapping's name; counted in files_hung) and not offered to the
- * listener. @g is not owned and must outlive the table. NULL: no gate.
+ * mapping's name; each counted in files_hung) and not offered to the
+ * listener (a file whose read-ahead is still running is asked about
+ * again at the next sample or maps read: files_pending). @g is not owned
+ * and must outlive the table. NULL: no gate.
  */
 void process_table_set_gate(struct process_table *pt, struct file_gate *g);
 
