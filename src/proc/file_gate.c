@@ -3,16 +3,19 @@
  * file_gate.c - reads of mapped files that time out (see file_gate.h).
  *
  * Owns: a small table of verdicts keyed by file identity (OK until a
- * time, HUNG since a time, with whether its thread is still blocked),
+ * time; PENDING: its read missed the caller's wait and runs on; HUNG:
+ * blocked FILE_GATE_HUNG_NS, with whether its thread still is),
  * the jobs handed to the disposable reader threads, and the list of
  * threads left blocked. One mutex guards all of it; no I/O is done
  * under it.
  *
  * A job is shared by the caller and its thread (two references). The
  * caller waits on the gate's condition variable until the job is done or
- * the deadline passes; on a timeout it marks the job abandoned and drops
- * its reference, and the thread, when its read returns, takes the job
- * off the stuck list, clears the entry's "blocked" mark and frees the
+ * the deadline passes; on a timeout it marks the job abandoned (the file
+ * PENDING) and drops its reference. sweep(), run by every call, declares
+ * abandoned jobs older than FILE_GATE_HUNG_NS hung (warning, counter).
+ * The thread, when its read returns, takes the job off the stuck list,
+ * turns PENDING into OK or clears HUNG's "blocked" mark, and frees the
  * job (and the gate, if it was freed meanwhile and no thread is left).
  *
  * The reading follows elf(5): Elf64 headers, read defensively (every
