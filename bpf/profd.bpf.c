@@ -78,8 +78,10 @@ int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(profd_proc_exit, struct task_struct *p)
 {
-	__u32 pid = p->tgid;
+	__u32 pid = p->tgid, tid = p->pid;
 
+	/* fires for every thread: its PyThreadState cache goes with it */
+	bpf_map_delete_elem(&python_threads, &tid);
 	/* The process ends with its last thread: signal->live hit zero. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;

@@ -61,6 +61,9 @@ enum profd_sample_origin {
 #define PROFD_SAMPLE_PYTHON_ERROR	(1u << 8) /* a Python frame was unreadable */
 #define PROFD_SAMPLE_USER_COMPLETE	(1u << 9) /* user walk reached the outermost
 						   * frame (CFI: return address undefined) */
+#define PROFD_SAMPLE_EXITING		(1u << 10) /* the task was exiting (PF_EXITING):
+						   * the sample belongs to the process
+						   * whose exit event may precede it */
 
 /*
  * Flag in a user IP: the pc is exact (where a signal interrupted the

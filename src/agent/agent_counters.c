@@ -53,6 +53,10 @@ const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_OTLP_RETRIES] = COUNTER_STAT,
 	[AGENT_CNT_RETENTION_REMOVED] = COUNTER_STAT,
 	[AGENT_CNT_PROBABILISTIC_OFF] = COUNTER_STAT,
+	[AGENT_CNT_LATE_SAMPLES] = COUNTER_LOST,
+	[AGENT_CNT_WRITE_FAILED_SAMPLES] = COUNTER_LOST,
+	[AGENT_CNT_SAMPLES_AFTER_EXIT] = COUNTER_STAT,
+	[AGENT_CNT_EXITED_REMOVED] = COUNTER_STAT,
 };
 
 const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -102,4 +106,8 @@ const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_OTLP_RETRIES] = "otlp_retries",
 	[AGENT_CNT_RETENTION_REMOVED] = "retention_files_removed",
 	[AGENT_CNT_PROBABILISTIC_OFF] = "probabilistic_intervals_off",
+	[AGENT_CNT_LATE_SAMPLES] = "late",
+	[AGENT_CNT_WRITE_FAILED_SAMPLES] = "write_failed",
+	[AGENT_CNT_SAMPLES_AFTER_EXIT] = "samples_after_exit",
+	[AGENT_CNT_EXITED_REMOVED] = "exited_processes_removed",
 };

@@ -50,6 +50,7 @@ struct agent_snapshot {
 	uint64_t probabilistic_draws;
 	uint64_t probabilistic_on;
 	uint64_t last_flush_mono;
+	uint64_t last_written_mono;
 	uint64_t retention_files;
 	uint64_t retention_bytes;
 	uint64_t total_samples;
@@ -91,6 +92,7 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 	s->probabilistic_draws = __atomic_load_n(&ag->probabilistic_draws, __ATOMIC_RELAXED);
 	s->probabilistic_on = __atomic_load_n(&ag->probabilistic_on, __ATOMIC_RELAXED);
 	s->last_flush_mono = __atomic_load_n(&ag->last_flush_mono, __ATOMIC_RELAXED);
+	s->last_written_mono = __atomic_load_n(&ag->last_written_mono, __ATOMIC_RELAXED);
 	s->retention_files = __atomic_load_n(&ag->retention_removed_files, __ATOMIC_RELAXED);
 	s->retention_bytes = __atomic_load_n(&ag->retention_removed_bytes, __ATOMIC_RELAXED);
 	s->total_samples = __atomic_load_n(&ag->total_samples, __ATOMIC_RELAXED);
@@ -174,7 +176,9 @@ static void render_counters(struct prom_buf *b, const struct agent_snapshot *s,
 			"Samples taken by the BPF sampler (perf_event program runs, "
 			"bpf_samples).", r->bpf[PROFD_CNT_SAMPLES]);
 	prom_metric_u64(b, "profd_samples_written_total", PROM_COUNTER,
-			"Samples in the CPU profiles written so far.", s->total_samples);
+			"Samples in the CPU profiles written so far (a profile that "
+			"failed to write counts in lost{reason=\"write_failed\"}).",
+			s->total_samples);
 	counter_family(b, "profd_lost_total", "reason", COUNTER_LOST,
 		       "Samples, records or files that never reached the output, "
 		       "by reason (lost.REASON in profile comments).", s, r);
@@ -304,12 +308,13 @@ static void render_run(struct prom_buf *b, const struct agent *ag,
 		prom_metric_u64(b, "profd_last_write_success", PROM_GAUGE,
 				"1 if every file of the last interval was written.",
 				s->last_write_ok);
-	if (s->last_flush_mono) {
+	if (s->last_written_mono) {
 		uint64_t mono = clock_ns(CLOCK_MONOTONIC), real = clock_ns(CLOCK_REALTIME);
-		uint64_t ago = mono > s->last_flush_mono ? mono - s->last_flush_mono : 0;
+		uint64_t ago = mono > s->last_written_mono ? mono - s->last_written_mono : 0;
 
+		/* only intervals whose files were all written */
 		prom_metric(b, "profd_last_write_timestamp_seconds", PROM_GAUGE,
-			    "When the last interval was written (Unix time).",
+			    "When the files of an interval were last all written (Unix time).",
 			    (real - ago) / 1e9);
 	}
 }

@@ -241,17 +241,25 @@ static void reset(struct process *p)
 	proc_snapshot_put(p->snap);
 	p->snap = NULL;
 	p->exited = false;
+	p->exited_ns = 0;
+	p->released = false;
 	p->gone = false;
 	p->stale = false;
 	p->comm[0] = '\0';
 }
 
-struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now)
+struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
+			    bool exiting)
 {
 	struct process **pp = slot_of(pt, pid), *p = *pp;
 
 	if (p && !p->exited)
 		return p;
+	if (p && exiting) {
+		/* after the exit event, before the task stopped: the same process */
+		pt->stats.samples_after_exit++;
+		return p;
+	}
 	if (p) {
 		reset(p);
 	} else {
@@ -264,6 +272,11 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now)
 	}
 	proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
+	if (exiting && !p->exited) {
+		/* first seen exiting: its exit event may be read already */
+		p->exited = true;
+		p->exited_ns = now;
+	}
 	return p;
 }
 
@@ -336,12 +349,14 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 	p->stale = true;
 }
 
-void process_exit(struct process_table *pt, pid_t pid)
+void process_exit(struct process_table *pt, pid_t pid, uint64_t now)
 {
 	struct process *p = *slot_of(pt, pid);
 
-	if (p)
+	if (p && !p->exited) {
 		p->exited = true;
+		p->exited_ns = now;
+	}
 }
 
 static bool proc_alive(pid_t pid)
@@ -353,23 +368,32 @@ static bool proc_alive(pid_t pid)
 }
 
 void process_table_reap(struct process_table *pt, uint64_t now,
-			uint64_t idle_ns)
+			uint64_t idle_ns, uint64_t release_before,
+			uint64_t remove_before)
 {
 	for (int b = 0; b < NBUCKETS; b++) {
 		struct process **pp = &pt->buckets[b];
 
 		while (*pp) {
 			struct process *p = *pp;
-			bool drop = p->exited || p->gone ||
-				    (now - p->last_sample_ns > idle_ns &&
+			bool dead = p->exited && p->exited_ns < remove_before;
+			bool drop = dead || (p->gone && !p->exited) ||
+				    (!p->exited && now - p->last_sample_ns > idle_ns &&
 				     !proc_alive(p->pid));
 
+			if (!drop && p->exited && !p->released &&
+			    p->exited_ns < release_before) {
+				p->released = true;
+				if (pt->listener.removed)
+					pt->listener.removed(pt->listener.ctx, p->pid);
+			}
 			if (!drop) {
 				pp = &p->next;
 				continue;
 			}
+			pt->stats.exited_removed += dead;
 			*pp = p->next;
-			if (pt->listener.removed)
+			if (pt->listener.removed && !p->released)
 				pt->listener.removed(pt->listener.ctx, p->pid);
 			process_free(p);
 			pt->stats.processes--;
