@@ -125,6 +125,16 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			process_request_unwind(ag->procs, p, now);
 	}
 	snap = p ? p->snap : NULL;
+	if (p && p->exited && (s->flags & PROFD_SAMPLE_EXITING) &&
+	    !(s->flags & PROFD_SAMPLE_NO_USER) &&
+	    (!snap || !snap->meta.executable || !snap->maps.n)) {
+		/* first seen exiting, too late to tell what it was (its memory
+		 * gone): dropped, never given the labels of a zombie */
+		pthread_mutex_lock(&ag->agg_lock);
+		ag->counters[AGENT_CNT_EXITED_UNIDENTIFIED]++;
+		pthread_mutex_unlock(&ag->agg_lock);
+		return;
+	}
 	comm = p && p->comm[0] ? p->comm : s->comm;
 	nuser = s->user_len;
 	if (!ag->py || !(s->flags & PROFD_SAMPLE_PYTHON)) {

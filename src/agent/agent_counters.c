@@ -57,6 +57,7 @@ const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_WRITE_FAILED_SAMPLES] = COUNTER_LOST,
 	[AGENT_CNT_SAMPLES_AFTER_EXIT] = COUNTER_STAT,
 	[AGENT_CNT_EXITED_REMOVED] = COUNTER_STAT,
+	[AGENT_CNT_EXITED_UNIDENTIFIED] = COUNTER_LOST,
 };
 
 const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -110,4 +111,5 @@ const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_WRITE_FAILED_SAMPLES] = "write_failed",
 	[AGENT_CNT_SAMPLES_AFTER_EXIT] = "samples_after_exit",
 	[AGENT_CNT_EXITED_REMOVED] = "exited_processes_removed",
+	[AGENT_CNT_EXITED_UNIDENTIFIED] = "exited_unidentified",
 };

@@ -87,6 +87,8 @@ enum agent_counter {
 	AGENT_CNT_SAMPLES_AFTER_EXIT,	/* exiting samples read after the exit event:
 					 * given the exited process's labels */
 	AGENT_CNT_EXITED_REMOVED,	/* process entries removed after their exit event */
+	AGENT_CNT_EXITED_UNIDENTIFIED,	/* samples of a process first seen exiting, its
+					 * executable no longer readable: dropped */
 	AGENT_CNT_MAX,
 };
 
@@ -178,6 +180,9 @@ struct agent {
  */
 void agent_reader_sync(struct agent *ag);
 
+/* agent_reader_sync_for - agent_reader_sync() waiting at most @ms_max ms. */
+void agent_reader_sync_for(struct agent *ag, unsigned int ms_max);
+
 /*
  * agent_sample_table - the table a CPU sample taken at @ktime_ns
  * (CLOCK_MONOTONIC, the BPF timestamp) is aggregated into: the current
@@ -198,8 +203,8 @@ uint64_t agent_sample_interval(struct agent *ag, uint64_t ktime_ns);
 /*
  * agent_interval_swap - end the current interval: open the next table with
  * its boundary now (CLOCK_MONOTONIC; CLOCK_REALTIME into @end_real), let
- * the reader take in what was sampled before it (agent_reader_sync()),
- * then swap. Returns the ended interval's table (the caller writes and
+ * the reader take in what was sampled before it (agent_reader_sync_for(),
+ * up to the interval's length, 1 to 10 s), then swap. Returns the ended interval's table (the caller writes and
  * frees it), or NULL when no table could be allocated (the current one
  * keeps aggregating). Main thread; takes agg_lock.
  */

@@ -42,8 +42,13 @@ static uint64_t real_ns(void)
 
 void agent_reader_sync(struct agent *ag)
 {
+	agent_reader_sync_for(ag, READER_SYNC_MS);
+}
+
+void agent_reader_sync_for(struct agent *ag, unsigned int ms_max)
+{
 	unsigned int want = __atomic_add_fetch(&ag->reader_sync_req, 1, __ATOMIC_ACQ_REL);
-	uint64_t deadline = mono_ns() + READER_SYNC_MS * 1000000ULL;
+	uint64_t deadline = mono_ns() + ms_max * 1000000ULL;
 	const struct timespec ms = { .tv_nsec = 1000000 };
 
 	while ((int)(__atomic_load_n(&ag->reader_sync_done, __ATOMIC_ACQUIRE) - want) < 0 &&
@@ -72,6 +77,14 @@ uint64_t agent_sample_interval(struct agent *ag, uint64_t ktime)
 	return interval + (next && ktime >= next);
 }
 
+/* How long a flush waits for the reader: the interval, 1 to 10 s. */
+static unsigned int flush_sync_ms(const struct agent *ag)
+{
+	unsigned int s = ag->cfg->interval_s;
+
+	return (s < 1 ? 1 : s > 10 ? 10 : s) * 1000;
+}
+
 struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real)
 {
 	struct aggregate *a, *fresh = aggregate_new(MAX_STACKS_PER_INTERVAL, 0);
@@ -87,8 +100,12 @@ struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real)
 	__atomic_store_n(&ag->next_start_mono, boundary, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ag->agg_lock);
 
-	/* what was sampled before the boundary is in the ringbuf: take it in */
-	agent_reader_sync(ag);
+	/*
+	 * What was sampled before the boundary is in the ringbuf: take it in.
+	 * A reader busy building tables may take seconds; the interval's end
+	 * is the boundary, not this write, so waiting only delays the file.
+	 */
+	agent_reader_sync_for(ag, flush_sync_ms(ag));
 
 	pthread_mutex_lock(&ag->agg_lock);
 	a = ag->cur;
