@@ -97,6 +97,15 @@ struct profd_sample {
 	/* followed by __u64 ips[kernel_len + user_len + 2 * python_len] */
 };
 
+/*
+ * Values in pid_filter: a PID profiled, and one that exited under `profd
+ * exec` (still profiled: its samples after the exit event count; user
+ * space deletes it after a grace period, a fork reusing the PID decides
+ * anew).
+ */
+#define PROFD_PID_WANTED	1
+#define PROFD_PID_EXITED	2
+
 /* Process lifecycle (sched tracepoints). */
 struct profd_proc_event {
 	__u32 type;		/* PROFD_EVENT_PROC_{EXEC,EXIT} */

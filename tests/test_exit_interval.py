@@ -49,9 +49,10 @@ def metrics(url):
     return out
 
 
-def start(profd_bin, out, *args):
-    p = Profd([profd_bin, "--output-dir", str(out), "--http-address", "127.0.0.1:0",
-               *args])
+def start(profd_bin, out, *args, command=None):
+    """profd with /metrics on a free port (`profd exec` when @command)."""
+    p = Profd([profd_bin, *(["exec"] if command else []), "--output-dir", str(out),
+               "--http-address", "127.0.0.1:0", *args, *(["--", *command] if command else [])])
     m = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$", 30)
     p.url = m.group(1)
     p.wait_line(r"^profd: sampling ", 60)
@@ -100,8 +101,8 @@ def test_exit_storm_labels_and_entries(profd_bin, pprof, tmp_path):
     out = tmp_path / "out"
     interval = 2
     p = start(profd_bin, out, "--profile-interval", str(interval), "--sampling-frequency",
-              "99", "--max-processes", "512", "exec", "--", "/bin/sh", "-c",
-              f"{exe} 6 20 64; touch {mark}; sleep {3 * interval + 3}")
+              "99", "--max-processes", "512", command=[
+                  "/bin/sh", "-c", f"{exe} 6 20 64; touch {mark}; sleep {3 * interval + 3}"])
     try:
         while not mark.exists():
             assert p.proc.poll() is None, p.stderr()
@@ -119,7 +120,7 @@ def test_exit_storm_labels_and_entries(profd_bin, pprof, tmp_path):
         after = metrics(p.url)
     finally:
         rc = p.stop()
-    assert rc == 0, p.stderr()
+    assert rc in (0, 130), p.stderr()	# 130: the shell, stopped by our SIGINT
     assert settled is not None, (f"entries left {interval + 3} s after the storm: "
                                  f"tracked={after['profd_processes_tracked']} "
                                  f"unwind={after['profd_unwind_processes']}\n{p.stderr()}")
@@ -134,10 +135,12 @@ def test_exit_storm_labels_and_entries(profd_bin, pprof, tmp_path):
     want = {"executable": "exit-storm", "build_id": build_id_of(exe),
             "cgroup": cgroup_label(os.getpid())}
     bad = [s for s in storm if any(s["labels"].get(k) != v for k, v in want.items())]
-    # a process reaped before the reader got to it has no labels at all
-    # (partial.maps_read_error): never wrong ones
-    wrong = [s for s in bad if any(k in s["labels"] for k in want)]
-    assert not wrong, (want, wrong[:5])
+    # never a wrong label (the zombie's cgroup "/"); some may miss one: a
+    # process reaped before the reader got to it has none (partial.
+    # maps_read_error), one read in the middle of its execve() no build ID
+    wrong = [s for s in bad if any(k in s["labels"] and s["labels"][k] != v
+                                   for k, v in want.items())]
+    assert not wrong, (want, [(s["labels"], s["frames"][:4]) for s in wrong[:5]])
     assert sum(s["value"] for s in bad) <= max(5, 0.05 * sum(s["value"] for s in storm)), \
         (want, bad[:5], p.stderr())
 

@@ -251,6 +251,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 			process_exec(ag->procs, e->pid, comm);
 		} else {
 			process_exit(ag->procs, e->pid, now);
+			agent_exit_seen(ag, e->pid, now);
 			if (ag->gpu)
 				gpu_process_exit(ag->gpu, e->pid, now);
 			agent_export_process_exit(ag->exp, e->pid);
@@ -1224,6 +1225,7 @@ static void agent_teardown(struct agent *ag)
 	free(ag->merged);
 	aggregate_free(ag->cur);
 	aggregate_free(ag->next);
+	agent_exited_free(ag);
 	process_table_free(ag->procs);
 	symbolizer_free(ag->sym);
 	flamegraph_free(ag->flame);

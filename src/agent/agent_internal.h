@@ -98,6 +98,12 @@ extern const char *const agent_counter_names[AGENT_CNT_MAX];
 
 struct metrics_server;
 
+/* A PID whose exit event was read at @ns (CLOCK_MONOTONIC). */
+struct exited_pid {
+	pid_t pid;
+	uint64_t ns;
+};
+
 struct agent {
 	const struct agent_config *cfg;
 	struct tracer *tracer;
@@ -132,6 +138,10 @@ struct agent {
 	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
 	struct process_table_stats procs_stats;
 	struct unwind_loader_stats unwind_stats;
+
+	struct exited_pid *exited;	/* reader: `profd exec` children that exited,
+					 * oldest first, for tracer_pid_forget() */
+	size_t nexited, exited_cap;
 
 	volatile int stop_reader;
 	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */
@@ -211,11 +221,21 @@ uint64_t agent_sample_interval(struct agent *ag, uint64_t ktime_ns);
 struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real);
 
 /*
+ * agent_exit_seen - reader thread: @pid's exit event was read at @now_mono.
+ * Under `profd exec` its PID filter entry is deleted by agent_reap() after
+ * EXIT_GRACE_NS (BPF marked it exited; its last samples still pass).
+ */
+void agent_exit_seen(struct agent *ag, pid_t pid, uint64_t now_mono);
+
+/*
  * agent_reap - reader thread, every REAP_EVERY_NS: remove the processes
  * whose exit was seen before the last interval swap and at least
  * EXIT_GRACE_NS ago (their BPF map entries go with them through the
  * process listener), and idle ones that are gone.
  */
 void agent_reap(struct agent *ag, uint64_t now_mono);
+
+/* agent_exited_free - free what agent_exit_seen() kept. */
+void agent_exited_free(struct agent *ag);
 
 #endif /* PROFD_AGENT_AGENT_INTERNAL_H */

@@ -17,6 +17,8 @@
  * entries (unwind_procs, python_procs) go; the entry itself goes at the
  * first reap after the interval holding its last samples was swapped out.
  */
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "agent/agent_internal.h"
@@ -118,10 +120,44 @@ struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real)
 	return a;
 }
 
+void agent_exit_seen(struct agent *ag, pid_t pid, uint64_t now)
+{
+	if (!ag->cfg->exec_argv)
+		return;		/* only `profd exec` follows children */
+	if (ag->nexited == ag->exited_cap) {
+		size_t cap = ag->exited_cap ? 2 * ag->exited_cap : 64;
+		struct exited_pid *v = realloc(ag->exited, cap * sizeof(*v));
+
+		if (!v) {
+			tracer_pid_forget(ag->tracer, pid);	/* at once, then */
+			return;
+		}
+		ag->exited = v;
+		ag->exited_cap = cap;
+	}
+	ag->exited[ag->nexited++] = (struct exited_pid){ .pid = pid, .ns = now };
+}
+
+void agent_exited_free(struct agent *ag)
+{
+	free(ag->exited);
+	ag->exited = NULL;
+	ag->nexited = ag->exited_cap = 0;
+}
+
 void agent_reap(struct agent *ag, uint64_t now)
 {
 	uint64_t release = now > EXIT_GRACE_NS ? now - EXIT_GRACE_NS : 0;
 	uint64_t swapped = __atomic_load_n(&ag->cur_start_mono, __ATOMIC_ACQUIRE);
+	size_t i = 0;
+
+	for (; i < ag->nexited && ag->exited[i].ns < release; i++)
+		tracer_pid_forget(ag->tracer, ag->exited[i].pid);
+	if (i) {
+		memmove(ag->exited, ag->exited + i,
+			(ag->nexited - i) * sizeof(*ag->exited));
+		ag->nexited -= i;
+	}
 
 	process_table_reap(ag->procs, now, IDLE_PROCESS_NS, release,
 			   swapped < release ? swapped : release);

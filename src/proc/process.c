@@ -248,6 +248,26 @@ static void reset(struct process *p)
 	p->comm[0] = '\0';
 }
 
+/* The process is a zombie (or dead): /proc says nothing true of it any more. */
+static bool proc_zombie(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');	/* the comm may hold anything */
+	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
 struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 			    bool exiting)
 {
@@ -272,6 +292,17 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 	}
 	proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
+	if (p->snap && !p->snap->maps.n && proc_zombie(pid)) {
+		/*
+		 * Read after its memory was torn down (the reader was behind):
+		 * no mappings, no executable, cgroup "/". No labels rather than
+		 * the zombie's: counted like a process gone before the read.
+		 */
+		proc_snapshot_put(p->snap);
+		p->snap = NULL;
+		p->gone = true;
+		pt->stats.maps_read_errors++;
+	}
 	if (exiting && !p->exited) {
 		/* first seen exiting: its exit event may be read already */
 		p->exited = true;
