@@ -248,10 +248,18 @@ static void reset(struct process *p)
 	p->comm[0] = '\0';
 }
 
-/* The process is a zombie (or dead): /proc says nothing true of it any more. */
-static bool proc_zombie(pid_t pid)
+#define PF_EXITING_FLAG	0x00000004u	/* include/linux/sched.h */
+#define PF_KTHREAD_FLAG	0x00200000u
+
+/*
+ * The process is exiting, a zombie or gone (not a kernel thread): what
+ * /proc says of it now may be its remains (no mappings, no executable,
+ * cgroup "/"), not what it was.
+ */
+static bool proc_exiting(pid_t pid)
 {
-	char path[64], buf[512], *paren;
+	char path[64], buf[512], *f;
+	unsigned long flags = 0;
 	ssize_t n;
 	int fd;
 
@@ -264,8 +272,13 @@ static bool proc_zombie(pid_t pid)
 	if (n <= 0)
 		return true;
 	buf[n] = '\0';
-	paren = strrchr(buf, ')');	/* the comm may hold anything */
-	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+	f = strrchr(buf, ')');	/* the comm may hold anything */
+	if (!f || f[1] != ' ' || f[2] == 'Z' || f[2] == 'X')
+		return true;
+	/* fields 3.. after the comm: state ppid pgrp session tty_nr tpgid flags */
+	if (sscanf(f + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return (flags & PF_EXITING_FLAG) && !(flags & PF_KTHREAD_FLAG);
 }
 
 struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
@@ -292,7 +305,8 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 	}
 	proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
-	if (p->snap && !p->snap->maps.n && proc_zombie(pid)) {
+	if (p->snap && (!p->snap->maps.n || !p->snap->meta.executable) &&
+	    proc_exiting(pid)) {
 		/*
 		 * Read after its memory was torn down (the reader was behind):
 		 * no mappings, no executable, cgroup "/". No labels rather than

@@ -116,7 +116,10 @@ void process_table_free(struct process_table *pt);
  * sample read after the exit event belongs to the exited entry (its
  * snapshot and metadata; /proc is not read again), while any other
  * sample of an exited PID is a new process reusing it. A process first
- * seen exiting is read once and marked exited. NULL on OOM.
+ * seen exiting is read once and marked exited. A process found exiting
+ * or a zombie when read, with no mappings or executable left, gets no
+ * snapshot (gone; counted as a maps read error) rather than its remains'
+ * metadata (cgroup "/"). NULL on OOM.
  */
 struct process *process_get(struct process_table *pt, pid_t pid,
 			    uint64_t now_ns, bool exiting);
