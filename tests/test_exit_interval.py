@@ -95,37 +95,58 @@ def samples(pprof, out):
     return files, [s for f in files for s in pprof_traces(pprof, f)]
 
 
-def test_exit_storm_labels_and_entries(profd_bin, pprof, tmp_path):
+@pytest.mark.parametrize("mode", ["system", "exec"])
+def test_exit_storm_labels_and_entries(profd_bin, pprof, tmp_path, mode):
+    """System-wide: the storm's unwind_procs entries (bpftool) are gone
+    within one interval after it; under `profd exec` (its children
+    followed) the process table and unwind gauges fall to the shell."""
     exe = build(tmp_path, "exit-storm", "exit_storm.c")
-    mark = tmp_path / "storm-done"
+    mark, pidfile = tmp_path / "storm-done", tmp_path / "storm-pids"
     out = tmp_path / "out"
     interval = 2
-    p = start(profd_bin, out, "--profile-interval", str(interval), "--sampling-frequency",
-              "99", "--max-processes", "512", command=[
-                  "/bin/sh", "-c", f"{exe} 6 20 64; touch {mark}; sleep {3 * interval + 3}"])
+    storm = f"{exe} 6 20 64 {pidfile}; touch {mark}"
+    args = ["--profile-interval", str(interval), "--sampling-frequency", "99",
+            "--max-processes", "512"]
+    work = None
+    if mode == "exec":
+        p = start(profd_bin, out, *args,
+                  command=["/bin/sh", "-c", f"{storm}; sleep {3 * interval + 3}"])
+    else:
+        p = start(profd_bin, out, *args)
+        work = subprocess.Popen(["/bin/sh", "-c", storm])
     try:
         while not mark.exists():
             assert p.proc.poll() is None, p.stderr()
             time.sleep(0.1)
         done = time.monotonic()
         during = metrics(p.url)
+        pids = {int(x) for x in pidfile.read_text().split()}
         # within one interval (+ the reap's second and the exit grace)
-        settled = None
+        settled, left = None, None
         while time.monotonic() < done + interval + 3:
             m = metrics(p.url)
-            if m["profd_processes_tracked"] <= 3 and m["profd_unwind_processes"] <= 3:
+            if mode == "exec":
+                left = (m["profd_processes_tracked"], m["profd_unwind_processes"])
+                ok = max(left) <= 3
+            else:
+                left = pids & map_keys(p.proc.pid, "unwind_procs")
+                ok = not left
+            if ok:
                 settled = time.monotonic() - done
                 break
             time.sleep(0.2)
         after = metrics(p.url)
     finally:
         rc = p.stop()
+        if work:
+            work.wait()
     assert rc in (0, 130), p.stderr()	# 130: the shell, stopped by our SIGINT
     assert settled is not None, (f"entries left {interval + 3} s after the storm: "
-                                 f"tracked={after['profd_processes_tracked']} "
-                                 f"unwind={after['profd_unwind_processes']}\n{p.stderr()}")
+                                 f"{sorted(left)[:20] if mode == 'system' else left}\n"
+                                 f"{p.stderr()}")
+    assert len(pids) >= 50
     assert after['profd_partial_total{reason="unwind_update_error"}'] == 0, p.stderr()
-    assert after['profd_events_total{name="exited_processes_removed"}'] >= 100, p.stderr()
+    assert after['profd_events_total{name="exited_processes_removed"}'] >= 30, p.stderr()
     # the condition of the issue happened: samples after the exit event
     assert during['profd_events_total{name="samples_after_exit"}'] > 0, p.stderr()
 
@@ -141,8 +162,14 @@ def test_exit_storm_labels_and_entries(profd_bin, pprof, tmp_path):
     wrong = [s for s in bad if any(k in s["labels"] and s["labels"][k] != v
                                    for k, v in want.items())]
     assert not wrong, (want, [(s["labels"], s["frames"][:4]) for s in wrong[:5]])
-    assert sum(s["value"] for s in bad) <= max(5, 0.05 * sum(s["value"] for s in storm)), \
-        (want, bad[:5], p.stderr())
+    # no labels at all: only processes counted as gone before their read
+    # (the reader behind a busy host; pid and comm come from the sample)
+    bare = [s for s in bad if not any(k in s["labels"] for k in want)]
+    gone = after['profd_partial_total{reason="maps_read_error"}']
+    assert len({s["labels"]["pid"] for s in bare}) <= gone, (bare[:5], gone)
+    some = [s for s in bad if s not in bare]
+    assert sum(s["value"] for s in some) <= max(5, 0.05 * sum(s["value"] for s in storm)), \
+        (want, some[:5], p.stderr())
 
 
 class ThreadStop:
@@ -195,7 +222,8 @@ def test_reader_stall_late_samples(profd_bin, pprof, tmp_path):
     for f in files:
         raw = subprocess.run([pprof, "-raw", "-symbolize=none", f], check=True,
                              capture_output=True, text=True).stdout
-        dur = re.search(r"^Duration: ([\d.]+)(m?s)", raw, re.M)
+        dur = re.search(r"^Duration: ([\d.]+)(ms|s|)$", raw, re.M)
+        assert dur, raw[:2000]
         secs = float(dur.group(1)) / (1000 if dur.group(2) == "ms" else 1)
         n = sum(s["value"] for s in pprof_traces(pprof, f))
         # one thread of one process: at most one CPU's worth
@@ -286,14 +314,14 @@ def map_ids(pid):
     return ids
 
 
-def python_threads_keys(profd_pid):
-    """Keys (tids) of profd @profd_pid's python_threads map, by bpftool."""
+def map_keys(profd_pid, name):
+    """Keys (u32) of profd @profd_pid's map @name, by bpftool."""
     r = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True)
     if r.returncode:
         pytest.skip(f"bpftool map show: {r.stderr.strip()}")
     keys, mine = set(), map_ids(profd_pid)
     for m in json.loads(r.stdout):
-        if m.get("name") != "python_threads" or m["id"] not in mine:
+        if m.get("name") != name or m["id"] not in mine:
             continue
         d = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])],
                            capture_output=True, text=True)
@@ -318,7 +346,7 @@ def test_python_threads_deleted_at_exit(profd_bin, tmp_path):
             time.sleep(0.1)
         exited = {int(t) for t in mark.read_text().split()}
         time.sleep(0.3)
-        keys = python_threads_keys(p.proc.pid)
+        keys = map_keys(p.proc.pid, "python_threads")
         m = metrics(p.url)
     finally:
         p.stop()

@@ -106,6 +106,8 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	uint32_t nuser;
 
 	if (p) {
+		uint64_t read_at = p->refreshed_ns;
+
 		p->last_sample_ns = now;
 		/* Open every user frame's object while the process lives. */
 		for (int pass = 0; pass < 2; pass++) {
@@ -123,6 +125,8 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 		}
 		if (s->flags & PROFD_SAMPLE_UNWIND_MISSING)
 			process_request_unwind(ag->procs, p, now);
+		if (p->refreshed_ns != read_at)	/* re-read (exec): maybe too late */
+			process_drop_remains(ag->procs, p);
 	}
 	snap = p ? p->snap : NULL;
 	if (p && p->exited && (s->flags & PROFD_SAMPLE_EXITING) &&

@@ -281,6 +281,23 @@ static bool proc_exiting(pid_t pid)
 	return (flags & PF_EXITING_FLAG) && !(flags & PF_KTHREAD_FLAG);
 }
 
+void process_drop_remains(struct process_table *pt, struct process *p)
+{
+	struct proc_snapshot *s = p->snap;
+
+	if (!s || (s->maps.n && s->meta.executable) || !proc_exiting(p->pid))
+		return;
+	/*
+	 * Read after its memory was torn down (the reader was behind): no
+	 * mappings, no executable, cgroup "/". No labels rather than the
+	 * remains': counted like a process gone before the read.
+	 */
+	proc_snapshot_put(s);
+	p->snap = NULL;
+	p->gone = true;
+	pt->stats.maps_read_errors++;
+}
+
 struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 			    bool exiting)
 {
@@ -305,18 +322,7 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 	}
 	proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
-	if (p->snap && (!p->snap->maps.n || !p->snap->meta.executable) &&
-	    proc_exiting(pid)) {
-		/*
-		 * Read after its memory was torn down (the reader was behind):
-		 * no mappings, no executable, cgroup "/". No labels rather than
-		 * the zombie's: counted like a process gone before the read.
-		 */
-		proc_snapshot_put(p->snap);
-		p->snap = NULL;
-		p->gone = true;
-		pt->stats.maps_read_errors++;
-	}
+	process_drop_remains(pt, p);
 	if (exiting && !p->exited) {
 		/* first seen exiting: its exit event may be read already */
 		p->exited = true;

@@ -141,6 +141,15 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 void process_request_unwind(struct process_table *pt, struct process *p,
 			    uint64_t now_ns);
 
+/*
+ * process_drop_remains - @p's snapshot was read while it exited or as a
+ * zombie (no mappings or no executable left, the process exiting): drop
+ * it, so its samples get no labels rather than the remains' (cgroup "/");
+ * @p is then gone (counted as a maps read error). process_get() does it
+ * for a first read; call it after a re-read (process_find_mapping()).
+ */
+void process_drop_remains(struct process_table *pt, struct process *p);
+
 /* process_exec - exec seen: new name, mappings to re-read. */
 void process_exec(struct process_table *pt, pid_t pid, const char *comm);
 

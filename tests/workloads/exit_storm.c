@@ -4,8 +4,10 @@
  * memory, burns MS milliseconds of CPU and exits, so the kernel frees the
  * memory in do_exit() (samples taken after sched_process_exit on kernels
  * that fire it before the memory is torn down). Two children at a time.
- * Usage: exit_storm SECONDS [MS [MIB]]; the child: exit_storm -c MS MIB
+ * Usage: exit_storm SECONDS [MS [MIB [PIDFILE]]] (PIDFILE: the children's
+ * PIDs, one a line); the child: exit_storm -c MS MIB
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -34,6 +36,7 @@ __attribute__((noinline)) static void storm_burn(double ms)
 int main(int argc, char **argv)
 {
 	static char self[4096];
+	FILE *pids = NULL;
 	double end;
 	int running = 0;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -53,6 +56,8 @@ int main(int argc, char **argv)
 	}
 	if (argc < 2)
 		return 2;
+	if (argc > 4 && !(pids = fopen(argv[4], "w")))
+		return 1;
 	end = now(CLOCK_MONOTONIC) + atof(argv[1]);
 	while (now(CLOCK_MONOTONIC) < end) {
 		while (running < 2) {
@@ -64,11 +69,15 @@ int main(int argc, char **argv)
 				_exit(127);
 			}
 			running += pid > 0;
+			if (pid > 0 && pids)
+				fprintf(pids, "%d\n", (int)pid);
 		}
 		if (wait(NULL) > 0)
 			running--;
 	}
 	while (running-- > 0)
 		wait(NULL);
+	if (pids)
+		fclose(pids);
 	return 0;
 }
