@@ -245,7 +245,7 @@ def test_full_disk_written_means_written(profd_bin, pprof, tmp_path):
         subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k"],
                        capture_output=True)
         p = start(profd_bin, full, "--profile-interval", "1", "--sampling-frequency", "99",
-                  "--pid", str(work.pid), "--duration", "30")
+                  "--pid", str(work.pid), "--duration", "120")
         time.sleep(3.5)
         m = metrics(p.url)
         assert m["profd_write_errors_total"] >= 2, p.stderr()
@@ -256,19 +256,17 @@ def test_full_disk_written_means_written(profd_bin, pprof, tmp_path):
         failed = m['profd_lost_total{reason="write_failed"}']
         os.unlink(filler)	# room again: later intervals are written
         # written == what the files hold, at a moment no write is under way
-        ok = False
-        for _ in range(40):
+        ok, deadline = False, time.monotonic() + 30
+        while not ok and time.monotonic() < deadline:
             time.sleep(0.3)
+            assert p.proc.poll() is None, p.stderr()
             m1 = metrics(p.url)
             files, got = samples(pprof, full)
             m2 = metrics(p.url)
-            if m1 != m2 and m1["profd_samples_written_total"] != \
-                    m2["profd_samples_written_total"]:
-                continue
+            if m1["profd_samples_written_total"] != m2["profd_samples_written_total"]:
+                continue	# a write finished meanwhile
             on_disk = sum(s["value"] for s in got)
-            if files and on_disk == m2["profd_samples_written_total"]:
-                ok = True
-                break
+            ok = bool(files) and on_disk == m2["profd_samples_written_total"]
         assert ok, (m2, on_disk, p.stderr())
         assert m2['profd_lost_total{reason="write_failed"}'] == failed
         assert "profd_last_write_timestamp_seconds" in m2
