@@ -56,6 +56,7 @@ struct agent_snapshot {
 	uint64_t total_samples;
 	uint64_t intervals;
 	uint64_t unwind_memory_limit;	/* bytes; 0: no DWARF unwinding */
+	uint64_t python_processes;	/* python_procs entries */
 	struct tracer *tracer;		/* NULL until ready */
 	struct agent_export *exp;
 };
@@ -98,6 +99,7 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 	s->total_samples = __atomic_load_n(&ag->total_samples, __ATOMIC_RELAXED);
 	s->intervals = __atomic_load_n(&ag->intervals, __ATOMIC_RELAXED);
 	s->unwind_memory_limit = __atomic_load_n(&ag->unwind_memory_limit, __ATOMIC_RELAXED);
+	s->python_processes = __atomic_load_n(&ag->python_processes, __ATOMIC_RELAXED);
 	if (s->ready) {
 		/* set up before ready was set under this lock; freed after stop */
 		s->tracer = ag->tracer;
@@ -214,6 +216,8 @@ static const struct field_metric unwind_rows[] = {
 	  SNAP(unwind.objects_failed) },
 	{ "profd_unwind_processes", PROM_GAUGE,
 	  "Processes with an unwind_procs entry.", SNAP(unwind.processes) },
+	{ "profd_python_processes", PROM_GAUGE,
+	  "CPython processes with a python_procs entry.", SNAP(python_processes) },
 };
 
 static void render_tables(struct prom_buf *b, const struct agent_snapshot *s)
