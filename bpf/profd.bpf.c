@@ -78,14 +78,21 @@ int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(profd_proc_exit, struct task_struct *p)
 {
-	__u32 pid = p->tgid;
+	__u32 pid = p->tgid, tid = p->pid;
 
+	/* fires for every thread: its PyThreadState cache goes with it */
+	bpf_map_delete_elem(&python_threads, &tid);
 	/* The process ends with its last thread: signal->live hit zero. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	proc_event(PROFD_EVENT_PROC_EXIT, p);
-	if (cfg_follow_children)
-		bpf_map_delete_elem(&pid_filter, &pid);
+	if (cfg_follow_children) {
+		/* samples may follow this event: user space deletes it later */
+		__u8 *v = bpf_map_lookup_elem(&pid_filter, &pid);
+
+		if (v)
+			*v = PROFD_PID_EXITED;
+	}
 	return 0;
 }
 
@@ -100,15 +107,20 @@ int BPF_PROG(profd_proc_fork, struct task_struct *parent,
 	     struct task_struct *child)
 {
 	__u32 ppid = parent->tgid, pid = child->tgid, two = 2;
-	__u8 one = 1;
+	__u8 one = PROFD_PID_WANTED;
 
 	if (pid == ppid)
 		return 0;	/* a thread */
 	/* a forked child's ld.so is past start-up: its dlopens count (gpu.bpf.h) */
 	bpf_map_update_elem(&dl_events, &pid, &two, BPF_ANY);
-	if (!cfg_follow_children || !bpf_map_lookup_elem(&pid_filter, &ppid))
+	if (!cfg_follow_children)
 		return 0;
-	if (!bpf_map_update_elem(&pid_filter, &pid, &one, BPF_NOEXIST))
+	if (!bpf_map_lookup_elem(&pid_filter, &ppid)) {
+		/* the PID of an exited child, reused by another process */
+		bpf_map_delete_elem(&pid_filter, &pid);
+		return 0;
+	}
+	if (!bpf_map_update_elem(&pid_filter, &pid, &one, BPF_ANY))
 		count(PROFD_CNT_FOLLOWED_CHILDREN);
 	return 0;
 }

@@ -61,6 +61,9 @@ enum profd_sample_origin {
 #define PROFD_SAMPLE_PYTHON_ERROR	(1u << 8) /* a Python frame was unreadable */
 #define PROFD_SAMPLE_USER_COMPLETE	(1u << 9) /* user walk reached the outermost
 						   * frame (CFI: return address undefined) */
+#define PROFD_SAMPLE_EXITING		(1u << 10) /* the task was exiting (PF_EXITING):
+						   * the sample belongs to the process
+						   * whose exit event may precede it */
 
 /*
  * Flag in a user IP: the pc is exact (where a signal interrupted the
@@ -93,6 +96,15 @@ struct profd_sample {
 	char comm[PROFD_TASK_COMM_LEN];	/* thread name (task->comm) */
 	/* followed by __u64 ips[kernel_len + user_len + 2 * python_len] */
 };
+
+/*
+ * Values in pid_filter: a PID profiled, and one that exited under `profd
+ * exec` (still profiled: its samples after the exit event count; user
+ * space deletes it after a grace period, a fork reusing the PID decides
+ * anew).
+ */
+#define PROFD_PID_WANTED	1
+#define PROFD_PID_EXITED	2
 
 /* Process lifecycle (sched tracepoints). */
 struct profd_proc_event {

@@ -24,6 +24,7 @@
 	((PROFD_MAX_USER_FRAMES + PROFD_FP_FRAMES_PER_PROG - 1) / PROFD_FP_FRAMES_PER_PROG)
 
 #define PF_KTHREAD_FLAG 0x00200000	/* include/linux/sched.h PF_KTHREAD */
+#define PF_EXITING_FLAG 0x00000004	/* include/linux/sched.h PF_EXITING */
 
 /*
  * capture_stack - start a stack capture of the current task from @ctx.
@@ -83,6 +84,13 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 		st->sample.flags |= PROFD_SAMPLE_KERNEL_MODE;
 
 	task = bpf_get_current_task_btf();
+	/*
+	 * sched_process_exit may fire before the task stops running (and
+	 * before its memory goes): user space attributes such samples to the
+	 * process that exited, never to a new one of the same PID.
+	 */
+	if (task->flags & PF_EXITING_FLAG)
+		st->sample.flags |= PROFD_SAMPLE_EXITING;
 	if (task->flags & PF_KTHREAD_FLAG) {
 		st->sample.flags |= PROFD_SAMPLE_NO_USER;
 		bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);

@@ -13,6 +13,8 @@
  * is needed anyway for the frame pointer); on a mismatch the unwinder
  * scans _PyRuntime.interpreters -> threads. Threads that are not Python
  * threads are remembered for 100 ms so they are not scanned each sample.
+ * A thread's entry is deleted when it exits (profd.bpf.c), and an exiting
+ * thread's sample never inserts one.
  */
 #ifndef PROFD_BPF_UNWIND_PYTHON_BPF_H
 #define PROFD_BPF_UNWIND_PYTHON_BPF_H
@@ -146,7 +148,9 @@ __u64 py_start(struct profd_unwind_state *st)
 		tstate = py_find_tstate(st, fsbase);
 		fresh.tstate = tstate;
 		fresh.checked_ns = bpf_ktime_get_ns();
-		bpf_map_update_elem(&python_threads, &tid, &fresh, BPF_ANY);
+		/* an exiting thread's entry was deleted at its exit: keep it so */
+		if (!(st->sample.flags & PROFD_SAMPLE_EXITING))
+			bpf_map_update_elem(&python_threads, &tid, &fresh, BPF_ANY);
 		if (!tstate) {
 			count(PROFD_CNT_PY_NO_THREAD_STATE);
 			return 0;

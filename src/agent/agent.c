@@ -47,7 +47,6 @@
 #include "unwind/async.h"
 #include "unwind/loader.h"
 
-#define MAX_STACKS_PER_INTERVAL (1u << 20)
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
 /*
  * Most samples do not wake the reader (emit_sample()): it polls. Short
@@ -56,8 +55,6 @@
  */
 #define READER_POLL_MS 20	/* sampling CPython processes: their code objects */
 #define READER_POLL_SLOW_MS 100	/* otherwise, and while probabilistic profiling is off */
-#define READER_SYNC_MS 1000	/* longest wait for the reader to catch up */
-#define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 /* How long profd waits at exit for the OTLP endpoint to take the rest. */
 #define EXPORT_STOP_TIMEOUT_MS 5000
 
@@ -103,11 +100,15 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			  const uint64_t *ips, uint64_t now)
 {
 	struct proc_snapshot *snap;
-	struct process *p = process_get(ag->procs, s->pid, now);
+	struct process *p = process_get(ag->procs, s->pid, now,
+					s->flags & PROFD_SAMPLE_EXITING);
+	struct aggregate *table;
 	const char *comm;
 	uint32_t nuser;
 
 	if (p) {
+		uint64_t read_at = p->refreshed_ns;
+
 		p->last_sample_ns = now;
 		/* Open every user frame's object while the process lives. */
 		for (int pass = 0; pass < 2; pass++) {
@@ -125,8 +126,20 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 		}
 		if (s->flags & PROFD_SAMPLE_UNWIND_MISSING)
 			process_request_unwind(ag->procs, p, now);
+		if (p->refreshed_ns != read_at)	/* re-read (exec): maybe too late */
+			process_drop_remains(ag->procs, p);
 	}
 	snap = p ? p->snap : NULL;
+	if (p && p->exited && (s->flags & PROFD_SAMPLE_EXITING) &&
+	    !(s->flags & PROFD_SAMPLE_NO_USER) &&
+	    (!snap || !snap->meta.executable || !snap->maps.n)) {
+		/* first seen exiting, too late to tell what it was (its memory
+		 * gone): dropped, never given the labels of a zombie */
+		pthread_mutex_lock(&ag->agg_lock);
+		ag->counters[AGENT_CNT_EXITED_UNIDENTIFIED]++;
+		pthread_mutex_unlock(&ag->agg_lock);
+		return;
+	}
 	comm = p && p->comm[0] ? p->comm : s->comm;
 	nuser = s->user_len;
 	if (!ag->py || !(s->flags & PROFD_SAMPLE_PYTHON)) {
@@ -142,10 +155,12 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 		 * changed meanwhile (rare: the frames are cached by then).
 		 */
 		uint64_t interval = __atomic_load_n(&ag->interval, __ATOMIC_ACQUIRE);
+		/* the interval the sample goes to: one more during a flush */
+		uint64_t gen = agent_sample_interval(ag, s->ktime_ns);
 
-		if (ag->py_interval != interval) {
+		if (ag->py_interval < gen) {
 			python_new_interval(ag->py);
-			ag->py_interval = interval;
+			ag->py_interval = gen;
 		}
 		memcpy(ag->merged, ips, s->kernel_len * sizeof(*ips));
 		nuser = python_merge_stack(ag->py, s->pid, s->flags,
@@ -194,10 +209,12 @@ add:
 		}
 		return;
 	}
+	/* the sample's own timestamp picks the interval (interval.c) */
+	table = agent_sample_table(ag, s->ktime_ns);
 	/* only flags the profile shows are part of a stack's identity */
-	if (aggregate_add(ag->cur, s->pid, s->tid, comm, s->comm, snap,
-			  s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
-			  s->kernel_len, nuser))
+	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
+				   s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
+				   s->kernel_len, nuser))
 		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
 	pthread_mutex_unlock(&ag->agg_lock);
 
@@ -238,7 +255,8 @@ static int on_event(void *ctx, const void *data, size_t size)
 		if (type == PROFD_EVENT_PROC_EXEC) {
 			process_exec(ag->procs, e->pid, comm);
 		} else {
-			process_exit(ag->procs, e->pid);
+			process_exit(ag->procs, e->pid, now);
+			agent_exit_seen(ag, e->pid, now);
 			if (ag->gpu)
 				gpu_process_exit(ag->gpu, e->pid, now);
 			agent_export_process_exit(ag->exp, e->pid);
@@ -264,7 +282,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 		if (!ag->gpu)
 			return 0;
 		memcpy(comm, l->comm, PROFD_TASK_COMM_LEN);
-		p = process_get(ag->procs, l->pid, now);
+		p = process_get(ag->procs, l->pid, now, false);
 		struct gpu_launch_info li = {
 			.pid = l->pid, .tid = l->tid,
 			.comm = p && p->comm[0] ? p->comm : comm,
@@ -409,6 +427,8 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_FILE_PENDING] = st.files_pending;
 	ag->counters[AGENT_CNT_FILE_READ_TIMEOUTS] = fst.timeouts;
 	ag->counters[AGENT_CNT_SYMBOLS_UNREADABLE] = unreadable;
+	ag->counters[AGENT_CNT_SAMPLES_AFTER_EXIT] = st.samples_after_exit;
+	ag->counters[AGENT_CNT_EXITED_REMOVED] = st.exited_removed;
 	ag->counters[AGENT_CNT_PYTHON_CODE_ERRORS] = pst.code_errors;
 	ag->counters[AGENT_CNT_PYTHON_FRAMES_FULL] = pst.frames_full;
 	ag->counters[AGENT_CNT_PYTHON_UNSUPPORTED] = pst.unsupported;
@@ -451,7 +471,7 @@ static void *reader_main(void *arg)
 				tracer_gpu_detach_unused(ag->tracer);
 		}
 		if (now - last_reap >= REAP_EVERY_NS) {
-			process_table_reap(ag->procs, now, IDLE_PROCESS_NS);
+			agent_reap(ag, now);
 			last_reap = now;
 		}
 		publish_proc_stats(ag);
@@ -791,12 +811,12 @@ static void flush(struct agent *ag)
 {
 	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 }, bpf_delta[PROFD_CNT_MAX];
 	uint64_t agent_now[AGENT_CNT_MAX], agent_delta[AGENT_CNT_MAX];
-	uint64_t end = now_ns(CLOCK_REALTIME), processes;
+	uint64_t end, processes;
 	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 8 + GPU_COMMENT_DEVICES][96];
 	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 8 + GPU_COMMENT_DEVICES];
 	struct unwind_loader_stats us;
 	char path[PATH_MAX] = "", flame_path[PATH_MAX] = "";
-	struct aggregate *a, *fresh = aggregate_new(MAX_STACKS_PER_INTERVAL, end);
+	struct aggregate *a;
 	struct profile *p;
 	uint32_t ncomments = 0;
 	char gpu_path[PATH_MAX] = "";
@@ -804,12 +824,10 @@ static void flush(struct agent *ag)
 	int err = 0, ferr = 0, gerr = 0;
 	bool skip;
 
-	if (!fresh)
+	a = agent_interval_swap(ag, &end);
+	if (!a)
 		return;	/* keep aggregating into the current table */
 	pthread_mutex_lock(&ag->agg_lock);
-	a = ag->cur;
-	ag->cur = fresh;
-	__atomic_add_fetch(&ag->interval, 1, __ATOMIC_RELEASE);
 	memcpy(agent_now, ag->counters, sizeof(agent_now));
 	processes = ag->procs_stats.processes;
 	us = ag->unwind_stats;
@@ -824,7 +842,6 @@ static void flush(struct agent *ag)
 	memcpy(ag->agent_prev, agent_now, sizeof(agent_now));
 	pthread_mutex_lock(&ag->agg_lock);
 	ag->intervals++;
-	ag->total_samples += a->nsamples;
 	pthread_mutex_unlock(&ag->agg_lock);
 	counter_comments(ag, bpf_delta, agent_delta, &us,
 			 sampled_time_take(ag, now_ns(CLOCK_MONOTONIC)), comments, &ncomments);
@@ -849,8 +866,10 @@ static void flush(struct agent *ag)
 	ag->interval_sampled = ag->sampling_on;
 	p = skip ? NULL : aggregate_build_profile(a, &bo);
 	err = skip ? 0 : write_profile(ag, "cpu", p, a->start_ns, path, sizeof(path));
-	if (err)
+	if (err) {
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
+		agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES] += a->nsamples;
+	}
 	ag->skipped_intervals += skip;
 	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
 				  &gpu_kernels, &gpu_ns);
@@ -881,6 +900,11 @@ static void flush(struct agent *ag)
 		}
 	}
 	pthread_mutex_lock(&ag->agg_lock);
+	/* written means written: a profile that failed counts as lost */
+	if (!skip && !err)
+		ag->total_samples += a->nsamples;
+	ag->counters[AGENT_CNT_WRITE_FAILED_SAMPLES] += agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES];
+	ag->agent_prev[AGENT_CNT_WRITE_FAILED_SAMPLES] += agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES];
 	ag->counters[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = flamegraph_truncated(ag->flame);
 	ag->counters[AGENT_CNT_FLAMEGRAPH_FOLDED] = flamegraph_pruned(ag->flame);
 	ag->counters[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
@@ -890,6 +914,8 @@ static void flush(struct agent *ag)
 	ag->total_gpu_kernels += gpu_kernels;
 	ag->last_write_ok = !(err || ferr || gerr);
 	ag->last_flush_mono = now_ns(CLOCK_MONOTONIC);
+	if (ag->last_write_ok)
+		ag->last_written_mono = ag->last_flush_mono;
 	pthread_mutex_unlock(&ag->agg_lock);
 	if (skip)
 		fprintf(stderr, "profd: interval %u: not profiled (--probabilistic-threshold "
@@ -1224,6 +1250,8 @@ static void agent_teardown(struct agent *ag)
 	agent_export_free(ag->exp);
 	free(ag->merged);
 	aggregate_free(ag->cur);
+	aggregate_free(ag->next);
+	agent_exited_free(ag);
 	process_table_free(ag->procs);
 	file_gate_free(ag->gate);	/* stays allocated while a read hangs */
 	symbolizer_free(ag->sym);
@@ -1250,23 +1278,6 @@ static bool probabilistic_draw(struct agent *ag)
 }
 
 /*
- * Wait (at most READER_SYNC_MS) until the reader thread has consumed every
- * ringbuf record committed before this call: it loads the request, polls
- * and consumes, then acknowledges it.
- */
-static void reader_sync(struct agent *ag)
-{
-	unsigned int want = __atomic_add_fetch(&ag->reader_sync_req, 1, __ATOMIC_ACQ_REL);
-	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + READER_SYNC_MS * 1000000ULL;
-	const struct timespec ms = { .tv_nsec = 1000000 };
-
-	while ((int)(__atomic_load_n(&ag->reader_sync_done, __ATOMIC_ACQUIRE) - want) < 0 &&
-	       !__atomic_load_n(&ag->reader_exited, __ATOMIC_ACQUIRE) &&
-	       now_ns(CLOCK_MONOTONIC) < deadline)
-		nanosleep(&ms, NULL);
-}
-
-/*
  * Probabilistic profiling: enable or disable the perf events (no reload).
  * Switching off waits for the reader to take in what was sampled before.
  * Returns whether the state changed.
@@ -1289,7 +1300,7 @@ static bool probabilistic_set(struct agent *ag, bool on)
 		if (ag->on_since)
 			ag->on_ns += now - ag->on_since;
 		ag->on_since = 0;
-		reader_sync(ag);	/* not sampled time: the events are off */
+		agent_reader_sync(ag);	/* not sampled time: the events are off */
 	}
 	pthread_mutex_lock(&ag->agg_lock);
 	__atomic_store_n(&ag->sampling_on, on, __ATOMIC_RELAXED);	/* the reader reads it */
@@ -1414,6 +1425,7 @@ int agent_run(const struct agent_config *cfg)
 		fprintf(stderr, "profd: error: cannot start the reader thread\n");
 		goto out;
 	}
+	pthread_setname_np(ag.reader, "profd-reader");
 	start = now_ns(CLOCK_MONOTONIC);
 	ag.run_start_mono = start;
 	ag.on_since = ag.sampling_on ? start : 0;

@@ -58,6 +58,11 @@ const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX] = {
 	[AGENT_CNT_FILE_READ_TIMEOUTS] = COUNTER_STAT,
 	[AGENT_CNT_SYMBOLS_UNREADABLE] = COUNTER_PARTIAL,
 	[AGENT_CNT_UNWIND_QUEUE_FULL] = COUNTER_PARTIAL,
+	[AGENT_CNT_LATE_SAMPLES] = COUNTER_LOST,
+	[AGENT_CNT_WRITE_FAILED_SAMPLES] = COUNTER_LOST,
+	[AGENT_CNT_SAMPLES_AFTER_EXIT] = COUNTER_STAT,
+	[AGENT_CNT_EXITED_REMOVED] = COUNTER_STAT,
+	[AGENT_CNT_EXITED_UNIDENTIFIED] = COUNTER_LOST,
 };
 
 const char *const agent_counter_names[AGENT_CNT_MAX] = {
@@ -112,4 +117,9 @@ const char *const agent_counter_names[AGENT_CNT_MAX] = {
 	[AGENT_CNT_FILE_READ_TIMEOUTS] = "file_read_timeouts",
 	[AGENT_CNT_SYMBOLS_UNREADABLE] = "symbols_unreadable",
 	[AGENT_CNT_UNWIND_QUEUE_FULL] = "unwind_queue_full",
+	[AGENT_CNT_LATE_SAMPLES] = "late",
+	[AGENT_CNT_WRITE_FAILED_SAMPLES] = "write_failed",
+	[AGENT_CNT_SAMPLES_AFTER_EXIT] = "samples_after_exit",
+	[AGENT_CNT_EXITED_REMOVED] = "exited_processes_removed",
+	[AGENT_CNT_EXITED_UNIDENTIFIED] = "exited_unidentified",
 };

@@ -31,6 +31,9 @@
 
 /* How long shutdown waits for the unwind loader's job in hand (ns). */
 #define UNWIND_STOP_WAIT_NS	(300ULL * 1000 * 1000)
+#define MAX_STACKS_PER_INTERVAL (1u << 20)
+#define READER_SYNC_MS 1000	/* longest wait for the reader to catch up */
+#define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 
 /* User frames after merging: native + Python + an error frame. */
 #define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 2)
@@ -88,6 +91,13 @@ enum agent_counter {
 	AGENT_CNT_FILE_READ_TIMEOUTS,	/* file reads abandoned at the deadline (file_gate.c) */
 	AGENT_CNT_SYMBOLS_UNREADABLE,	/* objects whose symbol tables could not be read */
 	AGENT_CNT_UNWIND_QUEUE_FULL,	/* unwind table updates dropped: the loader's queue was full */
+	AGENT_CNT_LATE_SAMPLES,		/* samples read after their interval was swapped out */
+	AGENT_CNT_WRITE_FAILED_SAMPLES,	/* samples of CPU profiles that could not be written */
+	AGENT_CNT_SAMPLES_AFTER_EXIT,	/* exiting samples read after the exit event:
+					 * given the exited process's labels */
+	AGENT_CNT_EXITED_REMOVED,	/* process entries removed after their exit event */
+	AGENT_CNT_EXITED_UNIDENTIFIED,	/* samples of a process first seen exiting, its
+					 * executable no longer readable: dropped */
 	AGENT_CNT_MAX,
 };
 
@@ -96,6 +106,12 @@ extern const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX];
 extern const char *const agent_counter_names[AGENT_CNT_MAX];
 
 struct metrics_server;
+
+/* A PID whose exit event was read at @ns (CLOCK_MONOTONIC). */
+struct exited_pid {
+	pid_t pid;
+	uint64_t ns;
+};
 
 struct agent {
 	const struct agent_config *cfg;
@@ -120,14 +136,23 @@ struct agent {
 	struct exec_child child;	/* `profd exec` */
 	int exec_failed;		/* the command could not be run: 126/127 */
 
-	pthread_mutex_t agg_lock;	/* guards cur, interval, counters, procs_stats */
+	pthread_mutex_t agg_lock;	/* guards cur, next, interval, counters, procs_stats */
 	struct aggregate *cur;
+	uint64_t cur_start_mono;	/* CLOCK_MONOTONIC start of cur: samples taken
+					 * before it are late (0: the first interval) */
+	struct aggregate *next;		/* during a flush: the next interval's table,
+					 * for samples taken from next_start_mono on */
+	uint64_t next_start_mono;	/* 0 when next is NULL */
 	uint64_t interval;		/* bumped at each swap of cur */
 	uint64_t py_interval;		/* interval the frame table was last checked for */
 	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
 	struct process_table_stats procs_stats;
 	struct unwind_loader_stats unwind_stats;
 	uint64_t unwind_queued;		/* unwind jobs waiting (reader publishes) */
+
+	struct exited_pid *exited;	/* reader: `profd exec` children that exited,
+					 * oldest first, for tracer_pid_forget() */
+	size_t nexited, exited_cap;
 
 	volatile int stop_reader;
 	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */
@@ -159,12 +184,69 @@ struct agent {
 	/* /metrics and /healthz (--http-address); NULL: off. */
 	struct metrics_server *metrics;
 	bool ready;			/* set up and sampling (under agg_lock) */
-	uint64_t last_flush_mono;	/* CLOCK_MONOTONIC of the last interval written */
+	uint64_t last_flush_mono;	/* CLOCK_MONOTONIC of the last interval ended */
+	uint64_t last_written_mono;	/* ... of the last one whose files were all written */
 	bool last_write_ok;		/* the last interval's files were all written */
 	uint64_t retention_removed_files;	/* files deleted by --output-retention */
 	uint64_t retention_removed_bytes;
 	uint64_t unwind_memory_limit;	/* bytes of unwind shards allowed: --unwind-memory-limit,
 					 * x 2^--bpf-map-scale-factor unless given; 0: no DWARF */
 };
+
+/* interval.c: which interval a sample belongs to; the swap; the reaper */
+
+/*
+ * agent_reader_sync - wait (at most READER_SYNC_MS) until the reader thread
+ * has consumed every ringbuf record committed before this call. Main thread.
+ */
+void agent_reader_sync(struct agent *ag);
+
+/* agent_reader_sync_for - agent_reader_sync() waiting at most @ms_max ms. */
+void agent_reader_sync_for(struct agent *ag, unsigned int ms_max);
+
+/*
+ * agent_sample_table - the table a CPU sample taken at @ktime_ns
+ * (CLOCK_MONOTONIC, the BPF timestamp) is aggregated into: the current
+ * interval's, the next one's while a flush is under way and the sample was
+ * taken after the boundary, or NULL when its interval was swapped out
+ * already (counted: lost.late). Call under agg_lock.
+ */
+struct aggregate *agent_sample_table(struct agent *ag, uint64_t ktime_ns);
+
+/*
+ * agent_sample_interval - the interval number (ag->interval, or one more
+ * while a flush is under way and the sample was taken after the boundary)
+ * a sample taken at @ktime_ns belongs to, read without agg_lock: the
+ * Python frame table generation is chosen by it. Reader thread.
+ */
+uint64_t agent_sample_interval(struct agent *ag, uint64_t ktime_ns);
+
+/*
+ * agent_interval_swap - end the current interval: open the next table with
+ * its boundary now (CLOCK_MONOTONIC; CLOCK_REALTIME into @end_real), let
+ * the reader take in what was sampled before it (agent_reader_sync_for(),
+ * up to the interval's length, 1 to 10 s), then swap. Returns the ended interval's table (the caller writes and
+ * frees it), or NULL when no table could be allocated (the current one
+ * keeps aggregating). Main thread; takes agg_lock.
+ */
+struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real);
+
+/*
+ * agent_exit_seen - reader thread: @pid's exit event was read at @now_mono.
+ * Under `profd exec` its PID filter entry is deleted by agent_reap() after
+ * EXIT_GRACE_NS (BPF marked it exited; its last samples still pass).
+ */
+void agent_exit_seen(struct agent *ag, pid_t pid, uint64_t now_mono);
+
+/*
+ * agent_reap - reader thread, every REAP_EVERY_NS: remove the processes
+ * whose exit was seen before the last interval swap and at least
+ * EXIT_GRACE_NS ago (their BPF map entries go with them through the
+ * process listener), and idle ones that are gone.
+ */
+void agent_reap(struct agent *ag, uint64_t now_mono);
+
+/* agent_exited_free - free what agent_exit_seen() kept. */
+void agent_exited_free(struct agent *ag);
 
 #endif /* PROFD_AGENT_AGENT_INTERNAL_H */

@@ -54,11 +54,13 @@ struct agent_snapshot {
 	uint64_t probabilistic_draws;
 	uint64_t probabilistic_on;
 	uint64_t last_flush_mono;
+	uint64_t last_written_mono;
 	uint64_t retention_files;
 	uint64_t retention_bytes;
 	uint64_t total_samples;
 	uint64_t intervals;
 	uint64_t unwind_memory_limit;	/* bytes; 0: no DWARF unwinding */
+	uint64_t python_processes;	/* python_procs entries */
 	struct tracer *tracer;		/* NULL until ready */
 	struct agent_export *exp;
 };
@@ -95,11 +97,13 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 	s->probabilistic_draws = __atomic_load_n(&ag->probabilistic_draws, __ATOMIC_RELAXED);
 	s->probabilistic_on = __atomic_load_n(&ag->probabilistic_on, __ATOMIC_RELAXED);
 	s->last_flush_mono = __atomic_load_n(&ag->last_flush_mono, __ATOMIC_RELAXED);
+	s->last_written_mono = __atomic_load_n(&ag->last_written_mono, __ATOMIC_RELAXED);
 	s->retention_files = __atomic_load_n(&ag->retention_removed_files, __ATOMIC_RELAXED);
 	s->retention_bytes = __atomic_load_n(&ag->retention_removed_bytes, __ATOMIC_RELAXED);
 	s->total_samples = __atomic_load_n(&ag->total_samples, __ATOMIC_RELAXED);
 	s->intervals = __atomic_load_n(&ag->intervals, __ATOMIC_RELAXED);
 	s->unwind_memory_limit = __atomic_load_n(&ag->unwind_memory_limit, __ATOMIC_RELAXED);
+	s->python_processes = __atomic_load_n(&ag->python_processes, __ATOMIC_RELAXED);
 	if (s->ready) {
 		/* set up before ready was set under this lock; freed after stop */
 		s->tracer = ag->tracer;
@@ -182,7 +186,9 @@ static void render_counters(struct prom_buf *b, const struct agent_snapshot *s,
 			"Samples taken by the BPF sampler (perf_event program runs, "
 			"bpf_samples).", r->bpf[PROFD_CNT_SAMPLES]);
 	prom_metric_u64(b, "profd_samples_written_total", PROM_COUNTER,
-			"Samples in the CPU profiles written so far.", s->total_samples);
+			"Samples in the CPU profiles written so far (a profile that "
+			"failed to write counts in lost{reason=\"write_failed\"}).",
+			s->total_samples);
 	counter_family(b, "profd_lost_total", "reason", COUNTER_LOST,
 		       "Samples, records or files that never reached the output, "
 		       "by reason (lost.REASON in profile comments).", s, r);
@@ -228,6 +234,8 @@ static const struct field_metric unwind_rows[] = {
 	  SNAP(unwind.objects_failed) },
 	{ "profd_unwind_processes", PROM_GAUGE,
 	  "Processes with an unwind_procs entry.", SNAP(unwind.processes) },
+	{ "profd_python_processes", PROM_GAUGE,
+	  "CPython processes with a python_procs entry.", SNAP(python_processes) },
 };
 
 static void render_tables(struct prom_buf *b, const struct agent_snapshot *s)
@@ -322,12 +330,13 @@ static void render_run(struct prom_buf *b, const struct agent *ag,
 		prom_metric_u64(b, "profd_last_write_success", PROM_GAUGE,
 				"1 if every file of the last interval was written.",
 				s->last_write_ok);
-	if (s->last_flush_mono) {
+	if (s->last_written_mono) {
 		uint64_t mono = clock_ns(CLOCK_MONOTONIC), real = clock_ns(CLOCK_REALTIME);
-		uint64_t ago = mono > s->last_flush_mono ? mono - s->last_flush_mono : 0;
+		uint64_t ago = mono > s->last_written_mono ? mono - s->last_written_mono : 0;
 
+		/* only intervals whose files were all written */
 		prom_metric(b, "profd_last_write_timestamp_seconds", PROM_GAUGE,
-			    "When the last interval was written (Unix time).",
+			    "When the files of an interval were last all written (Unix time).",
 			    (real - ago) / 1e9);
 	}
 }

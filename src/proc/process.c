@@ -303,17 +303,75 @@ static void reset(struct process *p)
 	proc_snapshot_put(p->snap);
 	p->snap = NULL;
 	p->exited = false;
+	p->exited_ns = 0;
+	p->released = false;
 	p->gone = false;
 	p->stale = false;
 	p->comm[0] = '\0';
 }
 
-struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now)
+#define PF_EXITING_FLAG	0x00000004u	/* include/linux/sched.h */
+#define PF_KTHREAD_FLAG	0x00200000u
+
+/*
+ * The process is exiting, a zombie or gone (not a kernel thread): what
+ * /proc says of it now may be its remains (no mappings, no executable,
+ * cgroup "/"), not what it was.
+ */
+static bool proc_exiting(pid_t pid)
+{
+	char path[64], buf[512], *f;
+	unsigned long flags = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	f = strrchr(buf, ')');	/* the comm may hold anything */
+	if (!f || f[1] != ' ' || f[2] == 'Z' || f[2] == 'X')
+		return true;
+	/* fields 3.. after the comm: state ppid pgrp session tty_nr tpgid flags */
+	if (sscanf(f + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return (flags & PF_EXITING_FLAG) && !(flags & PF_KTHREAD_FLAG);
+}
+
+void process_drop_remains(struct process_table *pt, struct process *p)
+{
+	struct proc_snapshot *s = p->snap;
+
+	if (!s || (s->maps.n && s->meta.executable) || !proc_exiting(p->pid))
+		return;
+	/*
+	 * Read after its memory was torn down (the reader was behind): no
+	 * mappings, no executable, cgroup "/". No labels rather than the
+	 * remains': counted like a process gone before the read.
+	 */
+	proc_snapshot_put(s);
+	p->snap = NULL;
+	p->gone = true;
+	pt->stats.maps_read_errors++;
+}
+
+struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
+			    bool exiting)
 {
 	struct process **pp = slot_of(pt, pid), *p = *pp;
 
 	if (p && !p->exited)
 		return p;
+	if (p && exiting) {
+		/* after the exit event, before the task stopped: the same process */
+		pt->stats.samples_after_exit++;
+		return p;
+	}
 	if (p) {
 		reset(p);
 	} else {
@@ -326,6 +384,12 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now)
 	}
 	proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
+	process_drop_remains(pt, p);
+	if (exiting && !p->exited) {
+		/* first seen exiting: its exit event may be read already */
+		p->exited = true;
+		p->exited_ns = now;
+	}
 	return p;
 }
 
@@ -412,12 +476,14 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 	p->stale = true;
 }
 
-void process_exit(struct process_table *pt, pid_t pid)
+void process_exit(struct process_table *pt, pid_t pid, uint64_t now)
 {
 	struct process *p = *slot_of(pt, pid);
 
-	if (p)
+	if (p && !p->exited) {
 		p->exited = true;
+		p->exited_ns = now;
+	}
 }
 
 static bool proc_alive(pid_t pid)
@@ -429,23 +495,32 @@ static bool proc_alive(pid_t pid)
 }
 
 void process_table_reap(struct process_table *pt, uint64_t now,
-			uint64_t idle_ns)
+			uint64_t idle_ns, uint64_t release_before,
+			uint64_t remove_before)
 {
 	for (int b = 0; b < NBUCKETS; b++) {
 		struct process **pp = &pt->buckets[b];
 
 		while (*pp) {
 			struct process *p = *pp;
-			bool drop = p->exited || p->gone ||
-				    (now - p->last_sample_ns > idle_ns &&
+			bool dead = p->exited && p->exited_ns < remove_before;
+			bool drop = dead || (p->gone && !p->exited) ||
+				    (!p->exited && now - p->last_sample_ns > idle_ns &&
 				     !proc_alive(p->pid));
 
+			if (!drop && p->exited && !p->released &&
+			    p->exited_ns < release_before) {
+				p->released = true;
+				if (pt->listener.removed)
+					pt->listener.removed(pt->listener.ctx, p->pid);
+			}
 			if (!drop) {
 				pp = &p->next;
 				continue;
 			}
+			pt->stats.exited_removed += dead;
 			*pp = p->next;
-			if (pt->listener.removed)
+			if (pt->listener.removed && !p->released)
 				pt->listener.removed(pt->listener.ctx, p->pid);
 			process_free(p);
 			pt->stats.processes--;

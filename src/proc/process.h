@@ -69,6 +69,8 @@ struct process {
 	uint64_t unwind_requested_ns;	/* last process_request_unwind() served */
 	bool stale;			/* exec seen: re-read at the next sample */
 	bool exited;			/* exit seen: reaped after the next flush */
+	uint64_t exited_ns;		/* CLOCK_MONOTONIC the exit was seen */
+	bool released;			/* exited: the listener was told (removed()) */
 	bool gone;			/* /proc/PID vanished before we read it */
 	uint64_t last_sample_ns;
 	struct process *next;		/* hash chain */
@@ -81,6 +83,8 @@ struct process_table_stats {
 	uint64_t elf_open_errors;	/* mappings whose file could not be opened */
 	uint64_t files_hung;		/* frames left unsymbolized: their file hung */
 	uint64_t files_pending;		/* ... their file's read-ahead not done yet */
+	uint64_t samples_after_exit;	/* exiting samples read after the exit event */
+	uint64_t exited_removed;	/* entries removed after their exit event */
 };
 
 struct process_table;
@@ -126,10 +130,18 @@ void process_table_free(struct process_table *pt);
 /*
  * process_get - the process @pid, created on first sight (reads its comm
  * and maps; if it is already gone the entry is kept with gone = true so
- * its samples still count). @now_ns is CLOCK_MONOTONIC. NULL on OOM.
+ * its samples still count). @now_ns is CLOCK_MONOTONIC. @exiting: the
+ * sample was taken while its task exited (PROFD_SAMPLE_EXITING); such a
+ * sample read after the exit event belongs to the exited entry (its
+ * snapshot and metadata; /proc is not read again), while any other
+ * sample of an exited PID is a new process reusing it. A process first
+ * seen exiting is read once and marked exited. A process found exiting
+ * or a zombie when read, with no mappings or executable left, gets no
+ * snapshot (gone; counted as a maps read error) rather than its remains'
+ * metadata (cgroup "/"). NULL on OOM.
  */
 struct process *process_get(struct process_table *pt, pid_t pid,
-			    uint64_t now_ns);
+			    uint64_t now_ns, bool exiting);
 
 /*
  * process_find_mapping - index of the mapping of @p containing @addr,
@@ -148,6 +160,15 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 void process_request_unwind(struct process_table *pt, struct process *p,
 			    uint64_t now_ns);
 
+/*
+ * process_drop_remains - @p's snapshot was read while it exited or as a
+ * zombie (no mappings or no executable left, the process exiting): drop
+ * it, so its samples get no labels rather than the remains' (cgroup "/");
+ * @p is then gone (counted as a maps read error). process_get() does it
+ * for a first read; call it after a re-read (process_find_mapping()).
+ */
+void process_drop_remains(struct process_table *pt, struct process *p);
+
 /* process_exec - exec seen: new name, mappings to re-read. */
 void process_exec(struct process_table *pt, pid_t pid, const char *comm);
 
@@ -157,16 +178,27 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm);
  */
 void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len);
 
-/* process_exit - exit seen: the entry is reaped by process_table_reap(). */
-void process_exit(struct process_table *pt, pid_t pid);
+/*
+ * process_exit - exit seen at @now_ns (CLOCK_MONOTONIC): the entry stays
+ * for the samples that follow the exit event and is removed by
+ * process_table_reap().
+ */
+void process_exit(struct process_table *pt, pid_t pid, uint64_t now_ns);
 
 /*
- * process_table_reap - drop processes that exited (and those not sampled
- * for @idle_ns whose /proc entry is gone), and unreferenced ELF objects.
- * Call after a flush so their last samples were written first.
+ * process_table_reap - for processes whose exit was seen before
+ * @release_before_ns, tell the listener (removed(): their BPF map entries
+ * go) while the entry stays for samples still in flight; drop those whose
+ * exit was seen before @remove_before_ns (the caller passes the time the
+ * interval holding their last samples was swapped out, so an entry
+ * outlives its process by at most one interval), those whose /proc entry
+ * vanished before it was read, and those not sampled for @idle_ns whose
+ * /proc entry is gone; then unreferenced ELF objects. removed() is called
+ * once per entry.
  */
 void process_table_reap(struct process_table *pt, uint64_t now_ns,
-			uint64_t idle_ns);
+			uint64_t idle_ns, uint64_t release_before_ns,
+			uint64_t remove_before_ns);
 
 void process_table_stats(const struct process_table *pt,
 			 struct process_table_stats *out);

@@ -367,6 +367,16 @@ int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX])
 	return 0;
 }
 
+int tracer_pid_forget(struct tracer *t, uint32_t pid)
+{
+	int fd = bpf_map__fd(t->skel->maps.pid_filter);
+	__u8 v = 0;
+
+	if (bpf_map_lookup_elem(fd, &pid, &v) || v != PROFD_PID_EXITED)
+		return 0;	/* gone, or a new process of that PID */
+	return bpf_map_delete_elem(fd, &pid) ? -errno : 0;
+}
+
 void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd)
 {
 	*shards_fd = bpf_map__fd(t->skel->maps.unwind_shards);

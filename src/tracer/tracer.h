@@ -121,6 +121,13 @@ int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX]);
 int tracer_ringbuf_usage(struct tracer *t, bool gpu, struct tracer_ringbuf_usage *out);
 
 /*
+ * tracer_pid_forget - `profd exec`: delete @pid from the PID filter if it
+ * is still marked exited (PROFD_PID_EXITED); a process that reused the PID
+ * keeps its entry. Returns 0 or -errno.
+ */
+int tracer_pid_forget(struct tracer *t, uint32_t pid);
+
+/*
  * tracer_unwind_maps - fds of the `unwind_shards` (array of maps) and
  * `unwind_procs` (tgid -> struct unwind_proc) maps, owned by @t.
  */
