@@ -124,6 +124,8 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 		}
 		if (s->flags & PROFD_SAMPLE_UNWIND_MISSING)
 			process_request_unwind(ag->procs, p, now);
+		if (ag->unwind && (s->flags & PROFD_SAMPLE_DWARF))
+			unwind_loader_touch(ag->unwind, s->pid, now);	/* LRU */
 	}
 	snap = p ? p->snap : NULL;
 	comm = p && p->comm[0] ? p->comm : s->comm;
@@ -392,6 +394,7 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_UNWIND_EVICTIONS] = ust.evictions;
 	ag->counters[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = ust.ranges_truncated;
 	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
+	ag->counters[AGENT_CNT_UNWIND_RELOADS] = ust.reloads;
 	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
 	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
 	ag->counters[AGENT_CNT_PYTHON_CODE_ERRORS] = pst.code_errors;

@@ -43,6 +43,7 @@ enum agent_counter {
 	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
 	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
 	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
+	AGENT_CNT_UNWIND_RELOADS,	/* evicted tables reloaded (their process sampled) */
 	AGENT_CNT_PYTHON_CODE_ERRORS,	/* samples with a Python frame whose code object was unreadable */
 	AGENT_CNT_PYTHON_FRAMES_FULL,	/* Python frames not named: frame table full */
 	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */

@@ -210,6 +210,16 @@ static const struct field_metric unwind_rows[] = {
 	  SNAP(unwind.objects_failed) },
 	{ "profd_unwind_processes", PROM_GAUGE,
 	  "Processes with an unwind_procs entry.", SNAP(unwind.processes) },
+	{ "profd_unwind_evictions_in_use_total", PROM_COUNTER,
+	  "Tables evicted for room while a process used them (its ranges "
+	  "fall back to frame pointers until the table is reloaded).",
+	  SNAP(unwind.evictions_in_use) },
+	{ "profd_unwind_reloads_total", PROM_COUNTER,
+	  "Evicted tables loaded again because their process was sampled.",
+	  SNAP(unwind.reloads) },
+	{ "profd_unwind_reloads_deferred_total", PROM_COUNTER,
+	  "Reloads put off by the rate limit (4 a second); asked again by "
+	  "the next samples.", SNAP(unwind.reloads_deferred) },
 };
 
 static void render_tables(struct prom_buf *b, const struct agent_snapshot *s)
