@@ -74,7 +74,7 @@ def mid(n):
 end = time.time() + 4
 while time.time() < end:
     mid(20000)
-	time.sleep(0.01)'
+    time.sleep(0.01)'
 	done
 ) &
 bg_add $!
@@ -85,7 +85,7 @@ metric() {	# metric NAME [LABEL_MATCH] - first sample of NAME in $M
 }
 sum_family() { awk -v n="$1" 'index($1, n "{") == 1 { s += $2 } END { printf "%d", s }' <<<"$M"; }
 
-echo "t_s,rss_mib,hwm_mib,cpu_s,cpu_pct,processes,unwind_procs,unwind_tables,python_procs,big_done,heap_in_use_mib,heap_free_mib,cache_bytes_mib,cache_evictions,lost,partial" >"$CSV"
+echo "t_s,rss_mib,hwm_mib,cpu_s,cpu_pct,processes,unwind_procs,unwind_tables,symbol_objects,big_done,heap_in_use_mib,heap_free_mib,cache_bytes_mib,cache_evictions,lost,partial" >"$CSV"
 prev_cpu=0
 prev_t=$T0
 while :; do
@@ -99,11 +99,11 @@ while :; do
 	hwm=$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' /proc/"$PROFD_PID"/status)
 	cpu=$(metric process_cpu_seconds_total)
 	pct=$(awk -v c="$cpu" -v p="$prev_cpu" -v t="$t" -v q="$prev_t" \
-		'BEGIN { printf "%.2f", t > q ? 100 * (c - p) / (t - q) : 0 }')
+		'BEGIN { printf "%.2f", (t > q ? 100 * (c - p) / (t - q) : 0) }')
 	printf '%d,%s,%s,%.2f,%s,%s,%s,%s,%s,%s,%.1f,%.1f,%.1f,%s,%s,%s\n' \
 		$((t - T0)) "$rss" "$hwm" "$cpu" "$pct" \
 		"$(metric profd_processes_tracked)" "$(metric profd_unwind_processes)" \
-		"$(metric profd_unwind_tables)" "$(metric profd_python_processes)" \
+		"$(metric profd_unwind_tables)" "$(metric profd_cache_entries 'symbol_objects')" \
 		"$(cat "$WORK/big.count" 2>/dev/null || echo 0)" \
 		"$(awk -v b="$(metric profd_heap_bytes 'in_use')" 'BEGIN { print b / 1048576 }')" \
 		"$(awk -v b="$(metric profd_heap_bytes 'free')" 'BEGIN { print b / 1048576 }')" \
@@ -122,6 +122,6 @@ awk -F, -v d="$DURATION" 'NR > 1 { n++; t[n] = $1; r[n] = $2; if ($3 > peak) pea
 		if (!n) exit;
 		h = int((n + 1) / 2); dt = t[n] - t[h];
 		printf "summary: %d s, RSS first %.1f last %.1f peak %.1f MiB, second-half slope %.2f MiB/min, CPU mean %.2f %% of a core\n",
-			t[n], r[1], r[n], peak, dt > 0 ? (r[n] - r[h]) * 60 / dt : 0, c / n
+			t[n], r[1], r[n], peak, (dt > 0 ? (r[n] - r[h]) * 60 / dt : 0), c / n
 	}' "$CSV"
 [ -n "${BENCH_KEEP:-}" ] && echo "kept: $WORK"

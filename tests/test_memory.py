@@ -82,3 +82,84 @@ def test_evicted_table_is_reloaded(profd_bin, pprof, dwarf_build, tmp_path):
     assert total >= 60 and good >= 0.95 * total, explain(
         "chain after the libraries passed", good, total, samples, pprof,
         paths[-4:], err, CHAIN)
+
+
+# --- G: memory under a stream of distinct big binaries ----------------------
+
+BIG_COPIES = 120        # distinct inodes
+BIG_PARALLEL = 3
+SYMBOL_BUDGET_MIB = 1
+# RSS ceiling of this run: profd's base at the defaults (BPF ring buffers
+# and maps mmapped, ~40 MiB; heap: tables, snapshots, aggregation; see
+# docs/PERFORMANCE.md "Memory and churn") plus the symbol cache budget.
+RSS_BASE_MIB = 112
+
+
+def _rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
+    """120 copies of python3 (7 MB each, their own inode: a table, a symbol
+    table, an interpreter detection each) run 0.3 s of Python each, 3 at a
+    time, under whole-machine profd with --symbol-cache-limit 1. RSS
+    (sampled every 0.2 s) stays under RSS_BASE_MIB + the budget, the
+    symbol cache sheds (counted), and the copies' samples are still named
+    (CPython functions in their native frames)."""
+    from test_metrics import Profd, fetch_metrics, one
+
+    py = shutil.which("python3")
+    real = os.path.realpath(py)
+    out = tmp_path / "out"
+    p = Profd([profd_bin, "--output-dir", str(out), "--duration", "120",
+               "--profile-interval", "5", "--sampling-frequency", "99",
+               "--symbol-cache-limit", str(SYMBOL_BUDGET_MIB),
+               "--http-address", "127.0.0.1:0"])
+    rss, names = [], []
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                          10).group(1)
+        p.wait_line(r"sampling", 30)
+        running = []
+        for i in range(BIG_COPIES):
+            exe = str(tmp_path / f"pycopy{i:03d}")
+            shutil.copyfile(real, exe)
+            os.chmod(exe, 0o755)
+            running.append((exe, subprocess.Popen(
+                [exe, "-c", "import time\nt = time.time() + 0.3\n"
+                 "while time.time() < t: sum(range(1000))"])))
+            names.append(os.path.basename(exe))
+            while len(running) >= BIG_PARALLEL:
+                exe0, w = running.pop(0)
+                w.wait(30)
+                os.unlink(exe0)
+                rss.append(_rss_mib(p.proc.pid))
+        for exe0, w in running:
+            w.wait(30)
+            os.unlink(exe0)
+        time.sleep(2)   # a reap and a trim after the last exit
+        rss.append(_rss_mib(p.proc.pid))
+        fams = fetch_metrics(url)
+    finally:
+        rc = p.stop()
+    assert rc == 0, p.stderr()
+    peak = max(rss)
+    sheds = one(fams, "profd_cache_evictions_total", cache="symbols")
+    print(f"RSS first {rss[0]:.1f} peak {peak:.1f} last {rss[-1]:.1f} MiB; "
+          f"symbol cache sheds {sheds}; heap "
+          f"{one(fams, 'profd_heap_bytes', state='in_use') / 2**20:.1f} MiB in use, "
+          f"{one(fams, 'profd_heap_bytes', state='free') / 2**20:.1f} MiB free")
+    assert peak < RSS_BASE_MIB + SYMBOL_BUDGET_MIB, (peak, rss, p.stderr())
+    assert sheds > 0, "the symbol cache never went over its budget"
+    paths = sorted(glob.glob(str(out / "cpu-*.pb.gz")))
+    from test_profd import samples_of
+    samples = samples_of(pprof, paths, lambda l: l.get("comm", "").startswith("pycopy"))
+    named = sum(s["value"] for s in samples
+                if any(f.startswith(("_Py", "Py")) for f in s["frames"]))
+    total = sum(s["value"] for s in samples)
+    assert total >= 50, f"too few samples of the copies: {total}\n{p.stderr()}"
+    assert named >= 0.8 * total, f"{named}/{total} samples with a CPython frame named"

@@ -26,6 +26,7 @@
 #include "agent/agent_internal.h"
 #include "agent/debug.h"
 #include "bpf/unwind_table.h"	/* UNWIND_MAX_SHARDS */
+#include "agent/memory.h"
 #include "agent/metrics.h"
 #include "output/retention.h"
 #include "bpf/gpu_events.h"
@@ -350,9 +351,15 @@ static void publish_proc_stats(struct agent *ag)
 	struct unwind_loader_stats ust = { 0 };
 	struct python_stats pst = { 0 };
 	struct gpu_stats gst = { 0 };
+	struct agent_cache_stats cst = { 0 };
 	struct agent_export_stats xst;
 
 	process_table_stats(ag->procs, &st);
+	pthread_mutex_lock(&ag->sym_lock);
+	symbolizer_memory(ag->sym, &cst.sym_bytes, &cst.sym_sheds);
+	symbolizer_stats(ag->sym, &cst.sym_objects, NULL);
+	pthread_mutex_unlock(&ag->sym_lock);
+	cst.sym_budget = (uint64_t)ag->cfg->symbol_cache_mib << 20;
 	agent_export_stats(ag->exp, &xst);
 	if (ag->unwind)
 		unwind_loader_stats(ag->unwind, &ust);
@@ -390,6 +397,7 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_OTLP_RETRIES] = xst.otlp_retries;
 	ag->procs_stats = st;
 	ag->unwind_stats = ust;
+	ag->cache_stats = cst;
 	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
 	ag->counters[AGENT_CNT_UNWIND_EVICTIONS] = ust.evictions;
 	ag->counters[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = ust.ranges_truncated;
@@ -441,6 +449,7 @@ static void *reader_main(void *arg)
 		if (now - last_reap >= REAP_EVERY_NS) {
 			process_table_reap(ag->procs, now, IDLE_PROCESS_NS);
 			last_reap = now;
+			agent_memory_tick(now);	/* give back what exited processes freed */
 		}
 		publish_proc_stats(ag);
 		/* every record committed before @sync was consumed above */
@@ -1142,6 +1151,8 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	kernel_build_id("/sys/kernel/notes", ag->kernel_build_id,
 			sizeof(ag->kernel_build_id));
 	ag->sym = symbolizer_new();
+	if (ag->sym)
+		symbolizer_set_budget(ag->sym, (uint64_t)cfg->symbol_cache_mib << 20);
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
 	ag->flame = flamegraph_new(0);
 	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, now_ns(CLOCK_REALTIME));

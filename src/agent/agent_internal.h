@@ -88,6 +88,14 @@ extern const char *const agent_counter_names[AGENT_CNT_MAX];
 
 struct metrics_server;
 
+/* The symbolizer's share of memory, as /metrics shows it (agg_lock). */
+struct agent_cache_stats {
+	uint64_t sym_bytes;		/* heap of cached objects, at the last trim */
+	uint64_t sym_budget;		/* --symbol-cache-limit, bytes */
+	uint64_t sym_objects;		/* objects cached (open files) */
+	uint64_t sym_sheds;		/* address caches emptied for the budget */
+};
+
 struct agent {
 	const struct agent_config *cfg;
 	struct tracer *tracer;
@@ -117,6 +125,7 @@ struct agent {
 	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
 	struct process_table_stats procs_stats;
 	struct unwind_loader_stats unwind_stats;
+	struct agent_cache_stats cache_stats;
 
 	volatile int stop_reader;
 	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */

@@ -77,6 +77,7 @@ struct unwind_loader {
 	struct unwind_loader_stats st;
 	double reload_tokens;	/* token bucket: RELOADS_PER_S */
 	uint64_t reload_refill_ns;
+	uint64_t expired_ns;	/* last expire() walk */
 };
 
 static uint64_t mono_ns(void)
@@ -586,7 +587,11 @@ void unwind_loader_remove(struct unwind_loader *l, pid_t pid)
 	bpf_map_delete_elem(l->procs_fd, &pid);
 	proc_free(l, u, now);
 	l->st.processes--;
-	expire(l, now);
+	/* a walk of every table: once a second, not per exit (exec storms) */
+	if (now - l->expired_ns >= TOUCH_EVERY_NS) {
+		l->expired_ns = now;
+		expire(l, now);
+	}
 }
 
 /*
