@@ -86,8 +86,8 @@ def test_evicted_table_is_reloaded(profd_bin, pprof, dwarf_build, tmp_path):
 
 # --- G: memory under a stream of distinct big binaries ----------------------
 
-BIG_COPIES = 120        # distinct inodes
-BIG_PARALLEL = 3
+BIG_COPIES = 100        # distinct inodes
+BIG_PARALLEL = 4
 SYMBOL_BUDGET_MIB = 1
 # RSS ceiling of this run: profd's base at the defaults (BPF ring buffers
 # and maps mmapped, ~40 MiB; heap: tables, snapshots, aggregation; see
@@ -104,18 +104,18 @@ def _rss_mib(pid):
 
 
 def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
-    """120 copies of python3 (7 MB each, their own inode: a table, a symbol
-    table, an interpreter detection each) run 0.3 s of Python each, 3 at a
+    """100 copies of python3 (7 MB each, their own inode: a table, a symbol
+    table, an interpreter detection each) run 0.3 s of Python each, 4 at a
     time, under whole-machine profd with --symbol-cache-limit 1. RSS
     (sampled every 0.2 s) stays under RSS_BASE_MIB + the budget, the
-    symbol cache sheds (counted), and the copies' samples are still named
-    (CPython functions in their native frames)."""
+    symbol cache sheds (counted), and the copies' samples still have a
+    named leaf (not an address or a bare module name)."""
     from test_metrics import Profd, fetch_metrics, one
 
     py = shutil.which("python3")
     real = os.path.realpath(py)
     out = tmp_path / "out"
-    p = Profd([profd_bin, "--output-dir", str(out), "--duration", "120",
+    p = Profd([profd_bin, "--output-dir", str(out), "--duration", "900",
                "--profile-interval", "5", "--sampling-frequency", "99",
                "--symbol-cache-limit", str(SYMBOL_BUDGET_MIB),
                "--http-address", "127.0.0.1:0"])
@@ -130,7 +130,7 @@ def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
             shutil.copyfile(real, exe)
             os.chmod(exe, 0o755)
             running.append((exe, subprocess.Popen(
-                [exe, "-c", "import time\nt = time.time() + 0.3\n"
+                [exe, "-S", "-c", "import time\nt = time.time() + 0.3\n"
                  "while time.time() < t: sum(range(1000))"])))
             names.append(os.path.basename(exe))
             while len(running) >= BIG_PARALLEL:
@@ -159,7 +159,9 @@ def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
     from test_profd import samples_of
     samples = samples_of(pprof, paths, lambda l: l.get("comm", "").startswith("pycopy"))
     named = sum(s["value"] for s in samples
-                if any(f.startswith(("_Py", "Py")) for f in s["frames"]))
+                if s["frames"] and not s["frames"][0].startswith(("[", "0x")))
     total = sum(s["value"] for s in samples)
     assert total >= 50, f"too few samples of the copies: {total}\n{p.stderr()}"
-    assert named >= 0.8 * total, f"{named}/{total} samples with a CPython frame named"
+    assert named >= 0.8 * total, (
+        f"{named}/{total} samples with a named leaf; e.g. "
+        f"{[s['frames'] for s in samples[:3]]}")
