@@ -182,6 +182,8 @@ enum profd_counter {
 	PROFD_CNT_GPU_BAD_BATCH,	/* GPU probe with an oversized or unreadable batch */
 	PROFD_CNT_FOLLOWED_CHILDREN,	/* children added to the PID filter (not a loss) */
 	PROFD_CNT_NVTX_EVENTS_LOST,	/* NVTX events dropped: cupti_events full */
+	PROFD_CNT_DWARF_TABLE_EVICTED,	/* pc in a range whose table was evicted: FP used,
+					 * user space reloads it */
 	PROFD_CNT_MAX,
 };
 

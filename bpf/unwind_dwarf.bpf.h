@@ -214,6 +214,11 @@ int dwarf_step(struct profd_unwind_state *st, const struct unwind_proc *proc)
 	shard = m->shard;
 	if (shard == UNWIND_NO_TABLE)
 		return fp_step(st);
+	if (shard == UNWIND_EVICTED) {
+		count(PROFD_CNT_DWARF_TABLE_EVICTED);
+		st->sample.flags |= PROFD_SAMPLE_UNWIND_MISSING;
+		return fp_step(st);
+	}
 	row = NULL;
 	if (pc >= m->pc_base && pc - m->pc_base <= 0xffffffffULL) {
 		off = shard_find_row(shard, m->first_row, m->nrows,

@@ -72,6 +72,12 @@ struct unwind_row {
 #define UNWIND_MAX_PROC_MAPPINGS 256		/* power of two */
 #define UNWIND_PROC_MAPPING_BITS 8
 #define UNWIND_NO_TABLE		0xffffffffu	/* shard of an entry without rows: FP */
+/*
+ * Shard of an entry whose table was evicted for room (--unwind-memory-limit):
+ * frame pointers, counted as dwarf_table_evicted, and the sample asks user
+ * space to reload the table (PROFD_SAMPLE_UNWIND_MISSING).
+ */
+#define UNWIND_EVICTED		0xfffffffeu
 
 /*
  * One executable range of a process: [start, end) in its address space,

@@ -14,6 +14,7 @@
 
 #include "util/utf8.h"
 #include "agent/agent.h"
+#include "agent/memory.h"
 #include "config/config_file.h"
 #include "config/options.h"
 
@@ -155,6 +156,7 @@ int main(int argc, char **argv)
 	size_t n;
 	int ret;
 
+	agent_memory_init();		/* before any thread: malloc arenas */
 	argp_err_exit_status = 64;	/* EX_USAGE */
 	options_init(&o);
 	table = option_table(&n);

@@ -26,6 +26,7 @@
 #include "agent/agent_internal.h"
 #include "agent/debug.h"
 #include "bpf/unwind_table.h"	/* UNWIND_MAX_SHARDS */
+#include "agent/memory.h"
 #include "agent/metrics.h"
 #include "output/retention.h"
 #include "bpf/gpu_events.h"
@@ -48,6 +49,8 @@
 #include "unwind/loader.h"
 
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
+/* a sampled process's unwind tables are marked used at most this often */
+#define UNWIND_TOUCH_EVERY_NS (1000ULL * 1000 * 1000)
 /*
  * Most samples do not wake the reader (emit_sample()): it polls. Short
  * enough that a Python code object is usually still alive when its
@@ -128,6 +131,11 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			process_request_unwind(ag->procs, p, now);
 		if (p->refreshed_ns != read_at)	/* re-read (exec): maybe too late */
 			process_drop_remains(ag->procs, p);
+		if (ag->unwind && (s->flags & PROFD_SAMPLE_DWARF) &&
+		    now - p->unwind_touched_ns >= UNWIND_TOUCH_EVERY_NS) {
+			p->unwind_touched_ns = now;	/* LRU order for eviction */
+			unwind_async_touch(ag->unwind, s->pid, now);
+		}
 	}
 	snap = p ? p->snap : NULL;
 	if (p && p->exited && (s->flags & PROFD_SAMPLE_EXITING) &&
@@ -368,6 +376,7 @@ static void publish_proc_stats(struct agent *ag)
 	struct unwind_loader_stats ust;
 	struct python_stats pst = { 0 };
 	struct gpu_stats gst = { 0 };
+	struct agent_cache_stats cst = { 0 };
 	struct agent_export_stats xst;
 
 	struct file_gate_stats fst;
@@ -378,6 +387,11 @@ static void publish_proc_stats(struct agent *ag)
 	pthread_mutex_lock(&ag->sym_lock);
 	unreadable = symbolizer_symbols_unreadable(ag->sym);
 	pthread_mutex_unlock(&ag->sym_lock);
+	pthread_mutex_lock(&ag->sym_lock);
+	symbolizer_memory(ag->sym, &cst.sym_bytes, &cst.sym_sheds);
+	symbolizer_stats(ag->sym, &cst.sym_objects, NULL);
+	pthread_mutex_unlock(&ag->sym_lock);
+	cst.sym_budget = (uint64_t)ag->cfg->symbol_cache_mib << 20;
 	agent_export_stats(ag->exp, &xst);
 	unwind_async_stats(ag->unwind, &uast);	/* NULL: zeros */
 	ust = uast.loader;
@@ -415,12 +429,14 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_OTLP_RETRIES] = xst.otlp_retries;
 	ag->procs_stats = st;
 	ag->unwind_stats = ust;
+	ag->cache_stats = cst;
 	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
 	ag->counters[AGENT_CNT_UNWIND_EVICTIONS] = ust.evictions;
 	ag->counters[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = ust.ranges_truncated;
 	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
 	ag->counters[AGENT_CNT_UNWIND_QUEUE_FULL] = uast.dropped;
 	ag->unwind_queued = uast.queued;
+	ag->counters[AGENT_CNT_UNWIND_RELOADS] = ust.reloads;
 	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
 	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
 	ag->counters[AGENT_CNT_FILE_HUNG] = st.files_hung;
@@ -473,6 +489,7 @@ static void *reader_main(void *arg)
 		if (now - last_reap >= REAP_EVERY_NS) {
 			agent_reap(ag, now);
 			last_reap = now;
+			agent_memory_tick(now);	/* give back what exited processes freed */
 		}
 		publish_proc_stats(ag);
 		/* every record committed before @sync was consumed above */
@@ -1180,6 +1197,8 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	kernel_build_id("/sys/kernel/notes", ag->kernel_build_id,
 			sizeof(ag->kernel_build_id));
 	ag->sym = symbolizer_new();
+	if (ag->sym)
+		symbolizer_set_budget(ag->sym, (uint64_t)cfg->symbol_cache_mib << 20);
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
 	ag->gate = file_gate_new(0);
 	if (ag->procs)

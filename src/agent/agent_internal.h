@@ -51,6 +51,7 @@ enum agent_counter {
 	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
 	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
 	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
+	AGENT_CNT_UNWIND_RELOADS,	/* evicted tables reloaded (their process sampled) */
 	AGENT_CNT_PYTHON_CODE_ERRORS,	/* samples with a Python frame whose code object was unreadable */
 	AGENT_CNT_PYTHON_FRAMES_FULL,	/* Python frames not named: frame table full */
 	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */
@@ -113,6 +114,14 @@ struct exited_pid {
 	uint64_t ns;
 };
 
+/* The symbolizer's share of memory, as /metrics shows it (agg_lock). */
+struct agent_cache_stats {
+	uint64_t sym_bytes;		/* heap of cached objects, at the last trim */
+	uint64_t sym_budget;		/* --symbol-cache-limit, bytes */
+	uint64_t sym_objects;		/* objects cached (open files) */
+	uint64_t sym_sheds;		/* address caches emptied for the budget */
+};
+
 struct agent {
 	const struct agent_config *cfg;
 	struct tracer *tracer;
@@ -153,6 +162,7 @@ struct agent {
 	struct exited_pid *exited;	/* reader: `profd exec` children that exited,
 					 * oldest first, for tracer_pid_forget() */
 	size_t nexited, exited_cap;
+	struct agent_cache_stats cache_stats;
 
 	volatile int stop_reader;
 	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */

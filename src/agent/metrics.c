@@ -29,6 +29,7 @@
 #include "agent/agent_internal.h"
 #include "agent/metrics.h"
 #include "bpf/unwind_table.h"
+#include "agent/memory.h"
 #include "metrics/http.h"
 #include "metrics/prom.h"
 
@@ -51,6 +52,7 @@ struct agent_snapshot {
 	struct unwind_loader_stats unwind;
 	struct file_gate_stats gate;	/* live, from the gate's own lock */
 	struct unwind_async_stats unwind_async;	/* live, from the loader thread's lock */
+	struct agent_cache_stats caches;
 	uint64_t probabilistic_draws;
 	uint64_t probabilistic_on;
 	uint64_t last_flush_mono;
@@ -90,6 +92,7 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 	memcpy(s->counters, ag->counters, sizeof(s->counters));
 	s->procs = ag->procs_stats;
 	s->unwind = ag->unwind_stats;
+	s->caches = ag->cache_stats;
 	/* the fields below belong to the main and reader threads: one load each */
 	s->sampling_on = __atomic_load_n(&ag->sampling_on, __ATOMIC_RELAXED);
 	s->last_write_ok = __atomic_load_n(&ag->last_write_ok, __ATOMIC_RELAXED);
@@ -236,6 +239,16 @@ static const struct field_metric unwind_rows[] = {
 	  "Processes with an unwind_procs entry.", SNAP(unwind.processes) },
 	{ "profd_python_processes", PROM_GAUGE,
 	  "CPython processes with a python_procs entry.", SNAP(python_processes) },
+	{ "profd_unwind_evictions_in_use_total", PROM_COUNTER,
+	  "Tables evicted for room while a process used them (its ranges "
+	  "fall back to frame pointers until the table is reloaded).",
+	  SNAP(unwind.evictions_in_use) },
+	{ "profd_unwind_reloads_total", PROM_COUNTER,
+	  "Evicted tables loaded again because their process was sampled.",
+	  SNAP(unwind.reloads) },
+	{ "profd_unwind_reloads_deferred_total", PROM_COUNTER,
+	  "Reloads put off by the rate limit (4 a second); asked again by "
+	  "the next samples.", SNAP(unwind.reloads_deferred) },
 };
 
 static void render_tables(struct prom_buf *b, const struct agent_snapshot *s)
@@ -249,6 +262,55 @@ static void render_tables(struct prom_buf *b, const struct agent_snapshot *s)
 	RENDER_FIELDS(b, s, unwind_rows);
 	prom_metric(b, "profd_unwind_build_seconds_total", PROM_COUNTER,
 		    "Time spent compiling unwind tables.", s->unwind.build_ns / 1e9);
+}
+
+/* One family, one sample per (label value, number). */
+static void labelled(struct prom_buf *b, const char *name, enum prom_type type,
+		     const char *help, const char *label, int n,
+		     const char *const *values, const uint64_t *v)
+{
+	prom_family(b, name, type, help);
+	for (int i = 0; i < n; i++) {
+		struct prom_label l = { label, values[i] };
+
+		prom_sample_u64(b, name, &l, 1, v[i]);
+	}
+}
+
+/* Where profd's memory goes: heap, and the caches that make it up. */
+static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
+{
+	static const char *const heap[] = { "in_use", "free", "mmapped" };
+	static const char *const bytes[] = { "symbols" };
+	static const char *const entries[] = {
+		"symbol_objects", "processes", "unwind_tables", "unwind_processes",
+	};
+	static const char *const evicted[] = { "symbols", "unwind_tables" };
+	struct agent_memory_stats m;
+
+	agent_memory_read(&m);
+	labelled(b, "profd_heap_bytes", PROM_GAUGE,
+		 "malloc heap: in use, free but kept by glibc, mmapped chunks.",
+		 "state", 3, heap,
+		 (uint64_t[]){ m.heap_in_use, m.heap_free, m.heap_mmapped });
+	prom_metric_u64(b, "profd_heap_trims_total", PROM_COUNTER,
+			"malloc_trim() calls (every 10 s).", m.trims);
+	labelled(b, "profd_cache_bytes", PROM_GAUGE,
+		 "Heap bytes of a cache (symbols: the symbolizer's open objects, "
+		 "their symbol tables and address caches).", "cache", 1, bytes,
+		 (uint64_t[]){ s->caches.sym_bytes });
+	labelled(b, "profd_cache_budget_bytes", PROM_GAUGE,
+		 "The most a cache may hold before it sheds (--symbol-cache-limit).",
+		 "cache", 1, bytes, (uint64_t[]){ s->caches.sym_budget });
+	labelled(b, "profd_cache_entries", PROM_GAUGE,
+		 "Entries of a cache or table.", "cache", 4, entries,
+		 (uint64_t[]){ s->caches.sym_objects, s->procs.processes,
+			       s->unwind.objects, s->unwind.processes });
+	labelled(b, "profd_cache_evictions_total", PROM_COUNTER,
+		 "Entries shed for room, least recently used first (symbols: "
+		 "address caches emptied; unwind_tables: tables evicted).",
+		 "cache", 2, evicted,
+		 (uint64_t[]){ s->caches.sym_sheds, s->unwind.evictions });
 }
 
 static void render_ringbufs(struct prom_buf *b, const struct agent_readings *r)
@@ -460,6 +522,7 @@ static int render_metrics(struct agent *ag, struct metrics_response *resp)
 			s.ready);
 	render_counters(&b, &s, &r);
 	render_tables(&b, &s);
+	render_memory(&b, &s);
 	render_ringbufs(&b, &r);
 	RENDER_FIELDS(&b, &r.exp, export_rows);
 	render_run(&b, ag, &s);

@@ -34,6 +34,7 @@ enum {
 	OPT_NO_DWARF,
 	OPT_NO_PYTHON,
 	OPT_UNWIND_MEMORY,
+	OPT_SYMBOL_CACHE,
 	OPT_MAX_PROCESSES,
 	OPT_NO_GPU,
 	OPT_INJECT_LIBRARY,
@@ -101,6 +102,9 @@ static const struct option_def table[] = {
 	{ "unwind-memory-limit", OPT_UNWIND_MEMORY, "MIB", OPTION_VALUE, true, 2,
 	  "Memory for unwind tables in BPF maps, 1-1024 MiB (default 64); "
 	  "least recently used tables are evicted beyond it" },
+	{ "symbol-cache-limit", OPT_SYMBOL_CACHE, "MIB", OPTION_VALUE, true, 2,
+	  "Heap for the symbolizer's caches, 1-4096 MiB (default 32); beyond "
+	  "it the least recently used address caches are emptied" },
 	{ "max-processes", OPT_MAX_PROCESSES, "N", OPTION_VALUE, true, 2,
 	  "Processes with unwind tables at once, 16-1048576 (default 8192)" },
 	{ "bpf-verifier-log-level", OPT_VERIFIER_LOG, "0-2", OPTION_VALUE, true, 2,
@@ -190,6 +194,7 @@ void options_init(struct options *o)
 		.dwarf_unwinding = true,
 		.python_unwinding = true,
 		.unwind_memory_mib = 64,
+		.symbol_cache_mib = 32,
 		.max_processes = 8192,
 		.gpu = true,
 		.gpu_timeout_s = 30,
@@ -663,6 +668,12 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 		c->unwind_memory_mib = v;
 		c->unwind_memory_set = true;
 		break;
+	case OPT_SYMBOL_CACHE:
+		v = parse_uint(value, 1, 4096);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 1-4096 MiB, got '%s'", value);
+		c->symbol_cache_mib = v;
+		break;
 	case OPT_MAX_PROCESSES:
 		v = parse_uint(value, 16, 1 << 20);
 		if (v < 0)
@@ -882,6 +893,9 @@ static void emit_value(struct emitter *em, const struct options *o,
 		if (!c->unwind_memory_set)
 			return emit_scalar(em, "", false);
 		snprintf(buf, sizeof(buf), "%u", c->unwind_memory_mib);
+		break;
+	case OPT_SYMBOL_CACHE:
+		snprintf(buf, sizeof(buf), "%u", c->symbol_cache_mib);
 		break;
 	case OPT_MAX_PROCESSES:
 		if (!c->max_processes_set)

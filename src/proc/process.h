@@ -73,6 +73,7 @@ struct process {
 	bool released;			/* exited: the listener was told (removed()) */
 	bool gone;			/* /proc/PID vanished before we read it */
 	uint64_t last_sample_ns;
+	uint64_t unwind_touched_ns;	/* last sample handed to the unwind LRU */
 	struct process *next;		/* hash chain */
 };
 

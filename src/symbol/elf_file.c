@@ -70,6 +70,15 @@ struct elf_file {
 	struct elf_symtab symtab;
 };
 
+/* elf_file_bytes - see elf_file.h. */
+size_t elf_file_bytes(const struct elf_file *f)
+{
+	if (!f)
+		return 0;
+	return sizeof(*f) + f->symtab.bytes + f->memsz +
+	       f->nsegs * sizeof(*f->segs);
+}
+
 static bool libelf_ready(void)
 {
 	static int state;	/* 0 untried, 1 ok, -1 failed */

@@ -40,6 +40,12 @@ struct elf_file *elf_file_open(const char *path, int *err);
  */
 struct elf_file *elf_file_open_mem(const void *image, size_t len, int *err);
 
+/*
+ * elf_file_bytes - heap bytes @f holds: its symbol table once loaded, an
+ * in-memory image, the segment list. NULL is 0.
+ */
+size_t elf_file_bytes(const struct elf_file *f);
+
 /* elf_file_free - close and free. NULL is fine. */
 void elf_file_free(struct elf_file *f);
 

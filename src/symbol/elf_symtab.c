@@ -231,6 +231,7 @@ static int build_table(struct elf_symtab *t, struct cands *c)
 	}
 	free(stack);
 	t->n = n;
+	t->bytes = n * sizeof(*t->syms) + pos;
 	return 0;
 }
 

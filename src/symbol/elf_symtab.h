@@ -22,6 +22,7 @@ struct elf_symtab {
 	struct elf_sym *syms;	/* sorted by start address */
 	size_t n;
 	char *names;		/* NUL-terminated names, one blob */
+	size_t bytes;		/* heap bytes of syms and names */
 };
 
 /*

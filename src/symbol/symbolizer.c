@@ -107,6 +107,7 @@ struct sym_object {
 	bool vdso;			/* the vDSO: misses get FDE names */
 	char **fde_names;		/* "[vdso]+0x..." names handed out */
 	uint32_t fde_names_n;
+	uint64_t last_use;		/* owner->clock at the last resolve */
 };
 
 /* Names of vDSO functions no symbol covers: one per FDE, a handful. */
@@ -119,6 +120,10 @@ struct symbolizer {
 	uint64_t nobjects;
 	uint64_t open_errors;
 	uint64_t symbols_unreadable;	/* objects whose symbol tables libelf could not read */
+	uint64_t clock;		/* resolves so far: the LRU clock */
+	uint64_t bytes;		/* heap bytes of the objects, at the last trim */
+	uint64_t budget;	/* bytes; 0: none */
+	uint64_t sheds;		/* address caches emptied for the budget */
 
 	struct sym_object *vdso;	/* referenced by us; NULL until tried */
 	int vdso_err;			/* < 0 once loading it failed */
@@ -210,6 +215,9 @@ void symbolizer_free(struct symbolizer *s)
 	free(s);
 }
 
+static uint64_t object_bytes(const struct sym_object *o);
+static void shed(struct symbolizer *s);
+
 /*
  * symbolizer_trim - see symbolizer.h. Frees cached objects nobody holds a
  * reference to, and forgets remembered open failures so they are retried
@@ -219,6 +227,7 @@ void symbolizer_trim(struct symbolizer *s)
 {
 	size_t b;
 
+	s->bytes = s->vdso ? object_bytes(s->vdso) : 0;
 	for (b = 0; b < s->nbuckets; b++) {
 		struct sym_object **pp = &s->buckets[b];
 
@@ -226,6 +235,7 @@ void symbolizer_trim(struct symbolizer *s)
 			struct sym_object *o = *pp;
 
 			if (o->refs) {
+				s->bytes += object_bytes(o);
 				pp = &o->next;
 				continue;
 			}
@@ -236,6 +246,52 @@ void symbolizer_trim(struct symbolizer *s)
 			object_destroy(o);
 		}
 	}
+	shed(s);
+}
+
+static uint64_t object_bytes(const struct sym_object *o)
+{
+	return sizeof(*o) + elf_file_bytes(o->ef) +
+	       (uint64_t)o->offs_cap * sizeof(*o->offs) +
+	       (uint64_t)o->names_cap * sizeof(*o->names);
+}
+
+/*
+ * Over budget: empty the address caches of the objects resolved least
+ * recently (names handed out stay valid: they live in the name map and
+ * the symbol table, which stay while the object is held).
+ */
+static void shed(struct symbolizer *s)
+{
+	while (s->budget && s->bytes > s->budget) {
+		struct sym_object *lru = NULL;
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
+				if (o->offs_cap && (!lru || o->last_use < lru->last_use))
+					lru = o;
+		if (!lru)
+			return;
+		s->bytes -= (uint64_t)lru->offs_cap * sizeof(*lru->offs);
+		free(lru->offs);
+		lru->offs = NULL;
+		lru->offs_cap = lru->offs_n = 0;
+		s->sheds++;
+	}
+}
+
+/* symbolizer_set_budget - see symbolizer.h. */
+void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes)
+{
+	s->budget = bytes;
+}
+
+/* symbolizer_memory - see symbolizer.h. */
+void symbolizer_memory(const struct symbolizer *s, uint64_t *bytes,
+		       uint64_t *sheds)
+{
+	*bytes = s->bytes;
+	*sheds = s->sheds;
 }
 
 static struct sym_object *find_node(struct symbolizer *s,
@@ -795,6 +851,9 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 	struct off_slot *sl = off_find(o, file_offset);
 	struct off_slot v = { .offset = file_offset, .state = SLOT_MISS };
 	uint64_t vaddr;
+
+	if (o->owner)
+		o->last_use = ++o->owner->clock;
 
 	if (!sl) {
 		if (!elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {

@@ -61,6 +61,22 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
  */
 void symbolizer_trim(struct symbolizer *s);
 
+/*
+ * symbolizer_set_budget - at most @bytes (0: no limit) of heap for the
+ * cached objects: past it, each symbolizer_trim() empties the address
+ * caches of the least recently resolved objects until under (counted;
+ * they refill on use). Symbol tables of objects still held stay.
+ */
+void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes);
+
+/*
+ * symbolizer_memory - heap bytes of the cached objects as of the last
+ * symbolizer_trim() (symbol tables, address and name caches), and the
+ * address caches emptied for the budget so far.
+ */
+void symbolizer_memory(const struct symbolizer *s, uint64_t *bytes,
+		       uint64_t *sheds);
+
 /* sym_object_get/put - take/drop a reference. put(NULL) is fine. */
 struct sym_object *sym_object_get(struct sym_object *o);
 void sym_object_put(struct sym_object *o);

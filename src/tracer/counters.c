@@ -30,6 +30,7 @@ static const char *const names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_GPU_BAD_BATCH] = "gpu_bad_batch",
 	[PROFD_CNT_FOLLOWED_CHILDREN] = "followed_children",
 	[PROFD_CNT_NVTX_EVENTS_LOST] = "nvtx_events_lost",
+	[PROFD_CNT_DWARF_TABLE_EVICTED] = "dwarf_table_evicted",
 };
 
 const char *profd_counter_name(enum profd_counter c)

@@ -38,6 +38,10 @@ struct unwind_async {
 	bool stop;
 	bool exited;
 	struct unwind_loader_stats st;
+	/* sampled pids for unwind_loader_touch(), applied before the next job */
+	struct { pid_t pid; uint64_t ns; } touch[UNWIND_ASYNC_TOUCH_MAX];
+	uint32_t ntouch;
+	uint64_t touches_dropped;
 };
 
 static uint64_t mono_ns(void)
@@ -82,15 +86,38 @@ static void job_free(struct job *j)
 	free(j);
 }
 
+/*
+ * Apply the touches queued so far (lock held on entry and exit; the
+ * loader is used with it dropped): least-recently-used order for eviction.
+ */
+static void apply_touches(struct unwind_async *a)
+{
+	static __thread struct { pid_t pid; uint64_t ns; } t[UNWIND_ASYNC_TOUCH_MAX];
+	uint32_t n = a->ntouch;
+
+	if (!n)
+		return;
+	memcpy(t, a->touch, n * sizeof(t[0]));
+	a->ntouch = 0;
+	pthread_mutex_unlock(&a->lock);
+	for (uint32_t i = 0; i < n; i++)
+		unwind_loader_touch(a->l, t[i].pid, t[i].ns);
+	pthread_mutex_lock(&a->lock);
+}
+
 static void *worker_main(void *arg)
 {
 	struct unwind_async *a = arg;
 
 	pthread_mutex_lock(&a->lock);
 	while (!a->stop) {
-		struct job *j = a->head;
+		struct job *j;
 
+		apply_touches(a);
+		j = a->head;
 		if (!j) {
+			if (a->ntouch)
+				continue;
 			pthread_cond_wait(&a->wake, &a->lock);
 			continue;
 		}
@@ -256,5 +283,22 @@ void unwind_async_stats(struct unwind_async *a, struct unwind_async_stats *out)
 	out->queued = a->njobs;
 	out->dropped = a->dropped;
 	out->busy_ns = a->busy_since ? mono_ns() - a->busy_since : 0;
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* unwind_async_touch - see async.h. */
+void unwind_async_touch(struct unwind_async *a, pid_t pid, uint64_t now_ns)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	if (a->ntouch < UNWIND_ASYNC_TOUCH_MAX) {
+		a->touch[a->ntouch].pid = pid;
+		a->touch[a->ntouch].ns = now_ns;
+		if (!a->ntouch++)
+			pthread_cond_signal(&a->wake);
+	} else {
+		a->touches_dropped++;
+	}
 	pthread_mutex_unlock(&a->lock);
 }

@@ -26,6 +26,7 @@
 #include "unwind/loader.h"
 
 #define UNWIND_ASYNC_QUEUE_MAX	1024
+#define UNWIND_ASYNC_TOUCH_MAX	256	/* touches waiting; more are dropped */
 
 struct unwind_async;
 
@@ -60,6 +61,16 @@ int unwind_async_update(struct unwind_async *a, pid_t pid,
 
 /* unwind_async_remove - queue unwind_loader_remove(@pid). -ENOMEM only. */
 int unwind_async_remove(struct unwind_async *a, pid_t pid);
+
+/*
+ * unwind_async_touch - @pid was sampled at @now_ns (CLOCK_MONOTONIC):
+ * hand it to unwind_loader_touch() on the worker, before its next job
+ * (so a table build in progress never holds the caller up). Callers
+ * rate-limit per process (e.g. once a second); when
+ * UNWIND_ASYNC_TOUCH_MAX touches wait already, this one is dropped (an
+ * eviction may then pick a table used a moment ago). NULL is fine.
+ */
+void unwind_async_touch(struct unwind_async *a, pid_t pid, uint64_t now_ns);
 
 /* unwind_async_stats - the figures of struct unwind_async_stats. */
 void unwind_async_stats(struct unwind_async *a, struct unwind_async_stats *out);

@@ -28,6 +28,10 @@
 #define MAX_SEGS 16
 /* An unused table is dropped after this long without a process using it. */
 #define UNUSED_TTL_NS (120ULL * 1000 * 1000 * 1000)
+/* A sampled process marks its tables used at most this often. */
+#define TOUCH_EVERY_NS (1000ULL * 1000 * 1000)
+/* Evicted tables reloaded per second at most (a token bucket of this depth). */
+#define RELOADS_PER_S 4
 
 struct chunk {
 	struct shard_extent ext;
@@ -61,6 +65,7 @@ struct uproc {
 	struct uobj *entry_obj[UNWIND_MAX_PROC_MAPPINGS];	/* per entry, NULL for FP */
 	struct uobj **objs;	/* distinct tables referenced (one user each) */
 	uint32_t nobjs;
+	uint64_t touched_ns;	/* last unwind_loader_touch() that counted */
 	struct uproc *next;
 };
 
@@ -70,6 +75,9 @@ struct unwind_loader {
 	struct uobj *objs[OBJ_BUCKETS];
 	struct uproc *procs[PROC_BUCKETS];
 	struct unwind_loader_stats st;
+	double reload_tokens;	/* token bucket: RELOADS_PER_S */
+	uint64_t reload_refill_ns;
+	uint64_t expired_ns;	/* last expire() walk */
 };
 
 static uint64_t mono_ns(void)
@@ -285,6 +293,51 @@ static int obj_build(struct unwind_loader *l, struct uobj *o, int fd,
 	return err;
 }
 
+/* A reload allowed now (RELOADS_PER_S, bursts of as many)? */
+static bool reload_allowed(struct unwind_loader *l, uint64_t now)
+{
+	l->reload_tokens += (double)(now - l->reload_refill_ns) * RELOADS_PER_S / 1e9;
+	l->reload_refill_ns = now;
+	if (l->reload_tokens > RELOADS_PER_S)
+		l->reload_tokens = RELOADS_PER_S;
+	if (l->reload_tokens < 1) {
+		l->st.reloads_deferred++;
+		return false;
+	}
+	l->reload_tokens -= 1;
+	return true;
+}
+
+/*
+ * Load again the table of @o, evicted for room while processes used it:
+ * one of them (@pid, mapping @m) was sampled in its code. Rate-limited;
+ * a deferred reload is asked again by the process's next samples.
+ */
+static void obj_reload(struct unwind_loader *l, struct uobj *o, pid_t pid,
+		       const struct proc_mapping *m, uint64_t now)
+{
+	int fd = -1;
+
+	if (!reload_allowed(l, now))
+		return;
+	o->nsegs = 0;
+	o->status = 0;
+	if (!o->vdso) {
+		fd = open_mapping(pid, m);
+		o->status = fd < 0 ? fd : 0;
+	}
+	if (!o->status)
+		o->status = obj_build(l, o, fd, pid, m->path);
+	if (fd >= 0)
+		close(fd);
+	if (!o->status) {
+		l->st.objects++;
+		l->st.reloads++;
+	} else if (o->status != -ENOSPC) {
+		l->st.objects_failed++;
+	}
+}
+
 static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
 			    const struct proc_mapping *m, uint64_t now)
 {
@@ -297,6 +350,8 @@ static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
 		if (o->inode == m->inode && o->dev_major == m->dev_major &&
 		    o->dev_minor == m->dev_minor && o->vdso == vdso) {
 			o->last_used = now;
+			if (o->status == -ENOSPC)
+				obj_reload(l, o, pid, m, now);
 			return o;
 		}
 	}
@@ -393,6 +448,22 @@ static int add_mapping(struct uproc *u, const struct proc_mapping *m,
 				break;
 			}
 		}
+	}
+	if (!found && o && o->status == -ENOSPC) {
+		/* evicted: BPF counts it and asks for a reload */
+		struct unwind_mapping *e;
+
+		if (m->start >= m->end)
+			return 0;
+		if (u->val.nmappings >= UNWIND_MAX_PROC_MAPPINGS)
+			return -ENOSPC;
+		e = &u->val.mappings[u->val.nmappings];
+		memset(e, 0, sizeof(*e));
+		e->start = m->start;
+		e->end = m->end;
+		e->shard = UNWIND_EVICTED;
+		u->entry_obj[u->val.nmappings++] = NULL;
+		return 0;
 	}
 	if (!found)
 		return add_entry(u, m->start, m->end, NULL, NULL, 0);
@@ -516,7 +587,11 @@ void unwind_loader_remove(struct unwind_loader *l, pid_t pid)
 	bpf_map_delete_elem(l->procs_fd, &pid);
 	proc_free(l, u, now);
 	l->st.processes--;
-	expire(l, now);
+	/* a walk of every table: once a second, not per exit (exec storms) */
+	if (now - l->expired_ns >= TOUCH_EVERY_NS) {
+		l->expired_ns = now;
+		expire(l, now);
+	}
 }
 
 /*
@@ -555,7 +630,7 @@ static void evict_one(struct unwind_loader *l, struct uobj *keep)
 			for (uint32_t i = 0; i < u->val.nmappings; i++) {
 				if (u->entry_obj[i] != victim)
 					continue;
-				u->val.mappings[i].shard = UNWIND_NO_TABLE;
+				u->val.mappings[i].shard = UNWIND_EVICTED;
 				u->val.mappings[i].nrows = 0;
 				u->entry_obj[i] = NULL;
 				changed = true;
@@ -566,6 +641,18 @@ static void evict_one(struct unwind_loader *l, struct uobj *keep)
 	}
 	obj_unload(l, victim);
 	victim->status = -ENOSPC;
+	l->st.evictions_in_use++;
+}
+
+void unwind_loader_touch(struct unwind_loader *l, pid_t pid, uint64_t now_ns)
+{
+	struct uproc *u = *proc_slot(l, pid);
+
+	if (!u || now_ns - u->touched_ns < TOUCH_EVERY_NS)
+		return;
+	u->touched_ns = now_ns;
+	for (uint32_t i = 0; i < u->nobjs; i++)
+		u->objs[i]->last_used = now_ns;
 }
 
 void unwind_loader_free(struct unwind_loader *l)

@@ -8,8 +8,12 @@
  * its executable ranges, each pointing at the rows that cover it or
  * marked UNWIND_NO_TABLE (frame pointers). Tables whose last process is
  * gone are kept for reuse until memory is needed or they idle too long;
- * when the memory cap is reached the least recently used ones are
- * evicted, in use or not (counted).
+ * when the memory cap is reached the least recently used ones (by the
+ * last sample of a process using them) are evicted, unused ones first,
+ * then in use (counted). The ranges of a table evicted in use are marked
+ * UNWIND_EVICTED: BPF walks them with frame pointers, counts
+ * dwarf_table_evicted and asks for the process's maps again, and the
+ * table is reloaded (rate-limited).
  *
  * Threads: one thread uses a loader: the unwind loader thread of
  * async.h (the reader thread hands it work through a queue).
@@ -32,6 +36,9 @@ struct unwind_loader_stats {
 	uint32_t shards;		/* shards created (1 MiB each) */
 	uint64_t build_errors;		/* malformed CIEs/FDEs rejected */
 	uint64_t evictions;		/* tables evicted to make room */
+	uint64_t evictions_in_use;	/* ... of them while a process used them */
+	uint64_t reloads;		/* evicted tables loaded again (sampled) */
+	uint64_t reloads_deferred;	/* reloads put off by the rate limit */
 	uint64_t ranges_truncated;	/* processes with more ranges than fit */
 	uint64_t update_errors;		/* unwind_procs updates that failed */
 	uint64_t build_ns;		/* time spent compiling tables */
@@ -60,6 +67,16 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 
 /* unwind_loader_remove - @pid is gone: drop its entry and table references. */
 void unwind_loader_remove(struct unwind_loader *l, pid_t pid);
+
+/*
+ * unwind_loader_touch - @pid was sampled at @now_ns (CLOCK_MONOTONIC): its
+ * tables count as used then, so eviction takes the least recently sampled
+ * first. Costs a hash lookup; the tables are marked at most once a second
+ * per process. Evicted tables come back through unwind_loader_update() of
+ * a process sampled in their code (BPF asks for it), at most RELOADS_PER_S
+ * (4) a second.
+ */
+void unwind_loader_touch(struct unwind_loader *l, pid_t pid, uint64_t now_ns);
 
 /* unwind_loader_stats - current figures. */
 void unwind_loader_stats(const struct unwind_loader *l,

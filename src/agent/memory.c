@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memory.c - profd's own heap (see memory.h).
+ */
+#include <malloc.h>
+
+#include "agent/memory.h"
+
+static uint64_t last_trim_ns;
+static uint64_t trims;
+
+void agent_memory_init(void)
+{
+	mallopt(M_ARENA_MAX, 2);
+}
+
+void agent_memory_tick(uint64_t now_ns)
+{
+	if (now_ns - last_trim_ns < AGENT_TRIM_EVERY_NS)
+		return;
+	last_trim_ns = now_ns;
+	malloc_trim(0);
+	__atomic_add_fetch(&trims, 1, __ATOMIC_RELAXED);
+}
+
+void agent_memory_read(struct agent_memory_stats *out)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	out->heap_in_use = mi.uordblks + mi.hblkhd;
+	out->heap_free = mi.fordblks;
+	out->heap_mmapped = mi.hblkhd;
+	out->trims = __atomic_load_n(&trims, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * memory.h - profd's own heap: glibc malloc settings, returning freed
+ * memory to the kernel, and the figures /metrics shows.
+ *
+ * Owns: the malloc arena limit (set once at start), a malloc_trim() every
+ * AGENT_TRIM_EVERY_NS from the reader thread (memory freed when processes
+ * and their symbol tables go stays in glibc's free lists otherwise: RSS
+ * kept the high-water mark of every burst of big binaries), and
+ * mallinfo2() figures.
+ */
+#ifndef PROFD_AGENT_MEMORY_H
+#define PROFD_AGENT_MEMORY_H
+
+#include <stdint.h>
+
+#define AGENT_TRIM_EVERY_NS (10ULL * 1000 * 1000 * 1000)
+
+struct agent_memory_stats {
+	uint64_t heap_in_use;	/* bytes malloc handed out (arenas + mmapped) */
+	uint64_t heap_free;	/* bytes free in the arenas, not returned */
+	uint64_t heap_mmapped;	/* bytes in chunks mmapped on their own */
+	uint64_t trims;		/* malloc_trim() calls */
+};
+
+/*
+ * agent_memory_init - before any thread starts: at most 2 malloc arenas
+ * (glibc makes up to 8 per CPU; each keeps its own free memory).
+ */
+void agent_memory_init(void);
+
+/*
+ * agent_memory_tick - at @now_ns (CLOCK_MONOTONIC): malloc_trim(0) when
+ * AGENT_TRIM_EVERY_NS have passed since the last one. One thread only.
+ */
+void agent_memory_tick(uint64_t now_ns);
+
+/* agent_memory_read - current figures (mallinfo2: locks every arena). */
+void agent_memory_read(struct agent_memory_stats *out);
+
+#endif /* PROFD_AGENT_MEMORY_H */

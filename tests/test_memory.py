@@ -1,0 +1,167 @@
+"""Unwind-table eviction and reload, and profd's memory under churn
+(issue 14 B and G): the real profd, whole machine, real workloads.
+
+B: a no-frame-pointer program keeps complete stacks while copies of a
+big system library (libLLVM, each copy its own inode) pass through
+under a small --unwind-memory-limit: its table may be evicted for
+theirs (BPF counts dwarf_table_evicted, not a read error) but comes
+back once it is sampled again (unwind_reloads), and eviction takes the
+least recently sampled table first.
+
+G: 100+ distinct big binaries run briefly under profd with a small
+--cache-memory-limit: RSS stays under the budget plus the documented
+base, shedding is counted, frames are still named.
+
+Needs root, like profd itself. About 1 minute.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from pprof_traces import comments
+from test_dwarf import CHAIN, dwarf_build, explain, finish_profd, is_stack, of_pid, \
+    start_profd  # noqa: F401 (fixture)
+from test_profd import share
+
+LLVM = sorted(glob.glob("/usr/lib/x86_64-linux-gnu/libLLVM-1[0-9].so.1"))
+
+
+def stat(pprof, paths, name):
+    """The sum of profd's `NAME=N` comment counters (stat./partial./lost.)
+    over @paths."""
+    total = 0
+    for p in paths:
+        for l in comments(pprof, p).splitlines():
+            m = re.search(rf"\.{name}=(\d+)\s*$", l.strip())
+            if m:
+                total += int(m.group(1))
+    return total
+
+
+@pytest.mark.skipif(not LLVM, reason="no libLLVM in /usr/lib/x86_64-linux-gnu")
+def test_evicted_table_is_reloaded(profd_bin, pprof, dwarf_build, tmp_path):
+    """chain (-fomit-frame-pointer) runs; profd starts with a 16 MiB table
+    limit; then four copies of libLLVM (~1.1M rows each: 9 MiB) are
+    dlopened in turn by a process spinning 3 s each. The chain's stacks
+    in the last 4 one-second profiles, after the copies are gone, must
+    be >= 95 % exact."""
+    copies = []
+    for i in range(4):
+        dst = str(tmp_path / f"libLLVM-copy{i}.so")
+        shutil.copyfile(LLVM[0], dst)
+        copies.append(dst)
+    chain = dwarf_build("chain")
+    hold = dwarf_build("dlhold")
+    work = subprocess.Popen([chain, "60"])
+    try:
+        time.sleep(0.4)
+        prof, head = start_profd(profd_bin, tmp_path / "out", "--duration", "22",
+                                 "--profile-interval", "1",
+                                 "--unwind-memory-limit", "16")
+        time.sleep(3)
+        for c in copies:
+            subprocess.run([hold, "3", c], check=True, timeout=30)
+        rc, err, paths = finish_profd(prof, head, tmp_path / "out")
+    finally:
+        work.kill()
+        work.wait()
+    assert rc == 0, err
+    assert len(paths) >= 10, err
+    evictions = stat(pprof, paths, "unwind_evictions")
+    evicted = stat(pprof, paths, "dwarf_table_evicted")
+    reloads = stat(pprof, paths, "unwind_reloads")
+    print(f"evictions {evictions}, dwarf_table_evicted {evicted}, reloads {reloads}")
+    assert evictions > 0, "the copies did not fill the table memory\n" + err
+    samples = of_pid(pprof, paths[-4:], work.pid)
+    good, total = share(samples, is_stack(CHAIN))
+    assert total >= 60 and good >= 0.95 * total, explain(
+        "chain after the libraries passed", good, total, samples, pprof,
+        paths[-4:], err, CHAIN)
+
+
+# --- G: memory under a stream of distinct big binaries ----------------------
+
+BIG_COPIES = 100        # distinct inodes
+BIG_PARALLEL = 4
+SYMBOL_BUDGET_MIB = 1
+# RSS ceiling of this run: profd's base at the defaults (BPF ring buffers
+# and maps mmapped, ~40 MiB; heap: tables, snapshots, aggregation; see
+# docs/PERFORMANCE.md "Memory and churn") plus the symbol cache budget.
+RSS_BASE_MIB = 112
+
+
+def _rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
+    """100 copies of python3 (7 MB each, their own inode: a table, a symbol
+    table, an interpreter detection each) run 0.3 s of Python each, 4 at a
+    time, under whole-machine profd with --symbol-cache-limit 1. RSS
+    (sampled every 0.2 s) stays under RSS_BASE_MIB + the budget, the
+    symbol cache sheds (counted), and the copies' samples still have a
+    named leaf (not an address or a bare module name)."""
+    from test_metrics import Profd, fetch_metrics, one
+
+    py = shutil.which("python3")
+    real = os.path.realpath(py)
+    out = tmp_path / "out"
+    p = Profd([profd_bin, "--output-dir", str(out), "--duration", "900",
+               "--profile-interval", "5", "--sampling-frequency", "99",
+               "--symbol-cache-limit", str(SYMBOL_BUDGET_MIB),
+               "--http-address", "127.0.0.1:0"])
+    rss, names = [], []
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                          10).group(1)
+        p.wait_line(r"sampling", 30)
+        running = []
+        for i in range(BIG_COPIES):
+            exe = str(tmp_path / f"pycopy{i:03d}")
+            shutil.copyfile(real, exe)
+            os.chmod(exe, 0o755)
+            running.append((exe, subprocess.Popen(
+                [exe, "-S", "-c", "import time\nt = time.time() + 0.3\n"
+                 "while time.time() < t: sum(range(1000))"])))
+            names.append(os.path.basename(exe))
+            while len(running) >= BIG_PARALLEL:
+                exe0, w = running.pop(0)
+                w.wait(30)
+                os.unlink(exe0)
+                rss.append(_rss_mib(p.proc.pid))
+        for exe0, w in running:
+            w.wait(30)
+            os.unlink(exe0)
+        time.sleep(2)   # a reap and a trim after the last exit
+        rss.append(_rss_mib(p.proc.pid))
+        fams = fetch_metrics(url)
+    finally:
+        rc = p.stop()
+    assert rc == 0, p.stderr()
+    peak = max(rss)
+    sheds = one(fams, "profd_cache_evictions_total", cache="symbols")
+    print(f"RSS first {rss[0]:.1f} peak {peak:.1f} last {rss[-1]:.1f} MiB; "
+          f"symbol cache sheds {sheds}; heap "
+          f"{one(fams, 'profd_heap_bytes', state='in_use') / 2**20:.1f} MiB in use, "
+          f"{one(fams, 'profd_heap_bytes', state='free') / 2**20:.1f} MiB free")
+    assert peak < RSS_BASE_MIB + SYMBOL_BUDGET_MIB, (peak, rss, p.stderr())
+    assert sheds > 0, "the symbol cache never went over its budget"
+    paths = sorted(glob.glob(str(out / "cpu-*.pb.gz")))
+    from test_profd import samples_of
+    samples = samples_of(pprof, paths, lambda l: l.get("comm", "").startswith("pycopy"))
+    named = sum(s["value"] for s in samples
+                if s["frames"] and not s["frames"][0].startswith(("[", "0x")))
+    total = sum(s["value"] for s in samples)
+    assert total >= 50, f"too few samples of the copies: {total}\n{p.stderr()}"
+    assert named >= 0.8 * total, (
+        f"{named}/{total} samples with a named leaf; e.g. "
+        f"{[s['frames'] for s in samples[:3]]}")
