@@ -308,19 +308,12 @@ static bool reload_allowed(struct unwind_loader *l, uint64_t now)
 	return true;
 }
 
-/*
- * Load again the table of @o, evicted for room while processes used it:
- * one of them (@pid, mapping @m) was sampled in its code. Rate-limited;
- * a deferred reload is asked again by the process's next samples.
- */
-static void obj_reload(struct unwind_loader *l, struct uobj *o, pid_t pid,
-		       const struct proc_mapping *m, uint64_t now)
+/* Open @m's file (the vDSO: profd's own copy) and build @o's table: o->status. */
+static void obj_load(struct unwind_loader *l, struct uobj *o, pid_t pid,
+		     const struct proc_mapping *m)
 {
 	int fd = -1;
 
-	if (!reload_allowed(l, now))
-		return;
-	o->nsegs = 0;
 	o->status = 0;
 	if (!o->vdso) {
 		fd = open_mapping(pid, m);
@@ -330,6 +323,20 @@ static void obj_reload(struct unwind_loader *l, struct uobj *o, pid_t pid,
 		o->status = obj_build(l, o, fd, pid, m->path);
 	if (fd >= 0)
 		close(fd);
+}
+
+/*
+ * Load again the table of @o, evicted for room while processes used it:
+ * one of them (@pid, mapping @m) was sampled in its code. Rate-limited;
+ * a deferred reload is asked again by the process's next samples.
+ */
+static void obj_reload(struct unwind_loader *l, struct uobj *o, pid_t pid,
+		       const struct proc_mapping *m, uint64_t now)
+{
+	if (!reload_allowed(l, now))
+		return;
+	o->nsegs = 0;
+	obj_load(l, o, pid, m);
 	if (!o->status) {
 		l->st.objects++;
 		l->st.reloads++;
@@ -344,7 +351,6 @@ static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
 	bool vdso = m->special && !strcmp(m->path, "[vdso]");
 	uint32_t b = obj_bucket(m->dev_major, m->dev_minor, m->inode, vdso);
 	struct uobj *o;
-	int fd = -1;
 
 	for (o = l->objs[b]; o; o = o->next) {
 		if (o->inode == m->inode && o->dev_major == m->dev_major &&
@@ -363,14 +369,7 @@ static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
 	o->inode = m->inode;
 	o->vdso = vdso;
 	o->last_used = now;
-	if (!vdso) {
-		fd = open_mapping(pid, m);
-		o->status = fd < 0 ? fd : 0;
-	}
-	if (!o->status)
-		o->status = obj_build(l, o, fd, pid, m->path);
-	if (fd >= 0)
-		close(fd);
+	obj_load(l, o, pid, m);
 	if (o->status)
 		l->st.objects_failed++;
 	else
