@@ -255,19 +255,21 @@ def test_full_disk_written_means_written(profd_bin, pprof, tmp_path):
         assert not glob.glob(str(full / "cpu-*.pb.gz"))
         failed = m['profd_lost_total{reason="write_failed"}']
         os.unlink(filler)	# room again: later intervals are written
-        # written == what the files hold, at a moment no write is under way
-        ok, deadline = False, time.monotonic() + 30
-        while not ok and time.monotonic() < deadline:
+        # written == what the files hold: the names listed at a moment no
+        # write finished (the counter moves as each file is renamed in),
+        # read afterwards (a written profile never changes)
+        files, deadline = [], time.monotonic() + 30
+        while not files and time.monotonic() < deadline:
             time.sleep(0.3)
             assert p.proc.poll() is None, p.stderr()
             m1 = metrics(p.url)
-            files, got = samples(pprof, full)
+            names = sorted(glob.glob(str(full / "cpu-*.pb.gz")))
             m2 = metrics(p.url)
-            if m1["profd_samples_written_total"] != m2["profd_samples_written_total"]:
-                continue	# a write finished meanwhile
-            on_disk = sum(s["value"] for s in got)
-            ok = bool(files) and on_disk == m2["profd_samples_written_total"]
-        assert ok, (m2, on_disk, p.stderr())
+            if m1["profd_samples_written_total"] == m2["profd_samples_written_total"]:
+                files = names
+        assert files, p.stderr()
+        on_disk = sum(s["value"] for f in files for s in pprof_traces(pprof, f))
+        assert on_disk == m2["profd_samples_written_total"], (m2, files, p.stderr())
         assert m2['profd_lost_total{reason="write_failed"}'] == failed
         assert "profd_last_write_timestamp_seconds" in m2
     finally:

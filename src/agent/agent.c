@@ -886,6 +886,11 @@ static void flush(struct agent *ag)
 	if (err) {
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 		agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES] += a->nsamples;
+	} else if (!skip) {
+		/* written means written: counted as soon as the file is there */
+		pthread_mutex_lock(&ag->agg_lock);
+		ag->total_samples += a->nsamples;
+		pthread_mutex_unlock(&ag->agg_lock);
 	}
 	ag->skipped_intervals += skip;
 	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
@@ -917,9 +922,7 @@ static void flush(struct agent *ag)
 		}
 	}
 	pthread_mutex_lock(&ag->agg_lock);
-	/* written means written: a profile that failed counts as lost */
-	if (!skip && !err)
-		ag->total_samples += a->nsamples;
+	/* a profile that failed to write counts as lost */
 	ag->counters[AGENT_CNT_WRITE_FAILED_SAMPLES] += agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES];
 	ag->agent_prev[AGENT_CNT_WRITE_FAILED_SAMPLES] += agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES];
 	ag->counters[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = flamegraph_truncated(ag->flame);
