@@ -46,9 +46,17 @@ int profd_sample(struct bpf_perf_event_data *ctx)
 			     (cs & 3) == 0);
 }
 
+/*
+ * Exec and exit events do not wake the reader (it polls every 100 ms at
+ * the latest, and the first sample of a new process wakes it): under
+ * process churn two wakeups a process were most of profd's cost. A
+ * filling ring buffer, or a followed command (its exit ends profd's
+ * wait), still wakes it.
+ */
 static __always_inline void proc_event(__u32 type, struct task_struct *p)
 {
 	struct profd_proc_event *e;
+	__u64 flags = BPF_RB_NO_WAKEUP;
 
 	if (!pid_wanted(p->tgid))
 		return;
@@ -61,7 +69,10 @@ static __always_inline void proc_event(__u32 type, struct task_struct *p)
 	e->pid = p->tgid;
 	e->ktime_ns = bpf_ktime_get_ns();
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
-	bpf_ringbuf_submit(e, 0);
+	if (cfg_follow_children ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
 }
 
 SEC("tp_btf/sched_process_exec")

@@ -392,6 +392,8 @@ static void publish_proc_stats(struct agent *ag)
 	symbolizer_stats(ag->sym, &cst.sym_objects, NULL);
 	pthread_mutex_unlock(&ag->sym_lock);
 	cst.sym_budget = (uint64_t)ag->cfg->symbol_cache_mib << 20;
+	cst.flame_bytes = __atomic_load_n(&ag->flame_bytes, __ATOMIC_RELAXED);
+	cst.flame_names = __atomic_load_n(&ag->flame_names, __ATOMIC_RELAXED);
 	agent_export_stats(ag->exp, &xst);
 	unwind_async_stats(ag->unwind, &uast);	/* NULL: zeros */
 	ust = uast.loader;
@@ -893,6 +895,12 @@ static void flush(struct agent *ag)
 	if (gerr)
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 	if (p && !flamegraph_add_profile(ag->flame, p, 0)) {
+		uint64_t fb, fn, gb, gn;
+
+		fb = flamegraph_bytes(ag->flame, &fn);
+		gb = flamegraph_bytes(ag->gpu_flame, &gn);
+		__atomic_store_n(&ag->flame_bytes, fb + gb, __ATOMIC_RELAXED);
+		__atomic_store_n(&ag->flame_names, fn + gn, __ATOMIC_RELAXED);
 		char cpu_note[320];
 		struct flamegraph_view views[2] = {
 			{ .name = "CPU", .fg = ag->flame, .unit = "samples",

@@ -120,6 +120,8 @@ struct agent_cache_stats {
 	uint64_t sym_budget;		/* --symbol-cache-limit, bytes */
 	uint64_t sym_objects;		/* objects cached (open files) */
 	uint64_t sym_sheds;		/* address caches emptied for the budget */
+	uint64_t flame_bytes;		/* CPU + GPU flame graph trees, names */
+	uint64_t flame_names;		/* names in those trees */
 };
 
 struct agent {
@@ -128,6 +130,7 @@ struct agent {
 	struct symbolizer *sym;
 	pthread_mutex_t sym_lock;
 	struct process_table *procs;	/* reader thread only */
+	uint64_t flame_bytes, flame_names;	/* at the last flush (atomic) */
 	struct file_gate *gate;		/* reads of mapped files that time out; any thread */
 	struct unwind_async *unwind;	/* the loader's thread and queue; NULL: FP only */
 	struct python *py;		/* CPython processes; NULL: native only */

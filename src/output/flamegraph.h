@@ -108,4 +108,11 @@ uint64_t flamegraph_truncated(const struct flamegraph *fg);
 /* flamegraph_pruned - frames folded into their callers at the node bound. */
 uint64_t flamegraph_pruned(const struct flamegraph *fg);
 
+/*
+ * flamegraph_bytes - heap bytes of @fg (nodes, hash slots, name table and
+ * names; 0 for NULL), its name count in *@names. Kept on insert/prune:
+ * no walk. Not thread-safe against flamegraph_add_profile().
+ */
+uint64_t flamegraph_bytes(const struct flamegraph *fg, uint64_t *names);
+
 #endif /* PROFD_OUTPUT_FLAMEGRAPH_H */
