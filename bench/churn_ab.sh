@@ -23,7 +23,7 @@ bench_init
 build_workload execstorm "$BENCH_DIR/execstorm.c"
 
 cpu_ns() {
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
 }
 cpu_ticks() { awk '{ print $14 + $15 }' /proc/"$1"/stat; }
 

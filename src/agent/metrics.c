@@ -286,7 +286,7 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 		"symbol_objects", "processes", "unwind_tables", "unwind_processes",
 		"flamegraph_names",
 	};
-	static const char *const evicted[] = { "symbols", "unwind_tables" };
+	static const char *const evicted[] = { "symbols", "unwind_tables", "flamegraph" };
 	struct agent_memory_stats m;
 
 	agent_memory_read(&m);
@@ -302,8 +302,10 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 		 "run-long flame graph trees and their names).", "cache", 2, bytes,
 		 (uint64_t[]){ s->caches.sym_bytes, s->caches.flame_bytes });
 	labelled(b, "profd_cache_budget_bytes", PROM_GAUGE,
-		 "The most a cache may hold before it sheds (--symbol-cache-limit).",
-		 "cache", 1, bytes, (uint64_t[]){ s->caches.sym_budget });
+		 "The most a cache may hold before it sheds (its share of "
+		 "--memory-limit; symbols: at most --symbol-cache-limit).",
+		 "cache", 2, bytes,
+		 (uint64_t[]){ s->caches.sym_budget, s->caches.flame_budget });
 	labelled(b, "profd_cache_entries", PROM_GAUGE,
 		 "Entries of a cache or table.", "cache", 5, entries,
 		 (uint64_t[]){ s->caches.sym_objects, s->procs.processes,
@@ -311,9 +313,11 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 			       s->caches.flame_names });
 	labelled(b, "profd_cache_evictions_total", PROM_COUNTER,
 		 "Entries shed for room, least recently used first (symbols: "
-		 "address caches emptied; unwind_tables: tables evicted).",
-		 "cache", 2, evicted,
-		 (uint64_t[]){ s->caches.sym_sheds, s->unwind.evictions });
+		 "idle objects freed and address caches emptied; unwind_tables: "
+		 "tables evicted; flamegraph: lightest frames folded into their "
+		 "callers).", "cache", 3, evicted,
+		 (uint64_t[]){ s->caches.sym_sheds, s->unwind.evictions,
+			       s->caches.flame_pruned });
 }
 
 static void render_ringbufs(struct prom_buf *b, const struct agent_readings *r)

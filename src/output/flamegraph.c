@@ -83,6 +83,7 @@ struct flamegraph {
 	uint32_t nnames, cap_names;
 	struct fg_slots name_set;	/* name -> index */
 	uint64_t name_bytes;		/* strdup()ed bytes of names[] */
+	uint64_t name_budget;		/* prune when name_bytes pass it; 0: none */
 };
 
 static uint64_t name_hash(const char *s)
@@ -259,6 +260,17 @@ uint64_t flamegraph_pruned(const struct flamegraph *fg)
 	return fg->pruned;
 }
 
+void flamegraph_set_budget(struct flamegraph *fg, uint64_t bytes)
+{
+	uint64_t n = bytes / FLAMEGRAPH_BYTES_PER_NODE;
+
+	if (n < 4096)
+		n = 4096;
+	if (n < fg->max_nodes)
+		fg->max_nodes = n;
+	fg->name_budget = bytes / 4;
+}
+
 uint64_t flamegraph_bytes(const struct flamegraph *fg, uint64_t *names)
 {
 	if (!fg) {
@@ -330,9 +342,9 @@ static int cmp_desc(const void *a, const void *b)
  * Node indices change: no caller may hold one across this call. Names
  * stay interned. Returns 0 or -ENOMEM (the tree is then unchanged).
  */
-static int fg_prune(struct flamegraph *fg)
+static int fg_prune(struct flamegraph *fg, uint32_t keep)
 {
-	uint32_t keep = fg->max_nodes / 4 * 3, n = fg->nnodes, j = 1;
+	uint32_t n = fg->nnodes, j = 1;
 	struct fg_slots *set = &fg->children;
 	uint64_t *vals, cut;
 	uint32_t *map;
@@ -494,7 +506,16 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 		 */
 		if (fg->nnodes + s->nlocations + 1 > fg->max_nodes &&
 		    s->nlocations + 1 <= fg->max_nodes / 4) {
-			err = fg_prune(fg);
+			err = fg_prune(fg, fg->max_nodes / 4 * 3);
+			if (err)
+				goto out;
+			/* names were renumbered: forget the cached ones */
+			memset(cache, 0, (p->nlocations + 1) * sizeof(*cache));
+		}
+		if (fg->name_budget && fg->name_bytes > fg->name_budget &&
+		    fg->nnodes > 64) {
+			/* long names (C++): half the frames go, lightest first */
+			err = fg_prune(fg, fg->nnodes / 2);
 			if (err)
 				goto out;
 			/* names were renumbered: forget the cached ones */
