@@ -12,15 +12,6 @@ static uint64_t trims;
 void agent_memory_init(void)
 {
 	mallopt(M_ARENA_MAX, 2);
-	/*
-	 * Freed memory goes back by the periodic malloc_trim(0), not on every
-	 * free of a big block: under process churn the thread arena's heap
-	 * shrank and grew (madvise, TLB shootdowns) several times a second.
-	 * Fixing the threshold also keeps glibc from raising the mmap
-	 * threshold (freed big tables then leave at once, by munmap).
-	 */
-	mallopt(M_TRIM_THRESHOLD, 16 << 20);
-	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 }
 
 void agent_memory_tick(uint64_t now_ns)
