@@ -904,7 +904,8 @@ static void flush(struct agent *ag)
 		__atomic_store_n(&ag->flame_bytes, fb + gb, __ATOMIC_RELAXED);
 		__atomic_store_n(&ag->flame_names, fn + gn, __ATOMIC_RELAXED);
 		__atomic_store_n(&ag->flame_pruned, flamegraph_pruned(ag->flame) +
-				 flamegraph_pruned(ag->gpu_flame), __ATOMIC_RELAXED);
+				 (ag->gpu_flame ? flamegraph_pruned(ag->gpu_flame) : 0),
+				 __ATOMIC_RELAXED);
 		char cpu_note[320];
 		struct flamegraph_view views[2] = {
 			{ .name = "CPU", .fg = ag->flame, .unit = "samples",
