@@ -47,11 +47,11 @@ int profd_sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Exec and exit events do not wake the reader (it polls every 100 ms at
- * the latest, and the first sample of a new process wakes it): under
- * process churn two wakeups a process were most of profd's cost. A
- * filling ring buffer, or a followed command (its exit ends profd's
- * wait), still wakes it.
+ * Exit events do not wake the reader (it polls every 100 ms at the
+ * latest): under process churn the wakeups were most of profd's cost.
+ * A filling ring buffer, or a followed command (its exit ends profd's
+ * wait), still wakes it. Exec events still do: a PID profd knows gets
+ * its new image re-read before samples unwind with the old tables.
  */
 static __always_inline void proc_event(__u32 type, struct task_struct *p)
 {
@@ -69,8 +69,10 @@ static __always_inline void proc_event(__u32 type, struct task_struct *p)
 	e->pid = p->tgid;
 	e->ktime_ns = bpf_ktime_get_ns();
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
-	if (cfg_follow_children ||
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
+	if (type == PROFD_EVENT_PROC_EXEC)
+		flags = 0;	/* adaptive: a known PID's new image is re-read now */
+	else if (cfg_follow_children ||
+		 bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 }
