@@ -31,7 +31,7 @@ bench_init
 build_workload execstorm "$BENCH_DIR/execstorm.c"
 
 cpu_ns() {
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
 }
 storm() { "$WORK/execstorm" "$RATE" "$SECS" "$CHILD_US"; }
 

@@ -46,9 +46,17 @@ int profd_sample(struct bpf_perf_event_data *ctx)
 			     (cs & 3) == 0);
 }
 
+/*
+ * Exit events do not wake the reader (it polls every 100 ms at the
+ * latest): under process churn the wakeups were most of profd's cost.
+ * A filling ring buffer, or a followed command (its exit ends profd's
+ * wait), still wakes it. Exec events still do: a PID profd knows gets
+ * its new image re-read before samples unwind with the old tables.
+ */
 static __always_inline void proc_event(__u32 type, struct task_struct *p)
 {
 	struct profd_proc_event *e;
+	__u64 flags = BPF_RB_NO_WAKEUP;
 
 	if (!pid_wanted(p->tgid))
 		return;
@@ -61,7 +69,12 @@ static __always_inline void proc_event(__u32 type, struct task_struct *p)
 	e->pid = p->tgid;
 	e->ktime_ns = bpf_ktime_get_ns();
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
-	bpf_ringbuf_submit(e, 0);
+	if (type == PROFD_EVENT_PROC_EXEC)
+		flags = 0;	/* adaptive: a known PID's new image is re-read now */
+	else if (cfg_follow_children ||
+		 bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
 }
 
 SEC("tp_btf/sched_process_exec")

@@ -8,17 +8,19 @@ theirs (BPF counts dwarf_table_evicted, not a read error) but comes
 back once it is sampled again (unwind_reloads), and eviction takes the
 least recently sampled table first.
 
-G: 100+ distinct big binaries run briefly under profd with a small
---cache-memory-limit: RSS stays under the budget plus the documented
-base, shedding is counted, frames are still named.
+G: 100 distinct big binaries run briefly under profd with a small
+--symbol-cache-limit, and 60 under an exec storm with --memory-limit 80:
+RSS stays under the budget plus the documented base (the limit), each
+cache within its share, shedding is counted, frames are still named.
 
-Needs root, like profd itself. About 1 minute.
+Needs root, like profd itself. About 2 minutes.
 """
 import glob
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -112,8 +114,8 @@ def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
     named leaf (not an address or a bare module name)."""
     from test_metrics import Profd, fetch_metrics, one
 
-    py = shutil.which("python3")
-    real = os.path.realpath(py)
+    # not shutil.which: a pyenv shim is a script, not the interpreter
+    real = os.path.realpath(sys.executable)
     out = tmp_path / "out"
     p = Profd([profd_bin, "--output-dir", str(out), "--duration", "900",
                "--profile-interval", "5", "--sampling-frequency", "99",
@@ -164,4 +166,102 @@ def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
     assert total >= 50, f"too few samples of the copies: {total}\n{p.stderr()}"
     assert named >= 0.8 * total, (
         f"{named}/{total} samples with a named leaf; e.g. "
+        f"{[s['frames'] for s in samples[:3]]}")
+
+
+LIMIT_MIB = 80          # --memory-limit of the run below: base 64 + 16
+LIMIT_COPIES = 60
+
+
+def held(pid, url):
+    """(RSS less what the symbolizer holds past its budget, that excess)
+    in MiB: symbol tables of objects live (or just exited) processes map
+    are not shed (their names are in use), so they are outside the
+    ceiling: on a busy machine other processes' binaries count too."""
+    from test_metrics import fetch_metrics, one
+
+    fams = fetch_metrics(url)
+    over = max(0, one(fams, "profd_cache_bytes", cache="symbols") -
+               one(fams, "profd_cache_budget_bytes", cache="symbols")) / 2**20
+    return _rss_mib(pid) - over, over
+
+
+def test_memory_limit_holds_under_churn(profd_bin, pprof, tmp_path):
+    """--memory-limit 80 (the fixed 64 MiB base + 16 MiB of caches: an
+    8 MiB symbol budget, cut to 2 by --symbol-cache-limit, 4 MiB of flame
+    graph + 1/8 for GPU): an exec storm (100/s of
+    one short-lived binary) runs while 60 distinct python3 copies pass
+    through, 4 at a time. RSS (sampled after each copy) stays under the
+    limit, each cache stays within its budget at the end, the symbol
+    cache sheds (counted), and the copies' frames are still named."""
+    from test_metrics import Profd, fetch_metrics, one
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    storm = str(tmp_path / "execstorm")
+    subprocess.run(["cc", "-O2", "-o", storm,
+                    os.path.join(root, "bench", "execstorm.c")], check=True)
+    real = os.path.realpath(sys.executable)
+    out = tmp_path / "out"
+    p = Profd([profd_bin, "--output-dir", str(out), "--duration", "900",
+               "--profile-interval", "5", "--sampling-frequency", "99",
+               "--memory-limit", str(LIMIT_MIB), "--symbol-cache-limit", "2",
+               "--http-address", "127.0.0.1:0"])
+    rss = []
+    churn = None
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                          10).group(1)
+        p.wait_line(r"sampling", 30)
+        churn = subprocess.Popen([storm, "100", "120", "2000"],
+                                 stdout=subprocess.DEVNULL)
+        running = []
+        for i in range(LIMIT_COPIES):
+            exe = str(tmp_path / f"pylim{i:03d}")
+            shutil.copyfile(real, exe)
+            os.chmod(exe, 0o755)
+            running.append((exe, subprocess.Popen(
+                [exe, "-S", "-c", "import time\nt = time.time() + 0.3\n"
+                 "while time.time() < t: sum(range(1000))"])))
+            while len(running) >= BIG_PARALLEL:
+                exe0, w = running.pop(0)
+                w.wait(30)
+                os.unlink(exe0)
+                rss.append(held(p.proc.pid, url))
+        for exe0, w in running:
+            w.wait(30)
+            os.unlink(exe0)
+        time.sleep(2)
+        rss.append(held(p.proc.pid, url))
+        fams = fetch_metrics(url)
+    finally:
+        if churn:
+            churn.kill()
+            churn.wait()
+        rc = p.stop()
+    assert rc == 0, p.stderr()
+    peak = max(r for r, _ in rss)
+    over = max(o for _, o in rss)
+    sheds = one(fams, "profd_cache_evictions_total", cache="symbols")
+    budgets = {c: one(fams, "profd_cache_budget_bytes", cache=c)
+               for c in ("symbols", "flamegraph")}
+    sizes = {c: one(fams, "profd_cache_bytes", cache=c) for c in budgets}
+    print(f"RSS (less held symbol tables past the budget) first {rss[0][0]:.1f} "
+          f"peak {peak:.1f} last {rss[-1][0]:.1f} MiB (most held past it: {over:.1f}); "
+          f"sizes {sizes} budgets {budgets}; symbol sheds {sheds}")
+    assert budgets == {"symbols": 2 << 20, "flamegraph": (4 << 20) + (4 << 20) // 8}
+    assert peak < LIMIT_MIB, (peak, rss, p.stderr())
+    assert sizes["flamegraph"] <= budgets["flamegraph"], sizes
+    assert sheds > 0, "the symbol cache never went over its budget"
+    paths = sorted(glob.glob(str(out / "cpu-*.pb.gz")))
+    from test_profd import samples_of
+    samples = samples_of(pprof, paths, lambda l: l.get("comm", "").startswith("pylim"))
+    # the interpreter is stripped (static functions are "[python3.11]"):
+    # named means its exported functions (Py_BytesMain...) are named
+    named = sum(s["value"] for s in samples
+                if any(f.startswith(("Py", "_Py")) for f in s["frames"]))
+    total = sum(s["value"] for s in samples)
+    assert total >= 30, f"too few samples of the copies: {total}\n{p.stderr()}"
+    # 0.3 s runs: ld.so and start-up samples have no Py* frame (~35 %)
+    assert named >= 0.5 * total, (
+        f"{named}/{total} samples with a named Py* frame; e.g. "
         f"{[s['frames'] for s in samples[:3]]}")

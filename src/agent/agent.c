@@ -391,7 +391,11 @@ static void publish_proc_stats(struct agent *ag)
 	symbolizer_memory(ag->sym, &cst.sym_bytes, &cst.sym_sheds);
 	symbolizer_stats(ag->sym, &cst.sym_objects, NULL);
 	pthread_mutex_unlock(&ag->sym_lock);
-	cst.sym_budget = (uint64_t)ag->cfg->symbol_cache_mib << 20;
+	cst.sym_budget = ag->budgets.symbols;
+	cst.flame_budget = ag->budgets.flamegraph + ag->budgets.flamegraph / 8;
+	cst.flame_pruned = __atomic_load_n(&ag->flame_pruned, __ATOMIC_RELAXED);
+	cst.flame_bytes = __atomic_load_n(&ag->flame_bytes, __ATOMIC_RELAXED);
+	cst.flame_names = __atomic_load_n(&ag->flame_names, __ATOMIC_RELAXED);
 	agent_export_stats(ag->exp, &xst);
 	unwind_async_stats(ag->unwind, &uast);	/* NULL: zeros */
 	ust = uast.loader;
@@ -898,6 +902,15 @@ static void flush(struct agent *ag)
 	if (gerr)
 		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
 	if (p && !flamegraph_add_profile(ag->flame, p, 0)) {
+		uint64_t fb, fn, gb, gn;
+
+		fb = flamegraph_bytes(ag->flame, &fn);
+		gb = flamegraph_bytes(ag->gpu_flame, &gn);
+		__atomic_store_n(&ag->flame_bytes, fb + gb, __ATOMIC_RELAXED);
+		__atomic_store_n(&ag->flame_names, fn + gn, __ATOMIC_RELAXED);
+		__atomic_store_n(&ag->flame_pruned, flamegraph_pruned(ag->flame) +
+				 (ag->gpu_flame ? flamegraph_pruned(ag->gpu_flame) : 0),
+				 __ATOMIC_RELAXED);
 		char cpu_note[320];
 		struct flamegraph_view views[2] = {
 			{ .name = "CPU", .fg = ag->flame, .unit = "samples",
@@ -1079,6 +1092,8 @@ static int gpu_setup(struct agent *ag, const char *lib)
 
 	ag->gpu = gpu_new(&go);
 	ag->gpu_flame = flamegraph_new(0);
+	if (ag->gpu_flame)
+		flamegraph_set_budget(ag->gpu_flame, ag->budgets.flamegraph / 8);
 	if (!ag->gpu || !ag->gpu_flame) {
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
@@ -1199,14 +1214,18 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 			"(%s): kernel frames stay addresses\n", strerror(-err));
 	kernel_build_id("/sys/kernel/notes", ag->kernel_build_id,
 			sizeof(ag->kernel_build_id));
+	agent_memory_budgets(cfg->memory_limit_mib, cfg->symbol_cache_mib,
+			     &ag->budgets);
 	ag->sym = symbolizer_new();
 	if (ag->sym)
-		symbolizer_set_budget(ag->sym, (uint64_t)cfg->symbol_cache_mib << 20);
+		symbolizer_set_budget(ag->sym, ag->budgets.symbols);
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
 	ag->gate = file_gate_new(0);
 	if (ag->procs)
 		process_table_set_gate(ag->procs, ag->gate);
 	ag->flame = flamegraph_new(0);
+	if (ag->flame)
+		flamegraph_set_budget(ag->flame, ag->budgets.flamegraph);
 	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, now_ns(CLOCK_REALTIME));
 	if (!ag->procs || !ag->gate || !ag->flame || !ag->cur) {
 		fprintf(stderr, "profd: error: out of memory\n");

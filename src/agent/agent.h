@@ -31,6 +31,7 @@ struct agent_config {
 	bool python_unwinding;		/* !--no-python-unwinding */
 	unsigned int unwind_memory_mib;	/* --unwind-memory-limit: shard memory cap */
 	unsigned int symbol_cache_mib;	/* --symbol-cache-limit: symbolizer heap budget */
+	unsigned int memory_limit_mib;	/* --memory-limit: RSS ceiling (memory.h budgets) */
 	unsigned int max_processes;	/* --max-processes with unwind tables */
 	bool gpu;			/* !--no-gpu: attach to the CUDA injection library */
 	const char *inject_library;	/* --inject-library; NULL: next to the binary */

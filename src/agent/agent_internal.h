@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agent/memory.h"
 #include "agent/agent.h"
 #include "agent/exec.h"
 #include "agent/export.h"
@@ -120,6 +121,10 @@ struct agent_cache_stats {
 	uint64_t sym_budget;		/* --symbol-cache-limit, bytes */
 	uint64_t sym_objects;		/* objects cached (open files) */
 	uint64_t sym_sheds;		/* address caches emptied for the budget */
+	uint64_t flame_bytes;		/* CPU + GPU flame graph trees, names */
+	uint64_t flame_names;		/* names in those trees */
+	uint64_t flame_budget;		/* their share of --memory-limit */
+	uint64_t flame_pruned;		/* frames folded for room */
 };
 
 struct agent {
@@ -128,6 +133,9 @@ struct agent {
 	struct symbolizer *sym;
 	pthread_mutex_t sym_lock;
 	struct process_table *procs;	/* reader thread only */
+	uint64_t flame_bytes, flame_names;	/* at the last flush (atomic) */
+	uint64_t flame_pruned;			/* same */
+	struct agent_budgets budgets;		/* --memory-limit's split */
 	struct file_gate *gate;		/* reads of mapped files that time out; any thread */
 	struct unwind_async *unwind;	/* the loader's thread and queue; NULL: FP only */
 	struct python *py;		/* CPython processes; NULL: native only */

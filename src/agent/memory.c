@@ -23,6 +23,20 @@ void agent_memory_tick(uint64_t now_ns)
 	__atomic_add_fetch(&trims, 1, __ATOMIC_RELAXED);
 }
 
+void agent_memory_budgets(unsigned int limit_mib, unsigned int symbol_cache_mib,
+			  struct agent_budgets *out)
+{
+	uint64_t share;
+
+	if (limit_mib < AGENT_MEMORY_MIN_MIB)
+		limit_mib = AGENT_MEMORY_MIN_MIB;
+	share = (uint64_t)(limit_mib - AGENT_MEMORY_BASE_MIB) << 20;
+	out->symbols = share / 2;
+	if (out->symbols > (uint64_t)symbol_cache_mib << 20)
+		out->symbols = (uint64_t)symbol_cache_mib << 20;
+	out->flamegraph = share / 4;
+}
+
 void agent_memory_read(struct agent_memory_stats *out)
 {
 	struct mallinfo2 mi = mallinfo2();

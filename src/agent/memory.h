@@ -16,6 +16,29 @@
 
 #define AGENT_TRIM_EVERY_NS (10ULL * 1000 * 1000 * 1000)
 
+/*
+ * The RSS ceiling (--memory-limit) and its parts: a fixed base (BPF ring
+ * buffers and maps profd mmaps, its code, the fixed heap: measured ~60
+ * MiB), then the caches' share, the rest: half for the symbolizer (at
+ * most --symbol-cache-limit), a quarter for the flame graph trees; the
+ * last quarter is headroom for what is bounded by count, not bytes
+ * (process snapshots, Python tables, the interval's aggregation).
+ */
+#define AGENT_MEMORY_BASE_MIB	64u
+#define AGENT_MEMORY_MIN_MIB	80u
+
+struct agent_budgets {
+	uint64_t symbols;	/* bytes */
+	uint64_t flamegraph;	/* bytes: CPU tree, the GPU one gets 1/8 more */
+};
+
+/*
+ * agent_memory_budgets - split @limit_mib (--memory-limit) as above;
+ * @symbol_cache_mib (--symbol-cache-limit) caps the symbolizer's part.
+ */
+void agent_memory_budgets(unsigned int limit_mib, unsigned int symbol_cache_mib,
+			  struct agent_budgets *out);
+
 struct agent_memory_stats {
 	uint64_t heap_in_use;	/* bytes malloc handed out (arenas + mmapped) */
 	uint64_t heap_free;	/* bytes free in the arenas, not returned */

@@ -281,11 +281,12 @@ static void labelled(struct prom_buf *b, const char *name, enum prom_type type,
 static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 {
 	static const char *const heap[] = { "in_use", "free", "mmapped" };
-	static const char *const bytes[] = { "symbols" };
+	static const char *const bytes[] = { "symbols", "flamegraph" };
 	static const char *const entries[] = {
 		"symbol_objects", "processes", "unwind_tables", "unwind_processes",
+		"flamegraph_names",
 	};
-	static const char *const evicted[] = { "symbols", "unwind_tables" };
+	static const char *const evicted[] = { "symbols", "unwind_tables", "flamegraph" };
 	struct agent_memory_stats m;
 
 	agent_memory_read(&m);
@@ -297,20 +298,26 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 			"malloc_trim() calls (every 10 s).", m.trims);
 	labelled(b, "profd_cache_bytes", PROM_GAUGE,
 		 "Heap bytes of a cache (symbols: the symbolizer's open objects, "
-		 "their symbol tables and address caches).", "cache", 1, bytes,
-		 (uint64_t[]){ s->caches.sym_bytes });
+		 "their symbol tables and address caches; flamegraph: the "
+		 "run-long flame graph trees and their names).", "cache", 2, bytes,
+		 (uint64_t[]){ s->caches.sym_bytes, s->caches.flame_bytes });
 	labelled(b, "profd_cache_budget_bytes", PROM_GAUGE,
-		 "The most a cache may hold before it sheds (--symbol-cache-limit).",
-		 "cache", 1, bytes, (uint64_t[]){ s->caches.sym_budget });
+		 "The most a cache may hold before it sheds (its share of "
+		 "--memory-limit; symbols: at most --symbol-cache-limit).",
+		 "cache", 2, bytes,
+		 (uint64_t[]){ s->caches.sym_budget, s->caches.flame_budget });
 	labelled(b, "profd_cache_entries", PROM_GAUGE,
-		 "Entries of a cache or table.", "cache", 4, entries,
+		 "Entries of a cache or table.", "cache", 5, entries,
 		 (uint64_t[]){ s->caches.sym_objects, s->procs.processes,
-			       s->unwind.objects, s->unwind.processes });
+			       s->unwind.objects, s->unwind.processes,
+			       s->caches.flame_names });
 	labelled(b, "profd_cache_evictions_total", PROM_COUNTER,
 		 "Entries shed for room, least recently used first (symbols: "
-		 "address caches emptied; unwind_tables: tables evicted).",
-		 "cache", 2, evicted,
-		 (uint64_t[]){ s->caches.sym_sheds, s->unwind.evictions });
+		 "idle objects freed and address caches emptied; unwind_tables: "
+		 "tables evicted; flamegraph: lightest frames folded into their "
+		 "callers).", "cache", 3, evicted,
+		 (uint64_t[]){ s->caches.sym_sheds, s->unwind.evictions,
+			       s->caches.flame_pruned });
 }
 
 static void render_ringbufs(struct prom_buf *b, const struct agent_readings *r)

@@ -35,6 +35,7 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_UNWIND_MEMORY,
 	OPT_SYMBOL_CACHE,
+	OPT_MEMORY_LIMIT,
 	OPT_MAX_PROCESSES,
 	OPT_NO_GPU,
 	OPT_INJECT_LIBRARY,
@@ -105,6 +106,11 @@ static const struct option_def table[] = {
 	{ "symbol-cache-limit", OPT_SYMBOL_CACHE, "MIB", OPTION_VALUE, true, 2,
 	  "Heap for the symbolizer's caches, 1-4096 MiB (default 32); beyond "
 	  "it the least recently used address caches are emptied" },
+	{ "memory-limit", OPT_MEMORY_LIMIT, "MIB", OPTION_VALUE, true, 2,
+	  "RSS ceiling, 80-65536 MiB (default 128): past a fixed base of 64 MiB "
+	  "(BPF maps, code, fixed heap), half goes to the symbolizer (at most "
+	  "--symbol-cache-limit), a quarter to the flame graph; caches past "
+	  "their share shed" },
 	{ "max-processes", OPT_MAX_PROCESSES, "N", OPTION_VALUE, true, 2,
 	  "Processes with unwind tables at once, 16-1048576 (default 8192)" },
 	{ "bpf-verifier-log-level", OPT_VERIFIER_LOG, "0-2", OPTION_VALUE, true, 2,
@@ -195,6 +201,7 @@ void options_init(struct options *o)
 		.python_unwinding = true,
 		.unwind_memory_mib = 64,
 		.symbol_cache_mib = 32,
+		.memory_limit_mib = 128,
 		.max_processes = 8192,
 		.gpu = true,
 		.gpu_timeout_s = 30,
@@ -674,6 +681,12 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 			return fail(err, len, OPTION_EUSAGE, "must be 1-4096 MiB, got '%s'", value);
 		c->symbol_cache_mib = v;
 		break;
+	case OPT_MEMORY_LIMIT:
+		v = parse_uint(value, 80, 65536);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 80-65536 MiB, got '%s'", value);
+		c->memory_limit_mib = v;
+		break;
 	case OPT_MAX_PROCESSES:
 		v = parse_uint(value, 16, 1 << 20);
 		if (v < 0)
@@ -896,6 +909,9 @@ static void emit_value(struct emitter *em, const struct options *o,
 		break;
 	case OPT_SYMBOL_CACHE:
 		snprintf(buf, sizeof(buf), "%u", c->symbol_cache_mib);
+		break;
+	case OPT_MEMORY_LIMIT:
+		snprintf(buf, sizeof(buf), "%u", c->memory_limit_mib);
 		break;
 	case OPT_MAX_PROCESSES:
 		if (!c->max_processes_set)

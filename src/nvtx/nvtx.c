@@ -256,8 +256,11 @@ void nvtx_process_exit(struct nvtx_tracer *t, pid_t pid)
 			t->exits_overflow = o;
 		}
 	}
-	if (t->waiting)
-		pthread_cond_signal(&t->wake);
+	/*
+	 * No wakeup: an exit only starts a grace period, and the thread
+	 * takes it at its next record or tick. Every process exit woke it
+	 * (most never used NVTX): a context switch per exec'd process.
+	 */
 	pthread_mutex_unlock(&t->lock);
 }
 

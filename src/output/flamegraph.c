@@ -82,6 +82,8 @@ struct flamegraph {
 	char **names;
 	uint32_t nnames, cap_names;
 	struct fg_slots name_set;	/* name -> index */
+	uint64_t name_bytes;		/* strdup()ed bytes of names[] */
+	uint64_t name_budget;		/* prune when name_bytes pass it; 0: none */
 };
 
 static uint64_t name_hash(const char *s)
@@ -172,6 +174,7 @@ static int64_t fg_intern(struct flamegraph *fg, const char *s)
 	fg->names[fg->nnames] = strdup(s);
 	if (!fg->names[fg->nnames])
 		return -ENOMEM;
+	fg->name_bytes += strlen(s) + 1;
 	set->slots[j] = ++fg->nnames;
 	set->n++;
 	return fg->nnames - 1;
@@ -257,6 +260,71 @@ uint64_t flamegraph_pruned(const struct flamegraph *fg)
 	return fg->pruned;
 }
 
+void flamegraph_set_budget(struct flamegraph *fg, uint64_t bytes)
+{
+	uint64_t n = bytes / FLAMEGRAPH_BYTES_PER_NODE;
+
+	if (n < 4096)
+		n = 4096;
+	if (n < fg->max_nodes)
+		fg->max_nodes = n;
+	fg->name_budget = bytes / 4;
+}
+
+uint64_t flamegraph_bytes(const struct flamegraph *fg, uint64_t *names)
+{
+	if (!fg) {
+		*names = 0;
+		return 0;
+	}
+	*names = fg->nnames;
+	return sizeof(*fg) + (uint64_t)fg->cap_nodes * sizeof(*fg->nodes) +
+	       (uint64_t)(fg->children.cap + fg->name_set.cap) * sizeof(uint32_t) +
+	       (uint64_t)fg->cap_names * sizeof(*fg->names) + fg->name_bytes;
+}
+
+/*
+ * Free the names no node uses any more (after fg_prune), renumbering the
+ * rest; name 0 ("all") stays. Without this the name table kept every
+ * frame name ever seen: under process churn ("[unknown] 0x..." names of
+ * short-lived binaries) it grew for the whole run.
+ */
+static void fg_compact_names(struct flamegraph *fg)
+{
+	struct fg_slots *set = &fg->name_set;
+	uint32_t *map = calloc(fg->nnames, sizeof(*map)), k = 1;
+
+	if (!map)
+		return;		/* names stay: correct, only not shed */
+	map[0] = 1;
+	for (uint32_t i = 1; i < fg->nnodes; i++)
+		map[fg->nodes[i].name] = 1;
+	for (uint32_t i = 1; i < fg->nnames; i++) {
+		if (!map[i]) {
+			fg->name_bytes -= strlen(fg->names[i]) + 1;
+			free(fg->names[i]);
+			continue;
+		}
+		map[i] = k;
+		fg->names[k++] = fg->names[i];
+	}
+	map[0] = 0;
+	fg->nnames = k;
+	for (uint32_t i = 1; i < fg->nnodes; i++)
+		fg->nodes[i].name = map[fg->nodes[i].name];
+	free(map);
+	memset(set->slots, 0, set->cap * sizeof(*set->slots));
+	set->n = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t j = name_hash(fg->names[i]) & (set->cap - 1);
+
+		while (set->slots[j])
+			j = (j + 1) & (set->cap - 1);
+		set->slots[j] = i + 1;
+		set->n++;
+	}
+}
+
 static int cmp_desc(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -274,9 +342,9 @@ static int cmp_desc(const void *a, const void *b)
  * Node indices change: no caller may hold one across this call. Names
  * stay interned. Returns 0 or -ENOMEM (the tree is then unchanged).
  */
-static int fg_prune(struct flamegraph *fg)
+static int fg_prune(struct flamegraph *fg, uint32_t keep)
 {
-	uint32_t keep = fg->max_nodes / 4 * 3, n = fg->nnodes, j = 1;
+	uint32_t n = fg->nnodes, j = 1;
 	struct fg_slots *set = &fg->children;
 	uint64_t *vals, cut;
 	uint32_t *map;
@@ -326,6 +394,7 @@ static int fg_prune(struct flamegraph *fg)
 	}
 	fg->pruned += n - j;
 	fg->nnodes = j;
+	fg_compact_names(fg);
 	return 0;
 }
 
@@ -437,9 +506,20 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 		 */
 		if (fg->nnodes + s->nlocations + 1 > fg->max_nodes &&
 		    s->nlocations + 1 <= fg->max_nodes / 4) {
-			err = fg_prune(fg);
+			err = fg_prune(fg, fg->max_nodes / 4 * 3);
 			if (err)
 				goto out;
+			/* names were renumbered: forget the cached ones */
+			memset(cache, 0, (p->nlocations + 1) * sizeof(*cache));
+		}
+		if (fg->name_budget && fg->name_bytes > fg->name_budget &&
+		    fg->nnodes > 64) {
+			/* long names (C++): half the frames go, lightest first */
+			err = fg_prune(fg, fg->nnodes / 2);
+			if (err)
+				goto out;
+			/* names were renumbered: forget the cached ones */
+			memset(cache, 0, (p->nlocations + 1) * sizeof(*cache));
 		}
 		/* Find or create the whole path first, then add the weight. */
 		if (comm) {

@@ -108,4 +108,21 @@ uint64_t flamegraph_truncated(const struct flamegraph *fg);
 /* flamegraph_pruned - frames folded into their callers at the node bound. */
 uint64_t flamegraph_pruned(const struct flamegraph *fg);
 
+/*
+ * flamegraph_set_budget - bound @fg's heap to about @bytes: at most
+ * @bytes / FLAMEGRAPH_BYTES_PER_NODE frames (not fewer than 4096, not
+ * more than flamegraph_new's bound), and names at most @bytes / 4 (past
+ * it the lighter half of the frames is folded into their callers). Call
+ * before the first flamegraph_add_profile().
+ */
+#define FLAMEGRAPH_BYTES_PER_NODE 160
+void flamegraph_set_budget(struct flamegraph *fg, uint64_t bytes);
+
+/*
+ * flamegraph_bytes - heap bytes of @fg (nodes, hash slots, name table and
+ * names; 0 for NULL), its name count in *@names. Kept on insert/prune:
+ * no walk. Not thread-safe against flamegraph_add_profile().
+ */
+uint64_t flamegraph_bytes(const struct flamegraph *fg, uint64_t *names);
+
 #endif /* PROFD_OUTPUT_FLAMEGRAPH_H */

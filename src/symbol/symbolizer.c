@@ -108,7 +108,16 @@ struct sym_object {
 	char **fde_names;		/* "[vdso]+0x..." names handed out */
 	uint32_t fde_names_n;
 	uint64_t last_use;		/* owner->clock at the last resolve */
+	uint32_t idle_trims;		/* trims in a row it was unreferenced */
 };
+
+/*
+ * Trims (one a second) an object nobody holds stays cached: a binary
+ * exec'd over and over (compilers, shells, scripts in a loop) is opened
+ * and its symbols read once, not for every process. Past the budget
+ * these go first, least recently used first.
+ */
+#define SYM_IDLE_TRIMS		30
 
 /* Names of vDSO functions no symbol covers: one per FDE, a handful. */
 #define VDSO_FDE_NAMES_MAX	256
@@ -217,6 +226,7 @@ void symbolizer_free(struct symbolizer *s)
 
 static uint64_t object_bytes(const struct sym_object *o);
 static void shed(struct symbolizer *s);
+static void drop_node(struct symbolizer *s, struct sym_object *o);
 
 /*
  * symbolizer_trim - see symbolizer.h. Frees cached objects nobody holds a
@@ -234,7 +244,9 @@ void symbolizer_trim(struct symbolizer *s)
 		while (*pp) {
 			struct sym_object *o = *pp;
 
-			if (o->refs) {
+			if (o->refs)
+				o->idle_trims = 0;
+			if (o->refs || (!o->err && o->idle_trims++ < SYM_IDLE_TRIMS)) {
 				s->bytes += object_bytes(o);
 				pp = &o->next;
 				continue;
@@ -263,6 +275,20 @@ static uint64_t object_bytes(const struct sym_object *o)
  */
 static void shed(struct symbolizer *s)
 {
+	/* first the objects kept idle, least recently used first */
+	while (s->budget && s->bytes > s->budget) {
+		struct sym_object *lru = NULL;
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
+				if (!o->refs && (!lru || o->last_use < lru->last_use))
+					lru = o;
+		if (!lru)
+			break;
+		s->bytes -= object_bytes(lru);
+		drop_node(s, lru);
+		s->sheds++;
+	}
 	while (s->budget && s->bytes > s->budget) {
 		struct sym_object *lru = NULL;
 

@@ -54,18 +54,19 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 				  const struct proc_mapping *m, int *err);
 
 /*
- * symbolizer_trim - free every cached object that no one holds a
- * reference to (their names become invalid), and forget remembered open
- * failures so those files are tried again. Call it now and then (e.g.
- * after each write-out); referenced objects are untouched.
+ * symbolizer_trim - free every cached object that no one has held a
+ * reference to for SYM_IDLE_TRIMS trims (their names become invalid),
+ * and forget remembered open failures so those files are tried again.
+ * Call it about once a second; referenced objects are untouched.
  */
 void symbolizer_trim(struct symbolizer *s);
 
 /*
  * symbolizer_set_budget - at most @bytes (0: no limit) of heap for the
- * cached objects: past it, each symbolizer_trim() empties the address
- * caches of the least recently resolved objects until under (counted;
- * they refill on use). Symbol tables of objects still held stay.
+ * cached objects: past it, each symbolizer_trim() frees the idle
+ * (unreferenced) objects, then empties the address caches of the least
+ * recently resolved objects until under (counted; they refill on use).
+ * Symbol tables of objects still held stay.
  */
 void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes);
 

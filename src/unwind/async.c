@@ -34,6 +34,7 @@ struct unwind_async {
 	uint64_t nupdates;	/* updates queued */
 	uint64_t njobs;
 	uint64_t dropped;
+	uint64_t cancelled;		/* updates turned into removals, not run */
 	uint64_t busy_since;	/* CLOCK_MONOTONIC ns; 0: idle */
 	bool stop;
 	bool exited;
@@ -260,13 +261,32 @@ int unwind_async_update(struct unwind_async *a, pid_t pid,
 /* unwind_async_remove - see async.h. */
 int unwind_async_remove(struct unwind_async *a, pid_t pid)
 {
-	struct job *j = calloc(1, sizeof(*j));
+	struct job *j = calloc(1, sizeof(*j)), *last = NULL;
+	struct proc_maps old;
 
 	if (!j)
 		return -ENOMEM;
 	j->pid = pid;
 	j->remove = true;
 	pthread_mutex_lock(&a->lock);
+	for (struct job *q = a->head; q; q = q->next)
+		if (q->pid == pid)
+			last = q;
+	if (last && !last->remove) {
+		/*
+		 * Gone before its tables were loaded (a short-lived process):
+		 * the update becomes the removal, no loader work for it.
+		 */
+		old = last->maps;
+		memset(&last->maps, 0, sizeof(last->maps));
+		last->remove = true;
+		a->nupdates--;
+		a->cancelled++;
+		pthread_mutex_unlock(&a->lock);
+		maps_free(&old);
+		free(j);
+		return 0;
+	}
 	enqueue(a, j);
 	pthread_mutex_unlock(&a->lock);
 	return 0;
