@@ -899,8 +899,12 @@ static void flush(struct agent *ag)
 	skip = !a->nsamples && !ag->interval_sampled;
 	ag->interval_sampled = ag->sampling_on;
 	/* objects still being opened for this interval's samples: a bounded wait */
-	if (!skip)
-		object_loader_wait(ag->objects, OBJECTS_FLUSH_WAIT_NS);
+	if (!skip) {
+		uint64_t wait = (uint64_t)ag->cfg->interval_s * 1000000000ULL / 4;
+
+		object_loader_wait(ag->objects, wait < OBJECTS_FLUSH_WAIT_NS ?
+				   wait : OBJECTS_FLUSH_WAIT_NS);
+	}
 	p = skip ? NULL : aggregate_build_profile(a, &bo);
 	err = skip ? 0 : write_profile(ag, "cpu", p, a->start_ns, path, sizeof(path));
 	if (err) {

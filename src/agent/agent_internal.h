@@ -33,7 +33,10 @@
 /* How long shutdown waits for the unwind loader's job in hand (ns). */
 #define UNWIND_STOP_WAIT_NS	(300ULL * 1000 * 1000)
 #define OBJECTS_STOP_WAIT_NS	(300ULL * 1000 * 1000)
-/* how long one interval's write-out waits for objects still being opened */
+/*
+ * How long one interval's write-out waits for objects still being opened:
+ * this, and at most a quarter of the interval (the next swap stays on time).
+ */
 #define OBJECTS_FLUSH_WAIT_NS	(1000ULL * 1000 * 1000)
 #define MAX_STACKS_PER_INTERVAL (1u << 20)
 #define READER_SYNC_MS 1000	/* longest wait for the reader to catch up */
