@@ -1295,14 +1295,12 @@ static void agent_teardown(struct agent *ag)
 	 */
 	ag->objects_stuck = !object_loader_free(ag->objects, OBJECTS_STOP_WAIT_NS);
 	ag->objects = NULL;
-	if (ag->objects_stuck) {
-		tracer_close(ag->tracer);
-		return;
-	}
 	/* before the BPF maps it writes are closed; one stuck in a read is left */
-	unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
+	if (!ag->objects_stuck)
+		unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
 	tracer_close(ag->tracer);
-	python_free(ag->py);
+	if (!ag->objects_stuck)
+		python_free(ag->py);
 	gpu_free(ag->gpu);
 	flamegraph_free(ag->gpu_flame);
 	agent_export_free(ag->exp);
@@ -1310,9 +1308,11 @@ static void agent_teardown(struct agent *ag)
 	aggregate_free(ag->cur);
 	aggregate_free(ag->next);
 	agent_exited_free(ag);
-	process_table_free(ag->procs);
-	file_gate_free(ag->gate);	/* stays allocated while a read hangs */
-	symbolizer_free(ag->sym);
+	if (!ag->objects_stuck) {
+		process_table_free(ag->procs);
+		file_gate_free(ag->gate);	/* stays allocated while a read hangs */
+		symbolizer_free(ag->sym);
+	}
 	flamegraph_free(ag->flame);
 	kallsyms_free(ag->ksyms);
 }

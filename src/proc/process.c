@@ -330,9 +330,10 @@ static void run_job(void *arg, bool cancel)
 	switch (j->kind) {
 	case JOB_SNAPSHOT:
 		check_files(pt, j->s);
-		read_build_id(pt, j->s, j->exe);
+		/* unwind tables first: needed by BPF now, the build ID at write-out */
 		if (pt->listener.maps_read)
 			offer_maps(pt, j->s);
+		read_build_id(pt, j->s, j->exe);
 		break;
 	case JOB_OBJECT:
 		load_object(pt, j->s, j->idx);
@@ -375,7 +376,7 @@ static int queue_job(struct process_table *pt, enum job_kind kind,
 
 /*
  * The loader's work on new snapshot @s: the gate's checks of its files,
- * the executable's build ID (@exe, taken), the listener's maps_read().
+ * the listener's maps_read(), the executable's build ID (@exe, taken).
  * Not queued (queue full): no build ID, and no maps_read() until the next
  * maps read.
  */
@@ -394,15 +395,20 @@ static void ask_object(struct process_table *pt, struct proc_snapshot *s, int id
 {
 	const struct proc_mapping *m = &s->maps.v[idx];
 
-	if (__atomic_load_n(&s->obj_state[idx], __ATOMIC_ACQUIRE) != PROC_OBJ_NONE)
+	uint8_t none = PROC_OBJ_NONE, queued = PROC_OBJ_QUEUED;
+	bool nothing = !m->executable || (m->special && strcmp(m->path, "[vdso]")) ||
+		       !m->path[0];
+
+	/* a CAS: the loader may be settling this mapping right now */
+	if (__atomic_load_n(&s->obj_state[idx], __ATOMIC_ACQUIRE) != PROC_OBJ_NONE ||
+	    !__atomic_compare_exchange_n(&s->obj_state[idx], &none,
+					 nothing ? PROC_OBJ_DONE : PROC_OBJ_QUEUED, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+	    nothing)
 		return;
-	if (!m->executable || (m->special && strcmp(m->path, "[vdso]")) || !m->path[0]) {
-		__atomic_store_n(&s->obj_state[idx], PROC_OBJ_DONE, __ATOMIC_RELEASE);
-		return;
-	}
-	__atomic_store_n(&s->obj_state[idx], PROC_OBJ_QUEUED, __ATOMIC_RELEASE);
 	if (queue_job(pt, JOB_OBJECT, s, idx, 0, NULL))
-		__atomic_store_n(&s->obj_state[idx], PROC_OBJ_NONE, __ATOMIC_RELEASE);
+		__atomic_compare_exchange_n(&s->obj_state[idx], &queued, PROC_OBJ_NONE,
+					    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 /* Tell the listener @pid left, after the jobs queued before (in order). */
@@ -571,6 +577,11 @@ static void load_object(struct process_table *pt, struct proc_snapshot *s,
 
 	if (st == PROC_OBJ_DONE || st == PROC_OBJ_HUNG)
 		return;
+	if (__atomic_load_n(&s->objs[idx], __ATOMIC_ACQUIRE)) {
+		/* opened by an earlier job; the reader queued this one meanwhile */
+		__atomic_store_n(&s->obj_state[idx], PROC_OBJ_DONE, __ATOMIC_RELEASE);
+		return;
+	}
 	if (!m->executable || (m->special && strcmp(m->path, "[vdso]")) || !m->path[0]) {
 		__atomic_store_n(&s->obj_state[idx], PROC_OBJ_DONE, __ATOMIC_RELEASE);
 		return;
