@@ -346,47 +346,37 @@ static void attach_gpu_library(void *ctx, pid_t pid, const char *path)
 }
 
 /*
- * Process table listener, on the reader: queue the unwind update at once
- * (its thread asks the file gate; a short-lived process needs its tables
- * before it is gone) and attach to the CUDA injection library (the
- * tracer is the reader's). No file is parsed here.
+ * Process table listener, on the reader: attach to the CUDA injection
+ * library (the tracer is the reader's; no file is parsed here).
  */
 static void on_maps_seen(void *ctx, pid_t pid, const struct proc_maps *maps)
 {
 	struct agent *ag = ctx;
 
-	if (ag->unwind)
-		unwind_async_update(ag->unwind, pid, maps);
 	if (ag->gpu)
 		gpu_library_mappings(pid, maps, attach_gpu_library, ag);
 }
 
 /*
- * Process table listener, on the object loader's thread: keep the Python
- * maps in step (CPython detection parses the files).
+ * Process table listener, on the object loader's thread: keep the BPF
+ * unwind and Python maps in step (CPython detection parses the files).
  */
 static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 {
 	struct agent *ag = ctx;
 
+	if (ag->unwind)
+		unwind_async_update(ag->unwind, pid, maps);
 	if (ag->py)
 		python_maps_read(ag->py, pid, maps);
 }
 
-/* On the reader, in order with on_maps_seen()'s updates. */
-static void on_removed_seen(void *ctx, pid_t pid)
+static void on_removed(void *ctx, pid_t pid)
 {
 	struct agent *ag = ctx;
 
 	if (ag->unwind)
 		unwind_async_remove(ag->unwind, pid);
-}
-
-/* On the object loader's thread, after the detections of @pid. */
-static void on_removed(void *ctx, pid_t pid)
-{
-	struct agent *ag = ctx;
-
 	if (ag->py)
 		python_removed(ag->py, pid);
 }
@@ -1276,8 +1266,6 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd);
 		l = unwind_loader_new(shards_fd, procs_fd, unwind_mib << 20);
 		ag->unwind = l ? unwind_async_new(l) : NULL;
-		if (ag->unwind)
-			unwind_async_set_gate(ag->unwind, ag->gate);
 		if (!ag->unwind) {
 			unwind_loader_free(l);
 			fprintf(stderr, "profd: error: out of memory\n");
@@ -1287,7 +1275,6 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	if (ag->unwind || ag->py) {
 		struct process_listener pl = {
 			.maps_seen = on_maps_seen,
-			.removed_seen = on_removed_seen,
 			.maps_read = on_maps_read,
 			.removed = on_removed,
 			.ctx = ag,

@@ -310,14 +310,6 @@ static void offer_maps(struct process_table *pt, struct proc_snapshot *s)
 	free(view.v);
 }
 
-/* On the loader: open the objects of @s's mappings already asked for. */
-static void open_asked(struct process_table *pt, struct proc_snapshot *s)
-{
-	for (size_t i = 0; i < s->maps.n; i++)
-		if (__atomic_load_n(&s->obj_state[i], __ATOMIC_ACQUIRE) == PROC_OBJ_QUEUED)
-			load_object(pt, s, i);
-}
-
 static void job_free(struct load_job *j)
 {
 	proc_snapshot_put(j->s);
@@ -337,17 +329,11 @@ static void run_job(void *arg, bool cancel)
 	}
 	switch (j->kind) {
 	case JOB_SNAPSHOT:
-		/*
-		 * Symbols before the listener (CPython detection parses too):
-		 * a short-lived process may be gone once they are done, and
-		 * its files with it. The mappings its first samples asked for
-		 * are opened here, not behind that, by their own jobs.
-		 */
 		check_files(pt, j->s);
-		read_build_id(pt, j->s, j->exe);
-		open_asked(pt, j->s);
+		/* unwind tables first: needed by BPF now, the build ID at write-out */
 		if (pt->listener.maps_read)
 			offer_maps(pt, j->s);
+		read_build_id(pt, j->s, j->exe);
 		break;
 	case JOB_OBJECT:
 		load_object(pt, j->s, j->idx);
@@ -390,8 +376,7 @@ static int queue_job(struct process_table *pt, enum job_kind kind,
 
 /*
  * The loader's work on new snapshot @s: the gate's checks of its files,
- * the executable's build ID (@exe, taken), the objects its samples asked
- * for meanwhile, the listener's maps_read().
+ * the listener's maps_read(), the executable's build ID (@exe, taken).
  * Not queued (queue full): no build ID, and no maps_read() until the next
  * maps read.
  */
@@ -429,8 +414,6 @@ static void ask_object(struct process_table *pt, struct proc_snapshot *s, int id
 /* Tell the listener @pid left, after the jobs queued before (in order). */
 static void tell_removed(struct process_table *pt, pid_t pid)
 {
-	if (pt->listener.removed_seen)
-		pt->listener.removed_seen(pt->listener.ctx, pid);
 	if (!pt->listener.removed)
 		return;
 	if (queue_job(pt, JOB_REMOVED, NULL, -1, pid, NULL) == -ENOMEM)

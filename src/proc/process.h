@@ -118,7 +118,6 @@ struct process_table;
  */
 struct process_listener {
 	void (*maps_seen)(void *ctx, pid_t pid, const struct proc_maps *maps);
-	void (*removed_seen)(void *ctx, pid_t pid);	/* reader: pairs with maps_seen */
 	void (*maps_read)(void *ctx, pid_t pid, const struct proc_maps *maps);
 	void (*removed)(void *ctx, pid_t pid);
 	void *ctx;

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "proc/file_gate.h"
 #include "unwind/async.h"
 
 struct job {
@@ -31,7 +30,6 @@ struct unwind_async {
 	pthread_cond_t wake;
 	pthread_t thread;
 	struct unwind_loader *l;
-	struct file_gate *gate;	/* NULL: files not checked */
 	struct job *head, *tail;
 	uint64_t nupdates;	/* updates queued */
 	uint64_t njobs;
@@ -107,35 +105,6 @@ static void apply_touches(struct unwind_async *a)
 	pthread_mutex_lock(&a->lock);
 }
 
-/*
- * Leave out of @m the mappings whose file the gate will not let be read
- * now (hung, or still being read ahead: the next maps read offers them).
- * On the worker: the gate may wait.
- */
-static void gate_filter(struct file_gate *g, pid_t pid, struct proc_maps *m)
-{
-	size_t n = 0;
-
-	if (!g)
-		return;
-	for (size_t i = 0; i < m->n; i++) {
-		if (m->v[i].executable && file_gate_check(g, pid, &m->v[i]) < 0) {
-			free(m->v[i].path);
-			continue;
-		}
-		m->v[n++] = m->v[i];
-	}
-	m->n = n;
-}
-
-/* unwind_async_set_gate - see async.h. */
-void unwind_async_set_gate(struct unwind_async *a, struct file_gate *g)
-{
-	pthread_mutex_lock(&a->lock);
-	a->gate = g;
-	pthread_mutex_unlock(&a->lock);
-}
-
 static void *worker_main(void *arg)
 {
 	struct unwind_async *a = arg;
@@ -163,10 +132,7 @@ static void *worker_main(void *arg)
 		if (j->remove)
 			unwind_loader_remove(a->l, j->pid);
 		else
-		{
-			gate_filter(a->gate, j->pid, &j->maps);
 			unwind_loader_update(a->l, j->pid, &j->maps);
-		}
 		job_free(j);
 		pthread_mutex_lock(&a->lock);
 		a->busy_since = 0;

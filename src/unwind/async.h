@@ -72,16 +72,6 @@ int unwind_async_remove(struct unwind_async *a, pid_t pid);
  */
 void unwind_async_touch(struct unwind_async *a, pid_t pid, uint64_t now_ns);
 
-struct file_gate;
-
-/*
- * unwind_async_set_gate - before an update is applied, the worker asks
- * @g (file_gate.h; it may wait there) about each executable mapping's
- * file and leaves out those not readable now. Set it before the first
- * update; @g must outlive @a.
- */
-void unwind_async_set_gate(struct unwind_async *a, struct file_gate *g);
-
 /* unwind_async_stats - the figures of struct unwind_async_stats. */
 void unwind_async_stats(struct unwind_async *a, struct unwind_async_stats *out);
 
