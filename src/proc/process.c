@@ -310,6 +310,14 @@ static void offer_maps(struct process_table *pt, struct proc_snapshot *s)
 	free(view.v);
 }
 
+/* On the loader: open the objects of @s's mappings already asked for. */
+static void open_asked(struct process_table *pt, struct proc_snapshot *s)
+{
+	for (size_t i = 0; i < s->maps.n; i++)
+		if (__atomic_load_n(&s->obj_state[i], __ATOMIC_ACQUIRE) == PROC_OBJ_QUEUED)
+			load_object(pt, s, i);
+}
+
 static void job_free(struct load_job *j)
 {
 	proc_snapshot_put(j->s);
@@ -334,6 +342,8 @@ static void run_job(void *arg, bool cancel)
 		if (pt->listener.maps_read)
 			offer_maps(pt, j->s);
 		read_build_id(pt, j->s, j->exe);
+		/* what its first samples asked for, not behind other jobs */
+		open_asked(pt, j->s);
 		break;
 	case JOB_OBJECT:
 		load_object(pt, j->s, j->idx);
