@@ -345,7 +345,22 @@ static void attach_gpu_library(void *ctx, pid_t pid, const char *path)
 	}
 }
 
-/* Process table listener: keep the BPF unwind and Python maps in step. */
+/*
+ * Process table listener, on the reader: attach to the CUDA injection
+ * library (the tracer is the reader's; no file is parsed here).
+ */
+static void on_maps_seen(void *ctx, pid_t pid, const struct proc_maps *maps)
+{
+	struct agent *ag = ctx;
+
+	if (ag->gpu)
+		gpu_library_mappings(pid, maps, attach_gpu_library, ag);
+}
+
+/*
+ * Process table listener, on the object loader's thread: keep the BPF
+ * unwind and Python maps in step (CPython detection parses the files).
+ */
 static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 {
 	struct agent *ag = ctx;
@@ -354,8 +369,6 @@ static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 		unwind_async_update(ag->unwind, pid, maps);
 	if (ag->py)
 		python_maps_read(ag->py, pid, maps);
-	if (ag->gpu)
-		gpu_library_mappings(pid, maps, attach_gpu_library, ag);
 }
 
 static void on_removed(void *ctx, pid_t pid)
@@ -443,8 +456,10 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_UNWIND_RELOADS] = ust.reloads;
 	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
 	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
-	ag->counters[AGENT_CNT_FILE_HUNG] = st.files_hung;
-	ag->counters[AGENT_CNT_FILE_PENDING] = st.files_pending;
+	ag->counters[AGENT_CNT_FILE_HUNG] = __atomic_load_n(&ag->frames_hung, __ATOMIC_RELAXED);
+	ag->counters[AGENT_CNT_FILE_PENDING] = __atomic_load_n(&ag->frames_pending,
+								 __ATOMIC_RELAXED);
+	ag->counters[AGENT_CNT_OBJECT_QUEUE_FULL] = st.loader_dropped;
 	ag->counters[AGENT_CNT_FILE_READ_TIMEOUTS] = fst.timeouts;
 	ag->counters[AGENT_CNT_SYMBOLS_UNREADABLE] = unreadable;
 	ag->counters[AGENT_CNT_SAMPLES_AFTER_EXIT] = st.samples_after_exit;
@@ -881,10 +896,19 @@ static void flush(struct agent *ag)
 		.py = ag->py,
 		.comments = comment_ptrs,
 		.ncomments = ncomments,
+		.frames_pending = &ag->frames_pending,
+		.frames_hung = &ag->frames_hung,
 	};
 	/* probabilistic profiling: an interval never sampled has no profile */
 	skip = !a->nsamples && !ag->interval_sampled;
 	ag->interval_sampled = ag->sampling_on;
+	/* objects still being opened for this interval's samples: a bounded wait */
+	if (!skip) {
+		uint64_t wait = (uint64_t)ag->cfg->interval_s * 1000000000ULL / 4;
+
+		object_loader_wait(ag->objects, wait < OBJECTS_FLUSH_WAIT_NS ?
+				   wait : OBJECTS_FLUSH_WAIT_NS);
+	}
 	p = skip ? NULL : aggregate_build_profile(a, &bo);
 	err = skip ? 0 : write_profile(ag, "cpu", p, a->start_ns, path, sizeof(path));
 	if (err) {
@@ -1221,13 +1245,16 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 		symbolizer_set_budget(ag->sym, ag->budgets.symbols);
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
 	ag->gate = file_gate_new(0);
-	if (ag->procs)
+	ag->objects = object_loader_new();
+	if (ag->procs) {
 		process_table_set_gate(ag->procs, ag->gate);
+		process_table_set_loader(ag->procs, ag->objects);
+	}
 	ag->flame = flamegraph_new(0);
 	if (ag->flame)
 		flamegraph_set_budget(ag->flame, ag->budgets.flamegraph);
 	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, now_ns(CLOCK_REALTIME));
-	if (!ag->procs || !ag->gate || !ag->flame || !ag->cur) {
+	if (!ag->procs || !ag->gate || !ag->objects || !ag->flame || !ag->cur) {
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
 	}
@@ -1269,6 +1296,7 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	}
 	if (ag->unwind || ag->py) {
 		struct process_listener pl = {
+			.maps_seen = on_maps_seen,
 			.maps_read = on_maps_read,
 			.removed = on_removed,
 			.ctx = ag,
@@ -1282,10 +1310,19 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 static void agent_teardown(struct agent *ag)
 {
 	agent_metrics_stop(ag);		/* first: it reads everything below */
+	/*
+	 * The object loader uses the process table, symbolizer, unwind loader
+	 * and Python state: stopped first; stuck in a file read, it is left
+	 * alone with all of them (the process is exiting anyway).
+	 */
+	ag->objects_stuck = !object_loader_free(ag->objects, OBJECTS_STOP_WAIT_NS);
+	ag->objects = NULL;
 	/* before the BPF maps it writes are closed; one stuck in a read is left */
-	unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
+	if (!ag->objects_stuck)
+		unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
 	tracer_close(ag->tracer);
-	python_free(ag->py);
+	if (!ag->objects_stuck)
+		python_free(ag->py);
 	gpu_free(ag->gpu);
 	flamegraph_free(ag->gpu_flame);
 	agent_export_free(ag->exp);
@@ -1293,9 +1330,11 @@ static void agent_teardown(struct agent *ag)
 	aggregate_free(ag->cur);
 	aggregate_free(ag->next);
 	agent_exited_free(ag);
-	process_table_free(ag->procs);
-	file_gate_free(ag->gate);	/* stays allocated while a read hangs */
-	symbolizer_free(ag->sym);
+	if (!ag->objects_stuck) {
+		process_table_free(ag->procs);
+		file_gate_free(ag->gate);	/* stays allocated while a read hangs */
+		symbolizer_free(ag->sym);
+	}
 	flamegraph_free(ag->flame);
 	kallsyms_free(ag->ksyms);
 }

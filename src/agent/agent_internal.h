@@ -21,6 +21,7 @@
 #include "gpu/gpu.h"
 #include "output/flamegraph.h"
 #include "proc/file_gate.h"
+#include "proc/object_loader.h"
 #include "proc/process.h"
 #include "python/python.h"
 #include "symbol/kallsyms.h"
@@ -32,6 +33,12 @@
 
 /* How long shutdown waits for the unwind loader's job in hand (ns). */
 #define UNWIND_STOP_WAIT_NS	(300ULL * 1000 * 1000)
+#define OBJECTS_STOP_WAIT_NS	(300ULL * 1000 * 1000)
+/*
+ * How long one interval's write-out waits for objects still being opened:
+ * this, and at most a quarter of the interval (the next swap stays on time).
+ */
+#define OBJECTS_FLUSH_WAIT_NS	(1000ULL * 1000 * 1000)
 #define MAX_STACKS_PER_INTERVAL (1u << 20)
 #define READER_SYNC_MS 1000	/* longest wait for the reader to catch up */
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
@@ -93,6 +100,7 @@ enum agent_counter {
 	AGENT_CNT_FILE_READ_TIMEOUTS,	/* file reads abandoned at the deadline (file_gate.c) */
 	AGENT_CNT_SYMBOLS_UNREADABLE,	/* objects whose symbol tables could not be read */
 	AGENT_CNT_UNWIND_QUEUE_FULL,	/* unwind table updates dropped: the loader's queue was full */
+	AGENT_CNT_OBJECT_QUEUE_FULL,	/* object loader jobs dropped: its queue was full */
 	AGENT_CNT_LATE_SAMPLES,		/* samples read after their interval was swapped out */
 	AGENT_CNT_WRITE_FAILED_SAMPLES,	/* samples of CPU profiles that could not be written */
 	AGENT_CNT_SAMPLES_AFTER_EXIT,	/* exiting samples read after the exit event:
@@ -138,6 +146,10 @@ struct agent {
 	struct agent_budgets budgets;		/* --memory-limit's split */
 	struct file_gate *gate;		/* reads of mapped files that time out; any thread */
 	struct unwind_async *unwind;	/* the loader's thread and queue; NULL: FP only */
+	struct object_loader *objects;	/* opens and parses mapped files; any thread */
+	bool objects_stuck;		/* its worker could not be stopped: leave what it uses */
+	uint64_t frames_pending;	/* atomic: written frames whose object was not ready */
+	uint64_t frames_hung;		/* atomic: ... whose file hung */
 	struct python *py;		/* CPython processes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */

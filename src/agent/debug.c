@@ -121,6 +121,7 @@ static void user_frame(struct agent *ag, FILE *f, uint32_t i, uint64_t raw,
 	uint64_t lookup = exact ? ip : ip - 1;
 	const struct proc_mapping *m;
 	struct sym_result r;
+	struct sym_object *obj;
 	size_t idx;
 
 	fprintf(f, "  #%-3u user   0x%016llx", i, (unsigned long long)ip);
@@ -132,10 +133,10 @@ static void user_frame(struct agent *ag, FILE *f, uint32_t i, uint64_t raw,
 	fprintf(f, " %s+0x%llx", m->path[0] ? m->path : "[anon]",
 		(unsigned long long)(ip - m->start + m->offset));
 	idx = m - snap->maps.v;
-	if (snap->objs && snap->objs[idx]) {
+	obj = snap->objs ? proc_snapshot_object(snap, idx, NULL) : NULL;
+	if (obj) {
 		pthread_mutex_lock(&ag->sym_lock);
-		if (!sym_object_resolve(snap->objs[idx],
-					lookup - m->start + m->offset, &r))
+		if (!sym_object_resolve(obj, lookup - m->start + m->offset, &r))
 			fprintf(f, " %s", r.name);
 		pthread_mutex_unlock(&ag->sym_lock);
 	}

@@ -52,6 +52,7 @@ struct agent_snapshot {
 	struct unwind_loader_stats unwind;
 	struct file_gate_stats gate;	/* live, from the gate's own lock */
 	struct unwind_async_stats unwind_async;	/* live, from the loader thread's lock */
+	struct object_loader_stats objects;	/* live, from the object loader's lock */
 	struct agent_cache_stats caches;
 	uint64_t probabilistic_draws;
 	uint64_t probabilistic_on;
@@ -116,6 +117,7 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 	if (s->ready) {
 		file_gate_stats(ag->gate, &s->gate);
 		unwind_async_stats(ag->unwind, &s->unwind_async);	/* NULL: zeros */
+		object_loader_stats(ag->objects, &s->objects);	/* NULL: zeros */
 	}
 }
 
@@ -220,6 +222,10 @@ static const struct field_metric table_rows[] = {
 	{ "profd_unwind_jobs_queued", PROM_GAUGE,
 	  "Unwind table updates waiting for the loader thread.",
 	  SNAP(unwind_async.queued) },
+	{ "profd_object_jobs_queued", PROM_GAUGE,
+	  "Mapped files (symbols, build IDs, CPython detection) waiting for the "
+	  "object loader thread.",
+	  SNAP(objects.queued) },
 	{ "profd_file_reads_total", PROM_COUNTER,
 	  "Mapped files read ahead of parsing, with a deadline.",
 	  SNAP(gate.checks) },
@@ -557,6 +563,12 @@ static const char *unhealthy(const struct agent *ag, const struct agent_snapshot
 		snprintf(buf, len, "degraded: %llu file read(s) hung, the oldest for %llu s "
 			 "(see partial.file_hung)\n", (unsigned long long)s->gate.stuck_now,
 			 (unsigned long long)(s->gate.stuck_oldest_ns / 1000000000ULL));
+		return buf;
+	}
+	if (s->objects.busy_ns > OBJECT_LOADER_STUCK_NS) {
+		snprintf(buf, len, "degraded: opening one mapped file has taken %llu s "
+			 "(object loader)\n",
+			 (unsigned long long)(s->objects.busy_ns / 1000000000ULL));
 		return buf;
 	}
 	if (s->unwind_async.busy_ns > HEALTH_UNWIND_BUSY_NS) {

@@ -72,6 +72,10 @@ struct build_opts {
 	struct python *py;		/* names Python frame ids; NULL: none */
 	const char *const *comments;	/* copied into the profile */
 	uint32_t ncomments;
+	/* atomics, may be NULL: user locations left unsymbolized because
+	 * their object was still being opened / their file hung */
+	uint64_t *frames_pending;
+	uint64_t *frames_hung;
 };
 
 /*

@@ -71,7 +71,7 @@ static uint32_t user_mapping_id(struct stack_builder *b, struct proc_snapshot *s
 				int idx)
 {
 	const struct proc_mapping *m = &snap->maps.v[idx];
-	struct sym_object *obj = snap->objs[idx];
+	struct sym_object *obj = proc_snapshot_object(snap, idx, NULL);
 	uint32_t j;
 
 	if ((b->mn + 1) * 2 > b->mcap && mkeys_grow(b))
@@ -90,6 +90,12 @@ static uint32_t user_mapping_id(struct stack_builder *b, struct proc_snapshot *s
 	if (b->mkeys[j].id)
 		b->mn++;
 	return b->mkeys[j].id;
+}
+
+static void count(uint64_t *counter)
+{
+	if (counter)
+		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
 static uint32_t kernel_location(struct stack_builder *b, uint64_t ip, bool leaf)
@@ -116,6 +122,8 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 {
 	uint64_t lookup = exact ? ip : ip - 1;
 	const struct proc_mapping *m;
+	enum proc_obj_state state;
+	struct sym_object *obj;
 	struct sym_result r;
 	uint32_t mapping_id, fn = 0;
 	int idx, ret;
@@ -125,13 +133,17 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 		return profile_location_id(b->p, 0, ip, 0, 0);
 	idx = m - snap->maps.v;
 	mapping_id = user_mapping_id(b, snap, idx);
-	if (snap->objs[idx]) {
+	obj = proc_snapshot_object(snap, idx, &state);
+	if (obj) {
 		pthread_mutex_lock(b->o->sym_lock);
-		ret = sym_object_resolve(snap->objs[idx],
-					 lookup - m->start + m->offset, &r);
+		ret = sym_object_resolve(obj, lookup - m->start + m->offset, &r);
 		if (!ret)
 			fn = profile_function_id(b->p, r.name, r.system_name, "");
 		pthread_mutex_unlock(b->o->sym_lock);
+	} else if (state == PROC_OBJ_HUNG) {
+		count(b->o->frames_hung);
+	} else if (state != PROC_OBJ_DONE) {
+		count(b->o->frames_pending);	/* still queued, or its file pending */
 	}
 	return profile_location_id(b->p, mapping_id, ip, fn, 0);
 }
@@ -194,7 +206,7 @@ uint32_t proc_meta_labels(const struct proc_snapshot *snap,
 	if (m->executable && m->executable[0])
 		out[n++] = (struct profile_label){ .key = "executable",
 						   .str = m->executable };
-	if (m->build_id[0])
+	if (proc_snapshot_build_id(snap)[0])
 		out[n++] = (struct profile_label){ .key = "build_id", .str = m->build_id };
 	return n;
 }

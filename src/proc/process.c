@@ -5,7 +5,12 @@
  * Owns also the reading of each snapshot's metadata: /proc/PID/cgroup
  * (through cgroup.c), /proc/PID/exe, and the executable's build ID from
  * the ELF object its text mapping opens anyway for symbolization (cached
- * by the symbolizer per file, so a re-read costs a stat, not a parse).
+ * by the symbolizer per file, so a re-read costs a stat, not a parse),
+ * and the jobs handed to the object loader (object_loader.h): a
+ * snapshot's (gate checks of its files, the executable's object and
+ * build ID, the listener's maps_read()), a mapping's object, and a
+ * process's removal. /proc is read on the reader; mapped files only in
+ * those jobs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +23,7 @@
 #include <unistd.h>
 
 #include "proc/file_gate.h"
+#include "proc/object_loader.h"
 #include "proc/process.h"
 
 #define NBUCKETS 4096
@@ -29,7 +35,25 @@ struct process_table {
 	struct process_table_stats stats;
 	struct process_listener listener;
 	struct file_gate *gate;		/* NULL: files are opened unchecked */
+	struct object_loader *loader;	/* NULL: jobs run on the reader */
 };
+
+/* What the loader is asked to do (see the file's top comment). */
+enum job_kind { JOB_SNAPSHOT, JOB_OBJECT, JOB_REMOVED };
+
+struct load_job {
+	enum job_kind kind;
+	struct process_table *pt;
+	struct proc_snapshot *s;	/* a reference; NULL for JOB_REMOVED */
+	int idx;			/* JOB_OBJECT: the mapping */
+	pid_t pid;			/* JOB_REMOVED */
+	char *exe;			/* JOB_SNAPSHOT: /proc/PID/exe's target; NULL */
+};
+
+void process_table_set_loader(struct process_table *pt, struct object_loader *ol)
+{
+	pt->loader = ol;
+}
 
 void process_table_set_gate(struct process_table *pt, struct file_gate *g)
 {
@@ -64,8 +88,24 @@ void proc_snapshot_put(struct proc_snapshot *s)
 	free(s->meta.cgroup);
 	free(s->meta.executable);
 	free(s->objs);
-	free(s->objs_tried);
+	free(s->obj_state);
 	free(s);
+}
+
+struct sym_object *proc_snapshot_object(const struct proc_snapshot *s, int idx,
+					 enum proc_obj_state *state)
+{
+	uint8_t st = __atomic_load_n(&s->obj_state[idx], __ATOMIC_ACQUIRE);
+
+	if (state)
+		*state = st;
+	return st == PROC_OBJ_DONE ? __atomic_load_n(&s->objs[idx], __ATOMIC_ACQUIRE)
+				   : NULL;
+}
+
+const char *proc_snapshot_build_id(const struct proc_snapshot *s)
+{
+	return __atomic_load_n(&s->meta_ready, __ATOMIC_ACQUIRE) ? s->meta.build_id : "";
 }
 
 struct process_table *process_table_new(struct symbolizer *sym,
@@ -134,7 +174,7 @@ void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len)
 	out[strcspn(out, "\n")] = '\0';
 }
 
-static void open_object(struct process_table *pt, struct proc_snapshot *s,
+static void load_object(struct process_table *pt, struct proc_snapshot *s,
 			int idx);
 
 /*
@@ -163,15 +203,18 @@ static int exe_mapping(const struct proc_snapshot *s, const char *exe)
 	return -1;
 }
 
-/* Fill s->meta; what cannot be read stays "" / NULL. */
-static void read_meta(struct process_table *pt, struct proc_snapshot *s)
+/*
+ * Fill s->meta from /proc (the build ID is the loader's: read_build_id());
+ * what cannot be read stays "" / NULL. Returns the executable's path
+ * (malloc'ed) for read_build_id(), or NULL.
+ */
+static char *read_meta(struct proc_snapshot *s)
 {
 	static const char deleted[] = " (deleted)";
 	size_t dl = sizeof(deleted) - 1;
 	char link[64], exe[PATH_MAX], cg[PATH_MAX];
 	const char *base;
 	ssize_t n;
-	int idx;
 
 	if (!proc_read_cgroup(s->pid, cg, sizeof(cg))) {
 		s->meta.cgroup = strdup(cg);
@@ -181,7 +224,7 @@ static void read_meta(struct process_table *pt, struct proc_snapshot *s)
 	snprintf(link, sizeof(link), "/proc/%d/exe", s->pid);
 	n = readlink(link, exe, sizeof(exe) - 1);
 	if (n <= 0)
-		return;		/* kernel thread, or gone */
+		return NULL;	/* kernel thread, or gone */
 	exe[n] = '\0';
 	if ((size_t)n > dl && !strcmp(exe + n - dl, deleted))
 		exe[n - dl] = '\0';
@@ -189,14 +232,27 @@ static void read_meta(struct process_table *pt, struct proc_snapshot *s)
 	base = base ? base + 1 : exe;
 	if (*base)
 		s->meta.executable = strdup(base);
-	idx = exe_mapping(s, exe);
-	if (idx < 0)
-		return;
-	if (!s->objs_tried[idx])
-		open_object(pt, s, idx);
-	if (s->objs[idx])
-		snprintf(s->meta.build_id, sizeof(s->meta.build_id), "%s",
-			 sym_object_build_id(s->objs[idx]));
+	return strdup(exe);
+}
+
+/*
+ * On the loader: the build ID of @exe's object (opened now if need be)
+ * into s->meta, then meta_ready (release).
+ */
+static void read_build_id(struct process_table *pt, struct proc_snapshot *s,
+			  const char *exe)
+{
+	struct sym_object *o;
+	int idx = exe ? exe_mapping(s, exe) : -1;
+
+	if (idx >= 0) {
+		load_object(pt, s, idx);
+		o = proc_snapshot_object(s, idx, NULL);
+		if (o)
+			snprintf(s->meta.build_id, sizeof(s->meta.build_id), "%s",
+				 sym_object_build_id(o));
+	}
+	__atomic_store_n(&s->meta_ready, 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -229,8 +285,9 @@ static void check_files(struct process_table *pt, struct proc_snapshot *s)
 }
 
 /*
- * Hand @s's mappings to the listener (unwind tables, CPython detection),
- * less those whose file is hung: they open and parse the files.
+ * Hand @s's mappings to the listener's maps_read() (unwind tables,
+ * CPython detection), less those whose file is hung: they open and
+ * parse the files. On the loader.
  */
 static void offer_maps(struct process_table *pt, struct proc_snapshot *s)
 {
@@ -253,10 +310,131 @@ static void offer_maps(struct process_table *pt, struct proc_snapshot *s)
 	free(view.v);
 }
 
+/* On the loader: open the objects of @s's mappings already asked for. */
+static void open_asked(struct process_table *pt, struct proc_snapshot *s)
+{
+	for (size_t i = 0; i < s->maps.n; i++)
+		if (__atomic_load_n(&s->obj_state[i], __ATOMIC_ACQUIRE) == PROC_OBJ_QUEUED)
+			load_object(pt, s, i);
+}
+
+static void job_free(struct load_job *j)
+{
+	proc_snapshot_put(j->s);
+	free(j->exe);
+	free(j);
+}
+
+/* object_job_fn of every job: run it (unless cancelled), then free it. */
+static void run_job(void *arg, bool cancel)
+{
+	struct load_job *j = arg;
+	struct process_table *pt = j->pt;
+
+	if (cancel) {
+		job_free(j);
+		return;
+	}
+	switch (j->kind) {
+	case JOB_SNAPSHOT:
+		check_files(pt, j->s);
+		/* unwind tables first: needed by BPF now, the build ID at write-out */
+		if (pt->listener.maps_read)
+			offer_maps(pt, j->s);
+		read_build_id(pt, j->s, j->exe);
+		/* what its first samples asked for, not behind other jobs */
+		open_asked(pt, j->s);
+		break;
+	case JOB_OBJECT:
+		load_object(pt, j->s, j->idx);
+		break;
+	case JOB_REMOVED:
+		if (pt->listener.removed)
+			pt->listener.removed(pt->listener.ctx, j->pid);
+		break;
+	}
+	job_free(j);
+}
+
+/*
+ * Queue job @kind (taking a reference to @s, and @exe). Returns 0, or
+ * < 0 when it was not queued (freed; counted as loader_dropped).
+ */
+static int queue_job(struct process_table *pt, enum job_kind kind,
+		     struct proc_snapshot *s, int idx, pid_t pid, char *exe)
+{
+	struct load_job *j = calloc(1, sizeof(*j));
+	int ret;
+
+	if (!j) {
+		free(exe);
+		return -ENOMEM;
+	}
+	j->kind = kind;
+	j->pt = pt;
+	j->s = proc_snapshot_get(s);
+	j->idx = idx;
+	j->pid = pid;
+	j->exe = exe;
+	ret = object_loader_add(pt->loader, run_job, j, kind == JOB_REMOVED);
+	if (ret) {
+		job_free(j);
+		pt->stats.loader_dropped++;
+	}
+	return ret;
+}
+
+/*
+ * The loader's work on new snapshot @s: the gate's checks of its files,
+ * the listener's maps_read(), the executable's build ID (@exe, taken).
+ * Not queued (queue full): no build ID, and no maps_read() until the next
+ * maps read.
+ */
+static void queue_snapshot(struct process_table *pt, struct proc_snapshot *s,
+			   char *exe)
+{
+	if (queue_job(pt, JOB_SNAPSHOT, s, -1, 0, exe))
+		__atomic_store_n(&s->meta_ready, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Ask the loader for the object of @s's mapping @idx (once; again after
+ * its file was pending). Mappings with nothing to open are done at once.
+ */
+static void ask_object(struct process_table *pt, struct proc_snapshot *s, int idx)
+{
+	const struct proc_mapping *m = &s->maps.v[idx];
+
+	uint8_t none = PROC_OBJ_NONE, queued = PROC_OBJ_QUEUED;
+	bool nothing = !m->executable || (m->special && strcmp(m->path, "[vdso]")) ||
+		       !m->path[0];
+
+	/* a CAS: the loader may be settling this mapping right now */
+	if (__atomic_load_n(&s->obj_state[idx], __ATOMIC_ACQUIRE) != PROC_OBJ_NONE ||
+	    !__atomic_compare_exchange_n(&s->obj_state[idx], &none,
+					 nothing ? PROC_OBJ_DONE : PROC_OBJ_QUEUED, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+	    nothing)
+		return;
+	if (queue_job(pt, JOB_OBJECT, s, idx, 0, NULL))
+		__atomic_compare_exchange_n(&s->obj_state[idx], &queued, PROC_OBJ_NONE,
+					    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* Tell the listener @pid left, after the jobs queued before (in order). */
+static void tell_removed(struct process_table *pt, pid_t pid)
+{
+	if (!pt->listener.removed)
+		return;
+	if (queue_job(pt, JOB_REMOVED, NULL, -1, pid, NULL) == -ENOMEM)
+		pt->listener.removed(pt->listener.ctx, pid);	/* no memory: now */
+}
+
 /* Read the maps into a new snapshot; keep the old one if the read fails. */
 static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 {
 	struct proc_snapshot *s = calloc(1, sizeof(*s));
+	char *exe;
 	int ret;
 
 	p->refreshed_ns = now;
@@ -273,11 +451,11 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 		return ret;
 	}
 	s->objs = calloc(s->maps.n ? s->maps.n : 1, sizeof(*s->objs));
-	s->objs_tried = calloc(s->maps.n ? s->maps.n : 1, sizeof(*s->objs_tried));
-	if (!s->objs || !s->objs_tried) {
+	s->obj_state = calloc(s->maps.n ? s->maps.n : 1, sizeof(*s->obj_state));
+	if (!s->objs || !s->obj_state) {
 		proc_maps_free(&s->maps);
 		free(s->objs);
-		free(s->objs_tried);
+		free(s->obj_state);
 		free(s);
 		return -ENOMEM;
 	}
@@ -285,12 +463,12 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	s->pid = p->pid;
 	s->sym = pt->sym;
 	s->sym_lock = pt->sym_lock;
-	check_files(pt, s);
-	read_meta(pt, s);
+	exe = read_meta(s);
 	proc_snapshot_put(p->snap);
 	p->snap = s;
-	if (pt->listener.maps_read)
-		offer_maps(pt, s);
+	if (pt->listener.maps_seen)
+		pt->listener.maps_seen(pt->listener.ctx, s->pid, &s->maps);
+	queue_snapshot(pt, s, exe);
 	return 0;
 }
 
@@ -393,24 +571,42 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 	return p;
 }
 
-static void open_object(struct process_table *pt, struct proc_snapshot *s,
+/*
+ * On the loader: open the object of @s's mapping @idx through the gate
+ * and publish it (objs[idx], then obj_state[idx]: release). A file still
+ * being read ahead leaves the state PROC_OBJ_NONE (asked again at its
+ * next sample); a hung one PROC_OBJ_HUNG.
+ */
+static void load_object(struct process_table *pt, struct proc_snapshot *s,
 			int idx)
 {
 	const struct proc_mapping *m = &s->maps.v[idx];
-	int err = 0;
+	uint8_t st = __atomic_load_n(&s->obj_state[idx], __ATOMIC_ACQUIRE);
+	struct sym_object *o;
+	int err = 0, gate;
 
-	s->objs_tried[idx] = true;
-	if (!m->executable || (m->special && strcmp(m->path, "[vdso]")) || !m->path[0])
+	if (st == PROC_OBJ_DONE || st == PROC_OBJ_HUNG)
 		return;
-	if (mapping_gate(pt, s, m) < 0) {
-		s->objs_tried[idx] = false;	/* asked again at its next sample */
+	if (__atomic_load_n(&s->objs[idx], __ATOMIC_ACQUIRE)) {
+		/* opened by an earlier job; the reader queued this one meanwhile */
+		__atomic_store_n(&s->obj_state[idx], PROC_OBJ_DONE, __ATOMIC_RELEASE);
 		return;
 	}
-	pthread_mutex_lock(pt->sym_lock);
-	s->objs[idx] = symbolizer_get(pt->sym, s->pid, m, &err);
-	pthread_mutex_unlock(pt->sym_lock);
-	if (!s->objs[idx])
-		pt->stats.elf_open_errors++;
+	if (!m->executable || (m->special && strcmp(m->path, "[vdso]")) || !m->path[0]) {
+		__atomic_store_n(&s->obj_state[idx], PROC_OBJ_DONE, __ATOMIC_RELEASE);
+		return;
+	}
+	gate = mapping_gate(pt, s, m);
+	if (gate < 0) {
+		__atomic_store_n(&s->obj_state[idx], gate == -ETIMEDOUT ?
+				 PROC_OBJ_HUNG : PROC_OBJ_NONE, __ATOMIC_RELEASE);
+		return;
+	}
+	o = symbolizer_get_unlocked(pt->sym, pt->sym_lock, s->pid, m, &err);
+	__atomic_store_n(&s->objs[idx], o, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->obj_state[idx], PROC_OBJ_DONE, __ATOMIC_RELEASE);
+	if (!o)
+		__atomic_add_fetch(&pt->stats.elf_open_errors, 1, __ATOMIC_RELAXED);
 }
 
 static int lookup(struct proc_snapshot *s, uint64_t addr)
@@ -433,18 +629,8 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 		refresh(pt, p, now);
 		idx = lookup(p->snap, addr);
 	}
-	if (idx >= 0 && !p->snap->objs_tried[idx]) {
-		int gate;
-
-		open_object(pt, p->snap, idx);
-		/* a frame whose file cannot be read in time: named by its mapping */
-		gate = p->snap->objs_tried[idx] ? 0 :
-		       mapping_gate(pt, p->snap, &p->snap->maps.v[idx]);
-		if (gate == -ETIMEDOUT)
-			pt->stats.files_hung++;
-		else if (gate < 0)
-			pt->stats.files_pending++;
-	}
+	if (idx >= 0)
+		ask_object(pt, p->snap, idx);
 	return idx;
 }
 
@@ -511,8 +697,7 @@ void process_table_reap(struct process_table *pt, uint64_t now,
 			if (!drop && p->exited && !p->released &&
 			    p->exited_ns < release_before) {
 				p->released = true;
-				if (pt->listener.removed)
-					pt->listener.removed(pt->listener.ctx, p->pid);
+				tell_removed(pt, p->pid);
 			}
 			if (!drop) {
 				pp = &p->next;
@@ -520,8 +705,8 @@ void process_table_reap(struct process_table *pt, uint64_t now,
 			}
 			pt->stats.exited_removed += dead;
 			*pp = p->next;
-			if (pt->listener.removed && !p->released)
-				pt->listener.removed(pt->listener.ctx, p->pid);
+			if (!p->released)
+				tell_removed(pt, p->pid);
 			process_free(p);
 			pt->stats.processes--;
 		}
@@ -535,4 +720,6 @@ void process_table_stats(const struct process_table *pt,
 			 struct process_table_stats *out)
 {
 	*out = pt->stats;
+	out->elf_open_errors = __atomic_load_n(&pt->stats.elf_open_errors,
+					       __ATOMIC_RELAXED);	/* the loader's */
 }

@@ -14,11 +14,19 @@
  * and the mappings of files found hung are neither opened nor offered to
  * the listener.
  *
- * Threads: the table is used by the reader thread only. Snapshots are
+ * Threads: the table is used by the reader thread only, except for what
+ * it hands to an object loader (process_table_set_loader): opening and
+ * parsing a mapping's ELF file (through the file gate), the executable's
+ * build ID and the listener's maps_read()/removed() run there, in the
+ * order asked, so the reader never opens an ELF file nor waits on the
+ * gate. Those jobs hold a snapshot reference and publish into it:
+ * objs[i] then obj_state[i] (release; read obj_state with acquire before
+ * objs), and meta.build_id then meta_ready. Snapshots are otherwise
  * immutable once published and reference counted, so samples aggregated
  * under one stay symbolizable after the process exited or re-read its
  * maps. Every call into the symbolizer is made under `sym_lock` (see
- * process_table_new), which the profile writer takes too.
+ * process_table_new), which the profile writer takes too; the loader
+ * drops it while a file is parsed.
  */
 #ifndef PROFD_PROC_PROCESS_H
 #define PROFD_PROC_PROCESS_H
@@ -48,15 +56,24 @@ struct proc_meta {
 	char *executable;		/* owned; basename of /proc/PID/exe */
 };
 
+/* Where a mapping's object stands (proc_snapshot.obj_state[i]). */
+enum proc_obj_state {
+	PROC_OBJ_NONE,		/* not asked for yet, or its file was pending: ask again */
+	PROC_OBJ_QUEUED,	/* a loader job will open it */
+	PROC_OBJ_DONE,		/* opened (objs[i]), failed, or nothing to open */
+	PROC_OBJ_HUNG,		/* its file hung (file gate): not opened */
+};
+
 /* One read of /proc/PID/maps and the ELF objects of its mappings. */
 struct proc_snapshot {
 	int refcnt;			/* atomic */
 	pid_t pid;
 	struct proc_maps maps;
-	struct proc_meta meta;		/* read with the maps */
-	/* per mapping: NULL = not opened yet; objs_tried marks failures */
-	struct sym_object **objs;
-	bool *objs_tried;
+	struct proc_meta meta;		/* read with the maps; build_id: see meta_ready */
+	int meta_ready;			/* atomic: meta.build_id is final */
+	/* per mapping: the object (NULL: none yet, or none) and enum proc_obj_state */
+	struct sym_object **objs;	/* atomic pointers */
+	uint8_t *obj_state;		/* atomic */
 	struct symbolizer *sym;		/* for releasing objs */
 	pthread_mutex_t *sym_lock;
 };
@@ -82,8 +99,7 @@ struct process_table_stats {
 	uint64_t maps_reads;		/* /proc/PID/maps reads */
 	uint64_t maps_read_errors;	/* process gone before its maps were read */
 	uint64_t elf_open_errors;	/* mappings whose file could not be opened */
-	uint64_t files_hung;		/* frames left unsymbolized: their file hung */
-	uint64_t files_pending;		/* ... their file's read-ahead not done yet */
+	uint64_t loader_dropped;	/* loader jobs not queued (queue full): done later */
 	uint64_t samples_after_exit;	/* exiting samples read after the exit event */
 	uint64_t exited_removed;	/* entries removed after their exit event */
 };
@@ -92,10 +108,16 @@ struct process_table;
 
 /*
  * Told about every successful maps read (the mappings stay valid for the
- * call only) and about every process leaving the table. Called on the
- * reader thread. Used to keep the BPF unwind tables in step.
+ * call only) and about every process leaving the table. maps_seen() is
+ * called on the reader thread with every read, before any file is
+ * opened: it must not read the mapped files. maps_read() gets the
+ * mappings less those whose file hung and removed() follows, both on the
+ * object loader's thread (the reader without one), in the order the
+ * reads and removals happened. Used to keep the BPF unwind tables and
+ * CPython detection in step.
  */
 struct process_listener {
+	void (*maps_seen)(void *ctx, pid_t pid, const struct proc_maps *maps);
 	void (*maps_read)(void *ctx, pid_t pid, const struct proc_maps *maps);
 	void (*removed)(void *ctx, pid_t pid);
 	void *ctx;
@@ -106,14 +128,25 @@ void process_table_set_listener(struct process_table *pt,
 				const struct process_listener *l);
 
 struct file_gate;
+struct object_loader;
+
+/*
+ * process_table_set_loader - open ELF objects, read build IDs and call
+ * the listener's maps_read()/removed() on @ol's thread (see
+ * object_loader.h) rather than the caller's. @ol is not owned and must
+ * outlive the table (or be left alone with it, when it could not be
+ * stopped). NULL: all of it on the reader.
+ */
+void process_table_set_loader(struct process_table *pt, struct object_loader *ol);
 
 /*
  * process_table_set_gate - read every executable mapping's file through
  * @g (see file_gate.h) before it is opened or handed to the listener;
  * mappings of files found hung are not opened (their frames keep the
- * mapping's name; each counted in files_hung) and not offered to the
- * listener (a file whose read-ahead is still running is asked about
- * again at the next sample or maps read: files_pending). @g is not owned
+ * mapping's name; obj_state PROC_OBJ_HUNG) and not offered to
+ * maps_read() (a file whose read-ahead is still running is asked about
+ * again at the next sample or maps read). With a loader, the gate is
+ * asked on the loader's thread only. @g is not owned
  * and must outlive the table. NULL: no gate.
  */
 void process_table_set_gate(struct process_table *pt, struct file_gate *g);
@@ -147,7 +180,8 @@ struct process *process_get(struct process_table *pt, pid_t pid,
 /*
  * process_find_mapping - index of the mapping of @p containing @addr,
  * re-reading the maps (rate limited) when @addr is outside all of them
- * or the process exec'd. Opens the mapping's ELF object on first use.
+ * or the process exec'd. Asks for the mapping's ELF object on first use
+ * (opened by the loader; at once without one).
  * Returns the index into p->snap->maps.v, or -1.
  */
 int process_find_mapping(struct process_table *pt, struct process *p,
@@ -203,6 +237,20 @@ void process_table_reap(struct process_table *pt, uint64_t now_ns,
 
 void process_table_stats(const struct process_table *pt,
 			 struct process_table_stats *out);
+
+/*
+ * proc_snapshot_object - the object of @s's mapping @idx as far as it is
+ * ready (acquire), NULL if none (yet); *@state (may be NULL) gets its
+ * enum proc_obj_state. Any thread holding a reference.
+ */
+struct sym_object *proc_snapshot_object(const struct proc_snapshot *s, int idx,
+					 enum proc_obj_state *state);
+
+/*
+ * proc_snapshot_build_id - the executable's build ID (hex) once the
+ * loader read it, else "". Any thread holding a reference.
+ */
+const char *proc_snapshot_build_id(const struct proc_snapshot *s);
 
 /* proc_snapshot_get/put - take/drop a reference (put frees at zero). */
 struct proc_snapshot *proc_snapshot_get(struct proc_snapshot *s);

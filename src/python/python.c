@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
 #include <libelf.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,8 +58,9 @@ struct pyproc {
 struct python {
 	int procs_fd;
 	int verbose;
-	struct detected *det[1024];
+	struct detected *det[1024];	/* the object loader's (python_maps_read) */
 	uint32_t ndet;
+	pthread_mutex_t procs_lock;	/* procs, next_gen and python_procs entries */
 	struct pyproc *procs[1024];
 	uint64_t next_gen;
 	struct py_code_cache *codes;
@@ -77,6 +79,7 @@ struct python *python_new(int procs_fd, int verbose)
 
 	if (!py)
 		return NULL;
+	pthread_mutex_init(&py->procs_lock, NULL);
 	elf_version(EV_CURRENT);
 	py->procs_fd = procs_fd;
 	py->verbose = verbose;
@@ -120,6 +123,7 @@ void python_free(struct python *py)
 	py_code_cache_free(py->codes);
 	py_frames_free(py->frames[0]);
 	py_frames_free(py->frames[1]);
+	pthread_mutex_destroy(&py->procs_lock);
 	free(py);
 }
 
@@ -317,25 +321,36 @@ static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 		      bool is_parent);
 
 /*
- * Link @p to its parent when that is the same interpreter, same place.
  * A parent never sampled yet (one that only forks spends little CPU) is
- * looked at now: its copies of the code objects name a short-lived
- * child's frames after the child exited.
+ * looked at now, before its child is linked to it: its copies of the
+ * code objects name a short-lived child's frames after the child exited.
+ * Without the lock (detection reads files).
  */
-static void set_parent(struct python *py, struct pyproc *p, bool is_parent)
+static void look_at_parent(struct python *py, pid_t ppid)
 {
-	pid_t ppid = parent_pid(p->pid);
+	struct proc_maps maps = { 0 };
+	bool known;
+
+	if (ppid <= 1)
+		return;
+	pthread_mutex_lock(&py->procs_lock);
+	known = *proc_slot(py, ppid) != NULL;
+	pthread_mutex_unlock(&py->procs_lock);
+	if (known)
+		return;
+	if (!proc_maps_read(ppid, &maps))
+		maps_read(py, ppid, &maps, true);
+	proc_maps_free(&maps);
+}
+
+/*
+ * Link @p to its parent @ppid when that is the same interpreter, same
+ * place. procs_lock held.
+ */
+static void set_parent(struct python *py, struct pyproc *p, pid_t ppid)
+{
 	struct pyproc *q = ppid > 0 ? *proc_slot(py, ppid) : NULL;
 
-	if (!q && ppid > 1 && !is_parent) {
-		struct proc_maps maps = { 0 };
-
-		if (!proc_maps_read(ppid, &maps)) {
-			maps_read(py, ppid, &maps, true);
-			q = *proc_slot(py, ppid);
-		}
-		proc_maps_free(&maps);
-	}
 	p->parent = 0;
 	p->parent_gen = 0;
 	if (q && q->off && q->inode == p->inode && q->dev_major == p->dev_major &&
@@ -350,17 +365,22 @@ void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 	maps_read(py, pid, maps, false);
 }
 
+static void update_proc(struct python *py, pid_t pid,
+			const struct proc_mapping *found,
+			const struct detected *d, uint64_t bias, pid_t ppid);
+
 /* python_maps_read(); @is_parent: called for a child's parent (no further up). */
 static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps,
 		      bool is_parent)
 {
 	const struct proc_mapping *found = NULL;
-	struct detected *d = NULL;
-	struct profd_python_proc v;
-	struct pyproc **pp, *p;
-	uint64_t bias;
-	__u32 key = pid;
+	struct detected *d = NULL, det;
+	struct pyproc *p;
+	uint64_t bias = 0;
+	pid_t ppid = 0;
+	bool same;
 
+	/* detection: files read, no lock (the cache is this thread's) */
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_mapping *m = &maps->v[i];
 
@@ -372,12 +392,42 @@ static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 			break;
 		}
 	}
-	pp = proc_slot(py, pid);
 	if (!found || !load_bias(d, found, &bias)) {
+		pthread_mutex_lock(&py->procs_lock);
 		proc_remove(py, pid);
+		pthread_mutex_unlock(&py->procs_lock);
 		return;
 	}
-	p = *pp;
+	det = *d;	/* the parent's detection may clear the cache */
+	pthread_mutex_lock(&py->procs_lock);
+	p = *proc_slot(py, pid);
+	same = p && p->inode == found->inode && p->dev_major == found->dev_major &&
+	       p->dev_minor == found->dev_minor && p->bias == bias;
+	pthread_mutex_unlock(&py->procs_lock);
+	if (same)
+		return;	/* same interpreter as before */
+	if (det.result == 1 && py_offsets_find(det.bin.major, det.bin.minor)) {
+		ppid = parent_pid(pid);
+		if (!is_parent)
+			look_at_parent(py, ppid);
+	}
+	pthread_mutex_lock(&py->procs_lock);
+	update_proc(py, pid, found, &det, bias, ppid);
+	pthread_mutex_unlock(&py->procs_lock);
+}
+
+/*
+ * Add or update @pid's entry: interpreter @d in @found at @bias, parent
+ * @ppid. procs_lock held; no file is read.
+ */
+static void update_proc(struct python *py, pid_t pid,
+			const struct proc_mapping *found,
+			const struct detected *d, uint64_t bias, pid_t ppid)
+{
+	struct pyproc **pp = proc_slot(py, pid), *p = *pp;
+	struct profd_python_proc v;
+	__u32 key = pid;
+
 	if (p && p->inode == found->inode && p->dev_major == found->dev_major &&
 	    p->dev_minor == found->dev_minor && p->bias == bias)
 		return;	/* same interpreter as before */
@@ -408,7 +458,7 @@ static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 	}
 	p->gen = ++py->next_gen;
 	p->bias = bias;
-	set_parent(py, p, is_parent);
+	set_parent(py, p, ppid);
 	p->types.code = d->bin.code_type ? d->bin.code_type + bias : 0;
 	p->types.unicode = d->bin.unicode_type ? d->bin.unicode_type + bias : 0;
 	p->types.bytes = d->bin.bytes_type ? d->bin.bytes_type + bias : 0;
@@ -428,7 +478,9 @@ static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 
 void python_removed(struct python *py, pid_t pid)
 {
+	pthread_mutex_lock(&py->procs_lock);
 	proc_remove(py, pid);
+	pthread_mutex_unlock(&py->procs_lock);
 }
 
 static bool in_eval(const struct pyproc *p, uint64_t pc)
@@ -490,7 +542,27 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 
 #define MAX_GROUPS (PROFD_MAX_PYTHON_FRAMES + 2)
 
+static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
+			    const uint64_t *user, uint32_t nuser,
+			    const uint64_t *frames, uint32_t nframes,
+			    uint64_t *out, uint32_t cap, uint64_t now_ns);
+
+/* python_merge_stack - see python.h; the process table is locked throughout. */
 uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
+			    const uint64_t *user, uint32_t nuser,
+			    const uint64_t *frames, uint32_t nframes,
+			    uint64_t *out, uint32_t cap, uint64_t now_ns)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&py->procs_lock);
+	n = merge_stack(py, pid, flags, user, nuser, frames, nframes, out, cap,
+			now_ns);
+	pthread_mutex_unlock(&py->procs_lock);
+	return n;
+}
+
+static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
 			    const uint64_t *user, uint32_t nuser,
 			    const uint64_t *frames, uint32_t nframes,
 			    uint64_t *out, uint32_t cap, uint64_t now_ns)

@@ -13,8 +13,14 @@
  * detect.h); the reader thread turns each sample's Python frames into
  * frame ids and splices them into the native stack with
  * python_merge_stack(); the profile writer names the ids with
- * python_frame(). Threads: all calls but python_frame() and
- * python_stats() are made on the reader thread.
+ * python_frame(). Threads: python_maps_read() and python_removed() are
+ * called on the object loader's thread (in the order of the maps reads
+ * and removals), python_merge_stack() and python_new_interval() on the
+ * reader, python_frame() and python_stats() on any. Detection (the
+ * files' ELF symbols, cached per file) is the loader's alone and runs
+ * without a lock; the process table and its python_procs entries are
+ * changed under a lock python_merge_stack() holds while it runs, never
+ * while a file is read.
  */
 #ifndef PROFD_PYTHON_PYTHON_H
 #define PROFD_PYTHON_PYTHON_H

@@ -614,57 +614,61 @@ static struct sym_object *vdso_get(struct symbolizer *s,
 }
 
 /*
- * symbolizer_get - see symbolizer.h. The ELF headers are read here (and
- * a debug file looked for when the object has no .symtab); the symbol
- * table on the first sym_object_resolve().
+ * The cached object for @m (a new reference), or NULL: *@err < 0 when
+ * its identity is remembered as failed, 0 when it is not cached (or was
+ * stale and is dropped now). Called with the cache's lock held.
  */
-struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
-				  const struct proc_mapping *m, int *err)
+static struct sym_object *cache_get(struct symbolizer *s, pid_t pid,
+				    const struct proc_mapping *m,
+				    const struct id_key *k, int *err)
 {
-	struct id_key k = {
-		.dev_major = m->dev_major,
-		.dev_minor = m->dev_minor,
-		.inode = m->inode,
-	};
-	struct sym_object *o;
-	struct stat st;
-	char *root;
-	int fd, ret = 0;
+	struct sym_object *o = find_node(s, k);
 
-	if (m->special && m->path && !strcmp(m->path, "[vdso]"))
-		return vdso_get(s, m, err);
-	if (!m->inode || m->special || !m->path || !m->path[0]) {
-		*err = -EINVAL;
-		return NULL;
-	}
-	o = find_node(s, &k);
+	*err = 0;
 	if (o && node_is_stale(o, pid, m)) {
 		drop_node(s, o);
 		o = NULL;
 	}
-	if (o) {
-		if (o->err) {
-			*err = o->err;
-			return NULL;
-		}
-		o->refs++;
-		return o;
-	}
-
-	o = calloc(1, sizeof(*o));
-	if (!o) {
-		*err = -ENOMEM;
+	if (!o)
+		return NULL;
+	if (o->err) {
+		*err = o->err;
 		return NULL;
 	}
-	o->key = k;
+	o->refs++;
+	return o;
+}
+
+/*
+ * A new object for @m, read from its file: touches nothing shared, so it
+ * runs without the cache's lock. *@fd_err: the open failed (< 0);
+ * *@ret: the ELF parse's error; *@unreadable: symbols could not be read.
+ */
+static struct sym_object *object_read(struct symbolizer *s, pid_t pid,
+				      const struct proc_mapping *m,
+				      const struct id_key *k, int *fd_err,
+				      int *ret, bool *unreadable)
+{
+	struct sym_object *o = calloc(1, sizeof(*o));
+	struct stat st;
+	char *root;
+	int fd;
+
+	*ret = 0;
+	*fd_err = 0;
+	*unreadable = false;
+	if (!o)
+		return NULL;
+	o->key = *k;
 	o->owner = s;
 	fd = open_mapping(pid, m);
 	if (fd < 0) {
-		ret = fd;
+		*fd_err = fd;
+		*ret = fd;
 	} else {
 		if (!fstat(fd, &st))
 			stamp_set(&o->stamp, &st);
-		o->ef = elf_file_open_fd(fd, &ret);
+		o->ef = elf_file_open_fd(fd, ret);
 	}
 	if (o->ef && !elf_file_has_symtab(o->ef) &&
 	    asprintf(&root, "/proc/%d/root", (int)pid) >= 0) {
@@ -679,6 +683,23 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 	 * read in the same pass.
 	 */
 	if (o->ef && elf_file_load_symbols(o->ef) < 0)
+		*unreadable = true;
+	return o;
+}
+
+/*
+ * Put @o (from object_read()) in the cache and return it referenced, or
+ * NULL with *@err. Called with the cache's lock held.
+ */
+static struct sym_object *object_insert(struct symbolizer *s,
+					struct sym_object *o, int fd_err,
+					int ret, bool unreadable, int *err)
+{
+	if (!o) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (unreadable)
 		s->symbols_unreadable++;
 	if (!o->ef) {
 		/*
@@ -687,7 +708,7 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 		 * exiting (ENOENT, ESRCH, ESTALE, EACCES) must not stop every
 		 * other process mapping the same file from being symbolized.
 		 */
-		if (fd < 0 || ret == -ENOMEM) {
+		if (fd_err < 0 || ret == -ENOMEM) {
 			free(o);
 			s->open_errors++;
 			*err = ret < 0 ? ret : -EIO;
@@ -701,6 +722,93 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 	}
 	o->refs = 1;
 	insert_node(s, o);
+	return o;
+}
+
+/* Whether @m is to be opened at all; -EINVAL in *@err if not. */
+static bool openable(const struct proc_mapping *m, int *err)
+{
+	if (!m->inode || m->special || !m->path || !m->path[0]) {
+		*err = -EINVAL;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * symbolizer_get - see symbolizer.h. The ELF headers, the symbol tables
+ * and a debug file (when the object has no .symtab) are read here.
+ */
+struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
+				  const struct proc_mapping *m, int *err)
+{
+	struct id_key k = {
+		.dev_major = m->dev_major,
+		.dev_minor = m->dev_minor,
+		.inode = m->inode,
+	};
+	struct sym_object *o;
+	int fd_err, ret;
+	bool unreadable;
+
+	if (m->special && m->path && !strcmp(m->path, "[vdso]"))
+		return vdso_get(s, m, err);
+	if (!openable(m, err))
+		return NULL;
+	o = cache_get(s, pid, m, &k, err);
+	if (o || *err)
+		return o;
+	o = object_read(s, pid, m, &k, &fd_err, &ret, &unreadable);
+	return object_insert(s, o, fd_err, ret, unreadable, err);
+}
+
+/*
+ * symbolizer_get_unlocked - see symbolizer.h. A cached object that
+ * appeared while the file was read (another caller) wins: ours goes.
+ */
+struct sym_object *symbolizer_get_unlocked(struct symbolizer *s,
+					   pthread_mutex_t *lock, pid_t pid,
+					   const struct proc_mapping *m, int *err)
+{
+	struct id_key k = {
+		.dev_major = m->dev_major,
+		.dev_minor = m->dev_minor,
+		.inode = m->inode,
+	};
+	struct sym_object *o, *cached;
+	int fd_err, ret;
+	bool unreadable;
+
+	pthread_mutex_lock(lock);
+	if (m->special && m->path && !strcmp(m->path, "[vdso]")) {
+		o = vdso_get(s, m, err);
+		pthread_mutex_unlock(lock);
+		return o;
+	}
+	if (!openable(m, err)) {
+		pthread_mutex_unlock(lock);
+		return NULL;
+	}
+	o = cache_get(s, pid, m, &k, err);
+	pthread_mutex_unlock(lock);
+	if (o || *err)
+		return o;
+	o = object_read(s, pid, m, &k, &fd_err, &ret, &unreadable);
+	pthread_mutex_lock(lock);
+	cached = find_node(s, &k);
+	if (cached && o) {
+		object_destroy(o);
+		o = NULL;
+		if (cached->err) {
+			*err = cached->err;
+		} else {
+			cached->refs++;
+			o = cached;
+		}
+	} else {
+		o = object_insert(s, o, fd_err, ret, unreadable, err);
+	}
+	pthread_mutex_unlock(lock);
 	return o;
 }
 

@@ -18,6 +18,7 @@
 #ifndef PROFD_SYMBOL_SYMBOLIZER_H
 #define PROFD_SYMBOL_SYMBOLIZER_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -52,6 +53,16 @@ void symbolizer_free(struct symbolizer *s);
  */
 struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 				  const struct proc_mapping *m, int *err);
+
+/*
+ * symbolizer_get_unlocked - symbolizer_get() for a caller that does not
+ * hold @lock (the lock serializing every use of @s): it is taken for the
+ * cache lookup and the insertion and dropped while the file is opened and
+ * parsed (seconds for a big binary), so other users of @s are not held up.
+ */
+struct sym_object *symbolizer_get_unlocked(struct symbolizer *s,
+					   pthread_mutex_t *lock, pid_t pid,
+					   const struct proc_mapping *m, int *err);
 
 /*
  * symbolizer_trim - free every cached object that no one has held a
