@@ -437,6 +437,11 @@ static int try_read(struct file_gate *g, struct entry *e, pid_t pid,
 		return -ret;
 	}
 	g->st.checks++;
+	/* a read in flight: another thread asking meanwhile is told pending,
+	 * not given a second reader thread (and a second warning) */
+	e->verdict = V_PENDING;
+	e->blocked = true;
+	e->since_ns = now;
 	while (!j->done && pthread_cond_timedwait(&g->done, &g->lock, &ts) != ETIMEDOUT)
 		;
 	/* the lock was dropped while waiting: the slot may hold another file */
