@@ -468,6 +468,17 @@ static int try_read(struct file_gate *g, struct entry *e, pid_t pid,
 	return -EINPROGRESS;
 }
 
+/* Reads blocked on @m's device (lock held). */
+static uint32_t stuck_on_dev(const struct file_gate *g, const struct proc_mapping *m)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->nstuck; i++)
+		n += g->stuck[i]->m.dev_major == m->dev_major &&
+		     g->stuck[i]->m.dev_minor == m->dev_minor;
+	return n;
+}
+
 /* file_gate_check - see file_gate.h. */
 int file_gate_check(struct file_gate *g, pid_t pid, const struct proc_mapping *m)
 {
@@ -489,6 +500,18 @@ int file_gate_check(struct file_gate *g, pid_t pid, const struct proc_mapping *m
 		ret = -EINPROGRESS;
 	} else if (e->verdict == V_HUNG &&
 		   (e->blocked || now - e->since_ns < FILE_GATE_RETRY_NS)) {
+		ret = -ETIMEDOUT;
+	} else if (stuck_on_dev(g, m) >= FILE_GATE_MAX_STUCK_DEV) {
+		/* its file system stopped answering: hung untried, tried again
+		 * after FILE_GATE_RETRY_NS */
+		fprintf(stderr, "profd: warning: not reading %s (mapped by pid %d): "
+			"%d reads of its file system hang; its frames stay "
+			"unsymbolized (partial.file_hung)\n", m->path, (int)pid,
+			FILE_GATE_MAX_STUCK_DEV);
+		e->verdict = V_HUNG;
+		e->blocked = false;
+		e->since_ns = now;
+		g->st.timeouts++;
 		ret = -ETIMEDOUT;
 	} else if (g->nstuck >= FILE_GATE_MAX_STUCK) {
 		ret = e->verdict == V_HUNG ? -ETIMEDOUT : -EBUSY;

@@ -19,8 +19,11 @@
  * once, it is counted, and it is not tried again while that thread is
  * still blocked (then after FILE_GATE_RETRY_NS). The thread frees what
  * it owns when its read finally returns, and a pending file whose read
- * returns is good. At most FILE_GATE_MAX_STUCK threads are left
- * blocked at a time; past that, new files are refused without a try.
+ * returns is good. A device (file system) with FILE_GATE_MAX_STUCK_DEV
+ * reads blocked is hung as a whole: its other files are hung without a
+ * try, so one dead mount costs a few threads and files elsewhere are
+ * still read. At most FILE_GATE_MAX_STUCK threads are left blocked in
+ * all; past that, new files are refused without a try.
  *
  * Limits: a file that starts hanging between the check and the parse
  * (or whose pages were evicted in between) can still block the caller;
@@ -41,7 +44,8 @@
 #define FILE_GATE_HUNG_NS	(2000ULL * 1000 * 1000)
 #define FILE_GATE_OK_NS		(600ULL * 1000 * 1000 * 1000)
 #define FILE_GATE_RETRY_NS	(60ULL * 1000 * 1000 * 1000)
-#define FILE_GATE_MAX_STUCK	16
+#define FILE_GATE_MAX_STUCK	64	/* threads left blocked, all devices */
+#define FILE_GATE_MAX_STUCK_DEV	4	/* ... on one device: it is hung */
 
 struct file_gate;
 
@@ -72,7 +76,8 @@ void file_gate_free(struct file_gate *g);
  * timeout, and only when the file was not read recently. Returns 0 when
  * it was read in time (or recently was), or when the mapping has no file
  * to read (anonymous, special); -EINPROGRESS when the read is not done
- * yet (ask again later); -ETIMEDOUT when the file is hung; -EBUSY when
+ * yet (ask again later); -ETIMEDOUT when the file is hung, or its
+ * device has FILE_GATE_MAX_STUCK_DEV reads blocked; -EBUSY when
  * FILE_GATE_MAX_STUCK threads are blocked already and the file was never
  * read; -ENOMEM. Open errors are not the gate's business: 0 (the parser
  * will fail on its own open, which cannot block longer than ours did).

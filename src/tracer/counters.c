@@ -61,6 +61,7 @@ enum counter_kind profd_counter_kind(enum profd_counter c)
 	case PROFD_CNT_DWARF_BAD_FRAME:
 	case PROFD_CNT_PY_READ_ERR:
 	case PROFD_CNT_PY_TRUNCATED:
+	case PROFD_CNT_DWARF_TABLE_EVICTED:	/* walked by frame pointers: maybe cut */
 		return COUNTER_PARTIAL;
 	default:				/* incl. fallbacks to FP */
 		return COUNTER_STAT;
