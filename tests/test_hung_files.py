@@ -146,6 +146,63 @@ def test_hung_fuse_file_costs_only_its_frames(profd_bin, pprof, hung_fs, tmp_pat
     assert file_hung >= 1                    # ... and counted
 
 
+def test_one_dead_mount_leaves_other_files_read(profd_bin, pprof, hung_fs, tmp_path):
+    """20 programs run from one FUSE mount whose reads hang: the mount is
+    hung as a whole after 4 blocked reads (the others hung untried, each
+    named once), so a program started afterwards from a normal disk still
+    gets its build ID and its frames named."""
+    mnt, trigger = hung_fs
+    out = tmp_path / "out"
+    out.mkdir()
+    p = Profd([profd_bin, "--output-dir", str(out), "--duration", "60",
+               "--profile-interval", "1", "--sampling-frequency", "99",
+               "--http-address", "127.0.0.1:0"])
+    hung, fresh = [], None
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://\S+)$", 20).group(1)
+        hung = [subprocess.Popen([str(mnt / f"prog{i}"), "60000"]) for i in range(1, 21)]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            named = {m.group(1) for m in (re.search(r"(?:reading|not reading) \S*/mnt/(prog\d+)", l)
+                                          for l in p.lines) if m}
+            if len(named) == 20:
+                break
+            time.sleep(0.5)
+        assert len(named) == 20, p.stderr()	# every hung file named ...
+        _, _, metrics = get(url + "/metrics")
+        m = re.search(r"^profd_file_reads_stuck (\d+)$", metrics, re.M)
+        assert m and 1 <= int(m.group(1)) <= 4, metrics	# ... 4 threads for the mount
+        for h in hung:
+            h.send_signal(signal.SIGSTOP)
+        fresh_exe = tmp_path / "fresh"
+        _gcc("-o", str(fresh_exe), os.path.join(WORKLOADS, "burner.c"))
+        fresh = subprocess.Popen([str(fresh_exe), "60000"])
+        time.sleep(5)
+        p.proc.send_signal(signal.SIGTERM)
+        p.proc.wait(10)
+        p.reader.join(5)
+        assert p.proc.returncode == 0, p.stderr()
+    finally:
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()
+        for h in hung + ([fresh] if fresh else []):
+            h.kill()
+            h.wait()
+    warnings = [l for l in p.lines if "/mnt/prog" in l and "warning" in l]
+    assert len(warnings) == 20, p.stderr()	# once each
+    total = good = 0
+    for path in sorted(glob.glob(str(out / "cpu-*.pb.gz"))):
+        for s in pprof_traces(pprof, path):
+            if s["labels"].get("pid") != str(fresh.pid):
+                continue
+            total += s["value"]
+            good += s["value"] * ("burn_inner" in s["frames"] and
+                                  "main" in s["frames"] and
+                                  bool(s["labels"].get("build_id")))
+    assert total >= 50 and good >= 0.9 * total, (good, total, p.stderr())
+
+
 def test_library_truncated_after_its_samples(profd_bin, pprof, tmp_path):
     lib = tmp_path / "libspin.so"
     exe = tmp_path / "spin"

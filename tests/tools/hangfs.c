@@ -5,7 +5,8 @@
  * Usage: hangfs SRC TRIGGER MOUNTPOINT [fuse options]
  *
  * Serves /prog, a read-only copy of SRC (mode 0755, read into memory at
- * start). While the file TRIGGER exists, every read at or past offset
+ * start), and the same bytes as /prog1, /prog2, ... (files of their own,
+ * each its own inode, all on this one file system). While the file TRIGGER exists, every read at or past offset
  * HANG_FROM (1 MiB) waits until TRIGGER is removed; reads below it are
  * served at once. Pages are kept cached across opens (keep_cache), so a
  * program exec'd from /prog keeps running from its first megabyte while
@@ -16,6 +17,7 @@
  */
 #define FUSE_USE_VERSION 31
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <fuse.h>
 #include <stdio.h>
@@ -30,6 +32,17 @@ static char *data;
 static size_t size;
 static const char *trigger;
 
+/* "/prog" or "/prog" + digits */
+static bool is_prog(const char *path)
+{
+	if (strncmp(path, "/prog", 5))
+		return false;
+	for (path += 5; *path; path++)
+		if (*path < '0' || *path > '9')
+			return false;
+	return true;
+}
+
 static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	(void)fi;
@@ -39,7 +52,7 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		st->st_nlink = 2;
 		return 0;
 	}
-	if (strcmp(path, "/prog"))
+	if (!is_prog(path))
 		return -ENOENT;
 	st->st_mode = S_IFREG | 0755;
 	st->st_nlink = 1;
@@ -64,7 +77,7 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 
 static int fs_open(const char *path, struct fuse_file_info *fi)
 {
-	if (strcmp(path, "/prog"))
+	if (!is_prog(path))
 		return -ENOENT;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY)
 		return -EACCES;
