@@ -120,6 +120,9 @@ def test_hung_fuse_file_costs_only_its_frames(profd_bin, pprof, hung_fs, tmp_pat
         assert took < 2.0, f"SIGTERM took {took:.2f} s with a read hung\n{p.stderr()}"
     finally:
         if p.proc.poll() is None:
+            # release the hang first: a task exiting with a hung file open
+            # waits for the FUSE server (its FLUSH) to answer
+            trigger.unlink(missing_ok=True)
             p.proc.kill()
             p.proc.wait()
         hung.kill()
@@ -184,6 +187,7 @@ def test_one_dead_mount_leaves_other_files_read(profd_bin, pprof, hung_fs, tmp_p
         assert p.proc.returncode == 0, p.stderr()
     finally:
         if p.proc.poll() is None:
+            trigger.unlink(missing_ok=True)	# see above: release, then kill
             p.proc.kill()
             p.proc.wait()
         for h in hung + ([fresh] if fresh else []):
