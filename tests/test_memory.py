@@ -97,6 +97,25 @@ SYMBOL_BUDGET_MIB = 1
 RSS_BASE_MIB = 112
 
 
+def assert_copies_named(pprof, out, comm_prefix, min_total, log):
+    """The samples of the interpreter copies (comm @comm_prefix...) in the
+    profiles under @out are named: the interpreter is stripped (its
+    static functions are "[copy]" without a debug file) but its .dynsym
+    names the exported Py* functions, so a sample whose copy was opened
+    has one, unless it ran in ld.so or start-up code (~35 % of 0.3 s
+    runs)."""
+    from test_profd import samples_of
+    paths = sorted(glob.glob(str(out / "cpu-*.pb.gz")))
+    samples = samples_of(pprof, paths, lambda l: l.get("comm", "").startswith(comm_prefix))
+    named = sum(s["value"] for s in samples
+                if any(f.startswith(("Py", "_Py")) for f in s["frames"]))
+    total = sum(s["value"] for s in samples)
+    assert total >= min_total, f"too few samples of the copies: {total}\n{log}"
+    assert named >= 0.5 * total, (
+        f"{named}/{total} samples with a named Py* frame; e.g. "
+        f"{[s['frames'] for s in samples[:3]]}")
+
+
 def _rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -157,19 +176,7 @@ def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
           f"{one(fams, 'profd_heap_bytes', state='free') / 2**20:.1f} MiB free")
     assert peak < RSS_BASE_MIB + SYMBOL_BUDGET_MIB, (peak, rss, p.stderr())
     assert sheds > 0, "the symbol cache never went over its budget"
-    paths = sorted(glob.glob(str(out / "cpu-*.pb.gz")))
-    from test_profd import samples_of
-    samples = samples_of(pprof, paths, lambda l: l.get("comm", "").startswith("pycopy"))
-    # the interpreter's .dynsym names its exported Py* functions (its
-    # static ones need a debug file): a sample whose copy was opened has
-    # one, unless it ran in ld.so or start-up code (~35 % of 0.3 s runs)
-    named = sum(s["value"] for s in samples
-                if any(f.startswith(("Py", "_Py")) for f in s["frames"]))
-    total = sum(s["value"] for s in samples)
-    assert total >= 50, f"too few samples of the copies: {total}\n{p.stderr()}"
-    assert named >= 0.5 * total, (
-        f"{named}/{total} samples with a named Py* frame; e.g. "
-        f"{[s['frames'] for s in samples[:3]]}")
+    assert_copies_named(pprof, out, "pycopy", 50, p.stderr())
 
 
 LIMIT_MIB = 80          # --memory-limit of the run below: base 64 + 16
@@ -255,16 +262,4 @@ def test_memory_limit_holds_under_churn(profd_bin, pprof, tmp_path):
     assert peak < LIMIT_MIB, (peak, rss, p.stderr())
     assert sizes["flamegraph"] <= budgets["flamegraph"], sizes
     assert sheds > 0, "the symbol cache never went over its budget"
-    paths = sorted(glob.glob(str(out / "cpu-*.pb.gz")))
-    from test_profd import samples_of
-    samples = samples_of(pprof, paths, lambda l: l.get("comm", "").startswith("pylim"))
-    # the interpreter is stripped (static functions are "[python3.11]"):
-    # named means its exported functions (Py_BytesMain...) are named
-    named = sum(s["value"] for s in samples
-                if any(f.startswith(("Py", "_Py")) for f in s["frames"]))
-    total = sum(s["value"] for s in samples)
-    assert total >= 30, f"too few samples of the copies: {total}\n{p.stderr()}"
-    # 0.3 s runs: ld.so and start-up samples have no Py* frame (~35 %)
-    assert named >= 0.5 * total, (
-        f"{named}/{total} samples with a named Py* frame; e.g. "
-        f"{[s['frames'] for s in samples[:3]]}")
+    assert_copies_named(pprof, out, "pylim", 30, p.stderr())
