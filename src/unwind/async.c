@@ -220,6 +220,17 @@ static void enqueue(struct unwind_async *a, struct job *j)
 	pthread_cond_broadcast(&a->wake);
 }
 
+/* The last queued job of @pid, or NULL (lock held). */
+static struct job *last_job_of(struct unwind_async *a, pid_t pid)
+{
+	struct job *last = NULL;
+
+	for (struct job *q = a->head; q; q = q->next)
+		if (q->pid == pid)
+			last = q;
+	return last;
+}
+
 /* unwind_async_update - see async.h. */
 int unwind_async_update(struct unwind_async *a, pid_t pid,
 			const struct proc_maps *maps)
@@ -235,9 +246,7 @@ int unwind_async_update(struct unwind_async *a, pid_t pid,
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&a->lock);
-	for (struct job *q = a->head; q; q = q->next)
-		if (q->pid == pid)
-			last = q;
+	last = last_job_of(a, pid);
 	if (last && !last->remove) {
 		/* newer mappings of a queued update: it takes them */
 		old = last->maps;
@@ -269,9 +278,7 @@ int unwind_async_remove(struct unwind_async *a, pid_t pid)
 	j->pid = pid;
 	j->remove = true;
 	pthread_mutex_lock(&a->lock);
-	for (struct job *q = a->head; q; q = q->next)
-		if (q->pid == pid)
-			last = q;
+	last = last_job_of(a, pid);
 	if (last && !last->remove) {
 		/*
 		 * Gone before its tables were loaded (a short-lived process):
