@@ -97,6 +97,33 @@ SYMBOL_BUDGET_MIB = 1
 RSS_BASE_MIB = 112
 
 
+def run_copies(real, tmp_path, prefix, count, measure):
+    """Run @count copies of the interpreter @real (each its own file and
+    inode: @prefix000, ...) for 0.3 s each, BIG_PARALLEL at a time,
+    deleting each after it exits; call @measure() after each exit and
+    once more 2 s after the last (a reap and a trim). Returns the
+    measures."""
+    out, running = [], []
+    for i in range(count):
+        exe = str(tmp_path / f"{prefix}{i:03d}")
+        shutil.copyfile(real, exe)
+        os.chmod(exe, 0o755)
+        running.append((exe, subprocess.Popen(
+            [exe, "-S", "-c", "import time\nt = time.time() + 0.3\n"
+             "while time.time() < t: sum(range(1000))"])))
+        while len(running) >= BIG_PARALLEL:
+            exe0, w = running.pop(0)
+            w.wait(30)
+            os.unlink(exe0)
+            out.append(measure())
+    for exe0, w in running:
+        w.wait(30)
+        os.unlink(exe0)
+    time.sleep(2)   # a reap and a trim after the last exit
+    out.append(measure())
+    return out
+
+
 def assert_copies_named(pprof, out, comm_prefix, min_total, log):
     """The samples of the interpreter copies (comm @comm_prefix...) in the
     profiles under @out are named: the interpreter is stripped (its
@@ -140,30 +167,13 @@ def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
                "--profile-interval", "5", "--sampling-frequency", "99",
                "--symbol-cache-limit", str(SYMBOL_BUDGET_MIB),
                "--http-address", "127.0.0.1:0"])
-    rss, names = [], []
+    rss = []
     try:
         url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
                           10).group(1)
         p.wait_line(r"sampling", 30)
-        running = []
-        for i in range(BIG_COPIES):
-            exe = str(tmp_path / f"pycopy{i:03d}")
-            shutil.copyfile(real, exe)
-            os.chmod(exe, 0o755)
-            running.append((exe, subprocess.Popen(
-                [exe, "-S", "-c", "import time\nt = time.time() + 0.3\n"
-                 "while time.time() < t: sum(range(1000))"])))
-            names.append(os.path.basename(exe))
-            while len(running) >= BIG_PARALLEL:
-                exe0, w = running.pop(0)
-                w.wait(30)
-                os.unlink(exe0)
-                rss.append(_rss_mib(p.proc.pid))
-        for exe0, w in running:
-            w.wait(30)
-            os.unlink(exe0)
-        time.sleep(2)   # a reap and a trim after the last exit
-        rss.append(_rss_mib(p.proc.pid))
+        rss = run_copies(real, tmp_path, "pycopy", BIG_COPIES,
+                         lambda: _rss_mib(p.proc.pid))
         fams = fetch_metrics(url)
     finally:
         rc = p.stop()
@@ -224,24 +234,8 @@ def test_memory_limit_holds_under_churn(profd_bin, pprof, tmp_path):
         p.wait_line(r"sampling", 30)
         churn = subprocess.Popen([storm, "100", "120", "2000"],
                                  stdout=subprocess.DEVNULL)
-        running = []
-        for i in range(LIMIT_COPIES):
-            exe = str(tmp_path / f"pylim{i:03d}")
-            shutil.copyfile(real, exe)
-            os.chmod(exe, 0o755)
-            running.append((exe, subprocess.Popen(
-                [exe, "-S", "-c", "import time\nt = time.time() + 0.3\n"
-                 "while time.time() < t: sum(range(1000))"])))
-            while len(running) >= BIG_PARALLEL:
-                exe0, w = running.pop(0)
-                w.wait(30)
-                os.unlink(exe0)
-                rss.append(held(p.proc.pid, url))
-        for exe0, w in running:
-            w.wait(30)
-            os.unlink(exe0)
-        time.sleep(2)
-        rss.append(held(p.proc.pid, url))
+        rss = run_copies(real, tmp_path, "pylim", LIMIT_COPIES,
+                         lambda: held(p.proc.pid, url))
         fams = fetch_metrics(url)
     finally:
         if churn:
