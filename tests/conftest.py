@@ -169,3 +169,23 @@ def cgroup_hierarchy(where, v2, controller=None):
         yield str(where)
     finally:
         subprocess.run(["umount", str(where)], capture_output=True)
+
+
+def map_ids(pid):
+    """Ids of the BPF maps process @pid holds (its fds' fdinfo); empty if
+    it is gone. Lets a test find its own profd's maps when other profd
+    instances run on the machine."""
+    ids = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return ids
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                m = re.search(r"^map_id:\s*(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    return ids

@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, map_ids
 from pprof_traces import pprof_traces
 from test_metrics import Profd, get
 
@@ -298,20 +298,6 @@ with open(sys.argv[1] + ".tmp", "w") as f:
 import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 time.sleep(30)
 """
-
-
-def map_ids(pid):
-    """Ids of the BPF maps process @pid holds (its fds' fdinfo)."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                m = re.search(r"^map_id:\s*(\d+)", f.read(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.add(int(m.group(1)))
-    return ids
 
 
 def map_keys(profd_pid, name):

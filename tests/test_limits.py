@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BUILD, ROOT, cgroup_hierarchy, mount_ns_argv
+from conftest import BUILD, ROOT, cgroup_hierarchy, map_ids, mount_ns_argv
 from pprof_traces import pprof_traces
 
 MIB = 1 << 20
@@ -37,19 +37,7 @@ def chain_bin(tmp_path_factory):
 def bpf_maps_of(pid):
     """{map name: max_entries} of the BPF maps process @pid holds (its fds,
     then bpftool), so other profd runs on the machine do not count."""
-    ids = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fdinfo")
-    except OSError:
-        return {}
-    for fd in fds:
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                m = re.search(r"^map_id:\s+(\d+)", f.read(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.add(int(m.group(1)))
+    ids = map_ids(pid)
     out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True,
                          text=True, check=True).stdout
     return {m["name"]: m["max_entries"] for m in json.loads(out) if m["id"] in ids}
