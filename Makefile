@@ -14,7 +14,7 @@ CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
              -fno-omit-frame-pointer \
              -I$(BUILD) -I$(BUILD)/gen -Isrc -I.
 LDLIBS    := -lbpf -ldw -lelf -lz -lprotobuf-c -lcurl -lyaml -lmicrohttpd -lstdc++ -lpthread -lm
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall \
              -idirafter /usr/include/$(shell $(CC) -dumpmachine)
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)

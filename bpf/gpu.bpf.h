@@ -45,6 +45,7 @@ struct gpu_scratch {
 	__u8 payload[PROFD_GPU_BATCH_BYTES];
 	struct profd_gpu_name name;
 	char name_buf[PROFD_GPU_NAME_MAX];
+	__u64 owner;	/* scratch_take(): uprobe programs are preemptible */
 };
 
 struct {
@@ -68,6 +69,14 @@ static __always_inline struct gpu_scratch *gpu_scratch_get(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&gpu_scratch, &zero);
+}
+
+/* @n records of a batch of @type were lost: counted in the batch's unit. */
+static __always_inline void batch_lost(__u32 type, __u32 n)
+{
+	count_n(type == PROFD_EVENT_GPU_KERNELS ? PROFD_CNT_GPU_KERNELS_LOST :
+		type == PROFD_EVENT_NVTX ? PROFD_CNT_NVTX_EVENTS_LOST :
+		PROFD_CNT_GPU_EVENTS_LOST, n);
 }
 
 /*
@@ -97,8 +106,13 @@ static __always_inline int forward_batch(__u32 type, const void *ptr, __u32 n)
 	barrier_var(bytes);
 	if (bytes > PROFD_GPU_BATCH_BYTES)
 		return 0;
+	if (!scratch_take(&s->owner)) {
+		batch_lost(type, n);
+		return 0;
+	}
 	if (bpf_probe_read_user(s->payload, bytes, ptr)) {
 		count(PROFD_CNT_GPU_BAD_BATCH);
+		scratch_release(&s->owner);
 		return 0;
 	}
 	s->hdr.type = type;
@@ -106,12 +120,14 @@ static __always_inline int forward_batch(__u32 type, const void *ptr, __u32 n)
 	s->hdr.tid = (__u32)id;
 	s->hdr.n = n;
 	s->hdr.ktime_ns = bpf_ktime_get_ns();
-	if (bpf_ringbuf_output(&cupti_events, s, sizeof(s->hdr) + bytes, 0)) {
-		/* what was lost, in the unit the batch carries */
-		count_n(type == PROFD_EVENT_GPU_KERNELS ? PROFD_CNT_GPU_KERNELS_LOST :
-			type == PROFD_EVENT_NVTX ? PROFD_CNT_NVTX_EVENTS_LOST :
-			PROFD_CNT_GPU_EVENTS_LOST, n);
+	if (!scratch_held(&s->owner)) {
+		count(PROFD_CNT_SCRATCH_LOST);
+		batch_lost(type, n);
+		return 0;
 	}
+	if (bpf_ringbuf_output(&cupti_events, s, sizeof(s->hdr) + bytes, 0))
+		batch_lost(type, n);
+	scratch_release(&s->owner);
 	return 0;
 }
 
@@ -125,7 +141,8 @@ int BPF_USDT(profd_gpu_launch, __u64 correlation_id, __u32 cbid, __u32 flags)
 		return 0;
 	count(PROFD_CNT_GPU_LAUNCHES);
 	if (flags & PROFD_GPU_LAUNCH_STACK)
-		return capture_stack(ctx, &unwind_progs_kprobe, PROFD_ORIGIN_PROBE,
+		return capture_stack(ctx, &unwind_progs_kprobe, PROFD_SCRATCH_PROBE,
+				     PROFD_ORIGIN_PROBE,
 				     correlation_id, false);
 	r = bpf_ringbuf_reserve(&cupti_events, sizeof(*r), 0);
 	if (!r) {
@@ -174,10 +191,14 @@ int BPF_USDT(profd_gpu_name, __u32 name_id, const char *str)
 		count(PROFD_CNT_NO_SCRATCH);
 		return 0;
 	}
+	if (!scratch_take(&s->owner)) {
+		count(PROFD_CNT_GPU_EVENTS_LOST);
+		return 0;
+	}
 	len = bpf_probe_read_user_str(s->name_buf, sizeof(s->name_buf), str);
 	if (len <= 0) {
 		count(PROFD_CNT_GPU_BAD_BATCH);
-		return 0;
+		goto out;
 	}
 	s->name.type = PROFD_EVENT_GPU_NAME;
 	s->name.pid = id >> 32;
@@ -185,9 +206,16 @@ int BPF_USDT(profd_gpu_name, __u32 name_id, const char *str)
 	s->name.len = len;
 	barrier_var(len);
 	if (len > PROFD_GPU_NAME_MAX)
+		goto out;
+	if (!scratch_held(&s->owner)) {
+		count(PROFD_CNT_SCRATCH_LOST);
+		count(PROFD_CNT_GPU_EVENTS_LOST);
 		return 0;
+	}
 	if (bpf_ringbuf_output(&cupti_events, &s->name, sizeof(s->name) + len, 0))
 		count(PROFD_CNT_GPU_EVENTS_LOST);
+out:
+	scratch_release(&s->owner);
 	return 0;
 }
 

@@ -25,7 +25,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, PROFD_SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct profd_unwind_state);
 } unwind_scratch SEC(".maps");
@@ -60,11 +60,59 @@ static __always_inline bool pid_wanted(__u32 pid)
 	return !cfg_filter_pids || bpf_map_lookup_elem(&pid_filter, &pid);
 }
 
-static __always_inline struct profd_unwind_state *unwind_state(void)
+/* The scratch state of @slot (enum profd_scratch_slot) on this CPU. */
+static __always_inline struct profd_unwind_state *unwind_state(__u32 slot)
 {
-	__u32 zero = 0;
+	return bpf_map_lookup_elem(&unwind_scratch, &slot);
+}
 
-	return bpf_map_lookup_elem(&unwind_scratch, &zero);
+/*
+ * Scratch ownership. A scratch buffer is per CPU, and a uprobe program can
+ * be preempted, so a second task's capture on the same CPU would write
+ * over the first's state. The owner word, taken with compare-and-swap,
+ * holds the owner's thread id (bit 31 set, so never 0) and, above, when it
+ * was taken (ktime >> 20, about ms): a capture finding the word held
+ * drops its sample (counted); a word held a second or more was left by a
+ * capture that never released it, and is taken over. The owner checks the
+ * word before it emits, so a capture whose scratch was taken over drops
+ * its sample rather than emit another's frames.
+ */
+#define PROFD_SCRATCH_STALE_UNITS 1024	/* ~1 s in ktime >> 20 units */
+
+static __always_inline __u32 scratch_me(void)
+{
+	return (__u32)bpf_get_current_pid_tgid() | 0x80000000u;
+}
+
+/* Take @owner for the current thread; false (counted) when it is held. */
+static __always_inline bool scratch_take(__u64 *owner)
+{
+	__u32 now = bpf_ktime_get_ns() >> 20;
+	__u64 cur = *owner;
+
+	if (cur && (__u32)(now - (__u32)(cur >> 32)) < PROFD_SCRATCH_STALE_UNITS)
+		goto busy;
+	if (__sync_val_compare_and_swap(owner, cur, ((__u64)now << 32) | scratch_me()) != cur)
+		goto busy;
+	return true;
+busy:
+	count(PROFD_CNT_SCRATCH_BUSY);
+	return false;
+}
+
+/* Whether the current thread still holds @owner. */
+static __always_inline bool scratch_held(const __u64 *owner)
+{
+	return (__u32)*owner == scratch_me();
+}
+
+/* Give @owner back if the current thread holds it. */
+static __always_inline void scratch_release(__u64 *owner)
+{
+	__u64 cur = *owner;
+
+	if ((__u32)cur == scratch_me())
+		__sync_val_compare_and_swap(owner, cur, 0);
 }
 
 /*
@@ -77,6 +125,17 @@ static __always_inline void put_ip(struct profd_unwind_state *st, __u32 idx,
 {
 	barrier_var(idx);
 	st->ips[idx & (PROFD_SCRATCH_IPS - 1)] = ip;
+}
+
+/*
+ * chain_broken - a tail call of the chain failed (counted): the capture
+ * ends without a record and gives its scratch back. Returns 0.
+ */
+static __always_inline int chain_broken(struct profd_unwind_state *st)
+{
+	count(PROFD_CNT_TAIL_CALL_FAILED);
+	scratch_release(&st->owner);
+	return 0;
 }
 
 #endif /* PROFD_BPF_MAPS_BPF_H */

@@ -16,8 +16,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-PROFD_DEFINE_UNWINDERS(perf, "perf_event")
-PROFD_DEFINE_UNWINDERS(kprobe, "kprobe")
+PROFD_DEFINE_UNWINDERS(perf, "perf_event", PROFD_SCRATCH_PERF)
+PROFD_DEFINE_UNWINDERS(kprobe, "kprobe", PROFD_SCRATCH_PROBE)
 
 /* the GPU probes capture stacks with the kprobe-type chain above */
 #include "gpu.bpf.h"
@@ -42,7 +42,8 @@ int profd_sample(struct bpf_perf_event_data *ctx)
 	 * The context only allows 8-byte loads of its registers.
 	 */
 	cs = *(volatile __u64 *)&ctx->regs.cs;
-	return capture_stack(ctx, &unwind_progs_perf, PROFD_ORIGIN_CPU_CLOCK, 0,
+	return capture_stack(ctx, &unwind_progs_perf, PROFD_SCRATCH_PERF,
+			     PROFD_ORIGIN_CPU_CLOCK, 0,
 			     (cs & 3) == 0);
 }
 

@@ -122,6 +122,7 @@ struct profd_proc_event {
  * the record can be output with one copy.
  */
 struct profd_unwind_state {
+	__u64 owner;		/* the capture holding this slot (scratch_take()) */
 	/* user registers where the user walk resumes */
 	__u64 ip;
 	__u64 sp;
@@ -140,6 +141,19 @@ struct profd_unwind_state {
 	__u8 py_buf[PROFD_PY_TSTATE_BUF + 8];	/* frame / thread state reads */
 	struct profd_sample sample;	/* 64 bytes: ips[] follows directly */
 	__u64 ips[PROFD_SCRATCH_IPS];
+};
+
+/*
+ * Per-CPU scratch slots, one per context that can interrupt the other: a
+ * cpu-clock sample (hard interrupt) may fire while a uprobe program runs
+ * on the same CPU, and uprobe programs run preemptibly, so one uprobe
+ * capture may be preempted by another task's (scratch_take() keeps them
+ * apart).
+ */
+enum profd_scratch_slot {
+	PROFD_SCRATCH_PERF = 0,		/* perf_event programs */
+	PROFD_SCRATCH_PROBE = 1,	/* uprobe/USDT (kprobe-type) programs */
+	PROFD_SCRATCH_SLOTS = 2,
 };
 
 /* Slots of the unwinder chain's program arrays (one array per program type). */
@@ -184,6 +198,10 @@ enum profd_counter {
 	PROFD_CNT_NVTX_EVENTS_LOST,	/* NVTX events dropped: cupti_events full */
 	PROFD_CNT_DWARF_TABLE_EVICTED,	/* pc in a range whose table was evicted: FP used,
 					 * user space reloads it */
+	PROFD_CNT_SCRATCH_BUSY,		/* capture dropped: a preempted capture held the
+					 * CPU's scratch */
+	PROFD_CNT_SCRATCH_LOST,		/* capture dropped: its scratch was taken over
+					 * while it was preempted */
 	PROFD_CNT_MAX,
 };
 

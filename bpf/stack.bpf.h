@@ -29,16 +29,17 @@
 /*
  * capture_stack - start a stack capture of the current task from @ctx.
  *
- * Fills the scratch header (pid, tid, cpu, comm, time, @origin, @cookie)
+ * Takes scratch @slot (enum profd_scratch_slot; a held slot drops the
+ * capture, counted), fills its header (pid, tid, cpu, comm, time, @origin, @cookie)
  * and, when @in_kernel (the interrupted context was kernel mode), the
  * kernel stack; loads the task's user registers, and tail-calls
  * the first unwinder of @progs. Returns only when the chain could not be
  * entered (counted); the caller then returns 0.
  */
-static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
-					 __u64 cookie, bool in_kernel)
+static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
+					 __u32 origin, __u64 cookie, bool in_kernel)
 {
-	struct profd_unwind_state *st = unwind_state();
+	struct profd_unwind_state *st = unwind_state(slot);
 	struct profd_python_proc *py;
 	struct task_struct *task;
 	struct pt_regs *regs;
@@ -50,6 +51,8 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 		count(PROFD_CNT_NO_SCRATCH);
 		return 0;
 	}
+	if (!scratch_take(&st->owner))
+		return 0;
 	st->sample.type = PROFD_EVENT_SAMPLE;
 	st->sample.origin = origin;
 	st->sample.pid = id >> 32;
@@ -94,8 +97,7 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 	if (task->flags & PF_KTHREAD_FLAG) {
 		st->sample.flags |= PROFD_SAMPLE_NO_USER;
 		bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
-		count(PROFD_CNT_TAIL_CALL_FAILED);
-		return 0;
+		return chain_broken(st);
 	}
 	/* The user registers saved at kernel entry (interrupt or syscall). */
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -118,23 +120,20 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 origin,
 			st->sample.flags |= PROFD_SAMPLE_UNWIND_MISSING;
 	}
 	bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
-	count(PROFD_CNT_TAIL_CALL_FAILED);
-	return 0;
+	return chain_broken(st);
 }
 
 /*
  * unwind_native_done - the native walk is over: continue with the Python
  * walker for CPython processes, else emit.
  */
-static __always_inline int unwind_native_done(void *ctx, void *progs)
+static __always_inline int unwind_native_done(void *ctx, void *progs,
+					      struct profd_unwind_state *st)
 {
-	struct profd_unwind_state *st = unwind_state();
-
-	if (st && st->py_active)
+	if (st->py_active)
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_PYTHON);
 	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
-	count(PROFD_CNT_TAIL_CALL_FAILED);
-	return 0;
+	return chain_broken(st);
 }
 
 /*
@@ -144,9 +143,9 @@ static __always_inline int unwind_native_done(void *ctx, void *progs)
  * fault (flagged and counted) or the depth limit (flagged, counted; user
  * space adds a "[truncated]" frame). Continues itself by tail call.
  */
-static __always_inline int unwind_fp_step(void *ctx, void *progs)
+static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 {
-	struct profd_unwind_state *st = unwind_state();
+	struct profd_unwind_state *st = unwind_state(slot);
 	__u32 n, base, i;
 	bool done = false;
 	__u64 frame[2];
@@ -202,7 +201,7 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs)
 		st->tail_calls++;
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
 	}
-	return unwind_native_done(ctx, progs);
+	return unwind_native_done(ctx, progs, st);
 }
 
 /* Pending bytes above which every record wakes the reader. */
@@ -223,13 +222,18 @@ __u64 last_probe_wakeup_ns;
  * later, before its frames' files are opened) came after 5 ms without
  * one. Otherwise the reader picks the record up at its next periodic poll.
  */
-static __always_inline int emit_sample(void)
+static __always_inline int emit_sample(__u32 slot)
 {
-	struct profd_unwind_state *st = unwind_state();
+	struct profd_unwind_state *st = unwind_state(slot);
 	__u64 nips, size, flags = BPF_RB_NO_WAKEUP;
 
 	if (!st)
 		return 0;
+	if (!scratch_held(&st->owner)) {
+		/* taken over while this capture was preempted: not all ours */
+		count(PROFD_CNT_SCRATCH_LOST);
+		return 0;
+	}
 	nips = (__u64)st->sample.kernel_len + st->sample.user_len +
 	       2 * (__u64)st->sample.python_len;
 	if (nips > PROFD_MAX_RECORD_SLOTS)
@@ -251,15 +255,17 @@ static __always_inline int emit_sample(void)
 	}
 	if (bpf_ringbuf_output(&events, &st->sample, size, flags))
 		count(PROFD_CNT_RINGBUF_FULL);
+	scratch_release(&st->owner);
 	return 0;
 }
 
 /*
- * PROFD_DEFINE_UNWINDERS(kind, sec) - the chain for one program type:
+ * PROFD_DEFINE_UNWINDERS(kind, sec, slot) - the chain for one program type,
+ * over scratch @slot:
  * programs unwind_fp_<kind>, unwind_dwarf_<kind>, unwind_python_<kind> and emit_<kind>, and the program array
  * unwind_progs_<kind> that links them (filled at load by libbpf).
  */
-#define PROFD_DEFINE_UNWINDERS(kind, sec)					\
+#define PROFD_DEFINE_UNWINDERS(kind, sec, slot)				\
 	SEC(sec) int unwind_fp_##kind(void *ctx);				\
 	SEC(sec) int unwind_dwarf_##kind(void *ctx);				\
 	SEC(sec) int unwind_python_##kind(void *ctx);				\
@@ -279,19 +285,19 @@ static __always_inline int emit_sample(void)
 	};									\
 	SEC(sec) int unwind_fp_##kind(void *ctx)				\
 	{									\
-		return unwind_fp_step(ctx, &unwind_progs_##kind);		\
+		return unwind_fp_step(ctx, &unwind_progs_##kind, slot);		\
 	}									\
 	SEC(sec) int unwind_dwarf_##kind(void *ctx)				\
 	{									\
-		return unwind_dwarf_step(ctx, &unwind_progs_##kind);		\
+		return unwind_dwarf_step(ctx, &unwind_progs_##kind, slot);		\
 	}									\
 	SEC(sec) int unwind_python_##kind(void *ctx)				\
 	{									\
-		return unwind_python_step(ctx, &unwind_progs_##kind);		\
+		return unwind_python_step(ctx, &unwind_progs_##kind, slot);		\
 	}									\
 	SEC(sec) int emit_##kind(void *ctx)					\
 	{									\
-		return emit_sample();						\
+		return emit_sample(slot);						\
 	}
 
 #endif /* PROFD_BPF_STACK_BPF_H */

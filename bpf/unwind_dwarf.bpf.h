@@ -295,9 +295,9 @@ int dwarf_step(struct profd_unwind_state *st, const struct unwind_proc *proc)
  * unwind_dwarf_step - walk up to PROFD_DWARF_FRAMES_PER_PROG frames with
  * dwarf_step(), recording each pc, then tail-call itself or emit.
  */
-static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
+static __always_inline int unwind_dwarf_step(void *ctx, void *progs, __u32 slot)
 {
-	struct profd_unwind_state *st = unwind_state();
+	struct profd_unwind_state *st = unwind_state(slot);
 	const struct unwind_proc *proc;
 	__u32 n, base, pid;
 	bool done = false;
@@ -311,8 +311,7 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
 	if (!proc) {
 		/* the process went away from the map meanwhile */
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
-		count(PROFD_CNT_TAIL_CALL_FAILED);
-		return 0;
+		return chain_broken(st);
 	}
 	st->sample.flags |= PROFD_SAMPLE_DWARF;
 	n = st->sample.user_len;
@@ -360,8 +359,7 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs)
 	if (st->py_active)
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_PYTHON);
 	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
-	count(PROFD_CNT_TAIL_CALL_FAILED);
-	return 0;
+	return chain_broken(st);
 }
 
 #endif /* PROFD_BPF_UNWIND_DWARF_BPF_H */

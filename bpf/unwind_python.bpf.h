@@ -254,9 +254,9 @@ int py_frame_step(struct profd_unwind_state *st)
  * frames, then tail-call itself or emit. A frame that cannot be read ends
  * the walk (PROFD_SAMPLE_PYTHON_ERROR: user space adds an error frame).
  */
-static __always_inline int unwind_python_step(void *ctx, void *progs)
+static __always_inline int unwind_python_step(void *ctx, void *progs, __u32 slot)
 {
-	struct profd_unwind_state *st = unwind_state();
+	struct profd_unwind_state *st = unwind_state(slot);
 	int ret = PY_STEP_NEXT;
 
 	if (!st)
@@ -284,8 +284,7 @@ static __always_inline int unwind_python_step(void *ctx, void *progs)
 	}
 emit:
 	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
-	count(PROFD_CNT_TAIL_CALL_FAILED);
-	return 0;
+	return chain_broken(st);
 }
 
 #endif /* PROFD_BPF_UNWIND_PYTHON_BPF_H */

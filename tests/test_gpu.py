@@ -206,6 +206,31 @@ def test_records_long_after_their_launch_across_intervals(profd_bin, pprof, tmp_
         assert is_subsequence(chain, s["frames"][1:]), s
 
 
+def test_launch_stacks_survive_samples_on_their_cpu(profd_bin, pprof, tmp_path):
+    """1000 launches under 1000 Hz sampling: a cpu-clock sample often fires
+    on the CPU while a launch probe walks its stack, and uprobe programs
+    are preemptible; each kernel still joins the stack that launched it
+    (none on "[unknown launch]"), and no capture is dropped for a busy
+    scratch. (Whether the first launches' stacks are whole while their
+    files' unwind tables load is issue 16's start-up window.)"""
+    proc, out, lines = run_exec(
+        profd_bin, tmp_path,
+        ["chains", "200", "--iter-sleep-us", "5000", "--exit-delay-ms", "300"],
+        "--profile-interval", "1", "--sampling-frequency", "1000",
+        env_extra={"MOCK_CUPTI_RECORDS_PER_BUFFER": 40})
+    assert proc.returncode == 0, proc.stderr
+    samples = kernel_samples(pprof, str(out))
+    assert profile_totals(samples) == log_totals(lines)
+    threads = {s["labels"].get("thread_name") for s in samples}
+    assert threads == {"evaluator", "gpu_app"}, threads   # no "[unknown launch]"
+    for path in out.glob("*.pb.gz"):
+        text = subprocess.run([pprof, "-comments", str(path)], capture_output=True,
+                              text=True).stdout
+        for name in ("partial.gpu_kernels_no_launch", "lost.scratch_busy",
+                     "lost.scratch_lost", "lost.tail_call_failed"):
+            assert f"{name}=0" in text, (path, name, text)
+
+
 def test_dropped_records_evict_their_launches(profd_bin, pprof, tmp_path):
     """CUPTI drops every 4th record: their launches wait out the timeout
     and are evicted (counted); the library reports the drops."""

@@ -31,6 +31,8 @@ static const char *const names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_FOLLOWED_CHILDREN] = "followed_children",
 	[PROFD_CNT_NVTX_EVENTS_LOST] = "nvtx_events_lost",
 	[PROFD_CNT_DWARF_TABLE_EVICTED] = "dwarf_table_evicted",
+	[PROFD_CNT_SCRATCH_BUSY] = "scratch_busy",
+	[PROFD_CNT_SCRATCH_LOST] = "scratch_lost",
 };
 
 const char *profd_counter_name(enum profd_counter c)
@@ -54,6 +56,8 @@ enum counter_kind profd_counter_kind(enum profd_counter c)
 	case PROFD_CNT_GPU_KERNELS_LOST:
 	case PROFD_CNT_GPU_BAD_BATCH:
 	case PROFD_CNT_NVTX_EVENTS_LOST:
+	case PROFD_CNT_SCRATCH_BUSY:
+	case PROFD_CNT_SCRATCH_LOST:
 		return COUNTER_LOST;
 	case PROFD_CNT_KERNEL_STACK_ERR:	/* sample kept, stack cut short */
 	case PROFD_CNT_USER_READ_ERR:
