@@ -794,12 +794,30 @@ static uint64_t sampled_time_take(struct agent *ag, uint64_t now)
 {
 	uint64_t on = ag->on_ns;
 
-	if (ag->on_since) {
+	if (ag->on_since && now > ag->on_since) {
 		on += now - ag->on_since;
 		ag->on_since = now;
 	}
 	ag->on_ns = 0;
 	return on;
+}
+
+static bool probabilistic_set(struct agent *ag, bool on);
+
+/*
+ * The interval boundary (CLOCK_MONOTONIC ns), called by
+ * agent_interval_swap(): the ended interval's time on and whether it was
+ * sampled are taken, then a draw's "on" takes effect, so the next interval
+ * is sampled from its first moment however long the flush takes.
+ */
+static void at_boundary(struct agent *ag, uint64_t boundary)
+{
+	ag->ended_on_ns = sampled_time_take(ag, boundary);
+	ag->ended_sampled = ag->interval_sampled;
+	if (ag->draw_on_pending) {
+		ag->draw_on_pending = false;
+		ag->draw_switched = probabilistic_set(ag, true);
+	}
 }
 
 /*
@@ -860,9 +878,13 @@ static void flush(struct agent *ag)
 	int err = 0, ferr = 0, gerr = 0;
 	bool skip;
 
-	a = agent_interval_swap(ag, &end);
-	if (!a)
-		return;	/* keep aggregating into the current table */
+	ag->ended_on_ns = 0;
+	ag->ended_sampled = ag->interval_sampled;
+	a = agent_interval_swap(ag, &end, at_boundary);
+	if (!a) {
+		ag->on_ns += ag->ended_on_ns;	/* keep aggregating into the current table */
+		return;
+	}
 	pthread_mutex_lock(&ag->agg_lock);
 	memcpy(agent_now, ag->counters, sizeof(agent_now));
 	processes = ag->procs_stats.processes;
@@ -880,7 +902,7 @@ static void flush(struct agent *ag)
 	ag->intervals++;
 	pthread_mutex_unlock(&ag->agg_lock);
 	counter_comments(ag, bpf_delta, agent_delta, &us,
-			 sampled_time_take(ag, now_ns(CLOCK_MONOTONIC)), comments, &ncomments);
+			 ag->ended_on_ns, comments, &ncomments);
 	if (ag->gpu)
 		ncomments += gpu_device_comments(ag->gpu, comments + ncomments,
 						 GPU_COMMENT_DEVICES);
@@ -900,7 +922,7 @@ static void flush(struct agent *ag)
 		.frames_hung = &ag->frames_hung,
 	};
 	/* probabilistic profiling: an interval never sampled has no profile */
-	skip = !a->nsamples && !ag->interval_sampled;
+	skip = !a->nsamples && !ag->ended_sampled;
 	ag->interval_sampled = ag->sampling_on;
 	/* objects still being opened for this interval's samples: a bounded wait */
 	if (!skip) {
@@ -1541,7 +1563,7 @@ int agent_run(const struct agent_config *cfg)
 
 	while (!stop) {
 		uint64_t deadline = next_flush < end ? next_flush : end;
-		bool draw_due, draw_on, switched;
+		bool draw_due, draw_on, switched, flushed;
 
 		if (next_draw < deadline)
 			deadline = next_draw;
@@ -1587,6 +1609,7 @@ int agent_run(const struct agent_config *cfg)
 		 * ringbuf then are read into the interval ending now, not into
 		 * the next one, which is not profiled.
 		 */
+		flushed = false;
 		draw_due = now >= next_draw;
 		draw_on = draw_due && probabilistic_draw(&ag);
 		switched = draw_due && !draw_on && probabilistic_set(&ag, false);
@@ -1594,7 +1617,15 @@ int agent_run(const struct agent_config *cfg)
 			fprintf(stderr, "profd: every --pid process exited\n");
 			stop = true;
 		} else if (now >= next_flush) {
+			/* a draw's "on" takes effect at the boundary, in flush() */
+			ag.draw_on_pending = draw_on;
+			ag.draw_switched = false;
 			flush(&ag);
+			if (ag.draw_on_pending) {	/* no boundary: the swap failed */
+				ag.draw_on_pending = false;
+				ag.draw_switched = probabilistic_set(&ag, true);
+			}
+			flushed = true;
 			next_flush += interval_ns;
 			if (next_flush <= now)
 				next_flush = now + interval_ns;
@@ -1602,7 +1633,8 @@ int agent_run(const struct agent_config *cfg)
 		/* after the flush: a draw at an interval's end is the next one's */
 		if (draw_due) {
 			if (draw_on)
-				switched = probabilistic_set(&ag, true);
+				switched = flushed ? ag.draw_switched :
+					   probabilistic_set(&ag, true);
 			if (switched && cfg->verbose)
 				fprintf(stderr, "profd: probabilistic profiling: sampling %s "
 					"for %u s\n", draw_on ? "on" : "off",

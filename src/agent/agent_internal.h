@@ -206,6 +206,11 @@ struct agent {
 	bool interval_sampled;		/* ... at some time since the last flush */
 	uint64_t on_since;		/* CLOCK_MONOTONIC ns the events went on, 0: off */
 	uint64_t on_ns;			/* time on since the last flush, before on_since */
+	/* set at an interval boundary (agent.c at_boundary()), main thread */
+	uint64_t ended_on_ns;		/* the ended interval's time on */
+	bool ended_sampled;		/* the ended interval was sampled at all */
+	bool draw_on_pending;		/* a draw said on: switch on at the boundary */
+	bool draw_switched;		/* that switch changed the state */
 	bool discard_samples;		/* agent_setup(): samples before the first draw */
 	unsigned int skipped_intervals;	/* flushes with no profile: never sampled */
 	uint64_t probabilistic_draws;	/* probabilistic intervals started */
@@ -253,13 +258,15 @@ uint64_t agent_sample_interval(struct agent *ag, uint64_t ktime_ns);
 
 /*
  * agent_interval_swap - end the current interval: open the next table with
- * its boundary now (CLOCK_MONOTONIC; CLOCK_REALTIME into @end_real), let
- * the reader take in what was sampled before it (agent_reader_sync_for(),
- * up to the interval's length, 1 to 10 s), then swap. Returns the ended interval's table (the caller writes and
+ * its boundary now (CLOCK_MONOTONIC; CLOCK_REALTIME into @end_real), call
+ * @at_boundary (may be NULL) with the boundary, let the reader take in
+ * what was sampled before it (agent_reader_sync_for(), up to the
+ * interval's length, 1 to 10 s), then swap. Returns the ended interval's table (the caller writes and
  * frees it), or NULL when no table could be allocated (the current one
  * keeps aggregating). Main thread; takes agg_lock.
  */
-struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real);
+struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real,
+				     void (*at_boundary)(struct agent *, uint64_t));
 
 /*
  * agent_exit_seen - reader thread: @pid's exit event was read at @now_mono.

@@ -87,7 +87,8 @@ static unsigned int flush_sync_ms(const struct agent *ag)
 	return (s < 1 ? 1 : s > 10 ? 10 : s) * 1000;
 }
 
-struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real)
+struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real,
+				     void (*at_boundary)(struct agent *, uint64_t))
 {
 	struct aggregate *a, *fresh = aggregate_new(MAX_STACKS_PER_INTERVAL, 0);
 	uint64_t boundary;
@@ -101,6 +102,8 @@ struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real)
 	ag->next = fresh;
 	__atomic_store_n(&ag->next_start_mono, boundary, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ag->agg_lock);
+	if (at_boundary)
+		at_boundary(ag, boundary);
 
 	/*
 	 * What was sampled before the boundary is in the ringbuf: take it in.

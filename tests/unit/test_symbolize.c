@@ -16,7 +16,9 @@
  *   test_symbolize --session
  *	one symbolizer for many requests read from stdin, one a line:
  *	"PID ADDR..." answers as --pid does, then a line "end"; "trim"
- *	calls symbolizer_trim and answers "end". Stops at EOF.
+ *	calls symbolizer_trim and answers "end"; "memory" answers
+ *	"memory BYTES" (symbolizer_memory(), as of the last trim), then
+ *	"end". Stops at EOF.
  *   test_symbolize --kallsyms [--file PATH] ADDR...
  *	"kallsyms COUNT LOAD_MS" then "0xADDR NAME 0xSYMADDR MODULE" per
  *	address (MODULE "-" for vmlinux) or "0xADDR ?".
@@ -169,8 +171,14 @@ static int cmd_session(void)
 		     tok && argc < SESSION_ARGS;
 		     tok = strtok_r(NULL, " \t\n", &save))
 			argv[argc++] = tok;
-		if (argc == 1 && !strcmp(argv[0], "trim"))
+		if (argc == 1 && !strcmp(argv[0], "trim")) {
 			symbolizer_trim(s);
+		} else if (argc == 1 && !strcmp(argv[0], "memory")) {
+			uint64_t bytes, sheds;
+
+			symbolizer_memory(s, &bytes, &sheds);
+			printf("memory %" PRIu64 "\n", bytes);
+		}
 		else if (argc)
 			resolve_pid(s, (pid_t)atoi(argv[0]), argc - 1, argv + 1);
 		printf("end\n");
