@@ -1193,9 +1193,56 @@ class Session:
                 out[int(addr, 16)] = (name, int(start, 16))
         raise AssertionError("test_symbolize --session died")
 
+    def memory(self):
+        """Bytes the symbolizer holds, as of a trim done now."""
+        for cmd in ("trim", "memory"):
+            self.p.stdin.write(cmd + "\n")
+            self.p.stdin.flush()
+            out = None
+            for line in self.p.stdout:
+                if line.strip() == "end":
+                    break
+                out = int(line.split()[1])
+        return out
+
     def close(self):
         self.p.stdin.close()
         assert self.p.wait(timeout=30) == 0
+
+
+def test_copies_share_one_symbol_table(progs, tmp_path):
+    """Two copies of a binary (two files, one build ID and size) cost one
+    symbol table: the second resolves the same names through the first's
+    object; a different binary costs its own table."""
+    paths = [str(tmp_path / f"copy{i}") for i in range(2)]
+    for p in paths:
+        shutil.copy(progs["cxx_pie"], p)
+    oracle = Oracle(progs["cxx_pie"])
+    want = next(x.value for x in oracle.syms
+                if oracle.demangled[x.name] == "int ns::twice<int>(int)")
+    s = Session()
+    procs = []
+    try:
+        before = s.memory()
+        sizes = []
+        for path in paths:
+            p, rt = _serve(path)
+            procs.append(p)
+            b = rt["twice_int"] + 2
+            assert s.ask(p.pid, [b])[b] == ("int ns::twice<int>(int)", want)
+            sizes.append(s.memory())
+        first, second = sizes[0] - before, sizes[1] - sizes[0]
+        assert first > 0
+        assert second < first / 4, (before, sizes)
+        p, rt = _serve(progs["c_pie"])
+        procs.append(p)
+        a = rt["demo_gamma"]
+        assert s.ask(p.pid, [a])[a][0] == "demo_gamma"
+        assert s.memory() - sizes[1] > second, (before, sizes)
+    finally:
+        for p in procs:
+            _stop(p)
+        s.close()
 
 
 @pytest.mark.parametrize("via", ["map_files", "proc_root"])

@@ -21,6 +21,12 @@
  * Objects without a .symtab get their separate debug file attached at
  * open (debuginfo.c), searched under the process's root, then the host's.
  *
+ * Copies: a file with the build ID and size of an object already cached
+ * (the same binary copied, installed twice, or in two containers' layers)
+ * is opened but its symbols are not read: its node refers to that object
+ * (`same`, referenced) and resolves through it, so N copies cost one
+ * symbol table. Each node still has its own identity and stamp.
+ *
  * The vDSO is one more object outside the hash: every process of the
  * running kernel maps the same image, so profd's own copy
  * (getauxval(AT_SYSINFO_EHDR), its size from our [vdso] mapping) is read
@@ -108,6 +114,7 @@ struct sym_object {
 	char **fde_names;		/* "[vdso]+0x..." names handed out */
 	uint32_t fde_names_n;
 	uint64_t last_use;		/* owner->clock at the last resolve */
+	struct sym_object *same;	/* a copy's object (a reference), or NULL */
 	uint32_t idle_trims;		/* trims in a row it was unreferenced */
 };
 
@@ -191,6 +198,7 @@ static void object_destroy(struct sym_object *o)
 	free(o->fde_names);
 	free(o->offs);
 	elf_file_free(o->ef);
+	sym_object_put(o->same);	/* after: it may free the copy's object */
 	free(o);
 }
 
@@ -640,23 +648,22 @@ static struct sym_object *cache_get(struct symbolizer *s, pid_t pid,
 }
 
 /*
- * A new object for @m, read from its file: touches nothing shared, so it
- * runs without the cache's lock. *@fd_err: the open failed (< 0);
- * *@ret: the ELF parse's error; *@unreadable: symbols could not be read.
+ * A new object for @m, its file opened and its ELF headers read (not its
+ * symbols: object_load()): touches nothing shared, so it runs without
+ * the cache's lock. *@fd_err: the open failed (< 0); *@ret: the ELF
+ * parse's error.
  */
-static struct sym_object *object_read(struct symbolizer *s, pid_t pid,
+static struct sym_object *object_open(struct symbolizer *s, pid_t pid,
 				      const struct proc_mapping *m,
 				      const struct id_key *k, int *fd_err,
-				      int *ret, bool *unreadable)
+				      int *ret)
 {
 	struct sym_object *o = calloc(1, sizeof(*o));
 	struct stat st;
-	char *root;
 	int fd;
 
 	*ret = 0;
 	*fd_err = 0;
-	*unreadable = false;
 	if (!o)
 		return NULL;
 	o->key = *k;
@@ -670,6 +677,42 @@ static struct sym_object *object_read(struct symbolizer *s, pid_t pid,
 			stamp_set(&o->stamp, &st);
 		o->ef = elf_file_open_fd(fd, ret);
 	}
+	return o;
+}
+
+/*
+ * A cached object with @o's build ID and file size (not a copy itself,
+ * not a failure), or NULL. Called with the cache's lock held.
+ */
+static struct sym_object *find_copy_of(struct symbolizer *s,
+				       const struct sym_object *o)
+{
+	const char *id = o && o->ef ? elf_file_build_id(o->ef) : NULL;
+
+	if (!id || !id[0] || !o->stamp.valid)
+		return NULL;
+	for (size_t b = 0; b < s->nbuckets; b++)
+		for (struct sym_object *c = s->buckets[b]; c; c = c->next)
+			if (!c->err && !c->same && c->ef && c->stamp.valid &&
+			    c->stamp.size == o->stamp.size &&
+			    !strcmp(elf_file_build_id(c->ef), id))
+				return c;
+	return NULL;
+}
+
+/*
+ * Read @o's symbols (and attach its debug file when it has no .symtab),
+ * unless it is a copy (o->same). Without the cache's lock. *@unreadable:
+ * the symbols could not be read.
+ */
+static void object_load(struct sym_object *o, pid_t pid,
+			const struct proc_mapping *m, bool *unreadable)
+{
+	char *root;
+
+	*unreadable = false;
+	if (!o || o->same)
+		return;
 	if (o->ef && !elf_file_has_symtab(o->ef) &&
 	    asprintf(&root, "/proc/%d/root", (int)pid) >= 0) {
 		debuginfo_attach(o->ef, root, m->path, NULL, 0);
@@ -684,7 +727,6 @@ static struct sym_object *object_read(struct symbolizer *s, pid_t pid,
 	 */
 	if (o->ef && elf_file_load_symbols(o->ef) < 0)
 		*unreadable = true;
-	return o;
 }
 
 /*
@@ -758,7 +800,10 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 	o = cache_get(s, pid, m, &k, err);
 	if (o || *err)
 		return o;
-	o = object_read(s, pid, m, &k, &fd_err, &ret, &unreadable);
+	o = object_open(s, pid, m, &k, &fd_err, &ret);
+	if (o)
+		o->same = sym_object_get(find_copy_of(s, o));
+	object_load(o, pid, m, &unreadable);
 	return object_insert(s, o, fd_err, ret, unreadable, err);
 }
 
@@ -793,7 +838,13 @@ struct sym_object *symbolizer_get_unlocked(struct symbolizer *s,
 	pthread_mutex_unlock(lock);
 	if (o || *err)
 		return o;
-	o = object_read(s, pid, m, &k, &fd_err, &ret, &unreadable);
+	o = object_open(s, pid, m, &k, &fd_err, &ret);
+	if (o && o->ef) {
+		pthread_mutex_lock(lock);
+		o->same = sym_object_get(find_copy_of(s, o));
+		pthread_mutex_unlock(lock);
+	}
+	object_load(o, pid, m, &unreadable);
 	pthread_mutex_lock(lock);
 	cached = find_node(s, &k);
 	if (cached && o) {
@@ -988,6 +1039,8 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 
 	if (o->owner)
 		o->last_use = ++o->owner->clock;
+	if (o->same)	/* a copy: resolved by the object of the first */
+		return sym_object_resolve(o->same, file_offset, out);
 
 	if (!sl) {
 		if (!elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {
