@@ -97,17 +97,39 @@ SYMBOL_BUDGET_MIB = 1
 RSS_BASE_MIB = 112
 
 
+def build_id_of(path):
+    """The GNU build ID of ELF @path as bytes (readelf -n)."""
+    out = subprocess.run(["readelf", "-n", path], capture_output=True,
+                         text=True, check=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    assert m, out
+    return bytes.fromhex(m.group(1))
+
+
+def distinct_copy(real, dst, i):
+    """Copy ELF @real to @dst with the build ID's last 4 bytes set to @i:
+    a distinct binary to profd (a copy with the same build ID and size
+    shares the first one's symbol table)."""
+    data = bytearray(open(real, "rb").read())
+    bid = build_id_of(real)
+    at = data.find(bid)
+    assert at > 0 and data.find(bid, at + 1) < 0, "build ID not found once"
+    data[at + len(bid) - 4:at + len(bid)] = i.to_bytes(4, "little")
+    with open(dst, "wb") as f:
+        f.write(data)
+    os.chmod(dst, 0o755)
+
+
 def run_copies(real, tmp_path, prefix, count, measure):
-    """Run @count copies of the interpreter @real (each its own file and
-    inode: @prefix000, ...) for 0.3 s each, BIG_PARALLEL at a time,
+    """Run @count distinct copies of the interpreter @real (each its own
+    file, inode and build ID: @prefix000, ...) for 0.3 s each, BIG_PARALLEL at a time,
     deleting each after it exits; call @measure() after each exit and
     once more 2 s after the last (a reap and a trim). Returns the
     measures."""
     out, running = [], []
     for i in range(count):
         exe = str(tmp_path / f"{prefix}{i:03d}")
-        shutil.copyfile(real, exe)
-        os.chmod(exe, 0o755)
+        distinct_copy(real, exe, i)
         running.append((exe, subprocess.Popen(
             [exe, "-S", "-c", "import time\nt = time.time() + 0.3\n"
              "while time.time() < t: sum(range(1000))"])))
@@ -152,8 +174,8 @@ def _rss_mib(pid):
 
 
 def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
-    """100 copies of python3 (7 MB each, their own inode: a table, a symbol
-    table, an interpreter detection each) run 0.3 s of Python each, 4 at a
+    """100 distinct copies of python3 (7 MB each, their own inode and build
+    ID: a table, a symbol table, an interpreter detection each) run 0.3 s of Python each, 4 at a
     time, under whole-machine profd with --symbol-cache-limit 1. RSS
     (sampled every 0.2 s) stays under RSS_BASE_MIB + the budget, the
     symbol cache sheds (counted), and the copies' samples still have a
