@@ -10,7 +10,7 @@
 # windows) / execs made; csw_exec: context switches of profd's threads
 # per exec, the same way. Prints one line per run; medians at the end.
 # Env: AB_PROFDS (required), AB_ROUNDS (3), AB_RATE (200), AB_SECS (8),
-#      AB_WARM (12).
+#      AB_WARM (12), AB_CHILD_US (2000: each child's CPU spin).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -43,7 +43,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		a=$(cpu_ns "$PROFD_PID"); ta=$(cpu_ticks "$PROFD_PID"); xa=$(ctxsw "$PROFD_PID")
 		sleep "$SECS"
 		b=$(cpu_ns "$PROFD_PID"); tb=$(cpu_ticks "$PROFD_PID"); xb=$(ctxsw "$PROFD_PID")
-		out=$("$WORK/execstorm" "$RATE" "$SECS" 2000)
+		out=$("$WORK/execstorm" "$RATE" "$SECS" "${AB_CHILD_US:-2000}")
 		c=$(cpu_ns "$PROFD_PID"); tc=$(cpu_ticks "$PROFD_PID"); xc=$(ctxsw "$PROFD_PID")
 		sleep "$SECS"
 		d=$(cpu_ns "$PROFD_PID"); td=$(cpu_ticks "$PROFD_PID"); xd=$(ctxsw "$PROFD_PID")

@@ -48,11 +48,12 @@ int profd_sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Exit events do not wake the reader (it polls every 100 ms at the
- * latest): under process churn the wakeups were most of profd's cost.
- * A filling ring buffer, or a followed command (its exit ends profd's
- * wait), still wakes it. Exec events still do: a PID profd knows gets
- * its new image re-read before samples unwind with the old tables.
+ * Exec and exit events do not wake the reader (it polls every 100 ms at
+ * the latest): under process churn the wakeups were most of profd's
+ * cost. A filling ring buffer, or a followed command (its exit ends
+ * profd's wait), still wakes it. Until an exec is read, the old image's
+ * tables are not used (exec_times) and its Python entry is gone, so the
+ * new image's first samples ask for its maps (and wake the reader).
  */
 static __always_inline void proc_event(__u32 type, struct task_struct *p)
 {
@@ -70,9 +71,7 @@ static __always_inline void proc_event(__u32 type, struct task_struct *p)
 	e->pid = p->tgid;
 	e->ktime_ns = bpf_ktime_get_ns();
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
-	if (type == PROFD_EVENT_PROC_EXEC)
-		flags = 0;	/* adaptive: a known PID's new image is re-read now */
-	else if (cfg_follow_children ||
+	if (cfg_follow_children ||
 		 bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
@@ -83,7 +82,11 @@ int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 	     struct linux_binprm *bprm)
 {
 	__u32 pid = p->tgid;
+	__u64 now = bpf_ktime_get_ns();
 
+	/* before the event: the old image's tables stop now */
+	bpf_map_update_elem(&exec_times, &pid, &now, BPF_ANY);
+	bpf_map_delete_elem(&python_procs, &pid);
 	proc_event(PROFD_EVENT_PROC_EXEC, p);
 	bpf_map_delete_elem(&dl_events, &pid);	/* a new ld.so starts over */
 	return 0;

@@ -114,7 +114,7 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 					PROFD_PY_MAX_TAIL_CALLS - 1;
 	}
 	if (cfg_dwarf_unwinding) {
-		if (bpf_map_lookup_elem(&unwind_procs, &pid))
+		if (unwind_proc_current(pid))
 			bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_DWARF);
 		else
 			st->sample.flags |= PROFD_SAMPLE_UNWIND_MISSING;

@@ -67,6 +67,33 @@ struct {
 	__type(value, struct unwind_proc);
 } unwind_procs SEC(".maps");
 
+/*
+ * tgid -> bpf_ktime_get_ns() of its last exec (profd_proc_exec). Exec
+ * events reach user space late (they do not wake the reader), so until
+ * the new image's maps are read, the old image's unwind_procs entry
+ * stays: an entry read before the exec is not used (unwind_proc_current).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} exec_times SEC(".maps");
+
+/* @pid's unwind_procs entry if it describes its current image, else NULL. */
+static __always_inline const struct unwind_proc *unwind_proc_current(__u32 pid)
+{
+	const struct unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	const __u64 *exec_ns;
+
+	if (!proc)
+		return NULL;
+	exec_ns = bpf_map_lookup_elem(&exec_times, &pid);
+	if (exec_ns && *exec_ns >= proc->maps_read_ns)
+		return NULL;
+	return proc;
+}
+
 enum dwarf_step {
 	DWARF_STEP_NEXT = 0,	/* st->ip/sp/bp hold the caller's frame */
 	DWARF_STEP_DONE = 1,	/* outermost frame reached */
@@ -307,7 +334,7 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs, __u32 slot)
 	if (!st)
 		return 0;
 	pid = st->sample.pid;
-	proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+	proc = unwind_proc_current(pid);
 	if (!proc) {
 		/* the process went away from the map meanwhile */
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);

@@ -98,6 +98,12 @@ struct unwind_mapping {
 struct unwind_proc {
 	__u32 nmappings;
 	__u32 _pad;
+	/*
+	 * CLOCK_MONOTONIC ns the maps were read at: an entry read before the
+	 * process's last exec (exec_times) describes the old image and is
+	 * not used.
+	 */
+	__u64 maps_read_ns;
 	struct unwind_mapping mappings[UNWIND_MAX_PROC_MAPPINGS];
 };
 

@@ -191,6 +191,7 @@ struct agent {
 	uint64_t python_processes;	/* CPython processes known: the reader polls sooner */
 	pthread_t reader;
 	int reader_err;
+	bool workers_deferred;		/* reader: defer_workers() (agent.c) */
 
 	uint64_t bpf_prev[PROFD_CNT_MAX];
 	uint64_t agent_prev[AGENT_CNT_MAX];

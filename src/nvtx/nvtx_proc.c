@@ -732,7 +732,12 @@ void nvtx_proc_expire(struct nvtx_tracer *t, uint64_t now_ns)
 	}
 }
 
-/* nvtx_proc_next_deadline - when nvtx_proc_expire() has work next; UINT64_MAX: never. */
+/*
+ * nvtx_proc_next_deadline - when nvtx_proc_expire() has work next that
+ * cannot wait for the tick; UINT64_MAX: never. Exited processes' ends of
+ * grace are left to the tick (up to NVTX_TICK_NS late): every exec'd
+ * process exits, and a wakeup for each was a context switch per process.
+ */
 uint64_t nvtx_proc_next_deadline(struct nvtx_tracer *t)
 {
 	uint64_t d = UINT64_MAX;
@@ -741,8 +746,6 @@ uint64_t nvtx_proc_next_deadline(struct nvtx_tracer *t)
 		d = t->early_head->deadline_ns;
 	if (t->ke_head && t->ke_head->ke_deadline_ns < d)
 		d = t->ke_head->ke_deadline_ns;
-	if (t->exit_head && t->exit_head->deadline_ns < d)
-		d = t->exit_head->deadline_ns;
 	return d;
 }
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proc/maps.h"
@@ -319,12 +320,15 @@ static void strip_root(pid_t pid, struct proc_maps *m)
  */
 int proc_maps_read(pid_t pid, struct proc_maps *out)
 {
+	struct timespec ts;
 	char path[64], *buf = NULL;
 	size_t len = 0;
 	int fd, err;
 
 	out->v = NULL;
 	out->n = 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	out->read_ns = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -334,6 +338,7 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 	if (err)
 		return err == -ESRCH ? -ENOENT : err;
 	err = proc_maps_parse(buf, len, out, NULL);
+	out->read_ns = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	free(buf);
 	if (!err)
 		strip_root(pid, out);

@@ -32,6 +32,7 @@ struct proc_mapping {
 struct proc_maps {
 	struct proc_mapping *v;	/* sorted by start, non-overlapping */
 	size_t n;
+	uint64_t read_ns;	/* CLOCK_MONOTONIC ns the read began (0: parsed) */
 };
 
 /*

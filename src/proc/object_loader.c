@@ -33,6 +33,10 @@ struct object_loader {
 	uint64_t done;		/* jobs finished (run, or cancelled) so far */
 	uint64_t dropped;
 	uint64_t busy_since;	/* CLOCK_MONOTONIC ns; 0: idle */
+	bool deferred;		/* object_loader_defer(): adds do not wake (atomic) */
+	object_batch_fn batch;	/* object_loader_set_batch(), or NULL */
+	void *batch_ctx;
+	bool wake_pending;	/* jobs were added while deferred (atomic) */
 	bool stop;
 	bool exited;
 };
@@ -49,12 +53,28 @@ static void *worker_main(void *arg)
 {
 	struct object_loader *ol = arg;
 
+	bool in_batch = false;
+
 	pthread_mutex_lock(&ol->lock);
 	while (!ol->stop) {
 		struct job *j = ol->head;
 
 		if (!j) {
+			if (in_batch && ol->batch) {
+				pthread_mutex_unlock(&ol->lock);
+				ol->batch(ol->batch_ctx, false);
+				pthread_mutex_lock(&ol->lock);
+				in_batch = false;
+				continue;	/* a job may have come meanwhile */
+			}
 			pthread_cond_wait(&ol->wake, &ol->lock);
+			continue;
+		}
+		if (!in_batch && ol->batch) {
+			in_batch = true;
+			pthread_mutex_unlock(&ol->lock);
+			ol->batch(ol->batch_ctx, true);
+			pthread_mutex_lock(&ol->lock);
 			continue;
 		}
 		ol->head = j->next;
@@ -73,6 +93,8 @@ static void *worker_main(void *arg)
 	ol->exited = true;
 	pthread_cond_broadcast(&ol->wake);
 	pthread_mutex_unlock(&ol->lock);
+	if (in_batch && ol->batch)
+		ol->batch(ol->batch_ctx, false);
 	return NULL;
 }
 
@@ -148,6 +170,7 @@ int object_loader_add(struct object_loader *ol, object_job_fn fn, void *arg,
 		      bool must)
 {
 	struct job *j;
+	bool wake;
 
 	if (!ol) {
 		fn(arg, false);
@@ -173,9 +196,42 @@ int object_loader_add(struct object_loader *ol, object_job_fn fn, void *arg,
 	ol->tail = j;
 	ol->njobs++;
 	ol->added++;
-	pthread_cond_broadcast(&ol->wake);
+	wake = true;
+	if (__atomic_load_n(&ol->deferred, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&ol->wake_pending, true, __ATOMIC_SEQ_CST);
+		/* the deferral may have ended meanwhile: then the wakeup is ours */
+		wake = !__atomic_load_n(&ol->deferred, __ATOMIC_SEQ_CST) &&
+		       __atomic_exchange_n(&ol->wake_pending, false, __ATOMIC_SEQ_CST);
+	}
 	pthread_mutex_unlock(&ol->lock);
+	if (wake)	/* after the unlock: the worker does not block on it */
+		pthread_cond_broadcast(&ol->wake);
 	return 0;
+}
+
+/* object_loader_set_batch - see object_loader.h. */
+void object_loader_set_batch(struct object_loader *ol, object_batch_fn fn, void *ctx)
+{
+	if (!ol)
+		return;
+	pthread_mutex_lock(&ol->lock);
+	ol->batch = fn;
+	ol->batch_ctx = ctx;
+	pthread_mutex_unlock(&ol->lock);
+}
+
+/* object_loader_defer - see object_loader.h. */
+void object_loader_defer(struct object_loader *ol, bool on)
+{
+	bool wake;
+
+	if (!ol)
+		return;
+	/* no lock: the reader turns this on and off around every batch */
+	__atomic_store_n(&ol->deferred, on, __ATOMIC_SEQ_CST);
+	wake = !on && __atomic_exchange_n(&ol->wake_pending, false, __ATOMIC_SEQ_CST);
+	if (wake)
+		pthread_cond_broadcast(&ol->wake);
 }
 
 /* object_loader_wait - see object_loader.h. */
@@ -190,6 +246,9 @@ int object_loader_wait(struct object_loader *ol, uint64_t timeout_ns)
 	ts = abs_ts(mono_ns() + timeout_ns);
 	pthread_mutex_lock(&ol->lock);
 	target = ol->added;
+	/* added while deferred: the worker is wanted now */
+	if (__atomic_exchange_n(&ol->wake_pending, false, __ATOMIC_SEQ_CST))
+		pthread_cond_broadcast(&ol->wake);
 	while (ol->done < target && !ol->exited) {
 		if (pthread_cond_timedwait(&ol->wake, &ol->lock, &ts) == ETIMEDOUT) {
 			ret = ol->done < target ? -ETIMEDOUT : 0;

@@ -429,8 +429,21 @@ static void update_proc(struct python *py, pid_t pid,
 	__u32 key = pid;
 
 	if (p && p->inode == found->inode && p->dev_major == found->dev_major &&
-	    p->dev_minor == found->dev_minor && p->bias == bias)
-		return;	/* same interpreter as before */
+	    p->dev_minor == found->dev_minor && p->bias == bias) {
+		/*
+		 * Same interpreter as before, maybe after an exec of the same
+		 * binary, which deleted the BPF entry (profd_proc_exec): the
+		 * entry is written again.
+		 */
+		if (p->off && py->procs_fd >= 0) {
+			fill_bpf(p, &v);
+			v.runtime = d->bin.runtime + bias;
+			if (!bpf_usable(&v) ||
+			    bpf_map_update_elem(py->procs_fd, &key, &v, BPF_ANY))
+				STAT_ADD(py, map_errors, 1);
+		}
+		return;
+	}
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		if (!p)

@@ -36,6 +36,8 @@ struct unwind_async {
 	uint64_t dropped;
 	uint64_t cancelled;		/* updates turned into removals, not run */
 	uint64_t busy_since;	/* CLOCK_MONOTONIC ns; 0: idle */
+	unsigned int deferrers;	/* unwind_async_defer() on: work does not wake (atomic) */
+	bool wake_pending;	/* work came while deferred (atomic) */
 	bool stop;
 	bool exited;
 	struct unwind_loader_stats st;
@@ -65,6 +67,7 @@ static void maps_free(struct proc_maps *m)
 static int maps_copy(struct proc_maps *dst, const struct proc_maps *src)
 {
 	dst->n = 0;
+	dst->read_ns = src->read_ns;
 	dst->v = calloc(src->n ? src->n : 1, sizeof(*dst->v));
 	if (!dst->v)
 		return -ENOMEM;
@@ -207,7 +210,31 @@ void unwind_async_free(struct unwind_async *a, uint64_t wait_ns)
 	free(a);
 }
 
-static void enqueue(struct unwind_async *a, struct job *j)
+/*
+ * Work was queued (lock held): whether the caller is to wake the worker
+ * once it has dropped the lock (woken holding it, the worker would only
+ * block on the lock), or the wakeup waits for the deferral's end.
+ */
+static bool wake_worker(struct unwind_async *a)
+{
+	if (!__atomic_load_n(&a->deferrers, __ATOMIC_SEQ_CST))
+		return true;
+	__atomic_store_n(&a->wake_pending, true, __ATOMIC_SEQ_CST);
+	/* the last deferral may have ended meanwhile: then the wakeup is ours */
+	return !__atomic_load_n(&a->deferrers, __ATOMIC_SEQ_CST) &&
+	       __atomic_exchange_n(&a->wake_pending, false, __ATOMIC_SEQ_CST);
+}
+
+/* Drop the lock, then wake the worker if @wake. */
+static void unlock_and_wake(struct unwind_async *a, bool wake)
+{
+	pthread_mutex_unlock(&a->lock);
+	if (wake)
+		pthread_cond_broadcast(&a->wake);
+}
+
+/* Queue @j (lock held); returns wake_worker()'s answer. */
+static bool enqueue(struct unwind_async *a, struct job *j)
 {
 	if (a->tail)
 		a->tail->next = j;
@@ -217,7 +244,7 @@ static void enqueue(struct unwind_async *a, struct job *j)
 	a->njobs++;
 	if (!j->remove)
 		a->nupdates++;
-	pthread_cond_broadcast(&a->wake);
+	return wake_worker(a);
 }
 
 /* The last queued job of @pid, or NULL (lock held). */
@@ -262,8 +289,7 @@ int unwind_async_update(struct unwind_async *a, pid_t pid,
 		job_free(j);
 		return -ENOBUFS;
 	}
-	enqueue(a, j);
-	pthread_mutex_unlock(&a->lock);
+	unlock_and_wake(a, enqueue(a, j));
 	return 0;
 }
 
@@ -294,8 +320,7 @@ int unwind_async_remove(struct unwind_async *a, pid_t pid)
 		free(j);
 		return 0;
 	}
-	enqueue(a, j);
-	pthread_mutex_unlock(&a->lock);
+	unlock_and_wake(a, enqueue(a, j));
 	return 0;
 }
 
@@ -313,9 +338,26 @@ void unwind_async_stats(struct unwind_async *a, struct unwind_async_stats *out)
 	pthread_mutex_unlock(&a->lock);
 }
 
+/* unwind_async_defer - see async.h. */
+void unwind_async_defer(struct unwind_async *a, bool on)
+{
+	if (!a)
+		return;
+	/* no lock: the reader turns this on and off around every batch */
+	if (on) {
+		__atomic_add_fetch(&a->deferrers, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
+	if (!__atomic_sub_fetch(&a->deferrers, 1, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&a->wake_pending, false, __ATOMIC_SEQ_CST))
+		pthread_cond_broadcast(&a->wake);
+}
+
 /* unwind_async_touch - see async.h. */
 void unwind_async_touch(struct unwind_async *a, pid_t pid, uint64_t now_ns)
 {
+	bool wake = false;
+
 	if (!a)
 		return;
 	pthread_mutex_lock(&a->lock);
@@ -323,9 +365,9 @@ void unwind_async_touch(struct unwind_async *a, pid_t pid, uint64_t now_ns)
 		a->touch[a->ntouch].pid = pid;
 		a->touch[a->ntouch].ns = now_ns;
 		if (!a->ntouch++)
-			pthread_cond_signal(&a->wake);
+			wake = wake_worker(a);
 	} else {
 		a->touches_dropped++;
 	}
-	pthread_mutex_unlock(&a->lock);
+	unlock_and_wake(a, wake);
 }

@@ -72,6 +72,14 @@ int unwind_async_remove(struct unwind_async *a, pid_t pid);
  */
 void unwind_async_touch(struct unwind_async *a, pid_t pid, uint64_t now_ns);
 
+/*
+ * unwind_async_defer - while @on, queued work does not wake the worker;
+ * turned off, one wakeup takes it all (as object_loader_defer()). Calls
+ * nest, from any thread: the worker is woken when the last caller turns
+ * it off.
+ */
+void unwind_async_defer(struct unwind_async *a, bool on);
+
 /* unwind_async_stats - the figures of struct unwind_async_stats. */
 void unwind_async_stats(struct unwind_async *a, struct unwind_async_stats *out);
 

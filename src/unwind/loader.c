@@ -519,6 +519,7 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 	u->objs = calloc(maps->n ? maps->n : 1, sizeof(*u->objs));
 	u->nobjs = 0;
 	u->val.nmappings = 0;
+	u->val.maps_read_ns = maps->read_ns;	/* older than an exec: not used */
 	if (!u->objs) {
 		u->objs = old_objs;
 		u->nobjs = old_n;
