@@ -75,7 +75,7 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16384);	/* scaled by the loader */
 	__type(key, __u32);
 	__type(value, __u64);
 } exec_times SEC(".maps");

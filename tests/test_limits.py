@@ -96,7 +96,8 @@ def test_scale_factor_sizes_the_maps(profd_bin, pprof, chain_bin, tmp_path, fact
                              stderr=subprocess.PIPE, text=True)
     try:
         maps = wait_for_maps(profd, ["events", "cupti_events", "python_threads",
-                                     "dl_events", "unwind_procs", "python_procs"])
+                                     "dl_events", "exec_times", "unwind_procs",
+                                     "python_procs"])
         metrics = ""
         for _ in range(50):     # /metrics answers before the tracer is up
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
@@ -115,10 +116,11 @@ def test_scale_factor_sizes_the_maps(profd_bin, pprof, chain_bin, tmp_path, fact
     assert maps["cupti_events"] == 8 * MIB * scale, maps
     assert maps["python_threads"] == 16384 * scale, maps
     assert maps["dl_events"] == 16384 * scale, maps
+    assert maps["exec_times"] == 16384 * scale, maps
     assert maps["unwind_procs"] == 8192 * scale, maps
     assert maps["python_procs"] == 8192 * scale, maps
-    # ... per-CPU scratch, counters and the PID filter not
-    assert maps["unwind_scratch"] == 1 and maps["pid_filter"] == 1024, maps
+    # ... per-CPU scratch (a slot per program type), counters and the PID filter not
+    assert maps["unwind_scratch"] == 2 and maps["pid_filter"] == 1024, maps
     assert "cannot be created" not in err, err
     # tracer_ringbuf_usage() through /metrics: the live sizes, a sane fill
     for name in ("events", "cupti_events"):
@@ -203,7 +205,8 @@ def test_scaled_maps_grow_by_half_of_memavailable(profd_bin, tmp_path):
     warned = re.findall(r"^profd: warning: BPF map (\w+): \S+ \S+ is over the memory "
                         r"budget \(half of MemAvailable\); using .*$", err, re.M)
     assert sorted(warned) == sorted(["events", "cupti_events", "python_threads",
-                                     "dl_events", "unwind_procs", "python_procs"]), err
+                                     "dl_events", "exec_times", "unwind_procs",
+                                     "python_procs"]), err
 
 
 @pytest.mark.parametrize("factor,args,limit_mib", [

@@ -403,9 +403,13 @@ static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 	p = *proc_slot(py, pid);
 	same = p && p->inode == found->inode && p->dev_major == found->dev_major &&
 	       p->dev_minor == found->dev_minor && p->bias == bias;
+	if (same) {
+		/* same interpreter: its BPF entry is written again (exec) */
+		update_proc(py, pid, found, &det, bias, 0);
+		pthread_mutex_unlock(&py->procs_lock);
+		return;
+	}
 	pthread_mutex_unlock(&py->procs_lock);
-	if (same)
-		return;	/* same interpreter as before */
 	if (det.result == 1 && py_offsets_find(det.bin.major, det.bin.minor)) {
 		ppid = parent_pid(pid);
 		if (!is_parent)

@@ -5,8 +5,8 @@
  * Owns: --bpf-map-scale-factor N. The agent's sizes (the two ringbufs,
  * the per-process tables) are scaled by tracer_scale_opts(); the maps the
  * tracer sizes itself (python_threads: one entry per thread of CPython
- * processes; dl_events: one per process that loads libraries) are scaled
- * here. Per-CPU scratch arrays, counters, program arrays, the shard array
+ * processes; dl_events: one per process that loads libraries;
+ * exec_times: one per process that exec'd) are scaled here. Per-CPU scratch arrays, counters, program arrays, the shard array
  * and the PID filter keep their sizes.
  *
  * A scaled map is created here, before the skeleton loads, so that a size
@@ -106,7 +106,8 @@ unsigned int tracer_maps_plan(struct profd_bpf *skel, const struct tracer_opts *
 	unsigned int f = o->map_scale_factor > TRACER_MAP_SCALE_MAX ?
 			 TRACER_MAP_SCALE_MAX : o->map_scale_factor, n = 0;
 	struct bpf_map *self_sized[] = { skel->maps.python_threads,
-					 skel->maps.dl_events };
+					 skel->maps.dl_events,
+					 skel->maps.exec_times };
 	struct bpf_map *m;
 	uint32_t v;
 

@@ -39,8 +39,8 @@ struct tracer_map_size {
 	uint32_t got;		/* max_entries created; 0: left to libbpf */
 };
 
-/* Maps in the plan: two ringbufs, two per-thread/process LRUs, two tables. */
-#define TRACER_SIZED_MAPS 6
+/* Maps in the plan: two ringbufs, three per-thread/process LRUs, two tables. */
+#define TRACER_SIZED_MAPS 7
 
 /* Read-only views of one ringbuf's consumer and producer position pages. */
 struct tracer_rb_view {
