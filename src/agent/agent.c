@@ -232,24 +232,30 @@ add:
 
 /*
  * The workers' wakeups wait until the reader has taken in a batch of
- * records (reader_main() ends the deferral): one wakeup per batch, not
- * one per job (a context switch each, under process churn).
+ * records (reader_main() ends the deferral), at most DEFER_MAX_NS: one
+ * wakeup per burst, not one per job (a context switch each, under process
+ * churn), and a new process's tables and files still start within a
+ * millisecond (a batch under load takes tens: the workers must not wait
+ * for all of it).
  */
-static void defer_workers(struct agent *ag, bool on)
+#define DEFER_MAX_NS (1000ULL * 1000)
+
+static void defer_workers(struct agent *ag, bool on, uint64_t now)
 {
-	if (ag->workers_deferred == on)
+	if (ag->workers_deferred == on) {
+		if (on && now - ag->workers_deferred_ns > DEFER_MAX_NS) {
+			object_loader_defer(ag->objects, false);
+			unwind_async_defer(ag->unwind, false);
+			object_loader_defer(ag->objects, true);
+			unwind_async_defer(ag->unwind, true);
+			ag->workers_deferred_ns = now;
+		}
 		return;
+	}
 	ag->workers_deferred = on;
+	ag->workers_deferred_ns = now;
 	object_loader_defer(ag->objects, on);
 	unwind_async_defer(ag->unwind, on);
-}
-
-/* The object loader's runs of jobs: their unwind updates wake once. */
-static void objects_batch(void *ctx, bool begin)
-{
-	struct agent *ag = ctx;
-
-	unwind_async_defer(ag->unwind, begin);
 }
 
 static int on_event(void *ctx, const void *data, size_t size)
@@ -258,7 +264,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 	uint32_t type = *(const uint32_t *)data;
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-	defer_workers(ag, true);
+	defer_workers(ag, true, now);
 
 	switch (type) {
 	case PROFD_EVENT_SAMPLE: {
@@ -515,7 +521,7 @@ static void *reader_main(void *arg)
 		int n = tracer_poll(ag->tracer, soon ? READER_POLL_MS : READER_POLL_SLOW_MS);
 		uint64_t now;
 
-		defer_workers(ag, false);
+		defer_workers(ag, false, 0);
 		if (n < 0) {
 			ag->reader_err = n;
 			fprintf(stderr, "profd: error: reading the ringbuf: %s\n",
@@ -531,9 +537,9 @@ static void *reader_main(void *arg)
 				tracer_gpu_detach_unused(ag->tracer);
 		}
 		if (now - last_reap >= REAP_EVERY_NS) {
-			defer_workers(ag, true);	/* removals: one wakeup */
+			defer_workers(ag, true, now);	/* removals: one wakeup */
 			agent_reap(ag, now);
-			defer_workers(ag, false);
+			defer_workers(ag, false, 0);
 			last_reap = now;
 			agent_memory_tick(now);	/* give back what exited processes freed */
 		}
@@ -544,7 +550,7 @@ static void *reader_main(void *arg)
 	__atomic_store_n(&ag->reader_exited, 1, __ATOMIC_RELEASE);
 	/* Sampling is off: whatever is left in the ringbuf is the last data. */
 	tracer_drain(ag->tracer);
-	defer_workers(ag, false);
+	defer_workers(ag, false, 0);
 	if (ag->gpu)
 		gpu_finish(ag->gpu);	/* nothing more will join: count the rest */
 	publish_proc_stats(ag);
@@ -1318,7 +1324,7 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 		 * taken while the events were being attached */
 		ag->discard_samples = true;
 		tracer_drain(ag->tracer);
-		defer_workers(ag, false);
+		defer_workers(ag, false, 0);
 		ag->discard_samples = false;
 	}
 	if (cfg->gpu && gpu_setup(ag, inject_lib))
@@ -1344,7 +1350,6 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 			fprintf(stderr, "profd: error: out of memory\n");
 			return -1;
 		}
-		object_loader_set_batch(ag->objects, objects_batch, ag);
 	}
 	if (ag->unwind || ag->py) {
 		struct process_listener pl = {

@@ -192,6 +192,7 @@ struct agent {
 	pthread_t reader;
 	int reader_err;
 	bool workers_deferred;		/* reader: defer_workers() (agent.c) */
+	uint64_t workers_deferred_ns;	/* since when (CLOCK_MONOTONIC) */
 
 	uint64_t bpf_prev[PROFD_CNT_MAX];
 	uint64_t agent_prev[AGENT_CNT_MAX];

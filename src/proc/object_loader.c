@@ -34,8 +34,6 @@ struct object_loader {
 	uint64_t dropped;
 	uint64_t busy_since;	/* CLOCK_MONOTONIC ns; 0: idle */
 	bool deferred;		/* object_loader_defer(): adds do not wake (atomic) */
-	object_batch_fn batch;	/* object_loader_set_batch(), or NULL */
-	void *batch_ctx;
 	bool wake_pending;	/* jobs were added while deferred (atomic) */
 	bool stop;
 	bool exited;
@@ -53,28 +51,12 @@ static void *worker_main(void *arg)
 {
 	struct object_loader *ol = arg;
 
-	bool in_batch = false;
-
 	pthread_mutex_lock(&ol->lock);
 	while (!ol->stop) {
 		struct job *j = ol->head;
 
 		if (!j) {
-			if (in_batch && ol->batch) {
-				pthread_mutex_unlock(&ol->lock);
-				ol->batch(ol->batch_ctx, false);
-				pthread_mutex_lock(&ol->lock);
-				in_batch = false;
-				continue;	/* a job may have come meanwhile */
-			}
 			pthread_cond_wait(&ol->wake, &ol->lock);
-			continue;
-		}
-		if (!in_batch && ol->batch) {
-			in_batch = true;
-			pthread_mutex_unlock(&ol->lock);
-			ol->batch(ol->batch_ctx, true);
-			pthread_mutex_lock(&ol->lock);
 			continue;
 		}
 		ol->head = j->next;
@@ -93,8 +75,6 @@ static void *worker_main(void *arg)
 	ol->exited = true;
 	pthread_cond_broadcast(&ol->wake);
 	pthread_mutex_unlock(&ol->lock);
-	if (in_batch && ol->batch)
-		ol->batch(ol->batch_ctx, false);
 	return NULL;
 }
 
@@ -207,17 +187,6 @@ int object_loader_add(struct object_loader *ol, object_job_fn fn, void *arg,
 	if (wake)	/* after the unlock: the worker does not block on it */
 		pthread_cond_broadcast(&ol->wake);
 	return 0;
-}
-
-/* object_loader_set_batch - see object_loader.h. */
-void object_loader_set_batch(struct object_loader *ol, object_batch_fn fn, void *ctx)
-{
-	if (!ol)
-		return;
-	pthread_mutex_lock(&ol->lock);
-	ol->batch = fn;
-	ol->batch_ctx = ctx;
-	pthread_mutex_unlock(&ol->lock);
 }
 
 /* object_loader_defer - see object_loader.h. */

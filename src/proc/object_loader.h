@@ -73,17 +73,6 @@ int object_loader_add(struct object_loader *ol, object_job_fn fn, void *arg,
 void object_loader_defer(struct object_loader *ol, bool on);
 
 /*
- * object_batch_fn - called on the worker with @begin true before it runs
- * the first of the jobs it finds queued, and false once the queue is
- * empty again: what the jobs hand on to other threads can wait for the
- * end of the run (one wakeup, not one per job).
- */
-typedef void (*object_batch_fn)(void *ctx, bool begin);
-
-/* object_loader_set_batch - install @fn (NULL: none) with @ctx. */
-void object_loader_set_batch(struct object_loader *ol, object_batch_fn fn, void *ctx);
-
-/*
  * object_loader_wait - wait until every job added before the call has
  * run, at most @timeout_ns. Returns 0, or -ETIMEDOUT with jobs left (the
  * caller goes on with what is ready). NULL: 0.
