@@ -912,13 +912,9 @@ static void flush(struct agent *ag)
 	int err = 0, ferr = 0, gerr = 0;
 	bool skip;
 
-	ag->ended_on_ns = 0;
-	ag->ended_sampled = ag->interval_sampled;
 	a = agent_interval_swap(ag, &end, at_boundary);
-	if (!a) {
-		ag->on_ns += ag->ended_on_ns;	/* keep aggregating into the current table */
-		return;
-	}
+	if (!a)
+		return;	/* no boundary (at_boundary() not called): keep aggregating */
 	pthread_mutex_lock(&ag->agg_lock);
 	memcpy(agent_now, ag->counters, sizeof(agent_now));
 	processes = ag->procs_stats.processes;

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "proc/object_loader.h"
+#include "util/wake_defer.h"
 
 struct job {
 	struct job *next;
@@ -33,8 +34,7 @@ struct object_loader {
 	uint64_t done;		/* jobs finished (run, or cancelled) so far */
 	uint64_t dropped;
 	uint64_t busy_since;	/* CLOCK_MONOTONIC ns; 0: idle */
-	bool deferred;		/* object_loader_defer(): adds do not wake (atomic) */
-	bool wake_pending;	/* jobs were added while deferred (atomic) */
+	struct wake_defer defer;	/* object_loader_defer() */
 	bool stop;
 	bool exited;
 };
@@ -176,13 +176,7 @@ int object_loader_add(struct object_loader *ol, object_job_fn fn, void *arg,
 	ol->tail = j;
 	ol->njobs++;
 	ol->added++;
-	wake = true;
-	if (__atomic_load_n(&ol->deferred, __ATOMIC_SEQ_CST)) {
-		__atomic_store_n(&ol->wake_pending, true, __ATOMIC_SEQ_CST);
-		/* the deferral may have ended meanwhile: then the wakeup is ours */
-		wake = !__atomic_load_n(&ol->deferred, __ATOMIC_SEQ_CST) &&
-		       __atomic_exchange_n(&ol->wake_pending, false, __ATOMIC_SEQ_CST);
-	}
+	wake = wake_defer_queued(&ol->defer);
 	pthread_mutex_unlock(&ol->lock);
 	if (wake)	/* after the unlock: the worker does not block on it */
 		pthread_cond_broadcast(&ol->wake);
@@ -192,14 +186,7 @@ int object_loader_add(struct object_loader *ol, object_job_fn fn, void *arg,
 /* object_loader_defer - see object_loader.h. */
 void object_loader_defer(struct object_loader *ol, bool on)
 {
-	bool wake;
-
-	if (!ol)
-		return;
-	/* no lock: the reader turns this on and off around every batch */
-	__atomic_store_n(&ol->deferred, on, __ATOMIC_SEQ_CST);
-	wake = !on && __atomic_exchange_n(&ol->wake_pending, false, __ATOMIC_SEQ_CST);
-	if (wake)
+	if (ol && wake_defer_set(&ol->defer, on))
 		pthread_cond_broadcast(&ol->wake);
 }
 
@@ -216,7 +203,7 @@ int object_loader_wait(struct object_loader *ol, uint64_t timeout_ns)
 	pthread_mutex_lock(&ol->lock);
 	target = ol->added;
 	/* added while deferred: the worker is wanted now */
-	if (__atomic_exchange_n(&ol->wake_pending, false, __ATOMIC_SEQ_CST))
+	if (wake_defer_take(&ol->defer))
 		pthread_cond_broadcast(&ol->wake);
 	while (ol->done < target && !ol->exited) {
 		if (pthread_cond_timedwait(&ol->wake, &ol->lock, &ts) == ETIMEDOUT) {

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "unwind/async.h"
+#include "util/wake_defer.h"
 
 struct job {
 	struct job *next;
@@ -36,8 +37,7 @@ struct unwind_async {
 	uint64_t dropped;
 	uint64_t cancelled;		/* updates turned into removals, not run */
 	uint64_t busy_since;	/* CLOCK_MONOTONIC ns; 0: idle */
-	unsigned int deferrers;	/* unwind_async_defer() on: work does not wake (atomic) */
-	bool wake_pending;	/* work came while deferred (atomic) */
+	struct wake_defer defer;	/* unwind_async_defer() */
 	bool stop;
 	bool exited;
 	struct unwind_loader_stats st;
@@ -210,21 +210,6 @@ void unwind_async_free(struct unwind_async *a, uint64_t wait_ns)
 	free(a);
 }
 
-/*
- * Work was queued (lock held): whether the caller is to wake the worker
- * once it has dropped the lock (woken holding it, the worker would only
- * block on the lock), or the wakeup waits for the deferral's end.
- */
-static bool wake_worker(struct unwind_async *a)
-{
-	if (!__atomic_load_n(&a->deferrers, __ATOMIC_SEQ_CST))
-		return true;
-	__atomic_store_n(&a->wake_pending, true, __ATOMIC_SEQ_CST);
-	/* the last deferral may have ended meanwhile: then the wakeup is ours */
-	return !__atomic_load_n(&a->deferrers, __ATOMIC_SEQ_CST) &&
-	       __atomic_exchange_n(&a->wake_pending, false, __ATOMIC_SEQ_CST);
-}
-
 /* Drop the lock, then wake the worker if @wake. */
 static void unlock_and_wake(struct unwind_async *a, bool wake)
 {
@@ -233,7 +218,7 @@ static void unlock_and_wake(struct unwind_async *a, bool wake)
 		pthread_cond_broadcast(&a->wake);
 }
 
-/* Queue @j (lock held); returns wake_worker()'s answer. */
+/* Queue @j (lock held); true: the caller wakes the worker (wake_defer.h). */
 static bool enqueue(struct unwind_async *a, struct job *j)
 {
 	if (a->tail)
@@ -244,7 +229,7 @@ static bool enqueue(struct unwind_async *a, struct job *j)
 	a->njobs++;
 	if (!j->remove)
 		a->nupdates++;
-	return wake_worker(a);
+	return wake_defer_queued(&a->defer);
 }
 
 /* The last queued job of @pid, or NULL (lock held). */
@@ -341,15 +326,7 @@ void unwind_async_stats(struct unwind_async *a, struct unwind_async_stats *out)
 /* unwind_async_defer - see async.h. */
 void unwind_async_defer(struct unwind_async *a, bool on)
 {
-	if (!a)
-		return;
-	/* no lock: the reader turns this on and off around every batch */
-	if (on) {
-		__atomic_add_fetch(&a->deferrers, 1, __ATOMIC_SEQ_CST);
-		return;
-	}
-	if (!__atomic_sub_fetch(&a->deferrers, 1, __ATOMIC_SEQ_CST) &&
-	    __atomic_exchange_n(&a->wake_pending, false, __ATOMIC_SEQ_CST))
+	if (a && wake_defer_set(&a->defer, on))
 		pthread_cond_broadcast(&a->wake);
 }
 
@@ -365,7 +342,7 @@ void unwind_async_touch(struct unwind_async *a, pid_t pid, uint64_t now_ns)
 		a->touch[a->ntouch].pid = pid;
 		a->touch[a->ntouch].ns = now_ns;
 		if (!a->ntouch++)
-			wake = wake_worker(a);
+			wake = wake_defer_queued(&a->defer);
 	} else {
 		a->touches_dropped++;
 	}
