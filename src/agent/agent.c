@@ -103,8 +103,10 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			  const uint64_t *ips, uint64_t now)
 {
 	struct proc_snapshot *snap;
+	/* the leader's comm is the process's name: no /proc read for it */
 	struct process *p = process_get(ag->procs, s->pid, now,
-					s->flags & PROFD_SAMPLE_EXITING);
+					s->flags & PROFD_SAMPLE_EXITING,
+					s->tid == s->pid ? s->comm : NULL);
 	struct aggregate *table;
 	const char *comm;
 	uint32_t nuser;
@@ -320,7 +322,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 		if (!ag->gpu)
 			return 0;
 		memcpy(comm, l->comm, PROFD_TASK_COMM_LEN);
-		p = process_get(ag->procs, l->pid, now, false);
+		p = process_get(ag->procs, l->pid, now, false, NULL);
 		struct gpu_launch_info li = {
 			.pid = l->pid, .tid = l->tid,
 			.comm = p && p->comm[0] ? p->comm : comm,
@@ -432,6 +434,8 @@ static void publish_proc_stats(struct agent *ag)
 	pthread_mutex_unlock(&ag->sym_lock);
 	pthread_mutex_lock(&ag->sym_lock);
 	symbolizer_memory(ag->sym, &cst.sym_bytes, &cst.sym_sheds);
+	symbolizer_table_stats(ag->sym, &cst.sym_tables);
+	cst.sym_sheds += cst.sym_tables.shed;
 	symbolizer_stats(ag->sym, &cst.sym_objects, NULL);
 	pthread_mutex_unlock(&ag->sym_lock);
 	cst.sym_budget = ag->budgets.symbols;
@@ -489,6 +493,8 @@ static void publish_proc_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_FILE_HUNG] = __atomic_load_n(&ag->frames_hung, __ATOMIC_RELAXED);
 	ag->counters[AGENT_CNT_FILE_PENDING] = __atomic_load_n(&ag->frames_pending,
 								 __ATOMIC_RELAXED);
+	ag->counters[AGENT_CNT_SYMBOLS_SHED] = __atomic_load_n(&ag->frames_shed,
+							       __ATOMIC_RELAXED);
 	ag->counters[AGENT_CNT_OBJECT_QUEUE_FULL] = st.loader_dropped;
 	ag->counters[AGENT_CNT_FILE_READ_TIMEOUTS] = fst.timeouts;
 	ag->counters[AGENT_CNT_SYMBOLS_UNREADABLE] = unreadable;
@@ -950,6 +956,7 @@ static void flush(struct agent *ag)
 		.ncomments = ncomments,
 		.frames_pending = &ag->frames_pending,
 		.frames_hung = &ag->frames_hung,
+		.frames_shed = &ag->frames_shed,
 	};
 	/* probabilistic profiling: an interval never sampled has no profile */
 	skip = !a->nsamples && !ag->ended_sampled;

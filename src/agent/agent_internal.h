@@ -97,6 +97,7 @@ enum agent_counter {
 	AGENT_CNT_PROBABILISTIC_OFF,	/* probabilistic intervals not profiled */
 	AGENT_CNT_FILE_HUNG,		/* frames left unsymbolized: their file's reads hung */
 	AGENT_CNT_FILE_PENDING,		/* frames left unsymbolized: their file's read-ahead not done yet */
+	AGENT_CNT_SYMBOLS_SHED,		/* frames left unsymbolized: their symbol table shed for the budget, not read back yet */
 	AGENT_CNT_FILE_READ_TIMEOUTS,	/* file reads abandoned at the deadline (file_gate.c) */
 	AGENT_CNT_SYMBOLS_UNREADABLE,	/* objects whose symbol tables could not be read */
 	AGENT_CNT_UNWIND_QUEUE_FULL,	/* unwind table updates dropped: the loader's queue was full */
@@ -128,7 +129,9 @@ struct agent_cache_stats {
 	uint64_t sym_bytes;		/* heap of cached objects, at the last trim */
 	uint64_t sym_budget;		/* --symbol-cache-limit, bytes */
 	uint64_t sym_objects;		/* objects cached (open files) */
-	uint64_t sym_sheds;		/* address caches emptied for the budget */
+	uint64_t sym_sheds;		/* idle objects and address caches dropped,
+					 * symbol tables shed, for the budget */
+	struct symbolizer_table_stats sym_tables;	/* held tables shed, reloaded */
 	uint64_t flame_bytes;		/* CPU + GPU flame graph trees, names */
 	uint64_t flame_names;		/* names in those trees */
 	uint64_t flame_budget;		/* their share of --memory-limit */
@@ -150,6 +153,7 @@ struct agent {
 	bool objects_stuck;		/* its worker could not be stopped: leave what it uses */
 	uint64_t frames_pending;	/* atomic: written frames whose object was not ready */
 	uint64_t frames_hung;		/* atomic: ... whose file hung */
+	uint64_t frames_shed;		/* atomic: ... whose symbol table was shed */
 	struct python *py;		/* CPython processes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */

@@ -222,6 +222,10 @@ static const struct field_metric table_rows[] = {
 	{ "profd_unwind_jobs_queued", PROM_GAUGE,
 	  "Unwind table updates waiting for the loader thread.",
 	  SNAP(unwind_async.queued) },
+	{ "profd_unwind_inline_runs_total", PROM_COUNTER,
+	  "Unwind updates and removals done without the loader thread (every "
+	  "table cached, nothing queued).",
+	  SNAP(unwind_async.inline_runs) },
 	{ "profd_object_jobs_queued", PROM_GAUGE,
 	  "Mapped files (symbols, build IDs, CPython detection) waiting for the "
 	  "object loader thread.",
@@ -293,6 +297,7 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 		"flamegraph_names",
 	};
 	static const char *const evicted[] = { "symbols", "unwind_tables", "flamegraph" };
+	static const char *const table_events[] = { "shed", "reloaded", "reload_refused" };
 	struct agent_memory_stats m;
 
 	agent_memory_read(&m);
@@ -319,11 +324,20 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 			       s->caches.flame_names });
 	labelled(b, "profd_cache_evictions_total", PROM_COUNTER,
 		 "Entries shed for room, least recently used first (symbols: "
-		 "idle objects freed and address caches emptied; unwind_tables: "
+		 "idle objects freed, address caches emptied and symbol tables "
+		 "of mapped files freed; unwind_tables: "
 		 "tables evicted; flamegraph: lightest frames folded into their "
 		 "callers).", "cache", 3, evicted,
 		 (uint64_t[]){ s->caches.sym_sheds, s->unwind.evictions,
 			       s->caches.flame_pruned });
+	labelled(b, "profd_symbol_tables_total", PROM_COUNTER,
+		 "Symbol tables of files live processes map: freed for the "
+		 "symbol budget (shed), read back when their code was sampled "
+		 "again (reloaded), reloads refused (over 4 a second, or the "
+		 "file changed since).", "event", 3, table_events,
+		 (uint64_t[]){ s->caches.sym_tables.shed,
+			       s->caches.sym_tables.reloaded,
+			       s->caches.sym_tables.reloads_refused });
 }
 
 static void render_ringbufs(struct prom_buf *b, const struct agent_readings *r)

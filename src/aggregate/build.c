@@ -140,6 +140,8 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 		if (!ret)
 			fn = profile_function_id(b->p, r.name, r.system_name, "");
 		pthread_mutex_unlock(b->o->sym_lock);
+		if (ret == -EAGAIN)
+			count(b->o->frames_shed);
 	} else if (state == PROC_OBJ_HUNG) {
 		count(b->o->frames_hung);
 	} else if (state != PROC_OBJ_DONE) {

@@ -5,11 +5,11 @@
  * Owns also the reading of each snapshot's metadata: /proc/PID/cgroup
  * (through cgroup.c), /proc/PID/exe, and the executable's build ID from
  * the ELF object its text mapping opens anyway for symbolization (cached
- * by the symbolizer per file, so a re-read costs a stat, not a parse),
+ * by the symbolizer per file, so a re-read costs an fstat, not a parse),
  * and the jobs handed to the object loader (object_loader.h): a
  * snapshot's (gate checks of its files, the executable's object and
- * build ID, the listener's maps_read()), a mapping's object, and a
- * process's removal. /proc is read on the reader; mapped files only in
+ * build ID, the listener's maps_read()), a mapping's object, a symbol
+ * table shed for the budget and sampled again, and a process's removal. /proc is read on the reader; mapped files only in
  * those jobs.
  */
 #include <errno.h>
@@ -27,6 +27,12 @@
 #include "proc/process.h"
 
 #define NBUCKETS 4096
+/*
+ * Objects asked for a reload of their shed symbol table (one job each,
+ * not one per sampled frame), remembered RELOAD_ASK_NS.
+ */
+#define RELOAD_ASKED	64
+#define RELOAD_ASK_NS	(1000ULL * 1000 * 1000)
 
 struct process_table {
 	struct process *buckets[NBUCKETS];
@@ -36,16 +42,19 @@ struct process_table {
 	struct process_listener listener;
 	struct file_gate *gate;		/* NULL: files are opened unchecked */
 	struct object_loader *loader;	/* NULL: jobs run on the reader */
+	/* objects whose shed symbol table a JOB_RELOAD was queued for lately */
+	struct { const struct sym_object *o; uint64_t ns; } reload_asked[RELOAD_ASKED];
+	uint32_t reload_next;
 };
 
 /* What the loader is asked to do (see the file's top comment). */
-enum job_kind { JOB_SNAPSHOT, JOB_OBJECT, JOB_REMOVED };
+enum job_kind { JOB_SNAPSHOT, JOB_OBJECT, JOB_REMOVED, JOB_RELOAD };
 
 struct load_job {
 	enum job_kind kind;
 	struct process_table *pt;
 	struct proc_snapshot *s;	/* a reference; NULL for JOB_REMOVED */
-	int idx;			/* JOB_OBJECT: the mapping */
+	int idx;			/* JOB_OBJECT, JOB_RELOAD: the mapping */
 	pid_t pid;			/* JOB_REMOVED */
 	char *exe;			/* JOB_SNAPSHOT: /proc/PID/exe's target; NULL */
 };
@@ -352,6 +361,10 @@ static void run_job(void *arg, bool cancel)
 		if (pt->listener.removed)
 			pt->listener.removed(pt->listener.ctx, j->pid);
 		break;
+	case JOB_RELOAD:
+		symbolizer_reload(pt->sym, pt->sym_lock,
+				  proc_snapshot_object(j->s, j->idx, NULL));
+		break;
 	}
 	job_free(j);
 }
@@ -539,7 +552,7 @@ void process_drop_remains(struct process_table *pt, struct process *p)
 }
 
 struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
-			    bool exiting)
+			    bool exiting, const char *comm)
 {
 	struct process **pp = slot_of(pt, pid), *p = *pp;
 
@@ -560,7 +573,10 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 		*pp = p;
 		pt->stats.processes++;
 	}
-	proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
+	if (comm && comm[0])	/* a task comm: at most 15 bytes + NUL */
+		snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
+	else
+		proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
 	process_drop_remains(pt, p);
 	if (exiting && !p->exited) {
@@ -619,6 +635,28 @@ static int lookup(struct proc_snapshot *s, uint64_t addr)
 	return m ? (int)(m - s->maps.v) : -1;
 }
 
+/*
+ * @s's mapping @idx was sampled: if its object's symbol table was shed
+ * for the budget, queue its reload (once per object per RELOAD_ASK_NS).
+ */
+static void ask_reload(struct process_table *pt, struct proc_snapshot *s,
+		       int idx, uint64_t now)
+{
+	const struct sym_object *o = proc_snapshot_object(s, idx, NULL);
+	uint32_t i;
+
+	if (!sym_object_shed(o))
+		return;
+	for (i = 0; i < RELOAD_ASKED; i++)
+		if (pt->reload_asked[i].o == o &&
+		    now - pt->reload_asked[i].ns < RELOAD_ASK_NS)
+			return;
+	i = pt->reload_next++ % RELOAD_ASKED;
+	pt->reload_asked[i].o = o;
+	pt->reload_asked[i].ns = now;
+	queue_job(pt, JOB_RELOAD, s, idx, 0, NULL);
+}
+
 int process_find_mapping(struct process_table *pt, struct process *p,
 			 uint64_t addr, uint64_t now)
 {
@@ -629,8 +667,10 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 		refresh(pt, p, now);
 		idx = lookup(p->snap, addr);
 	}
-	if (idx >= 0)
+	if (idx >= 0) {
 		ask_object(pt, p->snap, idx);
+		ask_reload(pt, p->snap, idx, now);
+	}
 	return idx;
 }
 

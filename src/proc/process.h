@@ -172,10 +172,12 @@ void process_table_free(struct process_table *pt);
  * seen exiting is read once and marked exited. A process found exiting
  * or a zombie when read, with no mappings or executable left, gets no
  * snapshot (gone; counted as a maps read error) rather than its remains'
- * metadata (cgroup "/"). NULL on OOM.
+ * metadata (cgroup "/"). @comm: the process's name (its leader thread's
+ * comm, e.g. from a sample of the leader), or NULL to read it from /proc.
+ * NULL on OOM.
  */
 struct process *process_get(struct process_table *pt, pid_t pid,
-			    uint64_t now_ns, bool exiting);
+			    uint64_t now_ns, bool exiting, const char *comm);
 
 /*
  * process_find_mapping - index of the mapping of @p containing @addr,

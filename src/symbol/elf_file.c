@@ -413,6 +413,14 @@ const char *elf_file_debuglink(const struct elf_file *f, uint32_t *crc)
 	return f->debuglink;
 }
 
+/* elf_file_stat - see elf_file.h. */
+int elf_file_stat(const struct elf_file *f, struct stat *st)
+{
+	if (f->fd < 0)
+		return -EBADF;
+	return fstat(f->fd, st) ? -errno : 0;
+}
+
 /*
  * elf_file_check_debug - see elf_file.h. The candidate is opened with
  * ELF_C_READ (no mmap) and checked: ELF, a non-empty .symtab, the same
@@ -500,15 +508,18 @@ int elf_file_offset_to_vaddr(const struct elf_file *f, uint64_t off,
 
 /* ---- symbol table (elf_symtab.c) ---- */
 
-static int load_symbols(struct elf_file *f)
+/*
+ * Read @f's function symbols (its own tables, then its debug file's
+ * .symtab) into @t; @f is only read (its descriptors), so this may run
+ * beside lookups in @f's current table.
+ */
+static int read_symbols(const struct elf_file *f, struct elf_symtab *t)
 {
 	Elf *elves[2];
 	bool symtab_only[2] = { false, true };
 	size_t n = 0;
 	int ret;
 
-	f->syms_loaded = true;
-	f->syms_err = -ENOEXEC;
 	elves[n] = elf_handle(f);
 	if (!elves[n] || elf_kind(elves[n]) != ELF_K_ELF) {
 		elf_end(elves[n]);
@@ -523,11 +534,67 @@ static int load_symbols(struct elf_file *f)
 		else
 			elf_end(elves[n]);
 	}
-	ret = elf_symtab_build(&f->symtab, elves, symtab_only, n);
+	ret = elf_symtab_build(t, elves, symtab_only, n);
 	while (n)
 		elf_end(elves[--n]);
+	return ret;
+}
+
+static int load_symbols(struct elf_file *f)
+{
+	int ret;
+
+	f->syms_loaded = true;
+	ret = read_symbols(f, &f->symtab);
 	f->syms_err = ret < 0 ? ret : 0;
 	return ret;
+}
+
+/* elf_file_unload_symbols - see elf_file.h. */
+size_t elf_file_unload_symbols(struct elf_file *f)
+{
+	size_t bytes = f->symtab.bytes;
+
+	elf_symtab_free(&f->symtab);
+	f->syms_loaded = false;
+	return bytes;
+}
+
+/* elf_file_read_symbols - see elf_file.h. */
+int elf_file_read_symbols(const struct elf_file *f, struct elf_symtab **out)
+{
+	struct elf_symtab *t = calloc(1, sizeof(*t));
+	int ret;
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	ret = read_symbols(f, t);
+	if (ret < 0) {
+		free(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+/* elf_file_set_symbols - see elf_file.h. */
+void elf_file_set_symbols(struct elf_file *f, struct elf_symtab *t)
+{
+	elf_symtab_free(&f->symtab);
+	f->symtab = *t;
+	free(t);
+	f->syms_loaded = true;
+	f->syms_err = 0;
+}
+
+/* elf_file_free_symbols - see elf_file.h. */
+void elf_file_free_symbols(struct elf_symtab *t)
+{
+	if (!t)
+		return;
+	elf_symtab_free(t);
+	free(t);
 }
 
 /* elf_file_load_symbols - see elf_file.h. */

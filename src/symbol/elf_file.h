@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 struct elf_file;
 
@@ -64,6 +65,13 @@ bool elf_file_has_symtab(const struct elf_file *f);
  * of the debug file it names. NULL when there is none or it is malformed.
  */
 const char *elf_file_debuglink(const struct elf_file *f, uint32_t *crc);
+
+/*
+ * elf_file_stat - fstat() of the object's own file descriptor: the file
+ * as it is now (size, times), not a path that may name another file.
+ * Returns 0, or -errno; -EBADF for an in-memory image.
+ */
+int elf_file_stat(const struct elf_file *f, struct stat *st);
 
 /*
  * elf_file_check_debug - whether the file open on @fd (not taken over)
@@ -129,6 +137,30 @@ int elf_file_cfi_range(const struct elf_file *f, uint64_t vaddr,
  * another negative errno.
  */
 int elf_file_load_symbols(struct elf_file *f);
+
+/*
+ * elf_file_unload_symbols - free the symbols read (to be read again by
+ * the next lookup, or elf_file_read_symbols() + elf_file_set_symbols()).
+ * Names handed out before are invalid after it. Returns the heap bytes
+ * freed.
+ */
+size_t elf_file_unload_symbols(struct elf_file *f);
+
+struct elf_symtab;
+
+/*
+ * elf_file_read_symbols - read @f's function symbols into a new table
+ * (*@out, owned by the caller) without touching @f: it may run on another
+ * thread than @f's lookups (the caller keeps @f alive). Returns 0, or
+ * what elf_file_load_symbols() returns.
+ */
+int elf_file_read_symbols(const struct elf_file *f, struct elf_symtab **out);
+
+/* elf_file_set_symbols - make @t (taken) @f's symbols, freeing the old. */
+void elf_file_set_symbols(struct elf_file *f, struct elf_symtab *t);
+
+/* elf_file_free_symbols - free a table from elf_file_read_symbols(). */
+void elf_file_free_symbols(struct elf_symtab *t);
 
 /* elf_file_nsymbols - number of function symbols loaded (loads them). */
 uint64_t elf_file_nsymbols(struct elf_file *f);

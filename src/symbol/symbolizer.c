@@ -61,8 +61,10 @@
 #include "symbol/debuginfo.h"
 #include "symbol/demangle.h"
 #include "symbol/elf_file.h"
+#include "symbol/elf_symtab.h"
 #include "symbol/symbolizer.h"
 #include "proc/vdso.h"
+#include "util/clock.h"
 
 #define OFFSET_CACHE_MAX	65536	/* entries per object */
 #define BUCKETS_MIN		256
@@ -116,6 +118,14 @@ struct sym_object {
 	uint64_t last_use;		/* owner->clock at the last resolve */
 	struct sym_object *same;	/* a copy's object (a reference), or NULL */
 	uint32_t idle_trims;		/* trims in a row it was unreferenced */
+	/*
+	 * Symbols freed for the budget while the object was held (shed());
+	 * lookups miss (-EAGAIN) until symbolizer_reload() reads them again.
+	 * Atomic: the reader thread asks sym_object_shed() without the lock.
+	 */
+	bool shed;
+	bool reloading;			/* a symbolizer_reload() is reading it */
+	bool changed;			/* its file changed since: never reloaded */
 };
 
 /*
@@ -125,6 +135,13 @@ struct sym_object {
  * these go first, least recently used first.
  */
 #define SYM_IDLE_TRIMS		30
+
+/*
+ * Symbol tables read again after a shed, at most this many a second: a
+ * working set larger than the budget costs bounded file reads, not a
+ * reload per sample (the rest wait, their frames counted as shed).
+ */
+#define SYM_RELOADS_PER_S	4
 
 /* Names of vDSO functions no symbol covers: one per FDE, a handful. */
 #define VDSO_FDE_NAMES_MAX	256
@@ -140,6 +157,11 @@ struct symbolizer {
 	uint64_t bytes;		/* heap bytes of the objects, at the last trim */
 	uint64_t budget;	/* bytes; 0: none */
 	uint64_t sheds;		/* address caches emptied for the budget */
+	uint64_t tables_shed;	/* symbol tables of held objects freed for it */
+	uint64_t tables_reloaded;
+	uint64_t reloads_refused;	/* past SYM_RELOADS_PER_S, or file changed */
+	uint64_t reload_window_ns;	/* CLOCK_MONOTONIC start of the rate window */
+	uint32_t reloads_in_window;
 
 	struct sym_object *vdso;	/* referenced by us; NULL until tried */
 	int vdso_err;			/* < 0 once loading it failed */
@@ -234,6 +256,8 @@ void symbolizer_free(struct symbolizer *s)
 
 static uint64_t object_bytes(const struct sym_object *o);
 static void shed(struct symbolizer *s);
+static bool sheddable(const struct sym_object *o);
+static uint64_t object_shed(struct sym_object *o);
 static void drop_node(struct symbolizer *s, struct sym_object *o);
 
 /*
@@ -277,9 +301,9 @@ static uint64_t object_bytes(const struct sym_object *o)
 }
 
 /*
- * Over budget: empty the address caches of the objects resolved least
- * recently (names handed out stay valid: they live in the name map and
- * the symbol table, which stay while the object is held).
+ * Over budget: free the idle objects, then empty the address caches of
+ * the objects resolved least recently (they refill on use), then free
+ * the symbol tables of held objects, least recently resolved first.
  */
 static void shed(struct symbolizer *s)
 {
@@ -305,13 +329,58 @@ static void shed(struct symbolizer *s)
 				if (o->offs_cap && (!lru || o->last_use < lru->last_use))
 					lru = o;
 		if (!lru)
-			return;
+			break;
 		s->bytes -= (uint64_t)lru->offs_cap * sizeof(*lru->offs);
 		free(lru->offs);
 		lru->offs = NULL;
 		lru->offs_cap = lru->offs_n = 0;
 		s->sheds++;
 	}
+	/*
+	 * Then the symbol tables of objects live processes still map, least
+	 * recently resolved first: names handed out are copied by their
+	 * users under the lock (profile_intern()), so none outlives this.
+	 * The reader asks for them again when their code is sampled.
+	 */
+	while (s->budget && s->bytes > s->budget) {
+		struct sym_object *lru = NULL;
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
+				if (sheddable(o) && (!lru || o->last_use < lru->last_use))
+					lru = o;
+		if (!lru)
+			return;
+		s->bytes -= object_shed(lru);
+		s->tables_shed++;
+	}
+}
+
+/* Whether @o holds a symbol table shed() may free. */
+static bool sheddable(const struct sym_object *o)
+{
+	return o->ef && !o->err && !o->same && !o->vdso && !o->reloading &&
+	       !__atomic_load_n(&o->shed, __ATOMIC_RELAXED) &&
+	       elf_file_bytes(o->ef) > sizeof(struct sym_object) + 4096;
+}
+
+/* Free @o's symbols and its caches of them; returns the bytes freed. */
+static uint64_t object_shed(struct sym_object *o)
+{
+	uint64_t bytes = elf_file_unload_symbols(o->ef);
+
+	bytes += (uint64_t)o->offs_cap * sizeof(*o->offs) +
+		 (uint64_t)o->names_cap * sizeof(*o->names);
+	for (uint32_t i = 0; i < o->names_cap; i++)
+		free(o->names[i].name);
+	free(o->names);
+	o->names = NULL;
+	o->names_cap = o->names_n = 0;
+	free(o->offs);
+	o->offs = NULL;
+	o->offs_cap = o->offs_n = 0;
+	__atomic_store_n(&o->shed, true, __ATOMIC_RELEASE);
+	return bytes;
 }
 
 /* symbolizer_set_budget - see symbolizer.h. */
@@ -326,6 +395,15 @@ void symbolizer_memory(const struct symbolizer *s, uint64_t *bytes,
 {
 	*bytes = s->bytes;
 	*sheds = s->sheds;
+}
+
+/* symbolizer_table_stats - see symbolizer.h. */
+void symbolizer_table_stats(const struct symbolizer *s,
+			    struct symbolizer_table_stats *out)
+{
+	out->shed = s->tables_shed;
+	out->reloaded = s->tables_reloaded;
+	out->reloads_refused = s->reloads_refused;
 }
 
 static struct sym_object *find_node(struct symbolizer *s,
@@ -487,7 +565,8 @@ static bool ts_eq(const struct timespec *a, const struct timespec *b)
 
 /*
  * Whether the file now behind @m differs from the one @o was opened
- * from: one stat of map_files (the mapped inode itself), or, where that
+ * from: an fstat() of the object's own descriptor when that is the
+ * mapped inode, else one stat of map_files (the mapped inode itself), or, where that
  * is denied, of the path in the process's root if it is still that
  * inode. When neither can be stat'ed, nothing is known: not stale.
  */
@@ -500,6 +579,12 @@ static bool node_is_stale(const struct sym_object *o, pid_t pid,
 
 	if (!o->stamp.valid)
 		return false;
+	/*
+	 * The descriptor the object holds is that inode: its fstat() sees a
+	 * rewrite in place without a path walk through /proc per mapping.
+	 */
+	if (o->ef && !elf_file_stat(o->ef, &st) && same_file(&st, m))
+		goto compare;
 	if (asprintf(&path, "/proc/%d/map_files/%llx-%llx", (int)pid,
 		     (unsigned long long)m->start,
 		     (unsigned long long)m->end) < 0)
@@ -515,6 +600,7 @@ static bool node_is_stale(const struct sym_object *o, pid_t pid,
 		if (ret || !same_file(&st, m))
 			return false;
 	}
+compare:
 	return st.st_size != o->stamp.size ||
 	       !ts_eq(&st.st_mtim, &o->stamp.mtime) ||
 	       !ts_eq(&st.st_ctim, &o->stamp.ctime);
@@ -885,6 +971,83 @@ void sym_object_put(struct sym_object *o)
 		object_destroy(o);
 }
 
+/* sym_object_shed - see symbolizer.h. */
+bool sym_object_shed(const struct sym_object *o)
+{
+	if (o && o->same)
+		o = o->same;
+	return o && __atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&o->changed, __ATOMIC_RELAXED);
+}
+
+/* A reload allowed now by SYM_RELOADS_PER_S (lock held). */
+static bool reload_allowed(struct symbolizer *s, uint64_t now)
+{
+	if (now - s->reload_window_ns >= 1000000000ULL) {
+		s->reload_window_ns = now;
+		s->reloads_in_window = 0;
+	}
+	if (s->reloads_in_window >= SYM_RELOADS_PER_S) {
+		s->reloads_refused++;
+		return false;
+	}
+	s->reloads_in_window++;
+	return true;
+}
+
+/*
+ * symbolizer_reload - see symbolizer.h. The table is read without the
+ * lock from the descriptors @o holds (the object is held by the caller,
+ * and a shed object is not touched by lookups), then swapped in.
+ */
+int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
+		      struct sym_object *o)
+{
+	struct elf_symtab *t = NULL;
+	struct stat st;
+	int ret;
+
+	if (o && o->same)
+		o = o->same;
+	if (!o)
+		return 0;
+	pthread_mutex_lock(lock);
+	if (!o->shed || o->reloading || o->changed || !o->ef) {
+		pthread_mutex_unlock(lock);
+		return 0;
+	}
+	if (!reload_allowed(s, clock_mono_ns())) {
+		pthread_mutex_unlock(lock);
+		return -EAGAIN;
+	}
+	o->reloading = true;
+	pthread_mutex_unlock(lock);
+	/*
+	 * The file as it is now must be the file first read: a library
+	 * rewritten or truncated since would give wrong names.
+	 */
+	ret = elf_file_stat(o->ef, &st);
+	if (!ret && (st.st_size != o->stamp.size ||
+		     !ts_eq(&st.st_mtim, &o->stamp.mtime) ||
+		     !ts_eq(&st.st_ctim, &o->stamp.ctime)))
+		ret = -ESTALE;
+	if (!ret)
+		ret = elf_file_read_symbols(o->ef, &t);
+	pthread_mutex_lock(lock);
+	o->reloading = false;
+	if (!ret) {
+		elf_file_set_symbols(o->ef, t);
+		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
+		s->tables_reloaded++;
+	} else {
+		__atomic_store_n(&o->changed, ret == -ESTALE || ret == -ENOEXEC,
+				 __ATOMIC_RELAXED);
+		s->reloads_refused++;
+	}
+	pthread_mutex_unlock(lock);
+	return ret;
+}
+
 /* sym_object_build_id - see symbolizer.h. Owned by @o. */
 const char *sym_object_build_id(const struct sym_object *o)
 {
@@ -1041,6 +1204,8 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		o->last_use = ++o->owner->clock;
 	if (o->same)	/* a copy: resolved by the object of the first */
 		return sym_object_resolve(o->same, file_offset, out);
+	if (o->shed)	/* not read here: the writer does no file I/O */
+		return -EAGAIN;
 
 	if (!sl) {
 		if (!elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {

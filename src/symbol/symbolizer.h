@@ -19,6 +19,7 @@
 #define PROFD_SYMBOL_SYMBOLIZER_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -76,8 +77,10 @@ void symbolizer_trim(struct symbolizer *s);
  * symbolizer_set_budget - at most @bytes (0: no limit) of heap for the
  * cached objects: past it, each symbolizer_trim() frees the idle
  * (unreferenced) objects, then empties the address caches of the least
- * recently resolved objects until under (counted; they refill on use).
- * Symbol tables of objects still held stay.
+ * recently resolved objects (they refill on use), then frees the symbol
+ * tables of the least recently resolved objects still held, until under
+ * (each counted). A held object whose table was freed resolves nothing
+ * (-EAGAIN) until symbolizer_reload().
  */
 void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes);
 
@@ -88,6 +91,37 @@ void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes);
  */
 void symbolizer_memory(const struct symbolizer *s, uint64_t *bytes,
 		       uint64_t *sheds);
+
+struct symbolizer_table_stats {
+	uint64_t shed;		/* symbol tables of held objects freed for the budget */
+	uint64_t reloaded;	/* of those, read again (symbolizer_reload()) */
+	uint64_t reloads_refused;	/* over the rate limit, or the file changed */
+};
+
+/* symbolizer_table_stats - the figures above, since creation (lock held). */
+void symbolizer_table_stats(const struct symbolizer *s,
+			    struct symbolizer_table_stats *out);
+
+/*
+ * sym_object_shed - whether @o's symbol table (or, for a copy, its
+ * first's) was freed for the budget and may be read again: the caller
+ * then asks symbolizer_reload() on a thread that may read files. Safe
+ * without the lock (an atomic read). False for NULL.
+ */
+bool sym_object_shed(const struct sym_object *o);
+
+/*
+ * symbolizer_reload - read the symbol table of held object @o (shed for
+ * the budget) again from the descriptor it holds, without holding @lock
+ * while reading, then put it back (under @lock). Not when its file
+ * changed since it was first read (size, mtime, ctime: its names would
+ * be wrong; it stays unnamed for good), nor more than SYM_RELOADS_PER_S
+ * times a second. Returns 0 (reloaded, or nothing to do), -EAGAIN (rate
+ * limit: ask again later), -ESTALE (file changed) or the read's error.
+ * File I/O: call it where a blocked read is allowed (the object loader).
+ */
+int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
+		      struct sym_object *o);
 
 /* sym_object_get/put - take/drop a reference. put(NULL) is fine. */
 struct sym_object *sym_object_get(struct sym_object *o);

@@ -5,8 +5,9 @@
  * Owns: a FIFO of jobs (singly linked, head and tail) under one mutex,
  * the worker thread, and the loader's figures as of the last job (copied
  * under the mutex, so readers never touch the loader). The worker takes
- * the head job, runs it on the loader without the mutex, and publishes
- * the figures. Stopping sets a flag and waits, bounded, for the thread:
+ * the head job, runs it on the loader without the mutex (under run_lock),
+ * and publishes the figures. A caller runs an update or removal itself
+ * when that needs no file and no job waits (run_inline()). Stopping sets a flag and waits, bounded, for the thread:
  * one blocked in the kernel is abandoned with everything it uses.
  */
 #include <errno.h>
@@ -28,6 +29,12 @@ struct job {
 
 struct unwind_async {
 	pthread_mutex_t lock;
+	/*
+	 * Held while the loader runs: by the worker for each job, or by a
+	 * caller doing a ready update or a removal itself (run_inline()).
+	 * Lock order: lock, then run_lock (taken only by trylock under lock).
+	 */
+	pthread_mutex_t run_lock;
 	pthread_cond_t wake;
 	pthread_t thread;
 	struct unwind_loader *l;
@@ -36,6 +43,7 @@ struct unwind_async {
 	uint64_t njobs;
 	uint64_t dropped;
 	uint64_t cancelled;		/* updates turned into removals, not run */
+	uint64_t inline_runs;		/* done by the caller (run_inline()) */
 	uint64_t busy_since;	/* CLOCK_MONOTONIC ns; 0: idle */
 	struct wake_defer defer;	/* unwind_async_defer() */
 	bool stop;
@@ -104,8 +112,10 @@ static void apply_touches(struct unwind_async *a)
 	memcpy(t, a->touch, n * sizeof(t[0]));
 	a->ntouch = 0;
 	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->run_lock);
 	for (uint32_t i = 0; i < n; i++)
 		unwind_loader_touch(a->l, t[i].pid, t[i].ns);
+	pthread_mutex_unlock(&a->run_lock);
 	pthread_mutex_lock(&a->lock);
 }
 
@@ -133,10 +143,12 @@ static void *worker_main(void *arg)
 			a->nupdates--;
 		a->busy_since = mono_ns();
 		pthread_mutex_unlock(&a->lock);
+		pthread_mutex_lock(&a->run_lock);
 		if (j->remove)
 			unwind_loader_remove(a->l, j->pid);
 		else
 			unwind_loader_update(a->l, j->pid, &j->maps);
+		pthread_mutex_unlock(&a->run_lock);
 		job_free(j);
 		pthread_mutex_lock(&a->lock);
 		a->busy_since = 0;
@@ -159,6 +171,7 @@ struct unwind_async *unwind_async_new(struct unwind_loader *l)
 		return NULL;
 	a->l = l;
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_mutex_init(&a->run_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&a->wake, &ca);
@@ -166,6 +179,7 @@ struct unwind_async *unwind_async_new(struct unwind_loader *l)
 	unwind_loader_stats(l, &a->st);
 	if (pthread_create(&a->thread, NULL, worker_main, a)) {
 		pthread_cond_destroy(&a->wake);
+		pthread_mutex_destroy(&a->run_lock);
 		pthread_mutex_destroy(&a->lock);
 		free(a);
 		return NULL;
@@ -206,6 +220,7 @@ void unwind_async_free(struct unwind_async *a, uint64_t wait_ns)
 	}
 	unwind_loader_free(a->l);
 	pthread_cond_destroy(&a->wake);
+	pthread_mutex_destroy(&a->run_lock);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
@@ -243,13 +258,52 @@ static struct job *last_job_of(struct unwind_async *a, pid_t pid)
 	return last;
 }
 
+/*
+ * Run an update of @pid to @maps (NULL: its removal) on the caller's
+ * thread when that costs no file read and keeps the order: nothing is
+ * queued and the worker is idle (its run_lock free), and for an update
+ * every table is cached already (unwind_loader_ready()). Saves a worker
+ * wakeup per process under process churn. True if it ran.
+ */
+static bool run_inline(struct unwind_async *a, pid_t pid,
+		       const struct proc_maps *maps)
+{
+	bool ran = false;
+
+	pthread_mutex_lock(&a->lock);
+	if (a->head || a->stop || pthread_mutex_trylock(&a->run_lock)) {
+		pthread_mutex_unlock(&a->lock);
+		return false;
+	}
+	pthread_mutex_unlock(&a->lock);
+	/* queued from now on, a job waits for run_lock: it runs after this */
+	if (!maps) {
+		unwind_loader_remove(a->l, pid);
+		ran = true;
+	} else if (unwind_loader_ready(a->l, maps)) {
+		unwind_loader_update(a->l, pid, maps);
+		ran = true;
+	}
+	if (ran) {
+		pthread_mutex_lock(&a->lock);
+		a->inline_runs++;
+		unwind_loader_stats(a->l, &a->st);
+		pthread_mutex_unlock(&a->lock);
+	}
+	pthread_mutex_unlock(&a->run_lock);
+	return ran;
+}
+
 /* unwind_async_update - see async.h. */
 int unwind_async_update(struct unwind_async *a, pid_t pid,
 			const struct proc_maps *maps)
 {
-	struct job *j = calloc(1, sizeof(*j)), *last = NULL;
+	struct job *j, *last = NULL;
 	struct proc_maps old;
 
+	if (run_inline(a, pid, maps))
+		return 0;
+	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
 	j->pid = pid;
@@ -281,9 +335,12 @@ int unwind_async_update(struct unwind_async *a, pid_t pid,
 /* unwind_async_remove - see async.h. */
 int unwind_async_remove(struct unwind_async *a, pid_t pid)
 {
-	struct job *j = calloc(1, sizeof(*j)), *last = NULL;
+	struct job *j, *last = NULL;
 	struct proc_maps old;
 
+	if (run_inline(a, pid, NULL))
+		return 0;
+	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
 	j->pid = pid;
@@ -320,6 +377,7 @@ void unwind_async_stats(struct unwind_async *a, struct unwind_async_stats *out)
 	out->queued = a->njobs;
 	out->dropped = a->dropped;
 	out->busy_ns = a->busy_since ? mono_ns() - a->busy_since : 0;
+	out->inline_runs = a->inline_runs;
 	pthread_mutex_unlock(&a->lock);
 }
 

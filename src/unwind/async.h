@@ -13,8 +13,11 @@
  * is dropped (counted; the process keeps frame-pointer unwinding until
  * its next maps read). Removals are never dropped.
  *
- * Threads: the functions below may be called from any thread; the
- * loader itself is touched by the worker only.
+ * Threads: the functions below may be called from any thread. The loader
+ * is touched by one thread at a time: the worker, or a caller whose
+ * update needs no file (every table cached) or whose removal comes while
+ * nothing is queued and the worker is idle; it then runs it itself,
+ * without waking the worker (process churn costs no thread handoff).
  */
 #ifndef PROFD_UNWIND_ASYNC_H
 #define PROFD_UNWIND_ASYNC_H
@@ -35,6 +38,8 @@ struct unwind_async_stats {
 	uint64_t queued;		/* jobs waiting now */
 	uint64_t dropped;		/* updates dropped: queue full */
 	uint64_t busy_ns;		/* how long the current job has run; 0: idle */
+	uint64_t inline_runs;		/* updates and removals done by the caller:
+					 * nothing to compile, worker idle */
 };
 
 /*

@@ -345,21 +345,40 @@ static void obj_reload(struct unwind_loader *l, struct uobj *o, pid_t pid,
 	}
 }
 
+/* Whether unwind_loader_update() opens an object for @m. */
+static bool has_object(const struct proc_mapping *m)
+{
+	bool vdso = m->special && !strcmp(m->path, "[vdso]");
+
+	return m->executable && (vdso || (m->path[0] && !m->special && m->inode));
+}
+
+/* The cached object of @m's file, or NULL. */
+static struct uobj *obj_find(const struct unwind_loader *l,
+			     const struct proc_mapping *m)
+{
+	bool vdso = m->special && !strcmp(m->path, "[vdso]");
+	uint32_t b = obj_bucket(m->dev_major, m->dev_minor, m->inode, vdso);
+
+	for (struct uobj *o = l->objs[b]; o; o = o->next)
+		if (o->inode == m->inode && o->dev_major == m->dev_major &&
+		    o->dev_minor == m->dev_minor && o->vdso == vdso)
+			return o;
+	return NULL;
+}
+
 static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
 			    const struct proc_mapping *m, uint64_t now)
 {
 	bool vdso = m->special && !strcmp(m->path, "[vdso]");
 	uint32_t b = obj_bucket(m->dev_major, m->dev_minor, m->inode, vdso);
-	struct uobj *o;
+	struct uobj *o = obj_find(l, m);
 
-	for (o = l->objs[b]; o; o = o->next) {
-		if (o->inode == m->inode && o->dev_major == m->dev_major &&
-		    o->dev_minor == m->dev_minor && o->vdso == vdso) {
-			o->last_used = now;
-			if (o->status == -ENOSPC)
-				obj_reload(l, o, pid, m, now);
-			return o;
-		}
+	if (o) {
+		o->last_used = now;
+		if (o->status == -ENOSPC)
+			obj_reload(l, o, pid, m, now);
+		return o;
 	}
 	o = calloc(1, sizeof(*o));
 	if (!o)
@@ -528,11 +547,10 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_mapping *m = &maps->v[i];
 		struct uobj *o = NULL;
-		bool vdso = m->special && !strcmp(m->path, "[vdso]");
 
 		if (!m->executable)
 			continue;
-		if (vdso || (m->path[0] && !m->special && m->inode))
+		if (has_object(m))
 			o = obj_get(l, pid, m, now);
 		if (o) {
 			bool seen = false;
@@ -553,6 +571,21 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 	free(old_objs);
 	err = write_proc(l, u);
 	return err;
+}
+
+/* unwind_loader_ready - see loader.h. */
+bool unwind_loader_ready(const struct unwind_loader *l, const struct proc_maps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct uobj *o;
+
+		if (!has_object(&maps->v[i]))
+			continue;
+		o = obj_find(l, &maps->v[i]);
+		if (!o || o->status == -ENOSPC)
+			return false;
+	}
+	return true;
 }
 
 static void proc_free(struct unwind_loader *l, struct uproc *u, uint64_t now)

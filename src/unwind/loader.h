@@ -21,6 +21,7 @@
 #ifndef PROFD_UNWIND_LOADER_H
 #define PROFD_UNWIND_LOADER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -64,6 +65,14 @@ void unwind_loader_free(struct unwind_loader *l);
  */
 int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 			 const struct proc_maps *maps);
+
+/*
+ * unwind_loader_ready - whether unwind_loader_update(@maps) would open no
+ * file: every object @maps names is cached (compiled, or known to have no
+ * table) and none waits for a reload. Then the update is a few lookups
+ * and one BPF map write.
+ */
+bool unwind_loader_ready(const struct unwind_loader *l, const struct proc_maps *maps);
 
 /* unwind_loader_remove - @pid is gone: drop its entry and table references. */
 void unwind_loader_remove(struct unwind_loader *l, pid_t pid);

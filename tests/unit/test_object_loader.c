@@ -126,7 +126,7 @@ static void test_table(void)
 	main_thread = pthread_self();
 	process_table_set_listener(pt, &l);
 	process_table_set_loader(pt, ol);
-	p = process_get(pt, getpid(), t, false);
+	p = process_get(pt, getpid(), t, false, NULL);
 	CHECK(p && p->snap, "own process read");
 	if (!p || !p->snap)
 		return;
