@@ -5,9 +5,12 @@
 # DURATION seconds (default 3600) next to:
 #   - an exec storm (bench/execstorm.c) at SOAK_STORM_RATE (50) short-lived
 #     processes a second, each spinning 2 ms;
-#   - SOAK_BIG (200) distinct big binaries, spread over the run: each a
-#     fresh copy of SOAK_BIG_ELF (default gcc's cc1, 33 MB; its own inode)
-#     compiling a generated C file (~0.5 s of CPU), deleted after;
+#   - SOAK_BIG (200) distinct big binaries, spread over the run,
+#     SOAK_BIG_PARALLEL (4) at a time: each a fresh copy of SOAK_BIG_ELF
+#     (default gcc's cc1, 33 MB; its own inode and, patched, its own GNU
+#     build ID: a distinct binary to profd, which shares one table among
+#     copies of one build) compiling a generated C file (~0.5 s of CPU)
+#     SOAK_BIG_REPEAT (3) times, deleted after;
 #   - a Python workload: python3 processes of a few seconds each, in turn.
 # Every SOAK_EVERY (30) s it appends to $SOAK_CSV (default
 # $WORK/soak.csv, printed at the end): elapsed s, RSS and peak RSS (MiB),
@@ -17,8 +20,9 @@
 # and partial totals. Prints a summary: RSS first/last/peak, the RSS slope
 # over the second half, mean CPU.
 # Env: DURATION (3600), SOAK_EVERY (30), SOAK_STORM_RATE (50), SOAK_BIG
-#      (200), SOAK_BIG_ELF, SOAK_PORT (19931), SOAK_FLAGS (more profd flags),
-#      SOAK_CSV, PROFD, BENCH_KEEP.
+#      (200), SOAK_BIG_PARALLEL (4), SOAK_BIG_REPEAT (3), SOAK_BIG_ELF,
+#      SOAK_PORT (19931), SOAK_FLAGS (more profd flags), SOAK_CSV, PROFD,
+#      BENCH_KEEP.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -26,6 +30,8 @@ DURATION=${DURATION:-3600}
 EVERY=${SOAK_EVERY:-30}
 RATE=${SOAK_STORM_RATE:-50}
 NBIG=${SOAK_BIG:-200}
+PAR=${SOAK_BIG_PARALLEL:-4}
+REPEAT=${SOAK_BIG_REPEAT:-3}
 BIG_ELF=${SOAK_BIG_ELF:-$(ls /usr/lib/gcc/x86_64-linux-gnu/*/cc1 2>/dev/null | tail -1)}
 PORT=${SOAK_PORT:-19931}
 FLAGS=${SOAK_FLAGS:-}
@@ -51,16 +57,37 @@ END=$((T0 + DURATION))
 
 "$WORK/execstorm" "$RATE" "$DURATION" 2000 >"$WORK/storm.log" &
 bg_add $!
-(	# big binaries: one every DURATION * 0.9 / NBIG s
+distinct_copy() {	# distinct_copy SRC DST N - SRC with build ID's last 4 bytes = N
+	python3 - "$1" "$2" "$3" <<'PY'
+import re, subprocess, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out = subprocess.run(["readelf", "-n", src], capture_output=True, text=True).stdout
+m = re.search(r"Build ID: ([0-9a-f]+)", out)
+data = bytearray(open(src, "rb").read())
+if m:
+    bid = bytes.fromhex(m.group(1))
+    at = data.find(bid)
+    data[at + len(bid) - 4:at + len(bid)] = n.to_bytes(4, "little")
+open(dst, "wb").write(data)
+PY
+	chmod 755 "$2"
+}
+(	# big binaries: PAR at a time, one starting every DURATION * 0.9 / NBIG s
 	gap=$(awk -v d="$DURATION" -v n="$NBIG" 'BEGIN { printf "%.2f", d * 0.9 / n }')
 	for i in $(seq 1 "$NBIG"); do
 		[ "$(date +%s)" -lt "$END" ] || break
-		cp "$BIG_ELF" "$WORK/big/elf-$i"
-		"$WORK/big/elf-$i" -quiet -O2 "$WORK/big.c" -o /dev/null 2>/dev/null
-		rm -f "$WORK/big/elf-$i"
+		while [ "$(jobs -rp | wc -l)" -ge "$PAR" ]; do sleep 0.2; done
+		(
+			distinct_copy "$BIG_ELF" "$WORK/big/elf-$i" "$i"
+			for _ in $(seq 1 "$REPEAT"); do
+				"$WORK/big/elf-$i" -quiet -O2 "$WORK/big.c" -o /dev/null 2>/dev/null
+			done
+			rm -f "$WORK/big/elf-$i"
+		) &
 		echo "$i" >"$WORK/big.count"
 		sleep "$gap"
 	done
+	wait
 ) &
 bg_add $!
 (	# Python: a few seconds of pure-Python work per process, in turn

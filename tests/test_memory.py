@@ -269,6 +269,9 @@ def test_memory_limit_holds_under_churn(profd_bin, pprof, tmp_path):
     peak = max(r for r, _ in rss)
     over = max(o for _, o in rss)
     sheds = one(fams, "profd_cache_evictions_total", cache="symbols")
+    # the storm's processes map binaries whose tables are compiled: their
+    # unwind entries are written without a hand-off to the loader thread
+    inline = one(fams, "profd_unwind_inline_runs_total")
     budgets = {c: one(fams, "profd_cache_budget_bytes", cache=c)
                for c in ("symbols", "flamegraph")}
     sizes = {c: one(fams, "profd_cache_bytes", cache=c) for c in budgets}
@@ -279,6 +282,7 @@ def test_memory_limit_holds_under_churn(profd_bin, pprof, tmp_path):
     assert peak < LIMIT_MIB, (peak, rss, p.stderr())
     assert sizes["flamegraph"] <= budgets["flamegraph"], sizes
     assert sheds > 0, "the symbol cache never went over its budget"
+    assert inline > 100, inline
     assert_copies_named(pprof, out, "pylim", 30, p.stderr())
 
 

@@ -9,8 +9,8 @@
  * and the jobs handed to the object loader (object_loader.h): a
  * snapshot's (gate checks of its files, the executable's object and
  * build ID, the listener's maps_read()), a mapping's object, a symbol
- * table shed for the budget and sampled again, and a process's removal. /proc is read on the reader; mapped files only in
- * those jobs.
+ * table shed for the budget and sampled again, and a process's removal.
+ * /proc is read on the reader; mapped files only in those jobs.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -566,9 +566,10 @@ static bool ts_eq(const struct timespec *a, const struct timespec *b)
 /*
  * Whether the file now behind @m differs from the one @o was opened
  * from: an fstat() of the object's own descriptor when that is the
- * mapped inode, else one stat of map_files (the mapped inode itself), or, where that
- * is denied, of the path in the process's root if it is still that
- * inode. When neither can be stat'ed, nothing is known: not stale.
+ * mapped inode, else one stat of map_files (the mapped inode itself),
+ * or, where that is denied, of the path in the process's root if it is
+ * still that inode. When neither can be stat'ed, nothing is known: not
+ * stale.
  */
 static bool node_is_stale(const struct sym_object *o, pid_t pid,
 			  const struct proc_mapping *m)

@@ -7,8 +7,9 @@
  * under the mutex, so readers never touch the loader). The worker takes
  * the head job, runs it on the loader without the mutex (under run_lock),
  * and publishes the figures. A caller runs an update or removal itself
- * when that needs no file and no job waits (run_inline()). Stopping sets a flag and waits, bounded, for the thread:
- * one blocked in the kernel is abandoned with everything it uses.
+ * when that needs no file and no job waits (run_inline()). Stopping sets
+ * a flag and waits, bounded, for the thread: one blocked in the kernel is
+ * abandoned with everything it uses.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,7 +33,8 @@ struct unwind_async {
 	/*
 	 * Held while the loader runs: by the worker for each job, or by a
 	 * caller doing a ready update or a removal itself (run_inline()).
-	 * Lock order: lock, then run_lock (taken only by trylock under lock).
+	 * Never waited for while holding lock (only try-locked under it), so
+	 * taking lock while holding run_lock cannot deadlock.
 	 */
 	pthread_mutex_t run_lock;
 	pthread_cond_t wake;
