@@ -636,15 +636,17 @@ static int lookup(struct proc_snapshot *s, uint64_t addr)
 }
 
 /*
- * @s's mapping @idx was sampled: if its object's symbol table was shed
- * for the budget, queue its reload (once per object per RELOAD_ASK_NS).
+ * @s's mapping @idx was sampled: its object's table counts as used now
+ * (shed last), and if it was shed for the budget, its reload is queued
+ * (once per object per RELOAD_ASK_NS).
  */
-static void ask_reload(struct process_table *pt, struct proc_snapshot *s,
-		       int idx, uint64_t now)
+static void note_sampled(struct process_table *pt, struct proc_snapshot *s,
+			 int idx, uint64_t now)
 {
-	const struct sym_object *o = proc_snapshot_object(s, idx, NULL);
+	struct sym_object *o = proc_snapshot_object(s, idx, NULL);
 	uint32_t i;
 
+	sym_object_sampled(o, now);
 	if (!sym_object_shed(o))
 		return;
 	for (i = 0; i < RELOAD_ASKED; i++)
@@ -669,7 +671,7 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 	}
 	if (idx >= 0) {
 		ask_object(pt, p->snap, idx);
-		ask_reload(pt, p->snap, idx, now);
+		note_sampled(pt, p->snap, idx, now);
 	}
 	return idx;
 }

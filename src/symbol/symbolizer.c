@@ -125,6 +125,13 @@ struct sym_object {
 	 */
 	bool shed;
 	bool reloading;			/* a symbolizer_reload() is reading it */
+	/*
+	 * CLOCK_MONOTONIC ns of the last sample in its code (atomic: the
+	 * reader's sym_object_sampled()) and of the last lookup in it: the
+	 * later of the two orders the held tables for shedding.
+	 */
+	uint64_t sampled_ns;
+	uint64_t resolved_ns;
 	bool changed;			/* its file changed since: never reloaded */
 };
 
@@ -142,6 +149,14 @@ struct sym_object {
  * reload per sample (the rest wait, their frames counted as shed).
  */
 #define SYM_RELOADS_PER_S	4
+
+/*
+ * Tables whose samples wait for the interval's write-out are kept until
+ * the cache is over its budget by 1/SYM_PENDING_SLACK more: a working set
+ * a little over the budget keeps its names; a larger one sheds (counted).
+ * The slack comes out of --memory-limit's headroom.
+ */
+#define SYM_PENDING_SLACK	4
 
 /* Names of vDSO functions no symbol covers: one per FDE, a handful. */
 #define VDSO_FDE_NAMES_MAX	256
@@ -257,7 +272,11 @@ void symbolizer_free(struct symbolizer *s)
 static uint64_t object_bytes(const struct sym_object *o);
 static void shed(struct symbolizer *s);
 static bool sheddable(const struct sym_object *o);
+static bool has_pending(const struct sym_object *o);
+static uint64_t used_ns(const struct sym_object *o);
+static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending);
 static uint64_t object_shed(struct sym_object *o);
+static void admit(struct symbolizer *s, struct sym_object *o, uint64_t bytes);
 static void drop_node(struct symbolizer *s, struct sym_object *o);
 
 /*
@@ -301,6 +320,15 @@ static uint64_t object_bytes(const struct sym_object *o)
 }
 
 /*
+ * Take @n freed bytes off the cache's count: what grew since the last
+ * trim (address caches) was not counted yet, so it saturates at 0.
+ */
+static void bytes_sub(struct symbolizer *s, uint64_t n)
+{
+	s->bytes = s->bytes > n ? s->bytes - n : 0;
+}
+
+/*
  * Over budget: free the idle objects, then empty the address caches of
  * the objects resolved least recently (they refill on use), then free
  * the symbol tables of held objects, least recently resolved first.
@@ -317,7 +345,7 @@ static void shed(struct symbolizer *s)
 					lru = o;
 		if (!lru)
 			break;
-		s->bytes -= object_bytes(lru);
+		bytes_sub(s, object_bytes(lru));
 		drop_node(s, lru);
 		s->sheds++;
 	}
@@ -330,7 +358,7 @@ static void shed(struct symbolizer *s)
 					lru = o;
 		if (!lru)
 			break;
-		s->bytes -= (uint64_t)lru->offs_cap * sizeof(*lru->offs);
+		bytes_sub(s, (uint64_t)lru->offs_cap * sizeof(*lru->offs));
 		free(lru->offs);
 		lru->offs = NULL;
 		lru->offs_cap = lru->offs_n = 0;
@@ -338,20 +366,36 @@ static void shed(struct symbolizer *s)
 	}
 	/*
 	 * Then the symbol tables of objects live processes still map, least
-	 * recently resolved first: names handed out are copied by their
-	 * users under the lock (profile_intern()), so none outlives this.
-	 * The reader asks for them again when their code is sampled.
+	 * recently sampled or looked up first: first those whose samples
+	 * were all named already; those with samples waiting for the
+	 * interval's write-out only past SYM_PENDING_SLACK more (their frames
+	 * are then counted as partial.symbols_shed: the ceiling holds). Names
+	 * handed out are copied by their users under the lock
+	 * (profile_intern()), so none outlives this. The reader asks for a
+	 * table again when its code is sampled.
 	 */
-	while (s->budget && s->bytes > s->budget) {
+	shed_tables(s, s->budget, false);
+	shed_tables(s, s->budget + s->budget / SYM_PENDING_SLACK, true);
+}
+
+/*
+ * Free held symbol tables, least recently needed first, while the cache
+ * is over @limit; tables with samples not looked up yet only if
+ * @pending too.
+ */
+static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending)
+{
+	while (s->budget && s->bytes > limit) {
 		struct sym_object *lru = NULL;
 
 		for (size_t b = 0; b < s->nbuckets; b++)
 			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if (sheddable(o) && (!lru || o->last_use < lru->last_use))
+				if (sheddable(o) && (pending || !has_pending(o)) &&
+				    (!lru || used_ns(o) < used_ns(lru)))
 					lru = o;
 		if (!lru)
 			return;
-		s->bytes -= object_shed(lru);
+		bytes_sub(s, object_shed(lru));
 		s->tables_shed++;
 	}
 }
@@ -362,6 +406,20 @@ static bool sheddable(const struct sym_object *o)
 	return o->ef && !o->err && !o->same && !o->vdso && !o->reloading &&
 	       !__atomic_load_n(&o->shed, __ATOMIC_RELAXED) &&
 	       elf_file_bytes(o->ef) > sizeof(struct sym_object) + 4096;
+}
+
+/* Whether @o was sampled after its last lookup (frames still to name). */
+static bool has_pending(const struct sym_object *o)
+{
+	return __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED) > o->resolved_ns;
+}
+
+/* When @o's table was last needed: sampled (reader) or looked up. */
+static uint64_t used_ns(const struct sym_object *o)
+{
+	uint64_t sampled = __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED);
+
+	return sampled > o->resolved_ns ? sampled : o->resolved_ns;
 }
 
 /* Free @o's symbols and its caches of them; returns the bytes freed. */
@@ -851,7 +909,23 @@ static struct sym_object *object_insert(struct symbolizer *s,
 	}
 	o->refs = 1;
 	insert_node(s, o);
+	admit(s, o, object_bytes(o));
 	return o;
+}
+
+/*
+ * Count @bytes just read for @o (a new object, or its reloaded table) in
+ * the cache's bytes and shed for them now, not at the next trim: twenty
+ * big binaries opened within a second must not hold twenty tables until
+ * then. @o counts as just needed, so it is the last to go. Lock held.
+ */
+static void admit(struct symbolizer *s, struct sym_object *o, uint64_t bytes)
+{
+	/* read because a sample asked for it: the most recently needed */
+	__atomic_store_n(&o->sampled_ns, clock_mono_ns(), __ATOMIC_RELAXED);
+	o->last_use = ++s->clock;
+	s->bytes += bytes;
+	shed(s);
 }
 
 /* Whether @m is to be opened at all; -EINVAL in *@err if not. */
@@ -972,6 +1046,15 @@ void sym_object_put(struct sym_object *o)
 		object_destroy(o);
 }
 
+/* sym_object_sampled - see symbolizer.h. */
+void sym_object_sampled(struct sym_object *o, uint64_t now_ns)
+{
+	if (o && o->same)
+		o = o->same;
+	if (o && __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED) < now_ns)
+		__atomic_store_n(&o->sampled_ns, now_ns, __ATOMIC_RELAXED);
+}
+
 /* sym_object_shed - see symbolizer.h. */
 bool sym_object_shed(const struct sym_object *o)
 {
@@ -1005,6 +1088,7 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 		      struct sym_object *o)
 {
 	struct elf_symtab *t = NULL;
+	uint64_t table_bytes;
 	struct stat st;
 	int ret;
 
@@ -1037,9 +1121,12 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	pthread_mutex_lock(lock);
 	o->reloading = false;
 	if (!ret) {
+		table_bytes = elf_file_bytes(o->ef);
 		elf_file_set_symbols(o->ef, t);
+		table_bytes = elf_file_bytes(o->ef) - table_bytes;
 		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
 		s->tables_reloaded++;
+		admit(s, o, table_bytes);
 	} else {
 		__atomic_store_n(&o->changed, ret == -ESTALE || ret == -ENOEXEC,
 				 __ATOMIC_RELAXED);
@@ -1207,6 +1294,7 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		return sym_object_resolve(o->same, file_offset, out);
 	if (o->shed)	/* not read here: the writer does no file I/O */
 		return -EAGAIN;
+	o->resolved_ns = clock_mono_ns();
 
 	if (!sl) {
 		if (!elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {

@@ -78,9 +78,12 @@ void symbolizer_trim(struct symbolizer *s);
  * cached objects: past it, each symbolizer_trim() frees the idle
  * (unreferenced) objects, then empties the address caches of the least
  * recently resolved objects (they refill on use), then frees the symbol
- * tables of the least recently resolved objects still held, until under
- * (each counted). A held object whose table was freed resolves nothing
- * (-EAGAIN) until symbolizer_reload().
+ * tables of objects still held, least recently sampled
+ * (sym_object_sampled()) or resolved first, until under (each counted);
+ * tables with samples not looked up yet only past a quarter more.
+ * A new object is counted, and the cache shed for it, when it is read.
+ * A held object whose table was freed resolves nothing (-EAGAIN) until
+ * symbolizer_reload().
  */
 void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes);
 
@@ -101,6 +104,14 @@ struct symbolizer_table_stats {
 /* symbolizer_table_stats - the figures above, since creation (lock held). */
 void symbolizer_table_stats(const struct symbolizer *s,
 			    struct symbolizer_table_stats *out);
+
+/*
+ * sym_object_sampled - a sample in @o's code was taken in at @now_ns
+ * (CLOCK_MONOTONIC): its table counts as used then, for the order in
+ * which held tables are shed. Safe without the lock (an atomic store);
+ * NULL is fine.
+ */
+void sym_object_sampled(struct sym_object *o, uint64_t now_ns);
 
 /*
  * sym_object_shed - whether @o's symbol table (or, for a copy, its
