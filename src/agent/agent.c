@@ -47,6 +47,7 @@
 #include "tracer/tracer.h"
 #include "unwind/async.h"
 #include "unwind/loader.h"
+#include "util/clock.h"
 
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
 /* a sampled process's unwind tables are marked used at most this often */
@@ -60,14 +61,6 @@
 #define READER_POLL_SLOW_MS 100	/* otherwise, and while probabilistic profiling is off */
 /* How long profd waits at exit for the OTLP endpoint to take the rest. */
 #define EXPORT_STOP_TIMEOUT_MS 5000
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 /* reader thread */
 
@@ -264,7 +257,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 {
 	struct agent *ag = ctx;
 	uint32_t type = *(const uint32_t *)data;
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = clock_mono_ns();
 
 	defer_workers(ag, true, now);
 
@@ -513,7 +506,7 @@ static void publish_proc_stats(struct agent *ag)
 static void *reader_main(void *arg)
 {
 	struct agent *ag = arg;
-	uint64_t last_reap = now_ns(CLOCK_MONOTONIC);
+	uint64_t last_reap = clock_mono_ns();
 
 	while (!__atomic_load_n(&ag->stop_reader, __ATOMIC_ACQUIRE)) {
 		unsigned int sync = __atomic_load_n(&ag->reader_sync_req, __ATOMIC_ACQUIRE);
@@ -534,7 +527,7 @@ static void *reader_main(void *arg)
 				strerror(-n));
 			break;
 		}
-		now = now_ns(CLOCK_MONOTONIC);
+		now = clock_mono_ns();
 		if (ag->gpu) {
 			gpu_tick(ag->gpu, now);
 			/* after a scan of every process: copies nobody maps
@@ -806,7 +799,7 @@ static void apply_retention(struct agent *ag)
 	if (!cfg->retention_age_s && !cfg->retention_bytes)
 		return;
 	err = retention_apply(cfg->output_dir, cfg->retention_age_s,
-			      cfg->retention_bytes, now_ns(CLOCK_REALTIME) / 1000000000ULL, &r);
+			      cfg->retention_bytes, clock_real_ns() / 1000000000ULL, &r);
 	if (err) {
 		fprintf(stderr, "profd: warning: --output-retention: cannot read %s: %s\n",
 			cfg->output_dir, strerror(-err));
@@ -870,7 +863,7 @@ static void cpu_empty_note(const struct agent *ag, const uint64_t *bpf_now,
 {
 	const struct agent_config *cfg = ag->cfg;
 	bool filtered = cfg->exec_argv || cfg->npids;
-	unsigned long long secs = (now_ns(CLOCK_MONOTONIC) - ag->run_start_mono +
+	unsigned long long secs = (clock_mono_ns() - ag->run_start_mono +
 				   500000000ULL) / 1000000000ULL;
 	unsigned long long n = bpf_now[PROFD_CNT_SAMPLES];
 	unsigned long long idle = bpf_now[PROFD_CNT_IDLE_SKIPPED];
@@ -1029,7 +1022,7 @@ static void flush(struct agent *ag)
 	ag->write_failures += err || ferr || gerr;
 	ag->total_gpu_kernels += gpu_kernels;
 	ag->last_write_ok = !(err || ferr || gerr);
-	ag->last_flush_mono = now_ns(CLOCK_MONOTONIC);
+	ag->last_flush_mono = clock_mono_ns();
 	if (ag->last_write_ok)
 		ag->last_written_mono = ag->last_flush_mono;
 	pthread_mutex_unlock(&ag->agg_lock);
@@ -1181,7 +1174,7 @@ static int gpu_setup(struct agent *ag, const char *lib)
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
 	}
-	ag->gpu_interval_start = now_ns(CLOCK_REALTIME);
+	ag->gpu_interval_start = clock_real_ns();
 	/* --pid / exec: only the chosen processes' libraries, no full scans */
 	gpu_discovery_init(&ag->discovery, !cfg->npids && !cfg->exec_argv,
 			   attach_gpu_library, ag);
@@ -1312,7 +1305,7 @@ static int agent_setup(struct agent *ag, const char *inject_lib)
 	ag->flame = flamegraph_new(0);
 	if (ag->flame)
 		flamegraph_set_budget(ag->flame, ag->budgets.flamegraph);
-	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, now_ns(CLOCK_REALTIME));
+	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, clock_real_ns());
 	if (!ag->procs || !ag->gate || !ag->objects || !ag->flame || !ag->cur) {
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
@@ -1430,7 +1423,7 @@ static bool probabilistic_set(struct agent *ag, bool on)
 	if (on == ag->sampling_on)
 		return false;
 	err = tracer_set_sampling(ag->tracer, on);
-	now = now_ns(CLOCK_MONOTONIC);
+	now = clock_mono_ns();
 	if (err)
 		fprintf(stderr, "profd: warning: cannot %s the perf events: %s\n",
 			on ? "enable" : "disable", strerror(-err));
@@ -1454,7 +1447,7 @@ static bool wait_signal(const sigset_t *set, uint64_t deadline, int *sig,
 			bool *from_tty)
 {
 	siginfo_t info;
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = clock_mono_ns();
 	uint64_t left = deadline > now ? deadline - now : 0;
 	struct timespec ts = {
 		.tv_sec = left / 1000000000ULL,
@@ -1566,12 +1559,12 @@ int agent_run(const struct agent_config *cfg)
 		goto out;
 	}
 	pthread_setname_np(ag.reader, "profd-reader");
-	start = now_ns(CLOCK_MONOTONIC);
+	start = clock_mono_ns();
 	ag.run_start_mono = start;
 	ag.on_since = ag.sampling_on ? start : 0;
 	/* the first profile covers sampling time, not the BPF load before it */
 	pthread_mutex_lock(&ag.agg_lock);
-	ag.cur->start_ns = now_ns(CLOCK_REALTIME);
+	ag.cur->start_ns = clock_real_ns();
 	ag.ready = true;
 	ag.last_write_ok = true;
 	pthread_mutex_unlock(&ag.agg_lock);
@@ -1607,7 +1600,7 @@ int agent_run(const struct agent_config *cfg)
 			deadline = next_draw;
 
 		/* wake at least once a second to notice --pid targets exiting */
-		now = now_ns(CLOCK_MONOTONIC);
+		now = clock_mono_ns();
 		if (deadline > now + 1000000000ULL)
 			deadline = now + 1000000000ULL;
 		if (wait_signal(&set, deadline, &sig, &from_tty) && sig != SIGCHLD) {
@@ -1639,7 +1632,7 @@ int agent_run(const struct agent_config *cfg)
 		}
 		if (ag.reader_err)
 			break;
-		now = now_ns(CLOCK_MONOTONIC);
+		now = clock_mono_ns();
 		if (now >= end)
 			break;
 		/*
