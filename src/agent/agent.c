@@ -819,41 +819,6 @@ static void apply_retention(struct agent *ag)
 }
 
 /*
- * Probabilistic profiling: how long (ns) the perf events were on in the
- * interval ending at @now (CLOCK_MONOTONIC ns). Main thread only, like
- * the switches.
- */
-static uint64_t sampled_time_take(struct agent *ag, uint64_t now)
-{
-	uint64_t on = ag->on_ns;
-
-	if (ag->on_since && now > ag->on_since) {
-		on += now - ag->on_since;
-		ag->on_since = now;
-	}
-	ag->on_ns = 0;
-	return on;
-}
-
-static bool probabilistic_set(struct agent *ag, bool on);
-
-/*
- * The interval boundary (CLOCK_MONOTONIC ns), called by
- * agent_interval_swap(): the ended interval's time on and whether it was
- * sampled are taken, then a draw's "on" takes effect, so the next interval
- * is sampled from its first moment however long the flush takes.
- */
-static void at_boundary(struct agent *ag, uint64_t boundary)
-{
-	ag->ended_on_ns = sampled_time_take(ag, boundary);
-	ag->ended_sampled = ag->interval_sampled;
-	if (ag->draw_on_pending) {
-		ag->draw_on_pending = false;
-		ag->draw_switched = probabilistic_set(ag, true);
-	}
-}
-
-/*
  * What the flame graph's CPU view says while it has no samples: for how
  * long, the likely reason by the BPF counters (@bpf_now, totals since
  * the start) and what to run. Written to @buf of @len bytes.
@@ -911,9 +876,9 @@ static void flush(struct agent *ag)
 	int err = 0, ferr = 0, gerr = 0;
 	bool skip;
 
-	a = agent_interval_swap(ag, &end, at_boundary);
+	a = agent_interval_swap(ag, &end, agent_probabilistic_boundary);
 	if (!a)
-		return;	/* no boundary (at_boundary() not called): keep aggregating */
+		return;	/* no boundary (no callback): keep aggregating */
 	pthread_mutex_lock(&ag->agg_lock);
 	memcpy(agent_now, ag->counters, sizeof(agent_now));
 	processes = ag->procs_stats.processes;
@@ -1392,56 +1357,6 @@ static void agent_teardown(struct agent *ag)
 	kallsyms_free(ag->ksyms);
 }
 
-/*
- * Probabilistic profiling: draw a number in [0, 100); this probabilistic
- * interval is profiled when it is below the threshold (100: always).
- * Counted; the caller switches the perf events.
- */
-static bool probabilistic_draw(struct agent *ag)
-{
-	bool on = arc4random_uniform(100) < ag->cfg->probabilistic_threshold;
-
-	pthread_mutex_lock(&ag->agg_lock);
-	ag->probabilistic_draws++;
-	ag->probabilistic_on += on;
-	ag->counters[AGENT_CNT_PROBABILISTIC_OFF] = ag->probabilistic_draws -
-						     ag->probabilistic_on;
-	pthread_mutex_unlock(&ag->agg_lock);
-	return on;
-}
-
-/*
- * Probabilistic profiling: enable or disable the perf events (no reload).
- * Switching off waits for the reader to take in what was sampled before.
- * Returns whether the state changed.
- */
-static bool probabilistic_set(struct agent *ag, bool on)
-{
-	uint64_t now;
-	int err;
-
-	if (on == ag->sampling_on)
-		return false;
-	err = tracer_set_sampling(ag->tracer, on);
-	now = clock_mono_ns();
-	if (err)
-		fprintf(stderr, "profd: warning: cannot %s the perf events: %s\n",
-			on ? "enable" : "disable", strerror(-err));
-	if (on) {
-		ag->on_since = now;
-	} else {
-		if (ag->on_since)
-			ag->on_ns += now - ag->on_since;
-		ag->on_since = 0;
-		agent_reader_sync(ag);	/* not sampled time: the events are off */
-	}
-	pthread_mutex_lock(&ag->agg_lock);
-	__atomic_store_n(&ag->sampling_on, on, __ATOMIC_RELAXED);	/* the reader reads it */
-	ag->interval_sampled |= on;
-	pthread_mutex_unlock(&ag->agg_lock);
-	return true;
-}
-
 /* Wait for a signal until @deadline (CLOCK_MONOTONIC ns); true if one came. */
 static bool wait_signal(const sigset_t *set, uint64_t deadline, int *sig,
 			bool *from_tty)
@@ -1547,7 +1462,7 @@ int agent_run(const struct agent_config *cfg)
 		}
 	}
 	/* the first probabilistic interval: sampling starts on or off */
-	ag.sampling_on = probabilistic_draw(&ag);
+	ag.sampling_on = agent_probabilistic_draw(&ag);
 	ag.interval_sampled = ag.sampling_on;
 	/* before the BPF load: a taken port should not cost seconds */
 	if (cfg->http_address && agent_metrics_start(&ag))
@@ -1642,8 +1557,8 @@ int agent_run(const struct agent_config *cfg)
 		 */
 		flushed = false;
 		draw_due = now >= next_draw;
-		draw_on = draw_due && probabilistic_draw(&ag);
-		switched = draw_due && !draw_on && probabilistic_set(&ag, false);
+		draw_on = draw_due && agent_probabilistic_draw(&ag);
+		switched = draw_due && !draw_on && agent_probabilistic_set(&ag, false);
 		if (cfg->npids && !pids_alive(cfg)) {
 			fprintf(stderr, "profd: every --pid process exited\n");
 			stop = true;
@@ -1654,7 +1569,7 @@ int agent_run(const struct agent_config *cfg)
 			flush(&ag);
 			if (ag.draw_on_pending) {	/* no boundary: the swap failed */
 				ag.draw_on_pending = false;
-				ag.draw_switched = probabilistic_set(&ag, true);
+				ag.draw_switched = agent_probabilistic_set(&ag, true);
 			}
 			flushed = true;
 			next_flush += interval_ns;
@@ -1665,7 +1580,7 @@ int agent_run(const struct agent_config *cfg)
 		if (draw_due) {
 			if (draw_on)
 				switched = flushed ? ag.draw_switched :
-					   probabilistic_set(&ag, true);
+					   agent_probabilistic_set(&ag, true);
 			if (switched && cfg->verbose)
 				fprintf(stderr, "profd: probabilistic profiling: sampling %s "
 					"for %u s\n", draw_on ? "on" : "off",

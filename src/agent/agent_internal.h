@@ -212,7 +212,7 @@ struct agent {
 	bool interval_sampled;		/* ... at some time since the last flush */
 	uint64_t on_since;		/* CLOCK_MONOTONIC ns the events went on, 0: off */
 	uint64_t on_ns;			/* time on since the last flush, before on_since */
-	/* set at an interval boundary (agent.c at_boundary()), main thread */
+	/* set at an interval boundary (agent_probabilistic_boundary()), main thread */
 	uint64_t ended_on_ns;		/* the ended interval's time on */
 	bool ended_sampled;		/* the ended interval was sampled at all */
 	bool draw_on_pending;		/* a draw said on: switch on at the boundary */
@@ -291,5 +291,34 @@ void agent_reap(struct agent *ag, uint64_t now_mono);
 
 /* agent_exited_free - free what agent_exit_seen() kept. */
 void agent_exited_free(struct agent *ag);
+
+/* probabilistic.c: the draws, the perf events' switch, their time on */
+
+/*
+ * agent_probabilistic_draw - draw a number in [0, 100): this probabilistic
+ * interval is profiled when it is below --probabilistic-threshold (100:
+ * always). Counted (probabilistic_draws, lost.probabilistic_off under
+ * agg_lock); the caller switches the perf events. Main thread.
+ */
+bool agent_probabilistic_draw(struct agent *ag);
+
+/*
+ * agent_probabilistic_set - enable or disable the perf events (no
+ * reload), keeping their time on (on_since, on_ns). Switching off waits
+ * for the reader to take in what was sampled before
+ * (agent_reader_sync()). A failed switch is warned about and otherwise
+ * taken as done. Returns whether the state changed. Main thread.
+ */
+bool agent_probabilistic_set(struct agent *ag, bool on);
+
+/*
+ * agent_probabilistic_boundary - the interval boundary @boundary
+ * (CLOCK_MONOTONIC ns), the callback of agent_interval_swap(): the ended
+ * interval's time on (ended_on_ns, ns) and whether it was sampled at all
+ * (ended_sampled) are taken, then a draw's pending "on" (draw_on_pending)
+ * takes effect (draw_switched), so the next interval is sampled from its
+ * first moment however long the flush takes. Main thread.
+ */
+void agent_probabilistic_boundary(struct agent *ag, uint64_t boundary);
 
 #endif /* PROFD_AGENT_AGENT_INTERNAL_H */
