@@ -195,7 +195,7 @@ struct agent {
 	uint64_t python_processes;	/* CPython processes known: the reader polls sooner */
 	pthread_t reader;
 	int reader_err;
-	bool workers_deferred;		/* reader: defer_workers() (agent.c) */
+	bool workers_deferred;		/* reader: agent_defer_workers() */
 	uint64_t workers_deferred_ns;	/* since when (CLOCK_MONOTONIC) */
 
 	uint64_t bpf_prev[PROFD_CNT_MAX];
@@ -291,6 +291,61 @@ void agent_reap(struct agent *ag, uint64_t now_mono);
 
 /* agent_exited_free - free what agent_exit_seen() kept. */
 void agent_exited_free(struct agent *ag);
+
+/* reader.c: the reader thread, the record path, the process listener */
+
+/*
+ * agent_reader_main - the reader thread (pthread start routine, @arg: the
+ * struct agent): polls the ringbuf until stop_reader is set or a poll
+ * fails (reader_err: the negative errno, printed), ticks the GPU state,
+ * reaps exited processes every second and publishes the figures
+ * (agent_publish_stats()) after each poll; at the end drains what is left
+ * in the ringbuf. Returns NULL.
+ */
+void *agent_reader_main(void *arg);
+
+/*
+ * agent_on_event - the ringbuf callback (tracer_open(), @ctx: the struct
+ * agent): check one record of @size bytes at @data and hand it on to the
+ * process table, the aggregation, the GPU correlation or the NVTX tracer.
+ * A malformed record is counted (lost.records_malformed). Returns 0
+ * (polling goes on). Reader thread, or setup's drain before it starts.
+ */
+int agent_on_event(void *ctx, const void *data, size_t size);
+
+/*
+ * agent_defer_workers - hold back (@on) or let go the object and unwind
+ * loaders' wakeups while the reader takes in a batch of records; held
+ * back longer than a millisecond (@now, CLOCK_MONOTONIC ns) they are
+ * woken anyway. @now is unused when @on is false. Reader thread.
+ */
+void agent_defer_workers(struct agent *ag, bool on, uint64_t now);
+
+/*
+ * agent_attach_gpu_library - attach the GPU probes to the copy of the
+ * CUDA injection library at @path that process @pid maps (opened through
+ * /proc/PID/root). Errors are counted (gpu_attach_errors) and the first
+ * three printed. A gpu_discovery and gpu_library_mappings() callback,
+ * @ctx: the struct agent. Reader thread.
+ */
+void agent_attach_gpu_library(void *ctx, pid_t pid, const char *path);
+
+/*
+ * agent_listen_processes - install the process table's listener: the
+ * reader attaches to injection library copies a snapshot maps; the object
+ * loader's thread keeps the BPF unwind and Python maps in step with each
+ * process's mappings and removal. Setup, before the reader starts.
+ */
+void agent_listen_processes(struct agent *ag);
+
+/*
+ * agent_publish_stats - copy the figures of the process table, file
+ * gate, symbolizer, flame graphs, exporter, unwind loader, Python and GPU
+ * state into struct agent (counters, procs_stats, unwind_stats,
+ * cache_stats; takes sym_lock, then agg_lock). The reader after each
+ * poll; the main thread once more after it joined the reader.
+ */
+void agent_publish_stats(struct agent *ag);
 
 /* probabilistic.c: the draws, the perf events' switch, their time on */
 
