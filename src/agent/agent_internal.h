@@ -347,6 +347,36 @@ void agent_listen_processes(struct agent *ag);
  */
 void agent_publish_stats(struct agent *ag);
 
+/* flush.c: the end of an interval, its files; the output directory */
+
+/*
+ * agent_flush - end the current interval and write its files: the CPU
+ * profile (DIR/cpu-<UTC>.pb.gz, none for an interval probabilistic
+ * profiling never sampled), the GPU profiles, the flame graph; print the
+ * status line, apply --output-retention. Write errors are printed and
+ * counted (write_failures, lost.write_errors), never returned. When no
+ * table can be allocated for the next interval nothing happens (the
+ * current one keeps aggregating; agent_probabilistic_boundary() is not
+ * called). Main thread; takes agg_lock.
+ */
+void agent_flush(struct agent *ag);
+
+/*
+ * agent_make_dir - create directory @dir and its parents (0755) if
+ * missing. Returns 0 when it is a directory profd may write in, or
+ * -ENAMETOOLONG, -ENOTDIR, or the negative errno of mkdir(), stat() or
+ * access().
+ */
+int agent_make_dir(const char *dir);
+
+/*
+ * agent_remove_stale_temps - remove the temporary files a killed profd
+ * left in @dir (the atomic writes' "cpu-*", "gpu-*" and
+ * "flamegraph.html*" named NAME.tmpXXXXXX): nothing else ever reads or
+ * removes them. An unreadable @dir is left alone.
+ */
+void agent_remove_stale_temps(const char *dir);
+
 /* probabilistic.c: the draws, the perf events' switch, their time on */
 
 /*
