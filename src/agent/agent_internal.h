@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * agent_internal.h - the state of one profd run, shared by the files of
- * src/agent/ (agent.c: wiring and the run loop; agent_counters.c: counter
- * names; metrics.c: /metrics; debug.c: --debug-pid output). Not for use
- * outside src/agent/.
+ * src/agent/ (agent.c: signals and the run loop; setup.c: what a run sets
+ * up and takes down; reader.c: the reader thread and the record path;
+ * interval.c: the interval a sample goes to, the swap; flush.c: an
+ * interval's files; probabilistic.c: probabilistic profiling;
+ * agent_counters.c: counter names; metrics.c: /metrics; debug.c:
+ * --debug-pid output). Not for use outside src/agent/.
  */
 #ifndef PROFD_AGENT_AGENT_INTERNAL_H
 #define PROFD_AGENT_AGENT_INTERNAL_H
@@ -376,6 +379,39 @@ int agent_make_dir(const char *dir);
  * removes them. An unreadable @dir is left alone.
  */
 void agent_remove_stale_temps(const char *dir);
+
+/* setup.c: the injection library; what a run sets up and takes down */
+
+/*
+ * agent_inject_library - the CUDA/NVTX injection library of the run
+ * (none without --gpu): --inject-library PATH, or libprofd_inject.so next
+ * to profd or in ../lib/profd/; under `profd exec` a private copy only the
+ * command's tree maps (its path into *@private_out, for
+ * exec_private_library_remove()), or the profd library the inherited
+ * CUDA_INJECTION64_PATH names. *@lib_out (absolute, NULL: none) and
+ * *@private_out are the caller's to free. Returns 0, or -1 when
+ * --inject-library names no usable library (printed; nothing to free).
+ */
+int agent_inject_library(const struct agent_config *cfg, char **lib_out,
+			 char **private_out);
+
+/*
+ * agent_setup - everything a run needs before the reader starts: checks,
+ * the output directory, symbols, tables, budgets, the BPF programs
+ * loaded and attached (sampling on or off by @ag->sampling_on), the GPU
+ * probes on @inject_lib (may be NULL), OTLP export, the unwinders.
+ * Returns 0, or -1 with the reason printed; what was set up is freed by
+ * agent_teardown() either way. Main thread.
+ */
+int agent_setup(struct agent *ag, const char *inject_lib);
+
+/*
+ * agent_teardown - stop /metrics and the workers and free what
+ * agent_setup() made (the reader has stopped). An object loader stuck in
+ * a file read is left running with what it uses (objects_stuck). Main
+ * thread.
+ */
+void agent_teardown(struct agent *ag);
 
 /* probabilistic.c: the draws, the perf events' switch, their time on */
 
