@@ -320,7 +320,8 @@ int agent_on_event(void *ctx, const void *data, size_t size);
  * agent_defer_workers - hold back (@on) or let go the object and unwind
  * loaders' wakeups while the reader takes in a batch of records; held
  * back longer than a millisecond (@now, CLOCK_MONOTONIC ns) they are
- * woken anyway. @now is unused when @on is false. Reader thread.
+ * woken anyway. @now is unused when @on is false. Reader thread, or
+ * setup's drain before it starts.
  */
 void agent_defer_workers(struct agent *ag, bool on, uint64_t now);
 
@@ -357,7 +358,7 @@ void agent_publish_stats(struct agent *ag);
  * profile (DIR/cpu-<UTC>.pb.gz, none for an interval probabilistic
  * profiling never sampled), the GPU profiles, the flame graph; print the
  * status line, apply --output-retention. Write errors are printed and
- * counted (write_failures, lost.write_errors), never returned. When no
+ * counted (write_failures, lost.write_error), never returned. When no
  * table can be allocated for the next interval nothing happens (the
  * current one keeps aggregating; agent_probabilistic_boundary() is not
  * called). Main thread; takes agg_lock.
@@ -418,8 +419,9 @@ void agent_teardown(struct agent *ag);
 /*
  * agent_probabilistic_draw - draw a number in [0, 100): this probabilistic
  * interval is profiled when it is below --probabilistic-threshold (100:
- * always). Counted (probabilistic_draws, lost.probabilistic_off under
- * agg_lock); the caller switches the perf events. Main thread.
+ * always). Counted (probabilistic_draws, probabilistic_on and
+ * stat.probabilistic_intervals_off, under agg_lock); the caller switches
+ * the perf events. Main thread.
  */
 bool agent_probabilistic_draw(struct agent *ag);
 

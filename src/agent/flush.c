@@ -12,8 +12,8 @@
  * before each write, and the temporary files a killed profd left there.
  *
  * The reader keeps aggregating into the next interval's table meanwhile;
- * a file that cannot be written is counted (lost.write_errors,
- * lost.write_failed_samples) and the run goes on.
+ * a file that cannot be written is counted (lost.write_error, and its
+ * samples lost.write_failed) and the run goes on.
  */
 #include <dirent.h>
 #include <errno.h>
