@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * agent_internal.h - the state of one profd run, shared by the files of
- * src/agent/ (agent.c: wiring and the run loop; agent_counters.c: counter
- * names; metrics.c: /metrics; debug.c: --debug-pid output). Not for use
- * outside src/agent/.
+ * src/agent/ (agent.c: signals and the run loop; setup.c: what a run sets
+ * up and takes down; reader.c: the reader thread and the record path;
+ * interval.c: the interval a sample goes to, the swap; flush.c: an
+ * interval's files; probabilistic.c: probabilistic profiling;
+ * agent_counters.c: counter names; metrics.c: /metrics; debug.c:
+ * --debug-pid output). Not for use outside src/agent/.
  */
 #ifndef PROFD_AGENT_AGENT_INTERNAL_H
 #define PROFD_AGENT_AGENT_INTERNAL_H
@@ -195,7 +198,7 @@ struct agent {
 	uint64_t python_processes;	/* CPython processes known: the reader polls sooner */
 	pthread_t reader;
 	int reader_err;
-	bool workers_deferred;		/* reader: defer_workers() (agent.c) */
+	bool workers_deferred;		/* reader: agent_defer_workers() */
 	uint64_t workers_deferred_ns;	/* since when (CLOCK_MONOTONIC) */
 
 	uint64_t bpf_prev[PROFD_CNT_MAX];
@@ -212,7 +215,7 @@ struct agent {
 	bool interval_sampled;		/* ... at some time since the last flush */
 	uint64_t on_since;		/* CLOCK_MONOTONIC ns the events went on, 0: off */
 	uint64_t on_ns;			/* time on since the last flush, before on_since */
-	/* set at an interval boundary (agent.c at_boundary()), main thread */
+	/* set at an interval boundary (agent_probabilistic_boundary()), main thread */
 	uint64_t ended_on_ns;		/* the ended interval's time on */
 	bool ended_sampled;		/* the ended interval was sampled at all */
 	bool draw_on_pending;		/* a draw said on: switch on at the boundary */
@@ -291,5 +294,154 @@ void agent_reap(struct agent *ag, uint64_t now_mono);
 
 /* agent_exited_free - free what agent_exit_seen() kept. */
 void agent_exited_free(struct agent *ag);
+
+/* reader.c: the reader thread, the record path, the process listener */
+
+/*
+ * agent_reader_main - the reader thread (pthread start routine, @arg: the
+ * struct agent): polls the ringbuf until stop_reader is set or a poll
+ * fails (reader_err: the negative errno, printed), ticks the GPU state,
+ * reaps exited processes every second and publishes the figures
+ * (agent_publish_stats()) after each poll; at the end drains what is left
+ * in the ringbuf. Returns NULL.
+ */
+void *agent_reader_main(void *arg);
+
+/*
+ * agent_on_event - the ringbuf callback (tracer_open(), @ctx: the struct
+ * agent): check one record of @size bytes at @data and hand it on to the
+ * process table, the aggregation, the GPU correlation or the NVTX tracer.
+ * A malformed record is counted (lost.records_malformed). Returns 0
+ * (polling goes on). Reader thread, or setup's drain before it starts.
+ */
+int agent_on_event(void *ctx, const void *data, size_t size);
+
+/*
+ * agent_defer_workers - hold back (@on) or let go the object and unwind
+ * loaders' wakeups while the reader takes in a batch of records; held
+ * back longer than a millisecond (@now, CLOCK_MONOTONIC ns) they are
+ * woken anyway. @now is unused when @on is false. Reader thread, or
+ * setup's drain before it starts.
+ */
+void agent_defer_workers(struct agent *ag, bool on, uint64_t now);
+
+/*
+ * agent_attach_gpu_library - attach the GPU probes to the copy of the
+ * CUDA injection library at @path that process @pid maps (opened through
+ * /proc/PID/root). Errors are counted (gpu_attach_errors) and the first
+ * three printed. A gpu_discovery and gpu_library_mappings() callback,
+ * @ctx: the struct agent. Reader thread.
+ */
+void agent_attach_gpu_library(void *ctx, pid_t pid, const char *path);
+
+/*
+ * agent_listen_processes - install the process table's listener: the
+ * reader attaches to injection library copies a snapshot maps; the object
+ * loader's thread keeps the BPF unwind and Python maps in step with each
+ * process's mappings and removal. Setup, before the reader starts.
+ */
+void agent_listen_processes(struct agent *ag);
+
+/*
+ * agent_publish_stats - copy the figures of the process table, file
+ * gate, symbolizer, flame graphs, exporter, unwind loader, Python and GPU
+ * state into struct agent (counters, procs_stats, unwind_stats,
+ * cache_stats; takes sym_lock, then agg_lock). The reader after each
+ * poll; the main thread once more after it joined the reader.
+ */
+void agent_publish_stats(struct agent *ag);
+
+/* flush.c: the end of an interval, its files; the output directory */
+
+/*
+ * agent_flush - end the current interval and write its files: the CPU
+ * profile (DIR/cpu-<UTC>.pb.gz, none for an interval probabilistic
+ * profiling never sampled), the GPU profiles, the flame graph; print the
+ * status line, apply --output-retention. Write errors are printed and
+ * counted (write_failures, lost.write_error), never returned. When no
+ * table can be allocated for the next interval nothing happens (the
+ * current one keeps aggregating; agent_probabilistic_boundary() is not
+ * called). Main thread; takes agg_lock.
+ */
+void agent_flush(struct agent *ag);
+
+/*
+ * agent_make_dir - create directory @dir and its parents (0755) if
+ * missing. Returns 0 when it is a directory profd may write in, or
+ * -ENAMETOOLONG, -ENOTDIR, or the negative errno of mkdir(), stat() or
+ * access().
+ */
+int agent_make_dir(const char *dir);
+
+/*
+ * agent_remove_stale_temps - remove the temporary files a killed profd
+ * left in @dir (the atomic writes' "cpu-*", "gpu-*" and
+ * "flamegraph.html*" named NAME.tmpXXXXXX): nothing else ever reads or
+ * removes them. An unreadable @dir is left alone.
+ */
+void agent_remove_stale_temps(const char *dir);
+
+/* setup.c: the injection library; what a run sets up and takes down */
+
+/*
+ * agent_inject_library - the CUDA/NVTX injection library of the run
+ * (none without --gpu): --inject-library PATH, or libprofd_inject.so next
+ * to profd or in ../lib/profd/; under `profd exec` a private copy only the
+ * command's tree maps (its path into *@private_out, for
+ * exec_private_library_remove()), or the profd library the inherited
+ * CUDA_INJECTION64_PATH names. *@lib_out (absolute, NULL: none) and
+ * *@private_out are the caller's to free. Returns 0, or -1 when
+ * --inject-library names no usable library (printed; nothing to free).
+ */
+int agent_inject_library(const struct agent_config *cfg, char **lib_out,
+			 char **private_out);
+
+/*
+ * agent_setup - everything a run needs before the reader starts: checks,
+ * the output directory, symbols, tables, budgets, the BPF programs
+ * loaded and attached (sampling on or off by @ag->sampling_on), the GPU
+ * probes on @inject_lib (may be NULL), OTLP export, the unwinders.
+ * Returns 0, or -1 with the reason printed; what was set up is freed by
+ * agent_teardown() either way. Main thread.
+ */
+int agent_setup(struct agent *ag, const char *inject_lib);
+
+/*
+ * agent_teardown - stop /metrics and the workers and free what
+ * agent_setup() made (the reader has stopped). An object loader stuck in
+ * a file read is left running with what it uses (objects_stuck). Main
+ * thread.
+ */
+void agent_teardown(struct agent *ag);
+
+/* probabilistic.c: the draws, the perf events' switch, their time on */
+
+/*
+ * agent_probabilistic_draw - draw a number in [0, 100): this probabilistic
+ * interval is profiled when it is below --probabilistic-threshold (100:
+ * always). Counted (probabilistic_draws, probabilistic_on and
+ * stat.probabilistic_intervals_off, under agg_lock); the caller switches
+ * the perf events. Main thread.
+ */
+bool agent_probabilistic_draw(struct agent *ag);
+
+/*
+ * agent_probabilistic_set - enable or disable the perf events (no
+ * reload), keeping their time on (on_since, on_ns). Switching off waits
+ * for the reader to take in what was sampled before
+ * (agent_reader_sync()). A failed switch is warned about and otherwise
+ * taken as done. Returns whether the state changed. Main thread.
+ */
+bool agent_probabilistic_set(struct agent *ag, bool on);
+
+/*
+ * agent_probabilistic_boundary - the interval boundary @boundary
+ * (CLOCK_MONOTONIC ns), the callback of agent_interval_swap(): the ended
+ * interval's time on (ended_on_ns, ns) and whether it was sampled at all
+ * (ended_sampled) are taken, then a draw's pending "on" (draw_on_pending)
+ * takes effect (draw_switched), so the next interval is sampled from its
+ * first moment however long the flush takes. Main thread.
+ */
+void agent_probabilistic_boundary(struct agent *ag, uint64_t boundary);
 
 #endif /* PROFD_AGENT_AGENT_INTERNAL_H */

@@ -22,6 +22,7 @@
 #include "export/otlp_traces.h"
 #include "export/resource.h"
 #include "nvtx/nvtx.h"
+#include "util/clock.h"
 
 /* A process's resource is kept this long after it exits (late spans). */
 #define FORGET_AFTER_NS (30ULL * 1000 * 1000 * 1000)
@@ -47,14 +48,6 @@ struct agent_export {
 	unsigned int nexited;
 	pid_t last_pid;			/* reader thread: last record's pid */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 /* NVTX tracer thread */
 
@@ -263,7 +256,7 @@ void agent_export_process_exit(struct agent_export *x, pid_t pid)
 		x->last_pid = 0;
 	pthread_mutex_lock(&x->lock);
 	if (x->nexited < MAX_EXITED)
-		x->exited[x->nexited++] = (struct exited){ pid, mono_ns() };
+		x->exited[x->nexited++] = (struct exited){ pid, clock_mono_ns() };
 	else
 		otlp_resources_forget(x->resources, pid);
 	pthread_mutex_unlock(&x->lock);

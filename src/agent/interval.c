@@ -22,25 +22,10 @@
 #include <time.h>
 
 #include "agent/agent_internal.h"
+#include "util/clock.h"
 
 /* Samples of an exiting task come within milliseconds of its exit event. */
 #define EXIT_GRACE_NS (500ULL * 1000 * 1000)
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 void agent_reader_sync(struct agent *ag)
 {
@@ -50,12 +35,12 @@ void agent_reader_sync(struct agent *ag)
 void agent_reader_sync_for(struct agent *ag, unsigned int ms_max)
 {
 	unsigned int want = __atomic_add_fetch(&ag->reader_sync_req, 1, __ATOMIC_ACQ_REL);
-	uint64_t deadline = mono_ns() + ms_max * 1000000ULL;
+	uint64_t deadline = clock_mono_ns() + ms_max * 1000000ULL;
 	const struct timespec ms = { .tv_nsec = 1000000 };
 
 	while ((int)(__atomic_load_n(&ag->reader_sync_done, __ATOMIC_ACQUIRE) - want) < 0 &&
 	       !__atomic_load_n(&ag->reader_exited, __ATOMIC_ACQUIRE) &&
-	       mono_ns() < deadline)
+	       clock_mono_ns() < deadline)
 		nanosleep(&ms, NULL);
 }
 
@@ -96,8 +81,8 @@ struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real,
 	if (!fresh)
 		return NULL;
 	pthread_mutex_lock(&ag->agg_lock);
-	boundary = mono_ns();
-	*end_real = real_ns();
+	boundary = clock_mono_ns();
+	*end_real = clock_real_ns();
 	fresh->start_ns = *end_real;
 	ag->next = fresh;
 	__atomic_store_n(&ag->next_start_mono, boundary, __ATOMIC_RELEASE);

@@ -32,6 +32,7 @@
 #include "agent/memory.h"
 #include "metrics/http.h"
 #include "metrics/prom.h"
+#include "util/clock.h"
 
 #define PROM_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 #define SHARD_BYTES		(UNWIND_SHARD_ROWS * 8ULL)	/* 8-byte rows */
@@ -76,14 +77,6 @@ struct agent_readings {
 	struct tracer_ringbuf_usage ringbuf[2];
 	struct agent_export_stats exp;
 };
-
-static uint64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 {
@@ -420,7 +413,7 @@ static void render_run(struct prom_buf *b, const struct agent *ag,
 				"1 if every file of the last interval was written.",
 				s->last_write_ok);
 	if (s->last_written_mono) {
-		uint64_t mono = clock_ns(CLOCK_MONOTONIC), real = clock_ns(CLOCK_REALTIME);
+		uint64_t mono = clock_mono_ns(), real = clock_real_ns();
 		uint64_t ago = mono > s->last_written_mono ? mono - s->last_written_mono : 0;
 
 		/* only intervals whose files were all written */
@@ -565,7 +558,7 @@ static const char *unhealthy(const struct agent *ag, const struct agent_snapshot
 			     char *buf, size_t len)
 {
 	uint64_t interval_ns = (uint64_t)ag->cfg->interval_s * 1000000000ULL;
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = clock_mono_ns();
 
 	if (!s->ready)
 		return "starting: the BPF programs are not loaded yet\n";

@@ -9,7 +9,7 @@
  * the size limit, so the directory's profd files stay within it.
  *
  * How it fits: the agent calls retention_apply() after each interval's
- * files were written (src/agent/agent.c); options.c calls
+ * files were written (src/agent/flush.c); options.c calls
  * retention_parse(). A file profd is still writing is a NAME.tmpXXXXXX
  * (src/util/atomic_file.c) and never matches the profile name pattern,
  * so a sweep cannot race a writer. Everything is done relative to one

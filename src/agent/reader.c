@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * reader.c - the reader thread and the record path (see agent_internal.h).
+ *
+ * Owns: everything the reader thread does with the ringbuf's records.
+ * agent_reader_main() polls the ringbuf; agent_on_event() checks each
+ * record and hands it on: samples to the process table (each user frame's
+ * object opened while the process lives), the Python merge and the
+ * interval's aggregation table (or, for a GPU launch, to the GPU
+ * correlation); process exec/exit events, library mappings, GPU records
+ * and NVTX batches to their owners. Between polls the reader ticks the GPU
+ * state, reaps exited processes (interval.c) and publishes the figures of
+ * the other threads' parts into struct agent for the status line, the
+ * profile comments and /metrics (agent_publish_stats()).
+ *
+ * Also here: the process table's listener callbacks (the reader attaches
+ * to copies of the CUDA injection library; the object loader's thread
+ * keeps the BPF unwind and Python maps in step), and the deferral of the
+ * workers' wakeups while the reader takes in a batch.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/agent_internal.h"
+#include "agent/debug.h"
+#include "agent/export.h"
+#include "agent/memory.h"
+#include "bpf/gpu_events.h"
+#include "gpu/gpu.h"
+#include "proc/process.h"
+#include "python/python.h"
+#include "tracer/tracer.h"
+#include "unwind/async.h"
+#include "util/clock.h"
+
+#define REAP_EVERY_NS (1000ULL * 1000 * 1000)
+/* a sampled process's unwind tables are marked used at most this often */
+#define UNWIND_TOUCH_EVERY_NS (1000ULL * 1000 * 1000)
+/*
+ * Most samples do not wake the reader (emit_sample()): it polls. Short
+ * enough that a Python code object is usually still alive when its
+ * sample is named (import-time module code lives only milliseconds).
+ */
+#define READER_POLL_MS 20	/* sampling CPython processes: their code objects */
+#define READER_POLL_SLOW_MS 100	/* otherwise, and while probabilistic profiling is off */
+
+/*
+ * Leading user frames of a launch stack that are the profiler's own (the
+ * injection library's callback and CUPTI's dispatch, which call it): the
+ * stack should end where the program called CUDA. Never all frames.
+ */
+static uint16_t trim_profiler_frames(const struct proc_snapshot *snap,
+				     const uint64_t *ips, uint16_t nuser)
+{
+	uint16_t i;
+
+	if (!snap)
+		return 0;
+	for (i = 0; i < nuser; i++) {
+		uint64_t ip = ips[i] & ~PROFD_IP_EXACT;
+		const struct proc_mapping *m;
+		const char *base;
+
+		if (ips[i] & PY_IP_FRAME)
+			break;
+		m = proc_maps_find(&snap->maps, i && !(ips[i] & PROFD_IP_EXACT) ? ip - 1 : ip);
+		base = m ? strrchr(m->path, '/') : NULL;
+		if (!base || (strncmp(base + 1, "libprofd_inject", 15) &&
+			      strncmp(base + 1, "libcupti", 8)))
+			break;
+	}
+	return i < nuser ? i : 0;
+}
+
+static void handle_sample(struct agent *ag, const struct profd_sample *s,
+			  const uint64_t *ips, uint64_t now)
+{
+	struct proc_snapshot *snap;
+	/* the leader's comm is the process's name: no /proc read for it */
+	struct process *p = process_get(ag->procs, s->pid, now,
+					s->flags & PROFD_SAMPLE_EXITING,
+					s->tid == s->pid ? s->comm : NULL);
+	struct aggregate *table;
+	const char *comm;
+	uint32_t nuser;
+
+	if (p) {
+		uint64_t read_at = p->refreshed_ns;
+
+		p->last_sample_ns = now;
+		/* Open every user frame's object while the process lives. */
+		for (int pass = 0; pass < 2; pass++) {
+			snap = p->snap;
+			for (uint32_t i = 0; i < s->user_len; i++) {
+				uint64_t ip = ips[s->kernel_len + i];
+
+				bool exact = !i || (ip & PROFD_IP_EXACT);
+
+				ip &= ~PROFD_IP_EXACT;
+				process_find_mapping(ag->procs, p, exact ? ip : ip - 1, now);
+			}
+			if (p->snap == snap)
+				break;	/* no re-read happened mid-walk */
+		}
+		if (s->flags & PROFD_SAMPLE_UNWIND_MISSING)
+			process_request_unwind(ag->procs, p, now);
+		if (p->refreshed_ns != read_at)	/* re-read (exec): maybe too late */
+			process_drop_remains(ag->procs, p);
+		if (ag->unwind && (s->flags & PROFD_SAMPLE_DWARF) &&
+		    now - p->unwind_touched_ns >= UNWIND_TOUCH_EVERY_NS) {
+			p->unwind_touched_ns = now;	/* LRU order for eviction */
+			unwind_async_touch(ag->unwind, s->pid, now);
+		}
+	}
+	snap = p ? p->snap : NULL;
+	if (p && p->exited && (s->flags & PROFD_SAMPLE_EXITING) &&
+	    !(s->flags & PROFD_SAMPLE_NO_USER) &&
+	    (!snap || !snap->meta.executable || !snap->maps.n)) {
+		/* first seen exiting, too late to tell what it was (its memory
+		 * gone): dropped, never given the labels of a zombie */
+		pthread_mutex_lock(&ag->agg_lock);
+		ag->counters[AGENT_CNT_EXITED_UNIDENTIFIED]++;
+		pthread_mutex_unlock(&ag->agg_lock);
+		return;
+	}
+	comm = p && p->comm[0] ? p->comm : s->comm;
+	nuser = s->user_len;
+	if (!ag->py || !(s->flags & PROFD_SAMPLE_PYTHON)) {
+		pthread_mutex_lock(&ag->agg_lock);
+		goto add;
+	}
+	for (;;) {
+		/*
+		 * Python frames take the place of the eval loop's frames. The
+		 * merge reads process memory, so it runs outside agg_lock; a
+		 * stack must name its frames in its interval's generation of
+		 * the frame table, so it is merged again if the interval
+		 * changed meanwhile (rare: the frames are cached by then).
+		 */
+		uint64_t interval = __atomic_load_n(&ag->interval, __ATOMIC_ACQUIRE);
+		/* the interval the sample goes to: one more during a flush */
+		uint64_t gen = agent_sample_interval(ag, s->ktime_ns);
+
+		if (ag->py_interval < gen) {
+			python_new_interval(ag->py);
+			ag->py_interval = gen;
+		}
+		memcpy(ag->merged, ips, s->kernel_len * sizeof(*ips));
+		nuser = python_merge_stack(ag->py, s->pid, s->flags,
+					   ips + s->kernel_len, s->user_len,
+					   ips + s->kernel_len + s->user_len,
+					   s->python_len,
+					   ag->merged + s->kernel_len,
+					   MERGED_USER_MAX, now);
+		pthread_mutex_lock(&ag->agg_lock);
+		if (ag->interval == interval)
+			break;
+		pthread_mutex_unlock(&ag->agg_lock);
+	}
+	ips = ag->merged;
+add:
+	if (s->origin == PROFD_ORIGIN_PROBE) {
+		/* a GPU launch: its stack waits for the kernels it launched */
+		pthread_mutex_unlock(&ag->agg_lock);
+		if (ag->gpu) {
+			uint64_t first = 0;
+			uint16_t trim = s->kernel_len ? 0 :
+					trim_profiler_frames(snap, ips, nuser);
+			struct gpu_launch_info l = {
+				.pid = s->pid, .tid = s->tid, .comm = comm,
+				.thread_name = s->comm, .snap = snap,
+				.flags = s->flags & PROFD_SAMPLE_USER_TRUNCATED,
+				.correlation_id = s->cookie, .ips = ips + trim,
+				.nkernel = s->kernel_len, .nuser = nuser - trim,
+			};
+
+			if (trim) {
+				/*
+				 * The new leaf is a return address: name it by
+				 * its call instruction (ip - 1), marked exact, in a
+				 * scratch copy (@ips may be the ringbuf record).
+				 */
+				uint64_t *v = ag->launch_ips;
+
+				memcpy(v, ips + trim, (size_t)(nuser - trim) * sizeof(*v));
+				first = v[0];
+				if (!(first & (PY_IP_FRAME | PROFD_IP_EXACT)))
+					v[0] = (first - 1) | PROFD_IP_EXACT;
+				l.ips = v;
+			}
+			gpu_launch(ag->gpu, &l, now);
+		}
+		return;
+	}
+	/* the sample's own timestamp picks the interval (interval.c) */
+	table = agent_sample_table(ag, s->ktime_ns);
+	/* only flags the profile shows are part of a stack's identity */
+	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
+				   s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
+				   s->kernel_len, nuser))
+		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
+	pthread_mutex_unlock(&ag->agg_lock);
+
+	if (agent_debug_wanted(ag, s->pid))
+		agent_debug_sample(ag, s, ips, nuser, snap);
+}
+
+/*
+ * The workers' wakeups wait until the reader has taken in a batch of
+ * records (agent_reader_main() ends the deferral), at most DEFER_MAX_NS: one
+ * wakeup per burst, not one per job (a context switch each, under process
+ * churn), and a new process's tables and files still start within a
+ * millisecond (a batch under load takes tens: the workers must not wait
+ * for all of it).
+ */
+#define DEFER_MAX_NS (1000ULL * 1000)
+
+void agent_defer_workers(struct agent *ag, bool on, uint64_t now)
+{
+	if (ag->workers_deferred == on) {
+		if (on && now - ag->workers_deferred_ns > DEFER_MAX_NS) {
+			object_loader_defer(ag->objects, false);
+			unwind_async_defer(ag->unwind, false);
+			object_loader_defer(ag->objects, true);
+			unwind_async_defer(ag->unwind, true);
+			ag->workers_deferred_ns = now;
+		}
+		return;
+	}
+	ag->workers_deferred = on;
+	ag->workers_deferred_ns = now;
+	object_loader_defer(ag->objects, on);
+	unwind_async_defer(ag->unwind, on);
+}
+
+int agent_on_event(void *ctx, const void *data, size_t size)
+{
+	struct agent *ag = ctx;
+	uint32_t type = *(const uint32_t *)data;
+	uint64_t now = clock_mono_ns();
+
+	agent_defer_workers(ag, true, now);
+
+	switch (type) {
+	case PROFD_EVENT_SAMPLE: {
+		const struct profd_sample *s = data;
+
+		if (ag->discard_samples)
+			return 0;
+		if (size < sizeof(*s) ||
+		    size < sizeof(*s) + ((size_t)s->kernel_len + s->user_len +
+					 2 * (size_t)s->python_len) * 8 ||
+		    s->kernel_len > PROFD_MAX_KERNEL_FRAMES ||
+		    s->user_len > PROFD_MAX_USER_FRAMES ||
+		    s->python_len > PROFD_MAX_PYTHON_FRAMES)
+			goto malformed;
+		handle_sample(ag, s, (const uint64_t *)(s + 1), now);
+		return 0;
+	}
+	case PROFD_EVENT_PROC_EXEC:
+	case PROFD_EVENT_PROC_EXIT: {
+		const struct profd_proc_event *e = data;
+		char comm[PROFD_TASK_COMM_LEN + 1] = { 0 };
+
+		if (size < sizeof(*e))
+			goto malformed;
+		memcpy(comm, e->comm, PROFD_TASK_COMM_LEN);
+		if (type == PROFD_EVENT_PROC_EXEC) {
+			process_exec(ag->procs, e->pid, comm);
+		} else {
+			process_exit(ag->procs, e->pid, now);
+			agent_exit_seen(ag, e->pid, now);
+			if (ag->gpu)
+				gpu_process_exit(ag->gpu, e->pid, now);
+			agent_export_process_exit(ag->exp, e->pid);
+		}
+		return 0;
+	}
+	case PROFD_EVENT_LIB_MAPPED: {
+		const struct profd_proc_event *e = data;
+
+		if (size < sizeof(*e))
+			goto malformed;
+		if (ag->gpu)
+			gpu_discovery_dlopen(&ag->discovery, e->pid, now);
+		return 0;
+	}
+	case PROFD_EVENT_GPU_LAUNCH: {
+		const struct profd_gpu_launch *l = data;
+		char comm[PROFD_TASK_COMM_LEN + 1] = { 0 };
+		struct process *p;
+
+		if (size < sizeof(*l))
+			goto malformed;
+		if (!ag->gpu)
+			return 0;
+		memcpy(comm, l->comm, PROFD_TASK_COMM_LEN);
+		p = process_get(ag->procs, l->pid, now, false, NULL);
+		struct gpu_launch_info li = {
+			.pid = l->pid, .tid = l->tid,
+			.comm = p && p->comm[0] ? p->comm : comm,
+			.thread_name = comm, .no_stack = true,
+			.correlation_id = l->correlation_id,
+		};
+		gpu_launch(ag->gpu, &li, now);
+		return 0;
+	}
+	case PROFD_EVENT_NVTX:
+		if (agent_export_nvtx(ag->exp, data, size))
+			goto malformed;
+		return 0;
+	default:
+		if (type >= PROFD_EVENT_GPU_KERNELS && type <= PROFD_EVENT_GPU_LAUNCHES) {
+			if (ag->gpu && gpu_record(ag->gpu, data, size, now))
+				goto malformed;
+			return 0;
+		}
+		goto malformed;
+	}
+malformed:
+	pthread_mutex_lock(&ag->agg_lock);
+	ag->counters[AGENT_CNT_RECORDS_MALFORMED]++;
+	pthread_mutex_unlock(&ag->agg_lock);
+	return 0;
+}
+
+void agent_attach_gpu_library(void *ctx, pid_t pid, const char *path)
+{
+	struct agent *ag = ctx;
+	char root_path[PATH_MAX];
+	int ret;
+
+	/* the path as the process sees it: through its root */
+	snprintf(root_path, sizeof(root_path), "/proc/%d/root%s", pid, path);
+	ret = tracer_gpu_attach(ag->tracer, root_path);
+	if (ret == 1 && ag->cfg->verbose)
+		fprintf(stderr, "profd: GPU probes attached to %s (pid %d)\n", path, pid);
+	if (ret < 0 && ret != -ENOENT) {
+		ag->gpu_attach_errors++;
+		if (ag->gpu_attach_errors <= 3)
+			fprintf(stderr, "profd: warning: cannot attach to the CUDA "
+				"injection library %s of pid %d: %s\n", path, pid,
+				ret == -ESRCH ? "not a profd injection library" :
+				strerror(-ret));
+	}
+}
+
+/*
+ * Process table listener, on the reader: attach to the CUDA injection
+ * library (the tracer is the reader's; no file is parsed here).
+ */
+static void on_maps_seen(void *ctx, pid_t pid, const struct proc_maps *maps)
+{
+	struct agent *ag = ctx;
+
+	if (ag->gpu)
+		gpu_library_mappings(pid, maps, agent_attach_gpu_library, ag);
+}
+
+/*
+ * Process table listener, on the object loader's thread: keep the BPF
+ * unwind and Python maps in step (CPython detection parses the files).
+ */
+static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
+{
+	struct agent *ag = ctx;
+
+	if (ag->unwind)
+		unwind_async_update(ag->unwind, pid, maps);
+	if (ag->py)
+		python_maps_read(ag->py, pid, maps);
+}
+
+static void on_removed(void *ctx, pid_t pid)
+{
+	struct agent *ag = ctx;
+
+	if (ag->unwind)
+		unwind_async_remove(ag->unwind, pid);
+	if (ag->py)
+		python_removed(ag->py, pid);
+}
+
+void agent_listen_processes(struct agent *ag)
+{
+	struct process_listener pl = {
+		.maps_seen = on_maps_seen,
+		.maps_read = on_maps_read,
+		.removed = on_removed,
+		.ctx = ag,
+	};
+
+	process_table_set_listener(ag->procs, &pl);
+}
+
+void agent_publish_stats(struct agent *ag)
+{
+	struct process_table_stats st;
+
+	struct unwind_async_stats uast;
+	struct unwind_loader_stats ust;
+	struct python_stats pst = { 0 };
+	struct gpu_stats gst = { 0 };
+	struct agent_cache_stats cst = { 0 };
+	struct agent_export_stats xst;
+
+	struct file_gate_stats fst;
+	uint64_t unreadable;
+
+	process_table_stats(ag->procs, &st);
+	file_gate_stats(ag->gate, &fst);
+	pthread_mutex_lock(&ag->sym_lock);
+	unreadable = symbolizer_symbols_unreadable(ag->sym);
+	pthread_mutex_unlock(&ag->sym_lock);
+	pthread_mutex_lock(&ag->sym_lock);
+	symbolizer_memory(ag->sym, &cst.sym_bytes, &cst.sym_sheds);
+	symbolizer_table_stats(ag->sym, &cst.sym_tables);
+	cst.sym_sheds += cst.sym_tables.shed;
+	symbolizer_stats(ag->sym, &cst.sym_objects, NULL);
+	pthread_mutex_unlock(&ag->sym_lock);
+	cst.sym_budget = ag->budgets.symbols;
+	cst.flame_budget = ag->budgets.flamegraph + ag->budgets.flamegraph / 8;
+	cst.flame_pruned = __atomic_load_n(&ag->flame_pruned, __ATOMIC_RELAXED);
+	cst.flame_bytes = __atomic_load_n(&ag->flame_bytes, __ATOMIC_RELAXED);
+	cst.flame_names = __atomic_load_n(&ag->flame_names, __ATOMIC_RELAXED);
+	agent_export_stats(ag->exp, &xst);
+	unwind_async_stats(ag->unwind, &uast);	/* NULL: zeros */
+	ust = uast.loader;
+	if (ag->py)
+		python_stats(ag->py, &pst);
+	if (ag->gpu)
+		gpu_stats(ag->gpu, &gst);
+	pthread_mutex_lock(&ag->agg_lock);
+	ag->counters[AGENT_CNT_GPU_KERNELS] = gst.kernels;
+	ag->counters[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = gst.launches_no_stack;
+	ag->counters[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = gst.kernels_no_launch;
+	ag->counters[AGENT_CNT_GPU_LAUNCHES_UNMATCHED] = gst.launches_unmatched;
+	ag->counters[AGENT_CNT_GPU_CORRELATION_EVICTED] = gst.correlation_evicted;
+	ag->counters[AGENT_CNT_GPU_RECORDS_DROPPED] = gst.records_dropped;
+	ag->counters[AGENT_CNT_GPU_LIBRARY_ERRORS] = gst.library_errors;
+	ag->counters[AGENT_CNT_GPU_NAMES_UNKNOWN] = gst.names_unknown;
+	ag->counters[AGENT_CNT_GPU_PC_SAMPLES] = gst.pc_samples;
+	ag->counters[AGENT_CNT_GPU_PC_UNRESOLVED] = gst.pc_unresolved;
+	ag->counters[AGENT_CNT_GPU_CUBIN_ERRORS] = gst.cubin_errors;
+	ag->counters[AGENT_CNT_GPU_ATTACH_ERRORS] = ag->gpu_attach_errors;
+	ag->counters[AGENT_CNT_GPU_KERNELS_BOGUS] = gst.kernels_bogus;
+	ag->counters[AGENT_CNT_GPU_STACKS_DROPPED] = gst.stacks_dropped;
+	ag->counters[AGENT_CNT_NVTX_SPANS] = xst.nvtx_spans;
+	ag->counters[AGENT_CNT_NVTX_LOGS] = xst.nvtx_logs;
+	ag->counters[AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET] = xst.nvtx_spans_dropped_budget;
+	ag->counters[AGENT_CNT_NVTX_QUEUE_FULL] = xst.nvtx_queue_full;
+	ag->counters[AGENT_CNT_NVTX_POPS_UNMATCHED] = xst.nvtx_pops_unmatched;
+	ag->counters[AGENT_CNT_NVTX_ENDS_UNKNOWN] = xst.nvtx_ends_unknown;
+	ag->counters[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = xst.nvtx_strings_unknown;
+	ag->counters[AGENT_CNT_NVTX_UNFINISHED] = xst.nvtx_unfinished;
+	ag->counters[AGENT_CNT_NVTX_LIBRARY_DROPPED] = xst.nvtx_library_dropped;
+	ag->counters[AGENT_CNT_NVTX_TABLES_FULL] = xst.nvtx_tables_full;
+	ag->counters[AGENT_CNT_OTLP_ITEMS_SENT] = xst.otlp_items_sent;
+	ag->counters[AGENT_CNT_OTLP_ITEMS_DROPPED] = xst.otlp_items_dropped;
+	ag->counters[AGENT_CNT_OTLP_RETRIES] = xst.otlp_retries;
+	ag->procs_stats = st;
+	ag->unwind_stats = ust;
+	ag->cache_stats = cst;
+	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
+	ag->counters[AGENT_CNT_UNWIND_EVICTIONS] = ust.evictions;
+	ag->counters[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = ust.ranges_truncated;
+	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
+	ag->counters[AGENT_CNT_UNWIND_QUEUE_FULL] = uast.dropped;
+	ag->unwind_queued = uast.queued;
+	ag->counters[AGENT_CNT_UNWIND_RELOADS] = ust.reloads;
+	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
+	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
+	ag->counters[AGENT_CNT_FILE_HUNG] = __atomic_load_n(&ag->frames_hung, __ATOMIC_RELAXED);
+	ag->counters[AGENT_CNT_FILE_PENDING] = __atomic_load_n(&ag->frames_pending,
+								 __ATOMIC_RELAXED);
+	ag->counters[AGENT_CNT_SYMBOLS_SHED] = __atomic_load_n(&ag->frames_shed,
+							       __ATOMIC_RELAXED);
+	ag->counters[AGENT_CNT_OBJECT_QUEUE_FULL] = st.loader_dropped;
+	ag->counters[AGENT_CNT_FILE_READ_TIMEOUTS] = fst.timeouts;
+	ag->counters[AGENT_CNT_SYMBOLS_UNREADABLE] = unreadable;
+	ag->counters[AGENT_CNT_SAMPLES_AFTER_EXIT] = st.samples_after_exit;
+	ag->counters[AGENT_CNT_EXITED_REMOVED] = st.exited_removed;
+	ag->counters[AGENT_CNT_PYTHON_CODE_ERRORS] = pst.code_errors;
+	ag->counters[AGENT_CNT_PYTHON_FRAMES_FULL] = pst.frames_full;
+	ag->counters[AGENT_CNT_PYTHON_UNSUPPORTED] = pst.unsupported;
+	ag->counters[AGENT_CNT_PYTHON_UPDATE_ERRORS] = pst.map_errors;
+	ag->counters[AGENT_CNT_PYTHON_READ_TIMEOUTS] = pst.read_timeouts;
+	ag->counters[AGENT_CNT_PYTHON_FRAME_TABLES] = pst.frame_rotations;
+	__atomic_store_n(&ag->python_processes, pst.processes, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ag->agg_lock);
+}
+
+void *agent_reader_main(void *arg)
+{
+	struct agent *ag = arg;
+	uint64_t last_reap = clock_mono_ns();
+
+	while (!__atomic_load_n(&ag->stop_reader, __ATOMIC_ACQUIRE)) {
+		unsigned int sync = __atomic_load_n(&ag->reader_sync_req, __ATOMIC_ACQUIRE);
+		/*
+		 * 50 wakeups a second cost ~0.3 % of a core on an idle host:
+		 * only samples of CPython processes need naming that soon
+		 * (the first sample of an unknown process wakes the reader)
+		 */
+		bool soon = __atomic_load_n(&ag->sampling_on, __ATOMIC_RELAXED) &&
+			    __atomic_load_n(&ag->python_processes, __ATOMIC_RELAXED);
+		int n = tracer_poll(ag->tracer, soon ? READER_POLL_MS : READER_POLL_SLOW_MS);
+		uint64_t now;
+
+		agent_defer_workers(ag, false, 0);
+		if (n < 0) {
+			ag->reader_err = n;
+			fprintf(stderr, "profd: error: reading the ringbuf: %s\n",
+				strerror(-n));
+			break;
+		}
+		now = clock_mono_ns();
+		if (ag->gpu) {
+			gpu_tick(ag->gpu, now);
+			/* after a scan of every process: copies nobody maps
+			 * any more free their USDT specs */
+			if (gpu_discovery_tick(&ag->discovery, now))
+				tracer_gpu_detach_unused(ag->tracer);
+		}
+		if (now - last_reap >= REAP_EVERY_NS) {
+			agent_defer_workers(ag, true, now);	/* removals: one wakeup */
+			agent_reap(ag, now);
+			agent_defer_workers(ag, false, 0);
+			last_reap = now;
+			agent_memory_tick(now);	/* give back what exited processes freed */
+		}
+		agent_publish_stats(ag);
+		/* every record committed before @sync was consumed above */
+		__atomic_store_n(&ag->reader_sync_done, sync, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&ag->reader_exited, 1, __ATOMIC_RELEASE);
+	/* Sampling is off: whatever is left in the ringbuf is the last data. */
+	tracer_drain(ag->tracer);
+	agent_defer_workers(ag, false, 0);
+	if (ag->gpu)
+		gpu_finish(ag->gpu);	/* nothing more will join: count the rest */
+	agent_publish_stats(ag);
+	return NULL;
+}

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * setup.c - what a run sets up before it samples and takes down after
+ * (see agent_internal.h).
+ *
+ * Owns: choosing the CUDA/NVTX injection library (found next to profd or
+ * given, checked, copied privately for `profd exec`); agent_setup(): the
+ * preflight checks, the output directory, kernel symbols, the memory
+ * budgets, the symbolizer, process table, file gate and object loader,
+ * the flame graphs, OTLP export and NVTX, the BPF programs (tracer), the
+ * GPU correlation and probes, the Python and DWARF unwinders and the
+ * process listener that ties them to the process table; and
+ * agent_teardown(), which frees all of it in an order that never leaves a
+ * worker using what was freed.
+ *
+ * All on the main thread, before the reader starts and after it stopped.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent_internal.h"
+#include "agent/exec.h"
+#include "agent/export.h"
+#include "agent/memory.h"
+#include "agent/metrics.h"
+#include "aggregate/aggregate.h"
+#include "bpf/unwind_table.h"	/* UNWIND_MAX_SHARDS */
+#include "gpu/gpu.h"
+#include "output/flamegraph.h"
+#include "proc/process.h"
+#include "python/python.h"
+#include "symbol/kallsyms.h"
+#include "symbol/kernel_notes.h"
+#include "symbol/symbolizer.h"
+#include "tracer/preflight.h"
+#include "tracer/tracer.h"
+#include "unwind/async.h"
+#include "unwind/loader.h"
+#include "util/clock.h"
+
+/*
+ * The injection library profd attaches to at start: --inject-library, or
+ * libprofd_inject.so next to the binary, or in ../lib/profd/ (installed).
+ * Resolved to an absolute path (the child's environment gets it). NULL
+ * when there is none.
+ */
+static char *find_inject_library(const struct agent_config *cfg)
+{
+	char exe[PATH_MAX], cand[PATH_MAX + 64], *slash;
+	ssize_t n;
+
+	if (cfg->inject_library)
+		return realpath(cfg->inject_library, NULL);	/* checked by the caller */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	snprintf(cand, sizeof(cand), "%s/libprofd_inject.so", exe);
+	if (!access(cand, R_OK))
+		return realpath(cand, NULL);
+	snprintf(cand, sizeof(cand), "%s/../lib/profd/libprofd_inject.so", exe);
+	if (!access(cand, R_OK))
+		return realpath(cand, NULL);
+	return NULL;
+}
+
+/*
+ * --inject-library PATH must be a profd injection library: one line saying
+ * what is wrong with it otherwise. @resolved is realpath(PATH) or NULL.
+ */
+static int check_inject_library(const char *path, const char *resolved)
+{
+	unsigned char magic[4] = { 0 };
+	struct stat st;
+	const char *why = NULL;
+	FILE *f;
+
+	if (!resolved || stat(resolved, &st))
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if (!(f = fopen(resolved, "re")))
+		why = strerror(errno);
+	else {
+		if (fread(magic, 1, 4, f) != 4 || memcmp(magic, "\177ELF", 4))
+			why = "not an ELF shared library";
+		fclose(f);
+	}
+	if (why)
+		fprintf(stderr, "profd: error: --inject-library %s: %s\n", path, why);
+	return why ? -1 : 0;
+}
+
+int agent_inject_library(const struct agent_config *cfg, char **lib_out,
+			 char **private_out)
+{
+	char *inject_lib = NULL, *private_lib = NULL;
+
+	if (cfg->gpu) {
+		inject_lib = find_inject_library(cfg);
+		if (cfg->inject_library && check_inject_library(cfg->inject_library, inject_lib)) {
+			free(inject_lib);
+			return -1;
+		}
+	}
+	if (cfg->exec_argv && inject_lib) {
+		/* a copy only the command's tree maps: other CUDA programs using
+		 * the library file are left alone (uprobes are per file) */
+		private_lib = exec_private_library(inject_lib);
+		if (private_lib) {
+			free(inject_lib);
+			inject_lib = strdup(private_lib);
+		} else if (cfg->verbose) {
+			fprintf(stderr, "profd: note: no private copy of %s (%s): other "
+				"processes using it are traced too (their data is "
+				"filtered out)\n", inject_lib, strerror(errno));
+		}
+		const char *env = getenv("CUDA_INJECTION64_PATH");
+		char *preset = env && strstr(env, GPU_INJECT_LIBRARY_NAME) ?
+			       realpath(env, NULL) : NULL;
+
+		if (preset) {
+			/* a profd library already: attach to that one before the start */
+			exec_private_library_remove(private_lib);
+			private_lib = NULL;
+			free(inject_lib);
+			inject_lib = preset;
+		} else if (env) {
+			fprintf(stderr, "profd: warning: CUDA_INJECTION64_PATH is already "
+				"set (%s) and is kept: it is not profd's injection library, "
+				"so GPU kernels are not profiled\n", env);
+		}
+		env = getenv("NVTX_INJECTION64_PATH");
+		if (env && !strstr(env, GPU_INJECT_LIBRARY_NAME))
+			fprintf(stderr, "profd: warning: NVTX_INJECTION64_PATH is already "
+				"set (%s) and is kept: it is not profd's injection library, "
+				"so NVTX ranges are not traced\n", env);
+	}
+	*lib_out = inject_lib;
+	*private_out = private_lib;
+	return 0;
+}
+
+/* GPU: the correlation state and the probes of profd's own library. */
+static int gpu_setup(struct agent *ag, const char *lib)
+{
+	const struct agent_config *cfg = ag->cfg;
+	struct gpu_opts go = {
+		.launch_timeout_ns = (uint64_t)cfg->gpu_timeout_s * 1000000000ULL,
+		.verbose = cfg->verbose,
+	};
+	int ret;
+
+	ag->gpu = gpu_new(&go);
+	ag->gpu_flame = flamegraph_new(0);
+	if (ag->gpu_flame)
+		flamegraph_set_budget(ag->gpu_flame, ag->budgets.flamegraph / 8);
+	if (!ag->gpu || !ag->gpu_flame) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
+	ag->gpu_interval_start = clock_real_ns();
+	/* --pid / exec: only the chosen processes' libraries, no full scans */
+	gpu_discovery_init(&ag->discovery, !cfg->npids && !cfg->exec_argv,
+			   agent_attach_gpu_library, ag);
+	if (!lib) {
+		if (cfg->exec_argv || cfg->verbose)
+			fprintf(stderr, "profd: warning: no CUDA injection library "
+				"(libprofd_inject.so) next to profd or in ../lib/profd/: "
+				"GPU kernels are profiled only in processes that load a "
+				"copy profd finds (use --inject-library PATH)\n");
+		return 0;
+	}
+	/*
+	 * Uprobes cost time to attach and more to detach (~0.1 s per probe
+	 * site at exit), so system-wide and --pid runs attach to a copy of
+	 * the library only once a process maps it (discovery below); a
+	 * `profd exec` command maps its private copy from the start.
+	 */
+	if (!cfg->exec_argv && !cfg->inject_library)
+		return 0;
+	ret = tracer_gpu_attach(ag->tracer, lib);
+	if (ret < 0) {
+		fprintf(stderr, "profd: error: cannot attach to the CUDA injection "
+			"library %s: %s\n", cfg->inject_library ? cfg->inject_library : lib,
+			ret == -ESRCH ? "it has no profd probes" :
+			ret == -EBADF || ret == -EINVAL || ret == -ENOEXEC ?
+			"not a profd injection library (bad ELF or no USDT notes)" :
+			strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+/* OTLP export (--otlp-endpoint or OTEL_*) and NVTX ranges (with the GPU library). */
+static int export_setup(struct agent *ag)
+{
+	const struct agent_config *cfg = ag->cfg;
+	struct agent_export_config xc = {
+		.endpoint = cfg->otlp_endpoint,
+		.protocol = cfg->otlp_protocol,
+		.insecure = cfg->otlp_insecure,
+		.nvtx = cfg->gpu,
+		.nvtx_max_spans_per_sec = cfg->nvtx_max_spans_per_sec,
+		.labels = cfg->labels,
+		.nlabels = cfg->nlabels,
+		.verbose = cfg->verbose,
+	};
+	char err[256] = "";
+
+	if (agent_export_new(&xc, &ag->exp, err, sizeof(err))) {
+		if (cfg->otlp_endpoint || cfg->otlp_protocol) {
+			fprintf(stderr, "profd: error: OTLP export: %s\n",
+				err[0] ? err : "cannot start");
+			return -1;
+		}
+		/* a bad OTEL_* variable must not stop profiling: go on without */
+		fprintf(stderr, "profd: warning: OTLP export and NVTX off: %s\n",
+			err[0] ? err : "cannot start");
+		ag->exp = NULL;
+	}
+	if (ag->exp && agent_export_endpoint(ag->exp)[0])
+		fprintf(stderr, "profd: exporting OTLP to %s\n", agent_export_endpoint(ag->exp));
+	return 0;
+}
+
+int agent_setup(struct agent *ag, const char *inject_lib)
+{
+	const struct agent_config *cfg = ag->cfg;
+	unsigned int scale = cfg->bpf_map_scale_factor;
+	struct tracer_opts to = {
+		.frequency_hz = cfg->frequency_hz,
+		.pids = cfg->exec_argv ? &ag->child.pid : cfg->pids,
+		.npids = cfg->exec_argv ? 1 : cfg->npids,
+		.follow_children = cfg->exec_argv != NULL,
+		.include_idle = cfg->include_idle,
+		.max_stack_depth = cfg->max_stack_depth,
+		.ringbuf_bytes = 8u << 20,
+		.gpu_ringbuf_bytes = cfg->gpu ? 8u << 20 : 4096,
+		.verbose = cfg->verbose,
+		.dwarf_unwinding = cfg->dwarf_unwinding,
+		.max_processes = cfg->max_processes,
+		.verifier_log_level = cfg->bpf_verifier_log_level,
+		.start_disabled = !ag->sampling_on,
+	};
+	uint64_t unwind_mib = cfg->unwind_memory_set ? cfg->unwind_memory_mib :
+			      (uint64_t)cfg->unwind_memory_mib << scale;
+	int err;
+
+	/* the shards: at most UNWIND_MAX_SHARDS of 1 MiB (--unwind-memory-limit's range) */
+	if (unwind_mib > UNWIND_MAX_SHARDS)
+		unwind_mib = UNWIND_MAX_SHARDS;
+
+	/* --bpf-map-scale-factor: x 2^N (tracer_open() makes a map that
+	 * cannot be created that big smaller, with a warning) */
+	tracer_scale_opts(&to, scale, !cfg->max_processes_set);
+	if (!cfg->gpu)
+		to.gpu_ringbuf_bytes = 4096;	/* --no-gpu: nothing writes it */
+	/* /metrics reads it from its own thread */
+	__atomic_store_n(&ag->unwind_memory_limit,
+			 cfg->dwarf_unwinding ? unwind_mib << 20 : 0, __ATOMIC_RELAXED);
+
+	if (preflight_check(cfg->check_kernel_version, cfg->gpu))
+		return -1;
+	err = agent_make_dir(cfg->output_dir);
+	if (err) {
+		fprintf(stderr, "profd: error: cannot use output directory %s: %s\n",
+			cfg->output_dir, strerror(-err));
+		return -1;
+	}
+	agent_remove_stale_temps(cfg->output_dir);
+	ag->ksyms = kallsyms_load("/proc/kallsyms", &err);
+	if (!ag->ksyms)
+		fprintf(stderr, "profd: warning: no kernel symbols from /proc/kallsyms "
+			"(%s): kernel frames stay addresses\n", strerror(-err));
+	kernel_build_id("/sys/kernel/notes", ag->kernel_build_id,
+			sizeof(ag->kernel_build_id));
+	agent_memory_budgets(cfg->memory_limit_mib, cfg->symbol_cache_mib,
+			     &ag->budgets);
+	ag->sym = symbolizer_new();
+	if (ag->sym)
+		symbolizer_set_budget(ag->sym, ag->budgets.symbols);
+	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
+	ag->gate = file_gate_new(0);
+	ag->objects = object_loader_new();
+	if (ag->procs) {
+		process_table_set_gate(ag->procs, ag->gate);
+		process_table_set_loader(ag->procs, ag->objects);
+	}
+	ag->flame = flamegraph_new(0);
+	if (ag->flame)
+		flamegraph_set_budget(ag->flame, ag->budgets.flamegraph);
+	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, clock_real_ns());
+	if (!ag->procs || !ag->gate || !ag->objects || !ag->flame || !ag->cur) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
+	if (export_setup(ag))
+		return -1;
+	ag->tracer = tracer_open(&to, agent_on_event, ag);
+	if (!ag->tracer)
+		return -1;
+	if (!ag->sampling_on) {
+		/* not profiling this probabilistic interval: drop the samples
+		 * taken while the events were being attached */
+		ag->discard_samples = true;
+		tracer_drain(ag->tracer);
+		agent_defer_workers(ag, false, 0);
+		ag->discard_samples = false;
+	}
+	if (cfg->gpu && gpu_setup(ag, inject_lib))
+		return -1;
+	if (cfg->python_unwinding) {
+		ag->py = python_new(tracer_python_procs_fd(ag->tracer), cfg->verbose);
+		ag->merged = malloc((PROFD_MAX_KERNEL_FRAMES + MERGED_USER_MAX) *
+				    sizeof(*ag->merged));
+		if (!ag->py || !ag->merged) {
+			fprintf(stderr, "profd: error: out of memory\n");
+			return -1;
+		}
+	}
+	if (cfg->dwarf_unwinding) {
+		int shards_fd, procs_fd;
+		struct unwind_loader *l;
+
+		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd);
+		l = unwind_loader_new(shards_fd, procs_fd, unwind_mib << 20);
+		ag->unwind = l ? unwind_async_new(l) : NULL;
+		if (!ag->unwind) {
+			unwind_loader_free(l);
+			fprintf(stderr, "profd: error: out of memory\n");
+			return -1;
+		}
+	}
+	if (ag->unwind || ag->py)
+		agent_listen_processes(ag);
+	return 0;
+}
+
+void agent_teardown(struct agent *ag)
+{
+	agent_metrics_stop(ag);		/* first: it reads everything below */
+	/*
+	 * The object loader uses the process table, symbolizer, unwind loader
+	 * and Python state: stopped first; stuck in a file read, it is left
+	 * alone with all of them (the process is exiting anyway).
+	 */
+	ag->objects_stuck = !object_loader_free(ag->objects, OBJECTS_STOP_WAIT_NS);
+	ag->objects = NULL;
+	/* before the BPF maps it writes are closed; one stuck in a read is left */
+	if (!ag->objects_stuck)
+		unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
+	tracer_close(ag->tracer);
+	if (!ag->objects_stuck)
+		python_free(ag->py);
+	gpu_free(ag->gpu);
+	flamegraph_free(ag->gpu_flame);
+	agent_export_free(ag->exp);
+	free(ag->merged);
+	aggregate_free(ag->cur);
+	aggregate_free(ag->next);
+	agent_exited_free(ag);
+	if (!ag->objects_stuck) {
+		process_table_free(ag->procs);
+		file_gate_free(ag->gate);	/* stays allocated while a read hangs */
+		symbolizer_free(ag->sym);
+	}
+	flamegraph_free(ag->flame);
+	kallsyms_free(ag->ksyms);
+}
