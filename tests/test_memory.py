@@ -342,9 +342,10 @@ def test_held_symbol_tables_are_shed_and_reloaded(profd_bin, pprof, tmp_path):
     --symbol-cache-limit 1: every table is held (its process lives) and
     together they are 3 MiB. Copies 0 and 1 spin for the first 7 s while
     the others sleep, then copies 2 and 3 spin for 6 s. The symbolizer
-    sheds the least recently resolved held tables (the sleepers' first:
+    sheds the least recently needed held tables (the sleepers' first:
     profd_symbol_tables_total{event="shed"}), keeps its bytes within the
-    budget at each trim, and reads a shed table back when its code is
+    budget (and the quarter more it keeps for tables whose samples wait
+    for the write-out), and reads a shed table back when its code is
     sampled again ("reloaded"): copies 2 and 3, shed while they slept,
     have their samples named."""
     from test_metrics import Profd, fetch_metrics, one
@@ -394,7 +395,8 @@ def test_held_symbol_tables_are_shed_and_reloaded(profd_bin, pprof, tmp_path):
     assert budget == 1 << 20
     assert shed >= 2, "the sleepers' held symbol tables were not shed"
     assert reloaded >= 2, "no shed table was read back"
-    # within the budget after each trim (a reload since may add a table)
-    assert sorted(sizes)[len(sizes) // 2] <= budget, sizes
+    # within the budget and the quarter more kept for tables whose samples
+    # wait for the write-out (a reload since the last trim may add one)
+    assert sorted(sizes)[len(sizes) // 2] <= budget * 5 / 4, sizes
     assert total >= 300, f"too few samples of copies 2 and 3: {total}"
     assert named >= 0.8 * total, [s["frames"] for s in late[:5]]
