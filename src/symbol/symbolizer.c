@@ -7,14 +7,16 @@
  * caches) or a remembered open failure. Per object:
  *   - an open-addressing map file offset -> result (hits and misses),
  *     emptied wholesale when it grows past OFFSET_CACHE_MAX entries;
- *   - an open-addressing map symbol name -> demangled name, so every
- *     name handed out stays valid for the object's lifetime (the offset
- *     map may be emptied, these strings are not).
+ *   - an open-addressing map symbol name -> demangled name (the offset
+ *     map may be emptied alone; both go with the symbol table when it is
+ *     shed for the budget, budget.c: names handed out are copied by
+ *     their users under the lock).
  *
  * Every node also records the size, mtime and ctime of the file it was
  * opened from. (dev, inode) names a file only while it exists: once a
  * file is deleted (or rewritten in place) its inode may hold different
- * bytes. A cache hit therefore stats the mapping's file again and, when
+ * bytes. A cache hit therefore stats the file again (an fstat() of the
+ * descriptor the object holds when that is the mapped inode) and, when
  * the stamp differs, takes the node out of the hash (holders keep their
  * reference; the object is freed by its last put) and opens afresh.
  *
@@ -41,7 +43,8 @@
  * whatever pc inside it was sampled, never a guess at a nearby symbol.
  *
  * Lifetime: the hash does not hold a reference. An object whose count
- * drops to 0 stays cached for reuse until symbolizer_trim(); after
+ * drops to 0 stays cached for reuse until symbolizer_trim() (budget.c,
+ * which owns the cache's memory); after
  * symbolizer_free() (or once it is dropped as stale) the last
  * sym_object_put() frees it. The symbolizer holds one reference on the
  * vDSO object until symbolizer_free().
@@ -62,127 +65,10 @@
 #include "symbol/demangle.h"
 #include "symbol/elf_file.h"
 #include "symbol/elf_symtab.h"
-#include "symbol/symbolizer.h"
+#include "symbol/symbolizer_internal.h"
 #include "proc/vdso.h"
 #include "util/clock.h"
 
-#define OFFSET_CACHE_MAX	65536	/* entries per object */
-#define BUCKETS_MIN		256
-
-struct id_key {
-	uint32_t dev_major;
-	uint32_t dev_minor;
-	uint64_t inode;
-};
-
-enum slot_state { SLOT_EMPTY, SLOT_HIT, SLOT_MISS };
-
-struct off_slot {
-	uint64_t offset;
-	const char *name;
-	const char *system_name;
-	uint64_t sym_vaddr;
-	uint8_t state;		/* enum slot_state */
-};
-
-/* What a file looked like when it was opened, to notice it changed. */
-struct file_stamp {
-	bool valid;
-	int64_t size;
-	struct timespec mtime;
-	struct timespec ctime;
-};
-
-struct name_slot {
-	const char *system_name;	/* key: owned by the elf_file */
-	char *name;			/* demangled, or NULL: same as key */
-};
-
-struct sym_object {
-	struct symbolizer *owner;	/* NULL once the symbolizer is freed */
-	struct sym_object *next;	/* hash chain */
-	struct id_key key;
-	int err;			/* failure node when < 0 */
-	unsigned int refs;
-	struct elf_file *ef;
-	struct file_stamp stamp;	/* of the file opened (if any) */
-
-	struct off_slot *offs;
-	uint32_t offs_cap, offs_n;	/* cap: power of two */
-	struct name_slot *names;
-	uint32_t names_cap, names_n;
-
-	bool vdso;			/* the vDSO: misses get FDE names */
-	char **fde_names;		/* "[vdso]+0x..." names handed out */
-	uint32_t fde_names_n;
-	uint64_t last_use;		/* owner->clock at the last resolve */
-	struct sym_object *same;	/* a copy's object (a reference), or NULL */
-	uint32_t idle_trims;		/* trims in a row it was unreferenced */
-	/*
-	 * Symbols freed for the budget while the object was held (shed());
-	 * lookups miss (-EAGAIN) until symbolizer_reload() reads them again.
-	 * Atomic: the reader thread asks sym_object_shed() without the lock.
-	 */
-	bool shed;
-	bool reloading;			/* a symbolizer_reload() is reading it */
-	/*
-	 * CLOCK_MONOTONIC ns of the last sample in its code (atomic: the
-	 * reader's sym_object_sampled()) and of the last lookup in it: the
-	 * later of the two orders the held tables for shedding.
-	 */
-	uint64_t sampled_ns;
-	uint64_t resolved_ns;
-	bool changed;			/* its file changed since: never reloaded */
-};
-
-/*
- * Trims (one a second) an object nobody holds stays cached: a binary
- * exec'd over and over (compilers, shells, scripts in a loop) is opened
- * and its symbols read once, not for every process. Past the budget
- * these go first, least recently used first.
- */
-#define SYM_IDLE_TRIMS		30
-
-/*
- * Symbol tables read again after a shed, at most this many a second: a
- * working set larger than the budget costs bounded file reads, not a
- * reload per sample (the rest wait, their frames counted as shed).
- */
-#define SYM_RELOADS_PER_S	4
-
-/*
- * Tables whose samples wait for the interval's write-out are kept until
- * the cache is over its budget by 1/SYM_PENDING_SLACK more: a working set
- * a little over the budget keeps its names; a larger one sheds (counted).
- * The slack comes out of --memory-limit's headroom.
- */
-#define SYM_PENDING_SLACK	4
-
-/* Names of vDSO functions no symbol covers: one per FDE, a handful. */
-#define VDSO_FDE_NAMES_MAX	256
-
-struct symbolizer {
-	struct sym_object **buckets;
-	size_t nbuckets;	/* power of two */
-	size_t nnodes;
-	uint64_t nobjects;
-	uint64_t open_errors;
-	uint64_t symbols_unreadable;	/* objects whose symbol tables libelf could not read */
-	uint64_t clock;		/* resolves so far: the LRU clock */
-	uint64_t bytes;		/* heap bytes of the objects, at the last trim */
-	uint64_t budget;	/* bytes; 0: none */
-	uint64_t sheds;		/* address caches emptied for the budget */
-	uint64_t tables_shed;	/* symbol tables of held objects freed for it */
-	uint64_t tables_reloaded;
-	uint64_t reloads_refused;	/* past SYM_RELOADS_PER_S, or file changed */
-	uint64_t reload_window_ns;	/* CLOCK_MONOTONIC start of the rate window */
-	uint32_t reloads_in_window;
-
-	struct sym_object *vdso;	/* referenced by us; NULL until tried */
-	int vdso_err;			/* < 0 once loading it failed */
-	uint64_t vdso_start;		/* our own [vdso] mapping */
-	uint64_t vdso_size;
-};
 
 static uint64_t mix64(uint64_t x)
 {
@@ -223,7 +109,7 @@ struct symbolizer *symbolizer_new(void)
 	return s;
 }
 
-static void object_destroy(struct sym_object *o)
+void sym_object_destroy(struct sym_object *o)
 {
 	uint32_t i;
 
@@ -258,7 +144,7 @@ void symbolizer_free(struct symbolizer *s)
 			o->next = NULL;
 			o->owner = NULL;
 			if (!o->refs)
-				object_destroy(o);
+				sym_object_destroy(o);
 		}
 	}
 	if (s->vdso) {
@@ -269,200 +155,6 @@ void symbolizer_free(struct symbolizer *s)
 	free(s);
 }
 
-static uint64_t object_bytes(const struct sym_object *o);
-static void shed(struct symbolizer *s);
-static bool sheddable(const struct sym_object *o);
-static bool has_pending(const struct sym_object *o);
-static uint64_t used_ns(const struct sym_object *o);
-static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending);
-static uint64_t object_shed(struct sym_object *o);
-static void admit(struct symbolizer *s, struct sym_object *o, uint64_t bytes);
-static void drop_node(struct symbolizer *s, struct sym_object *o);
-
-/*
- * symbolizer_trim - see symbolizer.h. Frees cached objects nobody holds a
- * reference to, and forgets remembered open failures so they are retried
- * (a process that exited mid-open, a file fixed since).
- */
-void symbolizer_trim(struct symbolizer *s)
-{
-	size_t b;
-
-	s->bytes = s->vdso ? object_bytes(s->vdso) : 0;
-	for (b = 0; b < s->nbuckets; b++) {
-		struct sym_object **pp = &s->buckets[b];
-
-		while (*pp) {
-			struct sym_object *o = *pp;
-
-			if (o->refs)
-				o->idle_trims = 0;
-			if (o->refs || (!o->err && o->idle_trims++ < SYM_IDLE_TRIMS)) {
-				s->bytes += object_bytes(o);
-				pp = &o->next;
-				continue;
-			}
-			*pp = o->next;
-			s->nnodes--;
-			if (!o->err)
-				s->nobjects--;
-			object_destroy(o);
-		}
-	}
-	shed(s);
-}
-
-static uint64_t object_bytes(const struct sym_object *o)
-{
-	return sizeof(*o) + elf_file_bytes(o->ef) +
-	       (uint64_t)o->offs_cap * sizeof(*o->offs) +
-	       (uint64_t)o->names_cap * sizeof(*o->names);
-}
-
-/*
- * Take @n freed bytes off the cache's count: what grew since the last
- * trim (address caches) was not counted yet, so it saturates at 0.
- */
-static void bytes_sub(struct symbolizer *s, uint64_t n)
-{
-	s->bytes = s->bytes > n ? s->bytes - n : 0;
-}
-
-/*
- * Over budget: free the idle objects, then empty the address caches of
- * the objects resolved least recently (they refill on use), then free
- * the symbol tables of held objects, least recently resolved first.
- */
-static void shed(struct symbolizer *s)
-{
-	/* first the objects kept idle, least recently used first */
-	while (s->budget && s->bytes > s->budget) {
-		struct sym_object *lru = NULL;
-
-		for (size_t b = 0; b < s->nbuckets; b++)
-			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if (!o->refs && (!lru || o->last_use < lru->last_use))
-					lru = o;
-		if (!lru)
-			break;
-		bytes_sub(s, object_bytes(lru));
-		drop_node(s, lru);
-		s->sheds++;
-	}
-	while (s->budget && s->bytes > s->budget) {
-		struct sym_object *lru = NULL;
-
-		for (size_t b = 0; b < s->nbuckets; b++)
-			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if (o->offs_cap && (!lru || o->last_use < lru->last_use))
-					lru = o;
-		if (!lru)
-			break;
-		bytes_sub(s, (uint64_t)lru->offs_cap * sizeof(*lru->offs));
-		free(lru->offs);
-		lru->offs = NULL;
-		lru->offs_cap = lru->offs_n = 0;
-		s->sheds++;
-	}
-	/*
-	 * Then the symbol tables of objects live processes still map, least
-	 * recently sampled or looked up first: first those whose samples
-	 * were all named already; those with samples waiting for the
-	 * interval's write-out only past SYM_PENDING_SLACK more (their frames
-	 * are then counted as partial.symbols_shed: the ceiling holds). Names
-	 * handed out are copied by their users under the lock
-	 * (profile_intern()), so none outlives this. The reader asks for a
-	 * table again when its code is sampled.
-	 */
-	shed_tables(s, s->budget, false);
-	shed_tables(s, s->budget + s->budget / SYM_PENDING_SLACK, true);
-}
-
-/*
- * Free held symbol tables, least recently needed first, while the cache
- * is over @limit; tables with samples not looked up yet only if
- * @pending too.
- */
-static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending)
-{
-	while (s->budget && s->bytes > limit) {
-		struct sym_object *lru = NULL;
-
-		for (size_t b = 0; b < s->nbuckets; b++)
-			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if (sheddable(o) && (pending || !has_pending(o)) &&
-				    (!lru || used_ns(o) < used_ns(lru)))
-					lru = o;
-		if (!lru)
-			return;
-		bytes_sub(s, object_shed(lru));
-		s->tables_shed++;
-	}
-}
-
-/* Whether @o holds a symbol table shed() may free. */
-static bool sheddable(const struct sym_object *o)
-{
-	return o->ef && !o->err && !o->same && !o->vdso && !o->reloading &&
-	       !__atomic_load_n(&o->shed, __ATOMIC_RELAXED) &&
-	       elf_file_bytes(o->ef) > sizeof(struct sym_object) + 4096;
-}
-
-/* Whether @o was sampled after its last lookup (frames still to name). */
-static bool has_pending(const struct sym_object *o)
-{
-	return __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED) > o->resolved_ns;
-}
-
-/* When @o's table was last needed: sampled (reader) or looked up. */
-static uint64_t used_ns(const struct sym_object *o)
-{
-	uint64_t sampled = __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED);
-
-	return sampled > o->resolved_ns ? sampled : o->resolved_ns;
-}
-
-/* Free @o's symbols and its caches of them; returns the bytes freed. */
-static uint64_t object_shed(struct sym_object *o)
-{
-	uint64_t bytes = elf_file_unload_symbols(o->ef);
-
-	bytes += (uint64_t)o->offs_cap * sizeof(*o->offs) +
-		 (uint64_t)o->names_cap * sizeof(*o->names);
-	for (uint32_t i = 0; i < o->names_cap; i++)
-		free(o->names[i].name);
-	free(o->names);
-	o->names = NULL;
-	o->names_cap = o->names_n = 0;
-	free(o->offs);
-	o->offs = NULL;
-	o->offs_cap = o->offs_n = 0;
-	__atomic_store_n(&o->shed, true, __ATOMIC_RELEASE);
-	return bytes;
-}
-
-/* symbolizer_set_budget - see symbolizer.h. */
-void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes)
-{
-	s->budget = bytes;
-}
-
-/* symbolizer_memory - see symbolizer.h. */
-void symbolizer_memory(const struct symbolizer *s, uint64_t *bytes,
-		       uint64_t *sheds)
-{
-	*bytes = s->bytes;
-	*sheds = s->sheds;
-}
-
-/* symbolizer_table_stats - see symbolizer.h. */
-void symbolizer_table_stats(const struct symbolizer *s,
-			    struct symbolizer_table_stats *out)
-{
-	out->shed = s->tables_shed;
-	out->reloaded = s->tables_reloaded;
-	out->reloads_refused = s->reloads_refused;
-}
 
 static struct sym_object *find_node(struct symbolizer *s,
 				    const struct id_key *k)
@@ -476,7 +168,7 @@ static struct sym_object *find_node(struct symbolizer *s,
 }
 
 /* Take @o out of the hash; free it now if unreferenced, else at last put. */
-static void drop_node(struct symbolizer *s, struct sym_object *o)
+void sym_drop_node(struct symbolizer *s, struct sym_object *o)
 {
 	struct sym_object **pp = &s->buckets[key_hash(&o->key) &
 					     (s->nbuckets - 1)];
@@ -492,7 +184,7 @@ static void drop_node(struct symbolizer *s, struct sym_object *o)
 	if (!o->err)
 		s->nobjects--;
 	if (!o->refs)
-		object_destroy(o);
+		sym_object_destroy(o);
 }
 
 static void grow_buckets(struct symbolizer *s)
@@ -616,7 +308,7 @@ static void stamp_set(struct file_stamp *fs, const struct stat *st)
 	fs->ctime = st->st_ctim;
 }
 
-static bool ts_eq(const struct timespec *a, const struct timespec *b)
+bool sym_ts_eq(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
@@ -661,8 +353,8 @@ static bool node_is_stale(const struct sym_object *o, pid_t pid,
 	}
 compare:
 	return st.st_size != o->stamp.size ||
-	       !ts_eq(&st.st_mtim, &o->stamp.mtime) ||
-	       !ts_eq(&st.st_ctim, &o->stamp.ctime);
+	       !sym_ts_eq(&st.st_mtim, &o->stamp.mtime) ||
+	       !sym_ts_eq(&st.st_ctim, &o->stamp.ctime);
 }
 
 /*
@@ -779,7 +471,7 @@ static struct sym_object *cache_get(struct symbolizer *s, pid_t pid,
 
 	*err = 0;
 	if (o && node_is_stale(o, pid, m)) {
-		drop_node(s, o);
+		sym_drop_node(s, o);
 		o = NULL;
 	}
 	if (!o)
@@ -909,23 +601,8 @@ static struct sym_object *object_insert(struct symbolizer *s,
 	}
 	o->refs = 1;
 	insert_node(s, o);
-	admit(s, o, object_bytes(o));
+	sym_admit(s, o, sym_object_bytes(o));
 	return o;
-}
-
-/*
- * Count @bytes just read for @o (a new object, or its reloaded table) in
- * the cache's bytes and shed for them now, not at the next trim: twenty
- * big binaries opened within a second must not hold twenty tables until
- * then. @o counts as just needed, so it is the last to go. Lock held.
- */
-static void admit(struct symbolizer *s, struct sym_object *o, uint64_t bytes)
-{
-	/* read because a sample asked for it: the most recently needed */
-	__atomic_store_n(&o->sampled_ns, clock_mono_ns(), __ATOMIC_RELAXED);
-	o->last_use = ++s->clock;
-	s->bytes += bytes;
-	shed(s);
 }
 
 /* Whether @m is to be opened at all; -EINVAL in *@err if not. */
@@ -1009,7 +686,7 @@ struct sym_object *symbolizer_get_unlocked(struct symbolizer *s,
 	pthread_mutex_lock(lock);
 	cached = find_node(s, &k);
 	if (cached && o) {
-		object_destroy(o);
+		sym_object_destroy(o);
 		o = NULL;
 		if (cached->err) {
 			*err = cached->err;
@@ -1043,97 +720,7 @@ void sym_object_put(struct sym_object *o)
 	if (--o->refs)
 		return;
 	if (!o->owner)
-		object_destroy(o);
-}
-
-/* sym_object_sampled - see symbolizer.h. */
-void sym_object_sampled(struct sym_object *o, uint64_t now_ns)
-{
-	if (o && o->same)
-		o = o->same;
-	if (o && __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED) < now_ns)
-		__atomic_store_n(&o->sampled_ns, now_ns, __ATOMIC_RELAXED);
-}
-
-/* sym_object_shed - see symbolizer.h. */
-bool sym_object_shed(const struct sym_object *o)
-{
-	if (o && o->same)
-		o = o->same;
-	return o && __atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&o->changed, __ATOMIC_RELAXED);
-}
-
-/* A reload allowed now by SYM_RELOADS_PER_S (lock held). */
-static bool reload_allowed(struct symbolizer *s, uint64_t now)
-{
-	if (now - s->reload_window_ns >= 1000000000ULL) {
-		s->reload_window_ns = now;
-		s->reloads_in_window = 0;
-	}
-	if (s->reloads_in_window >= SYM_RELOADS_PER_S) {
-		s->reloads_refused++;
-		return false;
-	}
-	s->reloads_in_window++;
-	return true;
-}
-
-/*
- * symbolizer_reload - see symbolizer.h. The table is read without the
- * lock from the descriptors @o holds (the object is held by the caller,
- * and a shed object is not touched by lookups), then swapped in.
- */
-int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
-		      struct sym_object *o)
-{
-	struct elf_symtab *t = NULL;
-	uint64_t table_bytes;
-	struct stat st;
-	int ret;
-
-	if (o && o->same)
-		o = o->same;
-	if (!o)
-		return 0;
-	pthread_mutex_lock(lock);
-	if (!o->shed || o->reloading || o->changed || !o->ef) {
-		pthread_mutex_unlock(lock);
-		return 0;
-	}
-	if (!reload_allowed(s, clock_mono_ns())) {
-		pthread_mutex_unlock(lock);
-		return -EAGAIN;
-	}
-	o->reloading = true;
-	pthread_mutex_unlock(lock);
-	/*
-	 * The file as it is now must be the file first read: a library
-	 * rewritten or truncated since would give wrong names.
-	 */
-	ret = elf_file_stat(o->ef, &st);
-	if (!ret && (st.st_size != o->stamp.size ||
-		     !ts_eq(&st.st_mtim, &o->stamp.mtime) ||
-		     !ts_eq(&st.st_ctim, &o->stamp.ctime)))
-		ret = -ESTALE;
-	if (!ret)
-		ret = elf_file_read_symbols(o->ef, &t);
-	pthread_mutex_lock(lock);
-	o->reloading = false;
-	if (!ret) {
-		table_bytes = elf_file_bytes(o->ef);
-		elf_file_set_symbols(o->ef, t);
-		table_bytes = elf_file_bytes(o->ef) - table_bytes;
-		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
-		s->tables_reloaded++;
-		admit(s, o, table_bytes);
-	} else {
-		__atomic_store_n(&o->changed, ret == -ESTALE || ret == -ENOEXEC,
-				 __ATOMIC_RELAXED);
-		s->reloads_refused++;
-	}
-	pthread_mutex_unlock(lock);
-	return ret;
+		sym_object_destroy(o);
 }
 
 /* sym_object_build_id - see symbolizer.h. Owned by @o. */

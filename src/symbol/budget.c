@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * budget.c - the symbolizer's memory (see symbolizer.h, symbolizer_set_budget).
+ *
+ * Owns: the periodic trim (objects nobody held for SYM_IDLE_TRIMS trims
+ * freed), the byte count of the cache, and shedding past the budget:
+ * idle objects, then address caches, then symbol tables of held objects
+ * (least recently sampled or looked up first; those with samples still
+ * to name only past SYM_PENDING_SLACK more), and reading a shed table
+ * back (symbolizer_reload(), on the object loader, rate limited, never
+ * after the file changed). Everything runs under the caller's sym_lock
+ * except the reload's file read.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "symbol/elf_symtab.h"
+#include "symbol/symbolizer_internal.h"
+#include "util/clock.h"
+
+static void shed(struct symbolizer *s);
+static bool sheddable(const struct sym_object *o);
+static bool has_pending(const struct sym_object *o);
+static uint64_t used_ns(const struct sym_object *o);
+static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending);
+static uint64_t object_shed(struct sym_object *o);
+
+/*
+ * symbolizer_trim - see symbolizer.h. Frees cached objects nobody holds a
+ * reference to, and forgets remembered open failures so they are retried
+ * (a process that exited mid-open, a file fixed since).
+ */
+void symbolizer_trim(struct symbolizer *s)
+{
+	size_t b;
+
+	s->bytes = s->vdso ? sym_object_bytes(s->vdso) : 0;
+	for (b = 0; b < s->nbuckets; b++) {
+		struct sym_object **pp = &s->buckets[b];
+
+		while (*pp) {
+			struct sym_object *o = *pp;
+
+			if (o->refs)
+				o->idle_trims = 0;
+			if (o->refs || (!o->err && o->idle_trims++ < SYM_IDLE_TRIMS)) {
+				s->bytes += sym_object_bytes(o);
+				pp = &o->next;
+				continue;
+			}
+			*pp = o->next;
+			s->nnodes--;
+			if (!o->err)
+				s->nobjects--;
+			sym_object_destroy(o);
+		}
+	}
+	shed(s);
+}
+
+uint64_t sym_object_bytes(const struct sym_object *o)
+{
+	return sizeof(*o) + elf_file_bytes(o->ef) +
+	       (uint64_t)o->offs_cap * sizeof(*o->offs) +
+	       (uint64_t)o->names_cap * sizeof(*o->names);
+}
+
+/*
+ * Take @n freed bytes off the cache's count: what grew since the last
+ * trim (address caches) was not counted yet, so it saturates at 0.
+ */
+static void bytes_sub(struct symbolizer *s, uint64_t n)
+{
+	s->bytes = s->bytes > n ? s->bytes - n : 0;
+}
+
+/*
+ * Over budget: free the idle objects, then empty the address caches of
+ * the objects resolved least recently (they refill on use), then free
+ * the symbol tables of held objects, least recently resolved first.
+ */
+static void shed(struct symbolizer *s)
+{
+	/* first the objects kept idle, least recently used first */
+	while (s->budget && s->bytes > s->budget) {
+		struct sym_object *lru = NULL;
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
+				if (!o->refs && (!lru || o->last_use < lru->last_use))
+					lru = o;
+		if (!lru)
+			break;
+		bytes_sub(s, sym_object_bytes(lru));
+		sym_drop_node(s, lru);
+		s->sheds++;
+	}
+	while (s->budget && s->bytes > s->budget) {
+		struct sym_object *lru = NULL;
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
+				if (o->offs_cap && (!lru || o->last_use < lru->last_use))
+					lru = o;
+		if (!lru)
+			break;
+		bytes_sub(s, (uint64_t)lru->offs_cap * sizeof(*lru->offs));
+		free(lru->offs);
+		lru->offs = NULL;
+		lru->offs_cap = lru->offs_n = 0;
+		s->sheds++;
+	}
+	/*
+	 * Then the symbol tables of objects live processes still map, least
+	 * recently sampled or looked up first: first those whose samples
+	 * were all named already; those with samples waiting for the
+	 * interval's write-out only past SYM_PENDING_SLACK more (their frames
+	 * are then counted as partial.symbols_shed: the ceiling holds). Names
+	 * handed out are copied by their users under the lock
+	 * (profile_intern()), so none outlives this. The reader asks for a
+	 * table again when its code is sampled.
+	 */
+	shed_tables(s, s->budget, false);
+	shed_tables(s, s->budget + s->budget / SYM_PENDING_SLACK, true);
+}
+
+/*
+ * Free held symbol tables, least recently needed first, while the cache
+ * is over @limit; tables with samples not looked up yet only if
+ * @pending too.
+ */
+static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending)
+{
+	while (s->budget && s->bytes > limit) {
+		struct sym_object *lru = NULL;
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
+				if (sheddable(o) && (pending || !has_pending(o)) &&
+				    (!lru || used_ns(o) < used_ns(lru)))
+					lru = o;
+		if (!lru)
+			return;
+		bytes_sub(s, object_shed(lru));
+		s->tables_shed++;
+	}
+}
+
+/* Whether @o holds a symbol table shed() may free. */
+static bool sheddable(const struct sym_object *o)
+{
+	return o->ef && !o->err && !o->same && !o->vdso && !o->reloading &&
+	       !__atomic_load_n(&o->shed, __ATOMIC_RELAXED) &&
+	       elf_file_bytes(o->ef) > sizeof(struct sym_object) + 4096;
+}
+
+/* Whether @o was sampled after its last lookup (frames still to name). */
+static bool has_pending(const struct sym_object *o)
+{
+	return __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED) > o->resolved_ns;
+}
+
+/* When @o's table was last needed: sampled (reader) or looked up. */
+static uint64_t used_ns(const struct sym_object *o)
+{
+	uint64_t sampled = __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED);
+
+	return sampled > o->resolved_ns ? sampled : o->resolved_ns;
+}
+
+/* Free @o's symbols and its caches of them; returns the bytes freed. */
+static uint64_t object_shed(struct sym_object *o)
+{
+	uint64_t bytes = elf_file_unload_symbols(o->ef);
+
+	bytes += (uint64_t)o->offs_cap * sizeof(*o->offs) +
+		 (uint64_t)o->names_cap * sizeof(*o->names);
+	for (uint32_t i = 0; i < o->names_cap; i++)
+		free(o->names[i].name);
+	free(o->names);
+	o->names = NULL;
+	o->names_cap = o->names_n = 0;
+	free(o->offs);
+	o->offs = NULL;
+	o->offs_cap = o->offs_n = 0;
+	__atomic_store_n(&o->shed, true, __ATOMIC_RELEASE);
+	return bytes;
+}
+
+/* symbolizer_set_budget - see symbolizer.h. */
+void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes)
+{
+	s->budget = bytes;
+}
+
+/* symbolizer_memory - see symbolizer.h. */
+void symbolizer_memory(const struct symbolizer *s, uint64_t *bytes,
+		       uint64_t *sheds)
+{
+	*bytes = s->bytes;
+	*sheds = s->sheds;
+}
+
+/* symbolizer_table_stats - see symbolizer.h. */
+void symbolizer_table_stats(const struct symbolizer *s,
+			    struct symbolizer_table_stats *out)
+{
+	out->shed = s->tables_shed;
+	out->reloaded = s->tables_reloaded;
+	out->reloads_refused = s->reloads_refused;
+}
+
+/*
+ * Count @bytes just read for @o (a new object, or its reloaded table) in
+ * the cache's bytes and shed for them now, not at the next trim: twenty
+ * big binaries opened within a second must not hold twenty tables until
+ * then. @o counts as just needed, so it is the last to go. Lock held.
+ */
+void sym_admit(struct symbolizer *s, struct sym_object *o, uint64_t bytes)
+{
+	/* read because a sample asked for it: the most recently needed */
+	__atomic_store_n(&o->sampled_ns, clock_mono_ns(), __ATOMIC_RELAXED);
+	o->last_use = ++s->clock;
+	s->bytes += bytes;
+	shed(s);
+}
+
+/* sym_object_sampled - see symbolizer.h. */
+void sym_object_sampled(struct sym_object *o, uint64_t now_ns)
+{
+	if (o && o->same)
+		o = o->same;
+	if (o && __atomic_load_n(&o->sampled_ns, __ATOMIC_RELAXED) < now_ns)
+		__atomic_store_n(&o->sampled_ns, now_ns, __ATOMIC_RELAXED);
+}
+
+/* sym_object_shed - see symbolizer.h. */
+bool sym_object_shed(const struct sym_object *o)
+{
+	if (o && o->same)
+		o = o->same;
+	return o && __atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&o->changed, __ATOMIC_RELAXED);
+}
+
+/* A reload allowed now by SYM_RELOADS_PER_S (lock held). */
+static bool reload_allowed(struct symbolizer *s, uint64_t now)
+{
+	if (now - s->reload_window_ns >= 1000000000ULL) {
+		s->reload_window_ns = now;
+		s->reloads_in_window = 0;
+	}
+	if (s->reloads_in_window >= SYM_RELOADS_PER_S) {
+		s->reloads_refused++;
+		return false;
+	}
+	s->reloads_in_window++;
+	return true;
+}
+
+/*
+ * symbolizer_reload - see symbolizer.h. The table is read without the
+ * lock from the descriptors @o holds (the object is held by the caller,
+ * and a shed object is not touched by lookups), then swapped in.
+ */
+int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
+		      struct sym_object *o)
+{
+	struct elf_symtab *t = NULL;
+	uint64_t table_bytes;
+	struct stat st;
+	int ret;
+
+	if (o && o->same)
+		o = o->same;
+	if (!o)
+		return 0;
+	pthread_mutex_lock(lock);
+	if (!o->shed || o->reloading || o->changed || !o->ef) {
+		pthread_mutex_unlock(lock);
+		return 0;
+	}
+	if (!reload_allowed(s, clock_mono_ns())) {
+		pthread_mutex_unlock(lock);
+		return -EAGAIN;
+	}
+	o->reloading = true;
+	pthread_mutex_unlock(lock);
+	/*
+	 * The file as it is now must be the file first read: a library
+	 * rewritten or truncated since would give wrong names.
+	 */
+	ret = elf_file_stat(o->ef, &st);
+	if (!ret && (st.st_size != o->stamp.size ||
+		     !sym_ts_eq(&st.st_mtim, &o->stamp.mtime) ||
+		     !sym_ts_eq(&st.st_ctim, &o->stamp.ctime)))
+		ret = -ESTALE;
+	if (!ret)
+		ret = elf_file_read_symbols(o->ef, &t);
+	pthread_mutex_lock(lock);
+	o->reloading = false;
+	if (!ret) {
+		table_bytes = elf_file_bytes(o->ef);
+		elf_file_set_symbols(o->ef, t);
+		table_bytes = elf_file_bytes(o->ef) - table_bytes;
+		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
+		s->tables_reloaded++;
+		sym_admit(s, o, table_bytes);
+	} else {
+		__atomic_store_n(&o->changed, ret == -ESTALE || ret == -ENOEXEC,
+				 __ATOMIC_RELAXED);
+		s->reloads_refused++;
+	}
+	pthread_mutex_unlock(lock);
+	return ret;
+}
+

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * symbolizer_internal.h - the symbolizer's data, shared by its two files
+ * (internal to src/symbol; symbolizer.h is the interface the rest of
+ * profd uses): symbolizer.c owns the cache (opening files, lookups,
+ * names), budget.c its memory (trims, shedding for the budget, reading a
+ * shed symbol table back).
+ */
+#ifndef PROFD_SYMBOL_SYMBOLIZER_INTERNAL_H
+#define PROFD_SYMBOL_SYMBOLIZER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "symbol/elf_file.h"
+#include "symbol/symbolizer.h"
+
+#define OFFSET_CACHE_MAX	65536	/* entries per object */
+#define BUCKETS_MIN		256
+
+struct id_key {
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint64_t inode;
+};
+
+enum slot_state { SLOT_EMPTY, SLOT_HIT, SLOT_MISS };
+
+struct off_slot {
+	uint64_t offset;
+	const char *name;
+	const char *system_name;
+	uint64_t sym_vaddr;
+	uint8_t state;		/* enum slot_state */
+};
+
+/* What a file looked like when it was opened, to notice it changed. */
+struct file_stamp {
+	bool valid;
+	int64_t size;
+	struct timespec mtime;
+	struct timespec ctime;
+};
+
+struct name_slot {
+	const char *system_name;	/* key: owned by the elf_file */
+	char *name;			/* demangled, or NULL: same as key */
+};
+
+struct sym_object {
+	struct symbolizer *owner;	/* NULL once the symbolizer is freed */
+	struct sym_object *next;	/* hash chain */
+	struct id_key key;
+	int err;			/* failure node when < 0 */
+	unsigned int refs;
+	struct elf_file *ef;
+	struct file_stamp stamp;	/* of the file opened (if any) */
+
+	struct off_slot *offs;
+	uint32_t offs_cap, offs_n;	/* cap: power of two */
+	struct name_slot *names;
+	uint32_t names_cap, names_n;
+
+	bool vdso;			/* the vDSO: misses get FDE names */
+	char **fde_names;		/* "[vdso]+0x..." names handed out */
+	uint32_t fde_names_n;
+	uint64_t last_use;		/* owner->clock at the last resolve */
+	struct sym_object *same;	/* a copy's object (a reference), or NULL */
+	uint32_t idle_trims;		/* trims in a row it was unreferenced */
+	/*
+	 * Symbols freed for the budget while the object was held (shed());
+	 * lookups miss (-EAGAIN) until symbolizer_reload() reads them again.
+	 * Atomic: the reader thread asks sym_object_shed() without the lock.
+	 */
+	bool shed;
+	bool reloading;			/* a symbolizer_reload() is reading it */
+	/*
+	 * CLOCK_MONOTONIC ns of the last sample in its code (atomic: the
+	 * reader's sym_object_sampled()) and of the last lookup in it: the
+	 * later of the two orders the held tables for shedding.
+	 */
+	uint64_t sampled_ns;
+	uint64_t resolved_ns;
+	bool changed;			/* its file changed since: never reloaded */
+};
+
+/*
+ * Trims (one a second) an object nobody holds stays cached: a binary
+ * exec'd over and over (compilers, shells, scripts in a loop) is opened
+ * and its symbols read once, not for every process. Past the budget
+ * these go first, least recently used first.
+ */
+#define SYM_IDLE_TRIMS		30
+
+/*
+ * Symbol tables read again after a shed, at most this many a second: a
+ * working set larger than the budget costs bounded file reads, not a
+ * reload per sample (the rest wait, their frames counted as shed).
+ */
+#define SYM_RELOADS_PER_S	4
+
+/*
+ * Tables whose samples wait for the interval's write-out are kept until
+ * the cache is over its budget by 1/SYM_PENDING_SLACK more: a working set
+ * a little over the budget keeps its names; a larger one sheds (counted).
+ * The slack comes out of --memory-limit's headroom.
+ */
+#define SYM_PENDING_SLACK	4
+
+/* Names of vDSO functions no symbol covers: one per FDE, a handful. */
+#define VDSO_FDE_NAMES_MAX	256
+
+struct symbolizer {
+	struct sym_object **buckets;
+	size_t nbuckets;	/* power of two */
+	size_t nnodes;
+	uint64_t nobjects;
+	uint64_t open_errors;
+	uint64_t symbols_unreadable;	/* objects whose symbol tables libelf could not read */
+	uint64_t clock;		/* resolves so far: the LRU clock */
+	uint64_t bytes;		/* heap bytes of the objects, at the last trim */
+	uint64_t budget;	/* bytes; 0: none */
+	uint64_t sheds;		/* address caches emptied for the budget */
+	uint64_t tables_shed;	/* symbol tables of held objects freed for it */
+	uint64_t tables_reloaded;
+	uint64_t reloads_refused;	/* past SYM_RELOADS_PER_S, or file changed */
+	uint64_t reload_window_ns;	/* CLOCK_MONOTONIC start of the rate window */
+	uint32_t reloads_in_window;
+
+	struct sym_object *vdso;	/* referenced by us; NULL until tried */
+	int vdso_err;			/* < 0 once loading it failed */
+	uint64_t vdso_start;		/* our own [vdso] mapping */
+	uint64_t vdso_size;
+};
+
+/* sym_object_destroy - free @o and what it owns (its references put). */
+void sym_object_destroy(struct sym_object *o);
+
+/* sym_drop_node - unlink @o from @s; freed now if unreferenced. Lock held. */
+void sym_drop_node(struct symbolizer *s, struct sym_object *o);
+
+/* sym_ts_eq - whether two timestamps are equal. */
+bool sym_ts_eq(const struct timespec *a, const struct timespec *b);
+
+/* sym_object_bytes - heap bytes of @o: struct, ELF data, caches. */
+uint64_t sym_object_bytes(const struct sym_object *o);
+
+/*
+ * sym_admit - count @bytes just read for @o (a new object, or its
+ * reloaded table) and shed for them now (budget.c). Lock held.
+ */
+void sym_admit(struct symbolizer *s, struct sym_object *o, uint64_t bytes);
+
+#endif /* PROFD_SYMBOL_SYMBOLIZER_INTERNAL_H */
