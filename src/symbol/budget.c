@@ -78,7 +78,7 @@ static void bytes_sub(struct symbolizer *s, uint64_t n)
 /*
  * Over budget: free the idle objects, then empty the address caches of
  * the objects resolved least recently (they refill on use), then free
- * the symbol tables of held objects, least recently resolved first.
+ * the symbol tables of held objects, least recently needed first.
  */
 static void shed(struct symbolizer *s)
 {
@@ -292,9 +292,7 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	 * rewritten or truncated since would give wrong names.
 	 */
 	ret = elf_file_stat(o->ef, &st);
-	if (!ret && (st.st_size != o->stamp.size ||
-		     !sym_ts_eq(&st.st_mtim, &o->stamp.mtime) ||
-		     !sym_ts_eq(&st.st_ctim, &o->stamp.ctime)))
+	if (!ret && sym_stamp_differs(&o->stamp, &st))
 		ret = -ESTALE;
 	if (!ret)
 		ret = elf_file_read_symbols(o->ef, &t);

@@ -308,9 +308,16 @@ static void stamp_set(struct file_stamp *fs, const struct stat *st)
 	fs->ctime = st->st_ctim;
 }
 
-bool sym_ts_eq(const struct timespec *a, const struct timespec *b)
+static bool ts_eq(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* sym_stamp_differs - see symbolizer_internal.h. */
+bool sym_stamp_differs(const struct file_stamp *fs, const struct stat *st)
+{
+	return st->st_size != fs->size || !ts_eq(&st->st_mtim, &fs->mtime) ||
+	       !ts_eq(&st->st_ctim, &fs->ctime);
 }
 
 /*
@@ -352,9 +359,7 @@ static bool node_is_stale(const struct sym_object *o, pid_t pid,
 			return false;
 	}
 compare:
-	return st.st_size != o->stamp.size ||
-	       !sym_ts_eq(&st.st_mtim, &o->stamp.mtime) ||
-	       !sym_ts_eq(&st.st_ctim, &o->stamp.ctime);
+	return sym_stamp_differs(&o->stamp, &st);
 }
 
 /*

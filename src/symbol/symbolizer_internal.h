@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "symbol/elf_file.h"
@@ -140,8 +141,11 @@ void sym_object_destroy(struct sym_object *o);
 /* sym_drop_node - unlink @o from @s; freed now if unreferenced. Lock held. */
 void sym_drop_node(struct symbolizer *s, struct sym_object *o);
 
-/* sym_ts_eq - whether two timestamps are equal. */
-bool sym_ts_eq(const struct timespec *a, const struct timespec *b);
+/*
+ * sym_stamp_differs - whether the file @st describes is not the one
+ * stamped @fs (size, mtime or ctime changed: rewritten or truncated).
+ */
+bool sym_stamp_differs(const struct file_stamp *fs, const struct stat *st);
 
 /* sym_object_bytes - heap bytes of @o: struct, ELF data, caches. */
 uint64_t sym_object_bytes(const struct sym_object *o);
