@@ -345,19 +345,23 @@ static void obj_reload(struct unwind_loader *l, struct uobj *o, pid_t pid,
 	}
 }
 
+static bool is_vdso(const struct proc_mapping *m)
+{
+	return m->special && !strcmp(m->path, "[vdso]");
+}
+
 /* Whether unwind_loader_update() opens an object for @m. */
 static bool has_object(const struct proc_mapping *m)
 {
-	bool vdso = m->special && !strcmp(m->path, "[vdso]");
-
-	return m->executable && (vdso || (m->path[0] && !m->special && m->inode));
+	return m->executable &&
+	       (is_vdso(m) || (m->path[0] && !m->special && m->inode));
 }
 
 /* The cached object of @m's file, or NULL. */
 static struct uobj *obj_find(const struct unwind_loader *l,
 			     const struct proc_mapping *m)
 {
-	bool vdso = m->special && !strcmp(m->path, "[vdso]");
+	bool vdso = is_vdso(m);
 	uint32_t b = obj_bucket(m->dev_major, m->dev_minor, m->inode, vdso);
 
 	for (struct uobj *o = l->objs[b]; o; o = o->next)
@@ -370,7 +374,7 @@ static struct uobj *obj_find(const struct unwind_loader *l,
 static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
 			    const struct proc_mapping *m, uint64_t now)
 {
-	bool vdso = m->special && !strcmp(m->path, "[vdso]");
+	bool vdso = is_vdso(m);
 	uint32_t b = obj_bucket(m->dev_major, m->dev_minor, m->inode, vdso);
 	struct uobj *o = obj_find(l, m);
 
