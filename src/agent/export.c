@@ -301,6 +301,7 @@ void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
 	out->nvtx_unfinished = ns.unfinished;
 	out->nvtx_library_dropped = ns.library_dropped;
 	out->nvtx_tables_full = ns.tables_full;
+	out->nvtx_queue_bytes = ns.queue_bytes;
 	for (int s = 0; s < OTLP_SIGNAL_MAX; s++)
 		out->otlp_items_sent += os.items_sent[s];
 	out->otlp_items_dropped = os.items_dropped + x->profile_samples_dropped +

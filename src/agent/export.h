@@ -51,6 +51,7 @@ struct agent_export_stats {
 	uint64_t otlp_requests_sent;	/* requests the endpoint accepted */
 	uint64_t otlp_requests_dropped;	/* requests given up: export errors */
 	uint64_t otlp_bytes_sent;	/* request bodies accepted, after gzip */
+	uint64_t nvtx_queue_bytes;	/* NVTX queue bytes that may be resident */
 };
 
 struct agent_export;

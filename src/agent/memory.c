@@ -9,9 +9,20 @@
 static uint64_t last_trim_ns;
 static uint64_t trims;
 
+/*
+ * A fixed mmap threshold: blocks of AGENT_MMAP_THRESHOLD or more (a big
+ * binary's symbol table or CFI rows while they are built, kallsyms) get
+ * their own mapping and go back to the kernel when freed. glibc's default
+ * raises the threshold to the size of every such block freed (up to 32
+ * MiB), after which the next ones come from the arenas and stay resident
+ * until the next trim.
+ */
+#define AGENT_MMAP_THRESHOLD (1 << 20)
+
 void agent_memory_init(void)
 {
 	mallopt(M_ARENA_MAX, 2);
+	mallopt(M_MMAP_THRESHOLD, AGENT_MMAP_THRESHOLD);
 }
 
 void agent_memory_tick(uint64_t now_ns)

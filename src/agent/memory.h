@@ -3,7 +3,8 @@
  * memory.h - profd's own heap: glibc malloc settings, returning freed
  * memory to the kernel, and the figures /metrics shows.
  *
- * Owns: the malloc arena limit (set once at start), a malloc_trim() every
+ * Owns: the malloc arena limit and a fixed mmap threshold (set once at
+ * start: blocks of 1 MiB or more are returned when freed), a malloc_trim() every
  * AGENT_TRIM_EVERY_NS from the reader thread (memory freed when processes
  * and their symbol tables go stays in glibc's free lists otherwise: RSS
  * kept the high-water mark of every burst of big binaries), and

@@ -380,6 +380,10 @@ static const struct field_metric export_rows[] = {
 	{ "profd_export_bytes_sent_total", PROM_COUNTER,
 	  "OTLP request bytes the endpoint accepted (after compression).",
 	  EXPORT(otlp_bytes_sent) },
+	{ "profd_nvtx_queue_bytes", PROM_GAUGE,
+	  "Bytes of the NVTX tracer's queue that may hold pages: its backlog "
+	  "and consumed bytes not yet given back (at most 256 KiB).",
+	  EXPORT(nvtx_queue_bytes) },
 };
 
 static const struct field_metric run_rows[] = {

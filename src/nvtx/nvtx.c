@@ -9,7 +9,11 @@
  * in under the lock (O(1): one memcpy of at most ~3 KiB) and signal only
  * a waiting tracer; the tracer takes every item present, processes them
  * without the lock, in place (producers only write past qhead), then
- * releases their bytes. Also: the tracer's loop (expiry, clock re-sync,
+ * releases their bytes. The ring is its own anonymous mapping: before
+ * the tracer hands consumed bytes back, it returns their whole pages to
+ * the kernel (MADV_DONTNEED, at least RELEASE_BYTES at a time, or all of
+ * them when the queue drains), so a 64 MiB queue holds only the pages of
+ * its backlog, not every page a burst ever wrote. Also: the tracer's loop (expiry, clock re-sync,
  * ticks every NVTX_TICK_NS and when the queue drains), trace and span ids
  * (xoshiro256** seeded from getrandom(2); never all-zero), and the final
  * close of everything at nvtx_stop().
@@ -17,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +31,7 @@
 #define QUEUE_DEFAULT_BYTES	(64u << 20)
 #define QUEUE_MIN_BYTES		(64u << 10)
 #define CHUNK_BYTES		(1u << 20)	/* released to producers at least this often */
+#define RELEASE_BYTES		(256u << 10)	/* pages given back at least this many at once */
 
 struct qhdr {
 	uint32_t size;		/* bytes of the item, header included, multiple of 8 */
@@ -327,6 +333,33 @@ static void wait_for_work(struct nvtx_tracer *t)
 	t->waiting = false;
 }
 
+/*
+ * Give the kernel back the whole pages of consumed bytes [t->qreleased,
+ * @tail): only the tracer calls it, before it publishes @tail as qtail,
+ * so no producer writes there meanwhile. Runs when at least RELEASE_BYTES
+ * are due, or on @drained (then the last partial page stays).
+ */
+static void q_release(struct nvtx_tracer *t, uint64_t tail, bool drained)
+{
+	uint64_t from = (t->qreleased + t->qpage - 1) & ~(t->qpage - 1);
+	uint64_t to = tail & ~(t->qpage - 1);
+
+	if (to <= from || (!drained && to - from < RELEASE_BYTES))
+		return;
+	if (to - from > t->qcap)
+		from = to - t->qcap;
+	while (from < to) {
+		size_t pos = from % t->qcap;
+		size_t len = t->qcap - pos;
+
+		if (len > to - from)
+			len = (size_t)(to - from);
+		madvise(t->q + pos, len, MADV_DONTNEED);
+		from += len;
+	}
+	t->qreleased = to;
+}
+
 static void *tracer_main(void *arg)
 {
 	struct nvtx_tracer *t = arg;
@@ -361,6 +394,7 @@ static void *tracer_main(void *arg)
 			tail += h->size;
 		}
 		take_overflow(t, overflow);
+		q_release(t, tail, tail == head);
 
 		pthread_mutex_lock(&t->lock);
 		t->qtail = tail;
@@ -396,7 +430,8 @@ static void tracer_destroy(struct nvtx_tracer *t)
 	pthread_cond_destroy(&t->wake);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->stop_lock);
-	free(t->q);
+	if (t->q)
+		munmap(t->q, t->qcap);
 	free(t);
 }
 
@@ -412,9 +447,11 @@ struct nvtx_tracer *nvtx_new(const struct nvtx_opts *o)
 	qcap = o->queue_bytes ? o->queue_bytes : QUEUE_DEFAULT_BYTES;
 	if (qcap < QUEUE_MIN_BYTES)
 		qcap = QUEUE_MIN_BYTES;
-	qcap &= ~(size_t)7;
-	t->q = malloc(qcap);
-	if (!t->q) {
+	t->qpage = (size_t)sysconf(_SC_PAGESIZE);
+	qcap = (qcap + t->qpage - 1) & ~(t->qpage - 1);
+	t->q = mmap(NULL, qcap, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t->q == MAP_FAILED) {
 		free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -470,6 +507,7 @@ void nvtx_get_stats(struct nvtx_tracer *t, struct nvtx_stats *out)
 	pthread_mutex_lock(&t->lock);
 	*out = t->pub;
 	out->queue_full = t->queue_full;
+	out->queue_bytes = t->qhead - t->qreleased;
 	pthread_mutex_unlock(&t->lock);
 }
 

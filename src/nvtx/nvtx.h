@@ -94,6 +94,9 @@ struct nvtx_stats {
 	uint64_t marks_dropped_budget;	/* marks in traces dropped by the budget */
 	uint64_t malformed;		/* events that made no sense (bad string
 					 * length, unknown kind, START of an open id) */
+	uint64_t queue_bytes;		/* gauge: bytes of the queue whose pages
+					 * may be resident (backlog, and consumed
+					 * bytes not yet given back) */
 };
 
 struct nvtx_tracer;

@@ -164,9 +164,12 @@ struct nvtx_tracer {
 	/* under lock: the queue, shared with nvtx_record()/nvtx_process_exit() */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	uint8_t *q;			/* ring of items (nvtx.c) */
-	size_t qcap;			/* bytes, a multiple of 8 */
+	uint8_t *q;			/* ring of items (nvtx.c), mmapped */
+	size_t qcap;			/* bytes, a multiple of the page size */
+	size_t qpage;			/* the page size */
 	uint64_t qhead, qtail;		/* bytes ever written / consumed */
+	uint64_t qreleased;		/* pages before it given back (tracer
+					 * writes, before qtail moves past) */
 	struct nvtx_exit *exits_overflow;	/* exits that found the queue full */
 	bool waiting, stopping, started;
 	uint64_t queue_full;
