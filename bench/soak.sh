@@ -11,7 +11,10 @@
 #     build ID: a distinct binary to profd, which shares one table among
 #     copies of one build) compiling a generated C file (~0.5 s of CPU)
 #     SOAK_BIG_REPEAT (3) times, deleted after;
-#   - a Python workload: python3 processes of a few seconds each, in turn.
+#   - a Python workload: python3 processes of a few seconds each, in turn;
+#   - every SOAK_NVTX_EVERY (300) s, an NVTX flood (build/tests/nvtx/nvtx_app
+#     flood: 1M push+pop pairs as fast as it can), when that was built;
+#     0 turns it off.
 # Every SOAK_EVERY (30) s it appends to $SOAK_CSV (default
 # $WORK/soak.csv, printed at the end): elapsed s, RSS and peak RSS (MiB),
 # profd CPU s and % of a core over the last period, the process table
@@ -21,6 +24,7 @@
 # over the second half, mean CPU.
 # Env: DURATION (3600), SOAK_EVERY (30), SOAK_STORM_RATE (50), SOAK_BIG
 #      (200), SOAK_BIG_PARALLEL (4), SOAK_BIG_REPEAT (3), SOAK_BIG_ELF,
+#      SOAK_NVTX_EVERY (300),
 #      SOAK_PORT (19931), SOAK_FLAGS (more profd flags), SOAK_CSV, PROFD,
 #      BENCH_KEEP.
 set -u
@@ -35,6 +39,8 @@ REPEAT=${SOAK_BIG_REPEAT:-3}
 BIG_ELF=${SOAK_BIG_ELF:-$(ls /usr/lib/gcc/x86_64-linux-gnu/*/cc1 2>/dev/null | tail -1)}
 PORT=${SOAK_PORT:-19931}
 FLAGS=${SOAK_FLAGS:-}
+NVTX_EVERY=${SOAK_NVTX_EVERY:-300}
+NVTX_APP=$ROOT/build/tests/nvtx/nvtx_app
 
 need_root_and_profd
 need_tool curl
@@ -105,6 +111,16 @@ while time.time() < end:
 	done
 ) &
 bg_add $!
+
+if [ "$NVTX_EVERY" -gt 0 ] && [ -x "$NVTX_APP" ] && [ -f "$ROOT/build/libprofd_inject.so" ]; then
+	(	# NVTX bursts: more than the tracer's 64 MiB queue passes through
+		while sleep "$NVTX_EVERY" && [ "$(date +%s)" -lt "$END" ]; do
+			NVTX_INJECTION64_PATH=$ROOT/build/libprofd_inject.so \
+				"$NVTX_APP" flood --iter 1000000 >>"$WORK/nvtx.log" 2>&1
+		done
+	) &
+	bg_add $!
+fi
 
 metric() {	# metric NAME [LABEL_MATCH] - first sample of NAME in $M
 	awk -v n="$1" -v l="${2:-}" '$1 == n || (l != "" && index($1, n "{") == 1 &&
