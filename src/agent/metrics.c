@@ -284,7 +284,9 @@ static void labelled(struct prom_buf *b, const char *name, enum prom_type type,
 static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 {
 	static const char *const heap[] = { "in_use", "free", "mmapped" };
-	static const char *const bytes[] = { "symbols", "flamegraph" };
+	static const char *const bytes[] = {
+		"symbols", "flamegraph", "processes", "python", "aggregation",
+	};
 	static const char *const entries[] = {
 		"symbol_objects", "processes", "unwind_tables", "unwind_processes",
 		"flamegraph_names",
@@ -303,8 +305,12 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 	labelled(b, "profd_cache_bytes", PROM_GAUGE,
 		 "Heap bytes of a cache (symbols: the symbolizer's open objects, "
 		 "their symbol tables and address caches; flamegraph: the "
-		 "run-long flame graph trees and their names).", "cache", 2, bytes,
-		 (uint64_t[]){ s->caches.sym_bytes, s->caches.flame_bytes });
+		 "run-long flame graph trees and their names; processes: the "
+		 "maps snapshots; python: the code cache and frame tables; "
+		 "aggregation: the open interval's stacks).", "cache", 5, bytes,
+		 (uint64_t[]){ s->caches.sym_bytes, s->caches.flame_bytes,
+			       s->caches.proc_bytes, s->caches.python_bytes,
+			       s->caches.agg_bytes });
 	labelled(b, "profd_cache_budget_bytes", PROM_GAUGE,
 		 "The most a cache may hold before it sheds (its share of "
 		 "--memory-limit; symbols: at most --symbol-cache-limit).",

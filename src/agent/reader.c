@@ -433,7 +433,10 @@ void agent_publish_stats(struct agent *ag)
 		python_stats(ag->py, &pst);
 	if (ag->gpu)
 		gpu_stats(ag->gpu, &gst);
+	cst.proc_bytes = st.snapshot_bytes;
+	cst.python_bytes = pst.bytes;
 	pthread_mutex_lock(&ag->agg_lock);
+	cst.agg_bytes = (ag->cur ? ag->cur->bytes : 0) + (ag->next ? ag->next->bytes : 0);
 	ag->counters[AGENT_CNT_GPU_KERNELS] = gst.kernels;
 	ag->counters[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = gst.launches_no_stack;
 	ag->counters[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = gst.kernels_no_launch;

@@ -28,6 +28,7 @@ struct aggregate *aggregate_new(uint64_t max_stacks, uint64_t start_ns)
 	}
 	a->max_stacks = max_stacks;
 	a->start_ns = start_ns;
+	a->bytes = sizeof(*a) + a->nbuckets * sizeof(*a->buckets);
 	return a;
 }
 
@@ -65,6 +66,7 @@ static void grow(struct aggregate *a)
 		}
 	}
 	free(a->buckets);
+	a->bytes += (nb - a->nbuckets) * sizeof(*buckets);
 	a->buckets = buckets;
 	a->nbuckets = nb;
 }
@@ -126,6 +128,7 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 	memcpy(s->ips, ips, nips * sizeof(*ips));
 	s->next = a->buckets[h & (a->nbuckets - 1)];
 	a->buckets[h & (a->nbuckets - 1)] = s;
+	a->bytes += sizeof(*s) + nips * sizeof(*ips);
 	if (++a->nstacks > (uint64_t)a->nbuckets * 2)
 		grow(a);
 	return 0;

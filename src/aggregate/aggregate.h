@@ -42,6 +42,7 @@ struct aggregate {
 	uint64_t nsamples;	/* samples added */
 	uint64_t dropped;	/* samples lost to the bound or OOM */
 	uint64_t start_ns;	/* CLOCK_REALTIME of the interval start */
+	uint64_t bytes;		/* heap the table holds: buckets and stacks */
 };
 
 /*

@@ -9,11 +9,11 @@
  * in under the lock (O(1): one memcpy of at most ~3 KiB) and signal only
  * a waiting tracer; the tracer takes every item present, processes them
  * without the lock, in place (producers only write past qhead), then
- * releases their bytes. The ring is its own anonymous mapping: before
- * the tracer hands consumed bytes back, it returns their whole pages to
- * the kernel (MADV_DONTNEED, at least RELEASE_BYTES at a time, or all of
- * them when the queue drains), so a 64 MiB queue holds only the pages of
- * its backlog, not every page a burst ever wrote. Also: the tracer's loop (expiry, clock re-sync,
+ * releases their bytes. The ring is its own anonymous mapping, and the
+ * tracer hands consumed bytes back to producers only in whole pages it
+ * first returned to the kernel (MADV_DONTNEED, at least RELEASE_BYTES at
+ * a time, or all whole pages when the queue drains): a 64 MiB queue holds
+ * the pages of its backlog, not every page a burst ever wrote. Also: the tracer's loop (expiry, clock re-sync,
  * ticks every NVTX_TICK_NS and when the queue drains), trace and span ids
  * (xoshiro256** seeded from getrandom(2); never all-zero), and the final
  * close of everything at nvtx_stop().
@@ -334,20 +334,21 @@ static void wait_for_work(struct nvtx_tracer *t)
 }
 
 /*
- * Give the kernel back the whole pages of consumed bytes [t->qreleased,
- * @tail): only the tracer calls it, before it publishes @tail as qtail,
- * so no producer writes there meanwhile. Runs when at least RELEASE_BYTES
- * are due, or on @drained (then the last partial page stays).
+ * The tracer consumed up to @read: the bytes producers may reuse, the new
+ * qtail (returned). Only whole pages are handed back, and only after
+ * madvise(MADV_DONTNEED) gave them to the kernel: until qtail moves past
+ * them no producer writes there. At least RELEASE_BYTES at a time, or
+ * every whole page on @drained; the rest (under RELEASE_BYTES and a page)
+ * stays the tracer's until the next release. (An eighth of a small queue
+ * is due instead.)
  */
-static void q_release(struct nvtx_tracer *t, uint64_t tail, bool drained)
+static uint64_t q_release(struct nvtx_tracer *t, uint64_t read, bool drained)
 {
-	uint64_t from = (t->qreleased + t->qpage - 1) & ~(t->qpage - 1);
-	uint64_t to = tail & ~(t->qpage - 1);
+	uint64_t from = t->qtail, to = read & ~(uint64_t)(t->qpage - 1);
+	uint64_t due = t->qcap / 8 < RELEASE_BYTES ? t->qcap / 8 : RELEASE_BYTES;
 
-	if (to <= from || (!drained && to - from < RELEASE_BYTES))
-		return;
-	if (to - from > t->qcap)
-		from = to - t->qcap;
+	if (to <= from || (!drained && to - from < due))
+		return from;
 	while (from < to) {
 		size_t pos = from % t->qcap;
 		size_t len = t->qcap - pos;
@@ -357,7 +358,7 @@ static void q_release(struct nvtx_tracer *t, uint64_t tail, bool drained)
 		madvise(t->q + pos, len, MADV_DONTNEED);
 		from += len;
 	}
-	t->qreleased = to;
+	return to;
 }
 
 static void *tracer_main(void *arg)
@@ -367,10 +368,10 @@ static void *tracer_main(void *arg)
 	pthread_mutex_lock(&t->lock);
 	for (;;) {
 		struct nvtx_exit *overflow;
-		uint64_t head, tail, start;
+		uint64_t head, tail, start, released;
 		bool drained;
 
-		if (t->qtail == t->qhead && !t->exits_overflow) {
+		if (t->qread == t->qhead && !t->exits_overflow) {
 			if (t->stopping)
 				break;
 			wait_for_work(t);
@@ -381,7 +382,7 @@ static void *tracer_main(void *arg)
 			continue;
 		}
 		head = t->qhead;
-		start = tail = t->qtail;
+		start = tail = t->qread;
 		overflow = t->exits_overflow;
 		t->exits_overflow = NULL;
 		pthread_mutex_unlock(&t->lock);
@@ -394,10 +395,11 @@ static void *tracer_main(void *arg)
 			tail += h->size;
 		}
 		take_overflow(t, overflow);
-		q_release(t, tail, tail == head);
+		released = q_release(t, tail, tail == head);
 
 		pthread_mutex_lock(&t->lock);
-		t->qtail = tail;
+		t->qread = tail;
+		t->qtail = released;
 		drained = t->qhead == tail;
 		pthread_mutex_unlock(&t->lock);
 		housekeep(t, drained);
@@ -507,7 +509,7 @@ void nvtx_get_stats(struct nvtx_tracer *t, struct nvtx_stats *out)
 	pthread_mutex_lock(&t->lock);
 	*out = t->pub;
 	out->queue_full = t->queue_full;
-	out->queue_bytes = t->qhead - t->qreleased;
+	out->queue_bytes = t->qhead - t->qtail;
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -167,9 +167,10 @@ struct nvtx_tracer {
 	uint8_t *q;			/* ring of items (nvtx.c), mmapped */
 	size_t qcap;			/* bytes, a multiple of the page size */
 	size_t qpage;			/* the page size */
-	uint64_t qhead, qtail;		/* bytes ever written / consumed */
-	uint64_t qreleased;		/* pages before it given back (tracer
-					 * writes, before qtail moves past) */
+	uint64_t qhead;			/* bytes ever written */
+	uint64_t qread;			/* bytes the tracer consumed */
+	uint64_t qtail;			/* bytes producers may reuse: whole pages
+					 * given back to the kernel, <= qread */
 	struct nvtx_exit *exits_overflow;	/* exits that found the queue full */
 	bool waiting, stopping, started;
 	uint64_t queue_full;

@@ -85,10 +85,29 @@ struct proc_snapshot *proc_snapshot_get(struct proc_snapshot *s)
 	return s;
 }
 
+/* Heap bytes of all live snapshots (process_table_stats.snapshot_bytes). */
+static uint64_t snapshot_bytes;
+
+/* What @s holds on the heap: itself, its mappings and their paths, meta. */
+static size_t snapshot_size(const struct proc_snapshot *s)
+{
+	size_t n = sizeof(*s) + s->maps.n * (sizeof(*s->maps.v) + sizeof(*s->objs) +
+					      sizeof(*s->obj_state));
+
+	for (size_t i = 0; i < s->maps.n; i++)
+		n += s->maps.v[i].path ? strlen(s->maps.v[i].path) + 1 : 0;
+	if (s->meta.cgroup)
+		n += strlen(s->meta.cgroup) + 1;
+	if (s->meta.executable)
+		n += strlen(s->meta.executable) + 1;
+	return n;
+}
+
 void proc_snapshot_put(struct proc_snapshot *s)
 {
 	if (!s || __atomic_sub_fetch(&s->refcnt, 1, __ATOMIC_ACQ_REL))
 		return;
+	__atomic_sub_fetch(&snapshot_bytes, s->bytes, __ATOMIC_RELAXED);
 	pthread_mutex_lock(s->sym_lock);
 	for (size_t i = 0; i < s->maps.n; i++)
 		sym_object_put(s->objs[i]);
@@ -477,6 +496,8 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	s->sym = pt->sym;
 	s->sym_lock = pt->sym_lock;
 	exe = read_meta(s);
+	s->bytes = snapshot_size(s);
+	__atomic_add_fetch(&snapshot_bytes, s->bytes, __ATOMIC_RELAXED);
 	proc_snapshot_put(p->snap);
 	p->snap = s;
 	if (pt->listener.maps_seen)
@@ -764,4 +785,5 @@ void process_table_stats(const struct process_table *pt,
 	*out = pt->stats;
 	out->elf_open_errors = __atomic_load_n(&pt->stats.elf_open_errors,
 					       __ATOMIC_RELAXED);	/* the loader's */
+	out->snapshot_bytes = __atomic_load_n(&snapshot_bytes, __ATOMIC_RELAXED);
 }

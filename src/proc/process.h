@@ -76,6 +76,7 @@ struct proc_snapshot {
 	uint8_t *obj_state;		/* atomic */
 	struct symbolizer *sym;		/* for releasing objs */
 	pthread_mutex_t *sym_lock;
+	size_t bytes;			/* heap it holds, counted in snapshot_bytes */
 };
 
 struct process {
@@ -102,6 +103,8 @@ struct process_table_stats {
 	uint64_t loader_dropped;	/* loader jobs not queued (queue full): done later */
 	uint64_t samples_after_exit;	/* exiting samples read after the exit event */
 	uint64_t exited_removed;	/* entries removed after their exit event */
+	uint64_t snapshot_bytes;	/* gauge: heap of the live maps snapshots
+					 * (entries' and those jobs still hold) */
 };
 
 struct process_table;

@@ -193,6 +193,17 @@ void py_frames_stats(struct py_frames *t, uint64_t *frames, uint64_t *full)
 	pthread_mutex_unlock(&t->lock);
 }
 
+uint64_t py_frames_bytes(struct py_frames *t)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&t->lock);
+	n = sizeof(*t) + t->bytes + (uint64_t)t->cap * sizeof(*t->v) +
+	    (uint64_t)t->nslots * sizeof(*t->slots);
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
 bool py_frames_half_full(struct py_frames *t)
 {
 	bool half;

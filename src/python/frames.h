@@ -67,6 +67,9 @@ int py_frames_get(struct py_frames *t, uint32_t id, struct py_frame *out);
 void py_frames_stats(struct py_frames *t, uint64_t *frames, uint64_t *full);
 
 /* py_frames_half_full - the table holds half of its count or byte bound. */
+/* py_frames_bytes - heap bytes @t holds: its entries, slots and strings. */
+uint64_t py_frames_bytes(struct py_frames *t);
+
 bool py_frames_half_full(struct py_frames *t);
 
 #endif /* PROFD_PYTHON_FRAMES_H */

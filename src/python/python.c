@@ -729,4 +729,6 @@ void python_stats(struct python *py, struct python_stats *out)
 	py_frames_stats(py->frames[py->cur], &out->frames, &out->frames_full);
 	out->frames_full += __atomic_load_n(&py->full_before, __ATOMIC_RELAXED);
 	out->frame_rotations = __atomic_load_n(&py->st.frame_rotations, __ATOMIC_RELAXED);
+	out->bytes = cs.bytes + py_frames_bytes(py->frames[0]) +
+		     py_frames_bytes(py->frames[1]);
 }

@@ -43,6 +43,8 @@ struct python_stats {
 	uint64_t frames_full;		/* frames refused: table full */
 	uint64_t frame_rotations;	/* frame tables started afresh */
 	uint64_t map_errors;		/* python_procs updates that failed */
+	uint64_t bytes;			/* gauge: heap of the code cache and the
+					 * two frame tables */
 };
 
 /*
