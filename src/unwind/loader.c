@@ -58,11 +58,17 @@ struct uobj {
 	struct uobj *next;
 };
 
-/* One process's entry as written to BPF, and the tables it references. */
+/*
+ * One process's entry (its ranges, as written to BPF) and the tables it
+ * references. Only the ranges it has are held: the 10 KiB BPF value is
+ * put together in the loader's scratch at each write.
+ */
 struct uproc {
 	pid_t pid;
-	struct unwind_proc val;
-	struct uobj *entry_obj[UNWIND_MAX_PROC_MAPPINGS];	/* per entry, NULL for FP */
+	uint32_t nmappings;
+	uint64_t maps_read_ns;
+	struct unwind_mapping *mappings;	/* [nmappings] */
+	struct uobj **entry_obj;	/* [nmappings]: per entry, NULL for FP */
 	struct uobj **objs;	/* distinct tables referenced (one user each) */
 	uint32_t nobjs;
 	uint64_t touched_ns;	/* last unwind_loader_touch() that counted */
@@ -78,6 +84,10 @@ struct unwind_loader {
 	double reload_tokens;	/* token bucket: RELOADS_PER_S */
 	uint64_t reload_refill_ns;
 	uint64_t expired_ns;	/* last expire() walk */
+	/* an update's ranges as they are built, and the BPF value written */
+	struct unwind_proc scratch;
+	struct uobj *scratch_obj[UNWIND_MAX_PROC_MAPPINGS];
+	uint32_t scratch_used;	/* entries of scratch not zero */
 };
 
 static uint64_t mono_ns(void)
@@ -423,23 +433,25 @@ static void put_objs(struct unwind_loader *l, struct uobj **objs, uint32_t n,
 	}
 }
 
-static int add_entry(struct uproc *u, uint64_t start, uint64_t end,
+/* Append a range to the update being built in l->scratch. */
+static int add_entry(struct unwind_loader *l, uint64_t start, uint64_t end,
 		     struct uobj *o, const struct chunk *ch, uint64_t pc_base)
 {
+	struct unwind_proc *v = &l->scratch;
 	struct unwind_mapping *e;
-	uint32_t n = u->val.nmappings;
+	uint32_t n = v->nmappings;
 
 	if (start >= end)
 		return 0;
 	/* merge with a preceding frame-pointer range */
-	if (!ch && n && u->val.mappings[n - 1].shard == UNWIND_NO_TABLE &&
-	    u->val.mappings[n - 1].end == start) {
-		u->val.mappings[n - 1].end = end;
+	if (!ch && n && v->mappings[n - 1].shard == UNWIND_NO_TABLE &&
+	    v->mappings[n - 1].end == start) {
+		v->mappings[n - 1].end = end;
 		return 0;
 	}
 	if (n >= UNWIND_MAX_PROC_MAPPINGS)
 		return -ENOSPC;
-	e = &u->val.mappings[n];
+	e = &v->mappings[n];
 	memset(e, 0, sizeof(*e));
 	e->start = start;
 	e->end = end;
@@ -447,13 +459,13 @@ static int add_entry(struct uproc *u, uint64_t start, uint64_t end,
 	e->shard = ch ? ch->ext.shard : UNWIND_NO_TABLE;
 	e->first_row = ch ? ch->ext.first_row : 0;
 	e->nrows = ch ? ch->ext.nrows : 0;
-	u->entry_obj[n] = ch ? o : NULL;
-	u->val.nmappings++;
+	l->scratch_obj[n] = ch ? o : NULL;
+	v->nmappings++;
 	return 0;
 }
 
 /* The entries for mapping @m backed by @o (NULL: frame pointers). */
-static int add_mapping(struct uproc *u, const struct proc_mapping *m,
+static int add_mapping(struct unwind_loader *l, const struct proc_mapping *m,
 		       struct uobj *o)
 {
 	uint64_t bias = 0, pos = m->start, pc_base;
@@ -477,18 +489,18 @@ static int add_mapping(struct uproc *u, const struct proc_mapping *m,
 
 		if (m->start >= m->end)
 			return 0;
-		if (u->val.nmappings >= UNWIND_MAX_PROC_MAPPINGS)
+		if (l->scratch.nmappings >= UNWIND_MAX_PROC_MAPPINGS)
 			return -ENOSPC;
-		e = &u->val.mappings[u->val.nmappings];
+		e = &l->scratch.mappings[l->scratch.nmappings];
 		memset(e, 0, sizeof(*e));
 		e->start = m->start;
 		e->end = m->end;
 		e->shard = UNWIND_EVICTED;
-		u->entry_obj[u->val.nmappings++] = NULL;
+		l->scratch_obj[l->scratch.nmappings++] = NULL;
 		return 0;
 	}
 	if (!found)
-		return add_entry(u, m->start, m->end, NULL, NULL, 0);
+		return add_entry(l, m->start, m->end, NULL, NULL, 0);
 	pc_base = bias + o->table_base;
 	for (uint32_t c = 0; c < o->nchunks; c++) {
 		const struct chunk *ch = &o->chunks[c];
@@ -500,22 +512,56 @@ static int add_mapping(struct uproc *u, const struct proc_mapping *m,
 			hi = m->end;
 		if (lo >= hi)
 			continue;
-		err = add_entry(u, pos, lo, NULL, NULL, 0);
+		err = add_entry(l, pos, lo, NULL, NULL, 0);
 		if (!err)
-			err = add_entry(u, lo, hi, o, ch, pc_base);
+			err = add_entry(l, lo, hi, o, ch, pc_base);
 		if (err)
 			return err;
 		pos = hi;
 	}
-	return add_entry(u, pos, m->end, NULL, NULL, 0);
+	return add_entry(l, pos, m->end, NULL, NULL, 0);
 }
 
+/*
+ * Write @u's entry to BPF: its ranges copied into the scratch value (the
+ * ranges past them zeroed, as far as an earlier write used them).
+ */
 static int write_proc(struct unwind_loader *l, struct uproc *u)
 {
-	if (bpf_map_update_elem(l->procs_fd, &u->pid, &u->val, BPF_ANY)) {
+	struct unwind_proc *v = &l->scratch;
+
+	if (u->nmappings)
+		memcpy(v->mappings, u->mappings, u->nmappings * sizeof(*u->mappings));
+	if (l->scratch_used > u->nmappings)
+		memset(&v->mappings[u->nmappings], 0,
+		       (l->scratch_used - u->nmappings) * sizeof(*v->mappings));
+	l->scratch_used = u->nmappings;
+	v->nmappings = u->nmappings;
+	v->maps_read_ns = u->maps_read_ns;
+	if (bpf_map_update_elem(l->procs_fd, &u->pid, v, BPF_ANY)) {
 		l->st.update_errors++;
 		return -errno;
 	}
+	return 0;
+}
+
+/* Copy the ranges built in @v (and their tables @obj) into @u. */
+static int keep_entries(struct uproc *u, const struct unwind_proc *v,
+			struct uobj *const *obj)
+{
+	uint32_t n = v->nmappings ? v->nmappings : 1;
+	struct unwind_mapping *m = realloc(u->mappings, n * sizeof(*m));
+	struct uobj **eo;
+
+	if (m)
+		u->mappings = m;
+	eo = m ? realloc(u->entry_obj, n * sizeof(*eo)) : NULL;
+	if (!eo)
+		return -ENOMEM;
+	u->entry_obj = eo;
+	memcpy(u->mappings, v->mappings, v->nmappings * sizeof(*m));
+	memcpy(u->entry_obj, obj, v->nmappings * sizeof(*eo));
+	u->nmappings = v->nmappings;
 	return 0;
 }
 
@@ -527,7 +573,7 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 	uint32_t old_n = 0;
 	uint64_t now = mono_ns();
 	bool truncated = false;
-	int err;
+	int err, werr;
 
 	if (!u) {
 		u = calloc(1, sizeof(*u));
@@ -541,8 +587,10 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 	old_n = u->nobjs;
 	u->objs = calloc(maps->n ? maps->n : 1, sizeof(*u->objs));
 	u->nobjs = 0;
-	u->val.nmappings = 0;
-	u->val.maps_read_ns = maps->read_ns;	/* older than an exec: not used */
+	if (l->scratch_used < l->scratch.nmappings)
+		l->scratch_used = l->scratch.nmappings;
+	l->scratch.nmappings = 0;
+	u->maps_read_ns = maps->read_ns;	/* older than an exec: not used */
 	if (!u->objs) {
 		u->objs = old_objs;
 		u->nobjs = old_n;
@@ -566,15 +614,18 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 				u->objs[u->nobjs++] = o;
 			}
 		}
-		if (add_mapping(u, m, o))
+		if (add_mapping(l, m, o))
 			truncated = true;
 	}
 	if (truncated)
 		l->st.ranges_truncated++;
 	put_objs(l, old_objs, old_n, now);
 	free(old_objs);
-	err = write_proc(l, u);
-	return err;
+	err = keep_entries(u, &l->scratch, l->scratch_obj);
+	if (err)	/* no memory: no ranges (frame pointers) rather than stale ones */
+		u->nmappings = 0;
+	werr = write_proc(l, u);
+	return err ? err : werr;
 }
 
 /* unwind_loader_ready - see loader.h. */
@@ -596,6 +647,8 @@ static void proc_free(struct unwind_loader *l, struct uproc *u, uint64_t now)
 {
 	put_objs(l, u->objs, u->nobjs, now);
 	free(u->objs);
+	free(u->mappings);
+	free(u->entry_obj);
 	free(u);
 }
 
@@ -664,11 +717,11 @@ static void evict_one(struct unwind_loader *l, struct uobj *keep)
 		for (struct uproc *u = l->procs[b]; u; u = u->next) {
 			bool changed = false;
 
-			for (uint32_t i = 0; i < u->val.nmappings; i++) {
+			for (uint32_t i = 0; i < u->nmappings; i++) {
 				if (u->entry_obj[i] != victim)
 					continue;
-				u->val.mappings[i].shard = UNWIND_EVICTED;
-				u->val.mappings[i].nrows = 0;
+				u->mappings[i].shard = UNWIND_EVICTED;
+				u->mappings[i].nrows = 0;
 				u->entry_obj[i] = NULL;
 				changed = true;
 			}
@@ -702,6 +755,8 @@ void unwind_loader_free(struct unwind_loader *l)
 		for (; u; u = next) {
 			next = u->next;
 			free(u->objs);
+			free(u->mappings);
+			free(u->entry_obj);
 			free(u);
 		}
 	}
