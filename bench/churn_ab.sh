@@ -2,15 +2,15 @@
 # bench/churn_ab.sh - profd's CPU per exec'd process, builds side by side.
 #
 # For each round and each binary of AB_PROFDS: start whole-machine profd
-# (99 Hz), let it settle AB_WARM s (tables of the processes already
-# running), then its CPU (utime+stime, /proc/PID/stat, and the threads'
+# (AB_HZ, default 99 Hz; profd's own default is 19), let it settle
+# AB_WARM s (tables of the processes already running), then its CPU (utime+stime, /proc/PID/stat, and the threads'
 # schedstat ns) over AB_SECS s quiet, AB_SECS s of exec storm (one binary,
 # bench/execstorm.c, AB_RATE/s, children spinning 2 ms: no new tables),
 # and AB_SECS s quiet again. Per exec = (storm - mean of the quiet
 # windows) / execs made; csw_exec: context switches of profd's threads
 # per exec, the same way. Prints one line per run; medians at the end.
 # Env: AB_PROFDS (required), AB_ROUNDS (3), AB_RATE (200), AB_SECS (8),
-#      AB_WARM (12), AB_CHILD_US (2000: each child's CPU spin).
+#      AB_HZ (99), AB_WARM (12), AB_CHILD_US (2000: each child's CPU spin).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -37,7 +37,7 @@ machine_info
 printf '%-30s %5s %6s %9s %9s %9s %9s %9s %8s\n' binary round execs quiet1_ms storm_ms quiet2_ms us_exec us_exec_tk csw_exec
 for r in $(seq 1 "$ROUNDS"); do
 	for bin in $AB_PROFDS; do
-		PROFD=$bin start_profd "$WORK/profd.log" --sampling-frequency 99 \
+		PROFD=$bin start_profd "$WORK/profd.log" --sampling-frequency "${AB_HZ:-99}" \
 			--profile-interval 10 --output-dir "$WORK/out"
 		sleep "$WARM"
 		a=$(cpu_ns "$PROFD_PID"); ta=$(cpu_ticks "$PROFD_PID"); xa=$(ctxsw "$PROFD_PID")

@@ -466,3 +466,61 @@ def test_nvtx_flood_gives_its_queue_pages_back(profd_bin, tmp_path):
         f"anonymous RSS {before:.1f} -> {after:.1f} MiB after {spans} spans "
         f"(queue peak seen {peak_queue} bytes)")
     assert queued < 1 << 20, f"the gauge says the queue holds {queued} bytes"
+
+
+PY_MANY_FUNCS = """
+import time
+src = "\\n".join(f"def f{i}(n):\\n    s = 0\\n    for j in range(n):\\n        s += j * {i}\\n    return s\\n"
+                for i in range(300))
+exec(src)
+fs = [globals()[f"f{i}"] for i in range(300)]
+end = time.time() + 2.5
+while time.time() < end:
+    for f in fs:
+        f(300)
+"""
+
+
+def test_exited_interpreters_code_objects_are_dropped(profd_bin, tmp_path):
+    """`profd exec` of a shell that runs six CPython processes in turn,
+    each calling 300 functions of its own for 2.5 s (99 Hz): their code
+    objects are read and cached while they run (profd_cache_entries{cache=
+    "python_code_objects"} rises), and dropped once they exited and were
+    reaped (within the interval and a second), not kept until the cache's
+    LRU pushes them out. (`exec`: pytest's own interpreter stays out.)"""
+    from test_metrics import Profd, fetch_metrics, one
+
+    real = os.path.realpath(sys.executable)
+    script = tmp_path / "many.py"
+    script.write_text(PY_MANY_FUNCS)
+    p = Profd([profd_bin, "exec", "--output-dir", str(tmp_path / "out"),
+               "--profile-interval", "2", "--sampling-frequency", "99",
+               "--http-address", "127.0.0.1:0", "--", "sh", "-c",
+               f"for i in 1 2 3 4 5 6; do {real} {script}; done; "
+               "echo interpreters-done >&2; sleep 12"])
+
+    def codes():
+        return one(fetch_metrics(url), "profd_cache_entries", cache="python_code_objects")
+
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                          10).group(1)
+        peak = 0
+        deadline = time.time() + 60
+        while time.time() < deadline and "interpreters-done" not in p.stderr():
+            peak = max(peak, codes())
+            time.sleep(0.5)
+        after = codes()
+        deadline = time.time() + 8
+        while time.time() < deadline and after > peak // 4:
+            time.sleep(1)
+            after = codes()
+        fams = fetch_metrics(url)
+        nbytes = one(fams, "profd_cache_bytes", cache="python")
+        budget = one(fams, "profd_cache_budget_bytes", cache="python")
+    finally:
+        p.stop()
+    assert peak >= 100, f"the interpreters' code objects were not read: peak {peak}"
+    assert after <= peak // 4, (
+        f"code objects of exited interpreters kept: {after} (peak {peak})")
+    assert 0 < nbytes and budget == 8 << 20, (nbytes, budget)

@@ -21,9 +21,10 @@
  * The RSS ceiling (--memory-limit) and its parts: a fixed base (BPF ring
  * buffers and maps profd mmaps, its code, the fixed heap: measured ~60
  * MiB), then the caches' share, the rest: half for the symbolizer (at
- * most --symbol-cache-limit), a quarter for the flame graph trees; the
- * last quarter is headroom for what is bounded by count, not bytes
- * (process snapshots, Python tables, the interval's aggregation).
+ * most --symbol-cache-limit), a quarter for the flame graph trees, an
+ * eighth for the Python code objects read from processes; the last eighth
+ * is headroom for what is bounded by count, not bytes (process snapshots,
+ * Python frame tables, the interval's aggregation).
  */
 #define AGENT_MEMORY_BASE_MIB	64u
 #define AGENT_MEMORY_MIN_MIB	80u
@@ -31,6 +32,7 @@
 struct agent_budgets {
 	uint64_t symbols;	/* bytes */
 	uint64_t flamegraph;	/* bytes: CPU tree, the GPU one gets 1/8 more */
+	uint64_t python;	/* bytes: the Python code object cache */
 };
 
 /*

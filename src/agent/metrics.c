@@ -289,9 +289,12 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 	};
 	static const char *const entries[] = {
 		"symbol_objects", "processes", "unwind_tables", "unwind_processes",
-		"flamegraph_names",
+		"flamegraph_names", "python_code_objects",
 	};
-	static const char *const evicted[] = { "symbols", "unwind_tables", "flamegraph" };
+	static const char *const evicted[] = {
+		"symbols", "unwind_tables", "flamegraph", "python",
+	};
+	static const char *const budgets[] = { "symbols", "flamegraph", "python" };
 	static const char *const table_events[] = { "shed", "reloaded", "reload_refused" };
 	struct agent_memory_stats m;
 
@@ -313,22 +316,23 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 			       s->caches.agg_bytes });
 	labelled(b, "profd_cache_budget_bytes", PROM_GAUGE,
 		 "The most a cache may hold before it sheds (its share of "
-		 "--memory-limit; symbols: at most --symbol-cache-limit).",
-		 "cache", 2, bytes,
-		 (uint64_t[]){ s->caches.sym_budget, s->caches.flame_budget });
+		 "--memory-limit; symbols: at most --symbol-cache-limit; python: "
+		 "the code object cache).", "cache", 3, budgets,
+		 (uint64_t[]){ s->caches.sym_budget, s->caches.flame_budget,
+			       s->caches.python_budget });
 	labelled(b, "profd_cache_entries", PROM_GAUGE,
-		 "Entries of a cache or table.", "cache", 5, entries,
+		 "Entries of a cache or table.", "cache", 6, entries,
 		 (uint64_t[]){ s->caches.sym_objects, s->procs.processes,
 			       s->unwind.objects, s->unwind.processes,
-			       s->caches.flame_names });
+			       s->caches.flame_names, s->caches.python_codes });
 	labelled(b, "profd_cache_evictions_total", PROM_COUNTER,
 		 "Entries shed for room, least recently used first (symbols: "
 		 "idle objects freed, address caches emptied and symbol tables "
 		 "of mapped files freed; unwind_tables: "
 		 "tables evicted; flamegraph: lightest frames folded into their "
-		 "callers).", "cache", 3, evicted,
+		 "callers; python: code objects dropped).", "cache", 4, evicted,
 		 (uint64_t[]){ s->caches.sym_sheds, s->unwind.evictions,
-			       s->caches.flame_pruned });
+			       s->caches.flame_pruned, s->caches.python_evictions });
 	labelled(b, "profd_symbol_tables_total", PROM_COUNTER,
 		 "Symbol tables of files live processes map: freed for the "
 		 "symbol budget (shed), read back when their code was sampled "

@@ -435,6 +435,9 @@ void agent_publish_stats(struct agent *ag)
 		gpu_stats(ag->gpu, &gst);
 	cst.proc_bytes = st.snapshot_bytes;
 	cst.python_bytes = pst.bytes;
+	cst.python_budget = ag->py ? ag->budgets.python : 0;
+	cst.python_evictions = pst.code_evictions;
+	cst.python_codes = pst.code_objects;
 	pthread_mutex_lock(&ag->agg_lock);
 	cst.agg_bytes = (ag->cur ? ag->cur->bytes : 0) + (ag->next ? ag->next->bytes : 0);
 	ag->counters[AGENT_CNT_GPU_KERNELS] = gst.kernels;
@@ -533,6 +536,8 @@ void *agent_reader_main(void *arg)
 			agent_reap(ag, now);
 			agent_defer_workers(ag, false, 0);
 			last_reap = now;
+			if (ag->py)	/* exited interpreters' code objects */
+				python_forget_exited(ag->py);
 			agent_memory_tick(now);	/* give back what exited processes freed */
 		}
 		agent_publish_stats(ag);

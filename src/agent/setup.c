@@ -320,7 +320,8 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	if (cfg->gpu && gpu_setup(ag, inject_lib))
 		return -1;
 	if (cfg->python_unwinding) {
-		ag->py = python_new(tracer_python_procs_fd(ag->tracer), cfg->verbose);
+		ag->py = python_new(tracer_python_procs_fd(ag->tracer),
+				    ag->budgets.python, cfg->verbose);
 		ag->merged = malloc((PROFD_MAX_KERNEL_FRAMES + MERGED_USER_MAX) *
 				    sizeof(*ag->merged));
 		if (!ag->py || !ag->merged) {

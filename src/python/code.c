@@ -345,6 +345,34 @@ void py_code_cache_free(struct py_code_cache *c)
 	free(c);
 }
 
+static bool gen_in(const uint64_t *gens, size_t n, uint64_t gen)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (gens[mid] == gen)
+			return true;
+		if (gens[mid] < gen)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+void py_code_forget(struct py_code_cache *c, const uint64_t *gens, size_t n)
+{
+	struct entry *e = c->head, *next;
+
+	for (; e && n; e = next) {
+		next = e->next;
+		if (gen_in(gens, n, e->gen))
+			entry_remove(c, e);
+	}
+}
+
 static size_t code_bytes(const struct py_code *k)
 {
 	return sizeof(struct entry) + (k->name ? strlen(k->name) + 1 : 0) +

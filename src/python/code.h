@@ -54,6 +54,13 @@ struct py_code_cache *py_code_cache_new(size_t max_entries, size_t max_bytes);
 void py_code_cache_free(struct py_code_cache *c);
 
 /*
+ * py_code_forget - drop the entries of the processes whose generation is
+ * one of @gens (@n of them, sorted ascending): they exited. One walk of
+ * the cache. Same thread as py_code_get().
+ */
+void py_code_forget(struct py_code_cache *c, const uint64_t *gens, size_t n);
+
+/*
  * py_code_get - the code object at @addr in process @pid (whose
  * interpreter has layout @off and types @types), from the cache or read
  * now. @gen distinguishes successive processes with the same pid;

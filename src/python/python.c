@@ -24,7 +24,9 @@
 #define DETECT_CACHE_MAX	16384
 #define MAX_LOADS		16
 #define CODE_CACHE_ENTRIES	65536
-#define CODE_CACHE_BYTES	(32u << 20)
+#define CODE_CACHE_BYTES	(32u << 20)	/* when python_new() is given none */
+/* exited interpreters whose code objects wait to be dropped (beyond: LRU) */
+#define DEAD_GENS_MAX		1024
 
 /* One file, by (device, inode): is it an interpreter, and its PT_LOADs. */
 struct detected {
@@ -68,12 +70,16 @@ struct python {
 	struct py_frames *frames[2];
 	int cur;			/* the generation new frames go to */
 	uint64_t full_before;		/* frames_full of retired generations */
+	/* under procs_lock: generations of processes removed since the
+	 * reader last dropped their code objects (python_new_interval()) */
+	uint64_t dead_gens[DEAD_GENS_MAX];
+	uint32_t ndead;
 	struct python_stats st;		/* atomics: read by python_stats() */
 };
 
 #define STAT_ADD(py, field, v) __atomic_add_fetch(&(py)->st.field, (v), __ATOMIC_RELAXED)
 
-struct python *python_new(int procs_fd, int verbose)
+struct python *python_new(int procs_fd, uint64_t code_bytes, int verbose)
 {
 	struct python *py = calloc(1, sizeof(*py));
 
@@ -83,7 +89,8 @@ struct python *python_new(int procs_fd, int verbose)
 	elf_version(EV_CURRENT);
 	py->procs_fd = procs_fd;
 	py->verbose = verbose;
-	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES, CODE_CACHE_BYTES);
+	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES,
+				      code_bytes ? code_bytes : CODE_CACHE_BYTES);
 	py->frames[0] = py_frames_new();
 	py->frames[1] = py_frames_new();
 	if (!py->codes || !py->frames[0] || !py->frames[1]) {
@@ -288,6 +295,8 @@ static void proc_remove(struct python *py, pid_t pid)
 	if (!p)
 		return;
 	*pp = p->next;
+	if (py->ndead < DEAD_GENS_MAX)
+		py->dead_gens[py->ndead++] = p->gen;	/* its code objects go */
 	free(p);
 	STAT_ADD(py, processes, -1);
 	if (py->procs_fd >= 0)
@@ -696,6 +705,29 @@ int python_frame(struct python *py, uint64_t token, struct py_frame *out)
 			    (uint32_t)token, out);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void python_forget_exited(struct python *py)
+{
+	uint64_t gens[DEAD_GENS_MAX];
+	uint32_t n;
+
+	pthread_mutex_lock(&py->procs_lock);
+	n = py->ndead;
+	memcpy(gens, py->dead_gens, n * sizeof(*gens));
+	py->ndead = 0;
+	pthread_mutex_unlock(&py->procs_lock);
+	if (!n)
+		return;
+	qsort(gens, n, sizeof(*gens), cmp_u64);
+	py_code_forget(py->codes, gens, n);
+}
+
 void python_new_interval(struct python *py)
 {
 	uint64_t n, full;
@@ -725,6 +757,8 @@ void python_stats(struct python *py, struct python_stats *out)
 	out->map_errors = __atomic_load_n(&py->st.map_errors, __ATOMIC_RELAXED);
 	py_code_cache_stats(py->codes, &cs);	/* racy sizes: fine for stats */
 	out->code_reads = cs.reads;
+	out->code_evictions = cs.evictions;
+	out->code_objects = cs.entries;
 	out->read_timeouts = cs.timeouts;
 	py_frames_stats(py->frames[py->cur], &out->frames, &out->frames_full);
 	out->frames_full += __atomic_load_n(&py->full_before, __ATOMIC_RELAXED);

@@ -45,13 +45,17 @@ struct python_stats {
 	uint64_t map_errors;		/* python_procs updates that failed */
 	uint64_t bytes;			/* gauge: heap of the code cache and the
 					 * two frame tables */
+	uint64_t code_evictions;	/* code objects dropped for room (LRU) */
+	uint64_t code_objects;		/* gauge: code objects cached */
 };
 
 /*
  * python_new - an empty table. @procs_fd is the `python_procs` map (-1:
- * no BPF, for tests); @verbose > 0 logs each interpreter found. NULL on OOM.
+ * no BPF, for tests); @code_bytes bounds the code objects cached (their
+ * names, files and line tables; least recently used go first; 0: 32 MiB);
+ * @verbose > 0 logs each interpreter found. NULL on OOM.
  */
-struct python *python_new(int procs_fd, int verbose);
+struct python *python_new(int procs_fd, uint64_t code_bytes, int verbose);
 
 void python_free(struct python *py);
 
@@ -90,14 +94,22 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 int python_frame(struct python *py, uint64_t token, struct py_frame *out);
 
 /*
- * python_new_interval - a new aggregation interval starts: if the frame
- * table is half full, new frames go to a fresh table from now on (the
+ * python_new_interval - a new aggregation interval starts: if the
+ * frame table is half full, new frames go to a fresh table from now on (the
  * other generation, whose ids only the interval before last used). So
  * the table never fills for good in a long run. Call on the reader
  * thread, before the interval's first python_merge_stack(), and only
  * once the profile of the interval before last has been built.
  */
 void python_new_interval(struct python *py);
+
+/*
+ * python_forget_exited - drop the cached code objects of the interpreters
+ * python_removed() was told about since the last call (up to 1024; the
+ * cache's LRU takes any beyond). On the reader thread, like
+ * python_merge_stack(): the code cache is its.
+ */
+void python_forget_exited(struct python *py);
 
 /* python_stats - counters and sizes (any thread). */
 void python_stats(struct python *py, struct python_stats *out);
