@@ -13,8 +13,9 @@
  * tracer hands consumed bytes back to producers only in whole pages it
  * first returned to the kernel (MADV_DONTNEED, at least RELEASE_BYTES at
  * a time, or all whole pages when the queue drains): a 64 MiB queue holds
- * the pages of its backlog, not every page a burst ever wrote. Also: the tracer's loop (expiry, clock re-sync,
- * ticks every NVTX_TICK_NS and when the queue drains), trace and span ids
+ * the pages of its backlog, not every page a burst ever wrote. Also: the
+ * tracer's loop (expiry, clock re-sync, ticks every NVTX_TICK_NS and when
+ * the queue drains), trace and span ids
  * (xoshiro256** seeded from getrandom(2); never all-zero), and the final
  * close of everything at nvtx_stop().
  */
@@ -432,8 +433,7 @@ static void tracer_destroy(struct nvtx_tracer *t)
 	pthread_cond_destroy(&t->wake);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->stop_lock);
-	if (t->q)
-		munmap(t->q, t->qcap);
+	munmap(t->q, t->qcap);
 	free(t);
 }
 

@@ -61,7 +61,7 @@ struct uobj {
 /*
  * One process's entry (its ranges, as written to BPF) and the tables it
  * references. Only the ranges it has are held: the 10 KiB BPF value is
- * put together in the loader's scratch at each write.
+ * put together in l->value at each write.
  */
 struct uproc {
 	pid_t pid;
@@ -84,10 +84,14 @@ struct unwind_loader {
 	double reload_tokens;	/* token bucket: RELOADS_PER_S */
 	uint64_t reload_refill_ns;
 	uint64_t expired_ns;	/* last expire() walk */
-	/* an update's ranges as they are built, and the BPF value written */
-	struct unwind_proc scratch;
-	struct uobj *scratch_obj[UNWIND_MAX_PROC_MAPPINGS];
-	uint32_t scratch_used;	/* entries of scratch not zero */
+	/* an update's ranges as they are built (evict_one() may write other
+	 * processes' entries meanwhile: not through these) */
+	struct unwind_mapping build[UNWIND_MAX_PROC_MAPPINGS];
+	struct uobj *build_obj[UNWIND_MAX_PROC_MAPPINGS];
+	uint32_t nbuild;
+	/* the BPF value of each write_proc() */
+	struct unwind_proc value;
+	uint32_t value_used;	/* entries of value not zero */
 };
 
 static uint64_t mono_ns(void)
@@ -433,25 +437,24 @@ static void put_objs(struct unwind_loader *l, struct uobj **objs, uint32_t n,
 	}
 }
 
-/* Append a range to the update being built in l->scratch. */
+/* Append a range to the update being built in l->build. */
 static int add_entry(struct unwind_loader *l, uint64_t start, uint64_t end,
 		     struct uobj *o, const struct chunk *ch, uint64_t pc_base)
 {
-	struct unwind_proc *v = &l->scratch;
 	struct unwind_mapping *e;
-	uint32_t n = v->nmappings;
+	uint32_t n = l->nbuild;
 
 	if (start >= end)
 		return 0;
 	/* merge with a preceding frame-pointer range */
-	if (!ch && n && v->mappings[n - 1].shard == UNWIND_NO_TABLE &&
-	    v->mappings[n - 1].end == start) {
-		v->mappings[n - 1].end = end;
+	if (!ch && n && l->build[n - 1].shard == UNWIND_NO_TABLE &&
+	    l->build[n - 1].end == start) {
+		l->build[n - 1].end = end;
 		return 0;
 	}
 	if (n >= UNWIND_MAX_PROC_MAPPINGS)
 		return -ENOSPC;
-	e = &v->mappings[n];
+	e = &l->build[n];
 	memset(e, 0, sizeof(*e));
 	e->start = start;
 	e->end = end;
@@ -459,8 +462,8 @@ static int add_entry(struct unwind_loader *l, uint64_t start, uint64_t end,
 	e->shard = ch ? ch->ext.shard : UNWIND_NO_TABLE;
 	e->first_row = ch ? ch->ext.first_row : 0;
 	e->nrows = ch ? ch->ext.nrows : 0;
-	l->scratch_obj[n] = ch ? o : NULL;
-	v->nmappings++;
+	l->build_obj[n] = ch ? o : NULL;
+	l->nbuild++;
 	return 0;
 }
 
@@ -489,14 +492,14 @@ static int add_mapping(struct unwind_loader *l, const struct proc_mapping *m,
 
 		if (m->start >= m->end)
 			return 0;
-		if (l->scratch.nmappings >= UNWIND_MAX_PROC_MAPPINGS)
+		if (l->nbuild >= UNWIND_MAX_PROC_MAPPINGS)
 			return -ENOSPC;
-		e = &l->scratch.mappings[l->scratch.nmappings];
+		e = &l->build[l->nbuild];
 		memset(e, 0, sizeof(*e));
 		e->start = m->start;
 		e->end = m->end;
 		e->shard = UNWIND_EVICTED;
-		l->scratch_obj[l->scratch.nmappings++] = NULL;
+		l->build_obj[l->nbuild++] = NULL;
 		return 0;
 	}
 	if (!found)
@@ -523,19 +526,19 @@ static int add_mapping(struct unwind_loader *l, const struct proc_mapping *m,
 }
 
 /*
- * Write @u's entry to BPF: its ranges copied into the scratch value (the
- * ranges past them zeroed, as far as an earlier write used them).
+ * Write @u's entry to BPF: its ranges copied into l->value (the ranges
+ * past them zeroed, as far as an earlier write used them).
  */
 static int write_proc(struct unwind_loader *l, struct uproc *u)
 {
-	struct unwind_proc *v = &l->scratch;
+	struct unwind_proc *v = &l->value;
 
 	if (u->nmappings)
 		memcpy(v->mappings, u->mappings, u->nmappings * sizeof(*u->mappings));
-	if (l->scratch_used > u->nmappings)
+	if (l->value_used > u->nmappings)
 		memset(&v->mappings[u->nmappings], 0,
-		       (l->scratch_used - u->nmappings) * sizeof(*v->mappings));
-	l->scratch_used = u->nmappings;
+		       (l->value_used - u->nmappings) * sizeof(*v->mappings));
+	l->value_used = u->nmappings;
 	v->nmappings = u->nmappings;
 	v->maps_read_ns = u->maps_read_ns;
 	if (bpf_map_update_elem(l->procs_fd, &u->pid, v, BPF_ANY)) {
@@ -545,11 +548,10 @@ static int write_proc(struct unwind_loader *l, struct uproc *u)
 	return 0;
 }
 
-/* Copy the ranges built in @v (and their tables @obj) into @u. */
-static int keep_entries(struct uproc *u, const struct unwind_proc *v,
-			struct uobj *const *obj)
+/* Copy the ranges built in l->build (and their tables) into @u. */
+static int keep_entries(struct unwind_loader *l, struct uproc *u)
 {
-	uint32_t n = v->nmappings ? v->nmappings : 1;
+	uint32_t n = l->nbuild ? l->nbuild : 1;
 	struct unwind_mapping *m = realloc(u->mappings, n * sizeof(*m));
 	struct uobj **eo;
 
@@ -559,9 +561,9 @@ static int keep_entries(struct uproc *u, const struct unwind_proc *v,
 	if (!eo)
 		return -ENOMEM;
 	u->entry_obj = eo;
-	memcpy(u->mappings, v->mappings, v->nmappings * sizeof(*m));
-	memcpy(u->entry_obj, obj, v->nmappings * sizeof(*eo));
-	u->nmappings = v->nmappings;
+	memcpy(u->mappings, l->build, l->nbuild * sizeof(*m));
+	memcpy(u->entry_obj, l->build_obj, l->nbuild * sizeof(*eo));
+	u->nmappings = l->nbuild;
 	return 0;
 }
 
@@ -587,9 +589,7 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 	old_n = u->nobjs;
 	u->objs = calloc(maps->n ? maps->n : 1, sizeof(*u->objs));
 	u->nobjs = 0;
-	if (l->scratch_used < l->scratch.nmappings)
-		l->scratch_used = l->scratch.nmappings;
-	l->scratch.nmappings = 0;
+	l->nbuild = 0;
 	u->maps_read_ns = maps->read_ns;	/* older than an exec: not used */
 	if (!u->objs) {
 		u->objs = old_objs;
@@ -621,7 +621,8 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 		l->st.ranges_truncated++;
 	put_objs(l, old_objs, old_n, now);
 	free(old_objs);
-	err = keep_entries(u, &l->scratch, l->scratch_obj);
+	err = keep_entries(l, u);
+	l->nbuild = 0;
 	if (err)	/* no memory: no ranges (frame pointers) rather than stale ones */
 		u->nmappings = 0;
 	werr = write_proc(l, u);
@@ -713,6 +714,13 @@ static void evict_one(struct unwind_loader *l, struct uobj *keep)
 		return;
 	}
 	/* In use: point its processes' ranges at frame pointers, rewrite. */
+	for (uint32_t i = 0; i < l->nbuild; i++) {	/* the update in progress */
+		if (l->build_obj[i] != victim)
+			continue;
+		l->build[i].shard = UNWIND_EVICTED;
+		l->build[i].nrows = 0;
+		l->build_obj[i] = NULL;
+	}
 	for (int b = 0; b < PROC_BUCKETS; b++) {
 		for (struct uproc *u = l->procs[b]; u; u = u->next) {
 			bool changed = false;
