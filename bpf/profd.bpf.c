@@ -87,7 +87,6 @@ int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 	/* before the event: the old image's tables stop now */
 	bpf_map_update_elem(&exec_times, &pid, &now, BPF_ANY);
 	bpf_map_delete_elem(&python_procs, &pid);
-	bpf_map_delete_elem(&missing_wakes, &pid);	/* its first sample wakes */
 	proc_event(PROFD_EVENT_PROC_EXEC, p);
 	bpf_map_delete_elem(&dl_events, &pid);	/* a new ld.so starts over */
 	return 0;
@@ -103,7 +102,6 @@ int BPF_PROG(profd_proc_exit, struct task_struct *p)
 	/* The process ends with its last thread: signal->live hit zero. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
-	bpf_map_delete_elem(&missing_wakes, &pid);	/* a reused PID starts afresh */
 	proc_event(PROFD_EVENT_PROC_EXIT, p);
 	if (cfg_follow_children) {
 		/* samples may follow this event: user space deletes it later */

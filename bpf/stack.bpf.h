@@ -213,40 +213,11 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 __u64 last_probe_wakeup_ns;
 
 /*
- * A sample asking for its process's unwind info wakes the reader at most
- * once per PROFD_MISSING_WAKEUP_NS and process: user space re-reads a
- * process's maps at most every 250 ms (PROCESS_REFRESH_MIN_NS), so a
- * sooner wakeup for it is wasted (while a new binary's table compiles, or
- * in a JIT's fresh code, that was every sample); those records reach the
- * reader at its next poll. Exec and exit delete the entry, so a new
- * image's first sample always wakes it.
- */
-#define PROFD_MISSING_WAKEUP_NS	(250 * 1000 * 1000)
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);		/* bpf_ktime_get_ns() of the wakeup */
-} missing_wakes SEC(".maps");
-
-static __always_inline bool missing_wakeup_due(__u32 pid, __u64 now)
-{
-	__u64 *last = bpf_map_lookup_elem(&missing_wakes, &pid);
-
-	if (last && now - *last < PROFD_MISSING_WAKEUP_NS)
-		return false;
-	bpf_map_update_elem(&missing_wakes, &pid, &now, BPF_ANY);
-	return true;
-}
-
-/*
  * emit_sample - copy the finished record from scratch to the ringbuf.
  *
  * A wakeup costs more than the rest of the capture, so the reader is only
  * woken when it must act at once: the process (or this pc) has no unwind
- * info yet, so its maps must be read while it lives (once per 250 ms and
- * process: missing_wakeup_due()); the buffer fills; or
+ * info yet, so its maps must be read while it lives; the buffer fills; or
  * a probe sample (a GPU launch, whose program may exit milliseconds
  * later, before its frames' files are opened) came after 5 ms without
  * one. Otherwise the reader picks the record up at its next periodic poll.
@@ -274,9 +245,8 @@ static __always_inline int emit_sample(__u32 slot)
 	 * prevent.
 	 */
 	if (!cfg_dwarf_unwinding ||
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES ||
-	    ((st->sample.flags & PROFD_SAMPLE_UNWIND_MISSING) &&
-	     missing_wakeup_due(st->sample.pid, st->sample.ktime_ns)))
+	    (st->sample.flags & PROFD_SAMPLE_UNWIND_MISSING) ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (st->sample.origin == PROFD_ORIGIN_PROBE &&
 	    st->sample.ktime_ns - last_probe_wakeup_ns > PROFD_PROBE_WAKEUP_NS) {
