@@ -524,3 +524,36 @@ def test_exited_interpreters_code_objects_are_dropped(profd_bin, tmp_path):
     assert after <= peak // 4, (
         f"code objects of exited interpreters kept: {after} (peak {peak})")
     assert 0 < nbytes and budget == 8 << 20, (nbytes, budget)
+
+
+@pytest.mark.skipif(not os.path.exists(NVTX_APP) or not os.path.exists(NVTX_LIB),
+                    reason="NVTX support not built (no CUDA headers)")
+def test_sigterm_during_an_nvtx_flood_exits_promptly(profd_bin, tmp_path):
+    """Two threads flood NVTX (push+pop as fast as they can: the ringbuf
+    never runs dry) under whole-machine profd; SIGTERM 4 s in. profd
+    exits 0 within 3 s with its profiles written (it took 6-15 s when the
+    reader's consume loop only returned on an empty ring)."""
+    out = tmp_path / "out"
+    prof = subprocess.Popen([profd_bin, "--output-dir", str(out), "--profile-interval", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, NVTX_INJECTION64_PATH=os.path.abspath(NVTX_LIB))
+    flood = None
+    try:
+        time.sleep(3)
+        flood = subprocess.Popen([NVTX_APP, "flood", "--iter", "20000000", "--threads", "2"],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(4)
+        t0 = time.monotonic()
+        prof.terminate()
+        _, err = prof.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if flood:
+            flood.kill()
+            flood.wait()
+        if prof.poll() is None:
+            prof.kill()
+            prof.wait()
+    assert prof.returncode == 0, err
+    assert took < 3, f"exit took {took:.1f} s during the flood\n{err}"
+    assert glob.glob(str(out / "cpu-*.pb.gz")), err

@@ -199,6 +199,7 @@ struct agent {
 	struct agent_cache_stats cache_stats;
 
 	volatile int stop_reader;
+	uint32_t batch_records;		/* reader: records since its last poll began */
 	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */
 	unsigned int reader_sync_done;	/* ... and the last one the reader met */
 	int reader_exited;

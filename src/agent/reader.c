@@ -46,6 +46,8 @@
  */
 #define READER_POLL_MS 20	/* sampling CPython processes: their code objects */
 #define READER_POLL_SLOW_MS 100	/* otherwise, and while probabilistic profiling is off */
+#define READER_BATCH 4096	/* records per poll before the loop runs again */
+#define READER_DRAIN_NS (500ULL * 1000 * 1000)	/* the last drain, at most */
 
 /*
  * Leading user frames of a launch stack that are the profiler's own (the
@@ -236,9 +238,28 @@ void agent_defer_workers(struct agent *ag, bool on, uint64_t now)
 	unwind_async_defer(ag->unwind, on);
 }
 
+static int on_event(struct agent *ag, const void *data, size_t size);
+
+/*
+ * The ringbuf callback: one record, then -ECANCELED once READER_BATCH
+ * records were taken since the reader last reset ag->batch_records, which
+ * ends libbpf's consume loop (the record is consumed). A producer that
+ * writes as fast as the reader reads (an NVTX flood) never empties the
+ * ring: without the cut, the reader never got back to its loop, to the
+ * interval clock or to a stop request.
+ */
 int agent_on_event(void *ctx, const void *data, size_t size)
 {
 	struct agent *ag = ctx;
+	int ret = on_event(ag, data, size);
+
+	if (!ret && ++ag->batch_records >= READER_BATCH)
+		return -ECANCELED;
+	return ret;
+}
+
+static int on_event(struct agent *ag, const void *data, size_t size)
+{
 	uint32_t type = *(const uint32_t *)data;
 	uint64_t now = clock_mono_ns();
 
@@ -513,8 +534,11 @@ void *agent_reader_main(void *arg)
 		 */
 		bool soon = __atomic_load_n(&ag->sampling_on, __ATOMIC_RELAXED) &&
 			    __atomic_load_n(&ag->python_processes, __ATOMIC_RELAXED);
-		int n = tracer_poll(ag->tracer, soon ? READER_POLL_MS : READER_POLL_SLOW_MS);
+		int n;
 		uint64_t now;
+
+		ag->batch_records = 0;
+		n = tracer_poll(ag->tracer, soon ? READER_POLL_MS : READER_POLL_SLOW_MS);
 
 		agent_defer_workers(ag, false, 0);
 		if (n < 0) {
@@ -545,8 +569,15 @@ void *agent_reader_main(void *arg)
 		__atomic_store_n(&ag->reader_sync_done, sync, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&ag->reader_exited, 1, __ATOMIC_RELEASE);
-	/* Sampling is off: whatever is left in the ringbuf is the last data. */
-	tracer_drain(ag->tracer);
+	/*
+	 * Sampling is off: whatever is left in the ringbuf is the last data
+	 * (at most READER_DRAIN_NS of it: a flooding probe never lets it run dry).
+	 */
+	for (uint64_t t0 = clock_mono_ns(); clock_mono_ns() - t0 < READER_DRAIN_NS;) {
+		ag->batch_records = 0;
+		if (tracer_drain(ag->tracer) < READER_BATCH)
+			break;
+	}
 	agent_defer_workers(ag, false, 0);
 	if (ag->gpu)
 		gpu_finish(ag->gpu);	/* nothing more will join: count the rest */

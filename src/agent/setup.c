@@ -313,7 +313,11 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 		/* not profiling this probabilistic interval: drop the samples
 		 * taken while the events were being attached */
 		ag->discard_samples = true;
-		tracer_drain(ag->tracer);
+		for (int i = 0; i < 64; i++) {	/* in batches: a flood never ends */
+			ag->batch_records = 0;
+			if (tracer_drain(ag->tracer) != INT_MAX)
+				break;
+		}
 		agent_defer_workers(ag, false, 0);
 		ag->discard_samples = false;
 	}

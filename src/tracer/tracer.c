@@ -3,6 +3,7 @@
  * tracer.c - loading and running profd's BPF programs (see tracer.h).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,16 +323,22 @@ int tracer_poll(struct tracer *t, int timeout_ms)
 
 	if (n == -EINTR)
 		n = 0;
+	if (n == -ECANCELED)
+		return INT_MAX;	/* the callback ended the batch: more waits */
 	if (n < 0)
 		return n;
 	/* records written with BPF_RB_NO_WAKEUP did not wake the poll */
 	m = ring_buffer__consume(t->rb);
+	if (m == -ECANCELED)
+		return INT_MAX;
 	return m < 0 ? m : n + m;
 }
 
 int tracer_drain(struct tracer *t)
 {
-	return ring_buffer__consume(t->rb);
+	int n = ring_buffer__consume(t->rb);
+
+	return n == -ECANCELED ? INT_MAX : n;
 }
 
 int tracer_set_sampling(struct tracer *t, bool on)

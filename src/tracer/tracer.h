@@ -93,12 +93,18 @@ struct tracer *tracer_open(const struct tracer_opts *opts, tracer_event_fn fn,
 /*
  * tracer_poll - wait up to @timeout_ms for a wakeup, then hand every
  * record in the ringbuf to the callback (most records do not wake the
- * reader: see emit_sample(), so call this periodically). Returns the
- * number consumed, or a negative errno (-EINTR is not an error).
+ * reader: see emit_sample(), so call this periodically). The callback may
+ * end the batch early by returning -ECANCELED (that record is consumed):
+ * then INT_MAX is returned (more may wait). Otherwise returns the number
+ * consumed, or a negative errno (-EINTR is not an error).
  */
 int tracer_poll(struct tracer *t, int timeout_ms);
 
-/* tracer_drain - consume whatever is in the ringbuf without waiting. */
+/*
+ * tracer_drain - consume whatever is in the ringbuf without waiting (or
+ * until the callback returns -ECANCELED: INT_MAX). Returns as
+ * tracer_poll().
+ */
 int tracer_drain(struct tracer *t);
 
 /*
