@@ -167,12 +167,17 @@ def assert_copies_named(pprof, out, comm_prefix, min_total, log):
         f"{[s['frames'] for s in samples[:3]]}")
 
 
-def _rss_mib(pid):
+def _status_mib(pid, field):
+    """/proc/PID/status's @field (e.g. VmRSS, RssAnon) in MiB; 0 if absent."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0
+
+
+def _rss_mib(pid):
+    return _status_mib(pid, "VmRSS")
 
 
 def test_many_big_binaries_memory_stays_bounded(profd_bin, pprof, tmp_path):
@@ -403,11 +408,7 @@ def test_held_symbol_tables_are_shed_and_reloaded(profd_bin, pprof, tmp_path):
 
 
 def _rss_anon_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) / 1024
-    return 0
+    return _status_mib(pid, "RssAnon")
 
 
 NVTX_APP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
