@@ -71,7 +71,7 @@ struct python {
 	int cur;			/* the generation new frames go to */
 	uint64_t full_before;		/* frames_full of retired generations */
 	/* under procs_lock: generations of processes removed since the
-	 * reader last dropped their code objects (python_new_interval()) */
+	 * reader last dropped their code objects (python_forget_exited()) */
 	uint64_t dead_gens[DEAD_GENS_MAX];
 	uint32_t ndead;
 	struct python_stats st;		/* atomics: read by python_stats() */
