@@ -422,7 +422,8 @@ NVTX_LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build
 def test_nvtx_flood_gives_its_queue_pages_back(profd_bin, tmp_path):
     """NVTX floods of 1M push+pop pairs each under whole-machine profd,
     until 1.4M spans were traced (48-byte events: more than the 64 MiB
-    NVTX queue passed through).
+    NVTX queue passed through; --memory-limit 2112 gives the queue its
+    most, 64 MiB).
     Once the queue has drained, profd's anonymous RSS is back within 12
     MiB of what it was before: the queue's pages are given back, not kept
     resident by every byte a burst ever wrote (before: +40 MiB, for good)."""
@@ -430,6 +431,7 @@ def test_nvtx_flood_gives_its_queue_pages_back(profd_bin, tmp_path):
 
     out = tmp_path / "out"
     p = Profd([profd_bin, "--output-dir", str(out), "--duration", "300",
+               "--memory-limit", "2112",
                "--profile-interval", "5", "--http-address", "127.0.0.1:0"])
     try:
         url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
@@ -437,6 +439,7 @@ def test_nvtx_flood_gives_its_queue_pages_back(profd_bin, tmp_path):
         p.wait_line(r"sampling", 30)
         time.sleep(3)
         before = _rss_anon_mib(p.proc.pid)
+        assert one(fetch_metrics(url), "profd_nvtx_queue_budget_bytes") == 64 << 20
         env = dict(os.environ, NVTX_INJECTION64_PATH=os.path.abspath(NVTX_LIB))
         peak_queue = spans = 0
         for _ in range(6):	# a loaded machine loses more: flood until enough passed
@@ -467,6 +470,65 @@ def test_nvtx_flood_gives_its_queue_pages_back(profd_bin, tmp_path):
         f"anonymous RSS {before:.1f} -> {after:.1f} MiB after {spans} spans "
         f"(queue peak seen {peak_queue} bytes)")
     assert queued < 1 << 20, f"the gauge says the queue holds {queued} bytes"
+
+
+@pytest.mark.skipif(not os.path.exists(NVTX_APP) or not os.path.exists(NVTX_LIB),
+                    reason="NVTX support not built (no CUDA headers)")
+def test_nvtx_queue_stays_within_its_budget(profd_bin, tmp_path):
+    """Whole-machine profd with --memory-limit 80 (the NVTX queue's share:
+    512 KiB) while two NVTX floods of 1M push+pop pairs run: the queue
+    (profd_nvtx_queue_bytes, sampled every 0.1 s) never holds more than
+    its budget, and profd's anonymous RSS stays within 24 MiB of what it
+    was before (the 64 MiB queue it had whatever the limit let a starved
+    tracer take profd to 146 MiB under a limit of 80)."""
+    import threading
+    from test_metrics import Profd, fetch_metrics, one
+
+    p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "120",
+               "--memory-limit", "80", "--profile-interval", "5",
+               "--http-address", "127.0.0.1:0"])
+    seen, done = [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                fams = fetch_metrics(url)
+                seen.append((one(fams, "profd_nvtx_queue_bytes"),
+                             one(fams, "profd_nvtx_queue_budget_bytes"),
+                             _rss_anon_mib(p.proc.pid)))
+            except OSError:
+                pass
+            time.sleep(0.1)
+
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                          10).group(1)
+        p.wait_line(r"sampling", 30)
+        time.sleep(3)
+        before = _rss_anon_mib(p.proc.pid)
+        w = threading.Thread(target=watch, daemon=True)
+        w.start()
+        env = dict(os.environ, NVTX_INJECTION64_PATH=os.path.abspath(NVTX_LIB))
+        for _ in range(2):
+            subprocess.run([NVTX_APP, "flood", "--iter", "1000000"], env=env,
+                           check=True, capture_output=True, timeout=120)
+        time.sleep(2)
+        done.set()
+        w.join(5)
+        spans = one(fetch_metrics(url), "profd_events_total", name="nvtx_spans")
+    finally:
+        done.set()
+        p.stop()
+    assert seen, "no /metrics read during the floods"
+    peak = max(q for q, _, _ in seen)
+    budget = seen[-1][1]
+    rss = max(r for _, _, r in seen)
+    print(f"NVTX queue peak {peak / 2**10:.0f} KiB of {budget / 2**10:.0f}; "
+          f"anon RSS {before:.1f} -> peak {rss:.1f} MiB; {spans} spans")
+    assert spans > 0, "the floods were not traced"
+    assert budget == 512 << 10, budget
+    assert peak <= budget, f"the NVTX queue held {peak} bytes, over {budget}"
+    assert rss <= before + 24, f"anonymous RSS {before:.1f} -> {rss:.1f} MiB"
 
 
 PY_MANY_FUNCS = """
@@ -558,3 +620,119 @@ def test_sigterm_during_an_nvtx_flood_exits_promptly(profd_bin, tmp_path):
     assert prof.returncode == 0, err
     assert took < 3, f"exit took {took:.1f} s during the flood\n{err}"
     assert glob.glob(str(out / "cpu-*.pb.gz")), err
+
+
+PY_LONG_NAMES = """
+import sys, time
+# 4,000 functions whose qualified names and file name are ~1,000
+# characters (a hostile or generated code base): each distinct frame
+# costs profd ~2 KiB to keep
+pad = "x" * 1000
+fs = []
+for i in range(4000):
+    ns = {}
+    exec(compile(f"def f{i}_{pad}(n):\\n    s = 0\\n    for j in range(n):\\n        s += j\\n    return s\\n",
+                 f"/gen/{i}/{pad}.py", "exec"), ns)
+    fs.append(ns[f"f{i}_{pad}"])
+print("ready", flush=True, file=sys.stderr)
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    for f in fs:
+        f(2000)
+"""
+
+
+def test_python_frame_tables_stay_within_their_budget(profd_bin, pprof, tmp_path):
+    """A CPython program runs 4,000 functions whose names and files are
+    ~1,000 characters each, for 24 s at 99 Hz, under `profd exec
+    --memory-limit 80` (Python's share: 2 MiB, half for code objects, a
+    quarter for each frame table generation). Thousands of distinct
+    frames of ~2 KiB each would take several MiB; profd's Python heap
+    (profd_cache_bytes{cache="python"}, sampled every 0.5 s) stays within
+    its budget; the frame tables are renewed (counted) and the
+    functions are still named in the profiles."""
+    from test_metrics import Profd, fetch_metrics, one
+
+    real = os.path.realpath(sys.executable)
+    script = tmp_path / "long.py"
+    script.write_text(PY_LONG_NAMES)
+    out = tmp_path / "out"
+    p = Profd([profd_bin, "exec", "--output-dir", str(out), "--memory-limit", "80",
+               "--profile-interval", "2", "--sampling-frequency", "99",
+               "--http-address", "127.0.0.1:0", "--", real, str(script), "24"])
+    seen, budget, fams = [], 0, {}
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                          10).group(1)
+        deadline = time.time() + 60
+        while time.time() < deadline and p.proc.poll() is None:
+            try:
+                fams = fetch_metrics(url)
+            except OSError:
+                break
+            seen.append(one(fams, "profd_cache_bytes", cache="python"))
+            budget = one(fams, "profd_cache_budget_bytes", cache="python")
+            renewals = one(fams, "profd_events_total", name="python_frame_table_rotations")
+            time.sleep(0.5)
+        rc = p.proc.wait(timeout=30)
+    finally:
+        p.stop()
+    assert rc == 0, p.stderr()
+    assert budget == 2 << 20, budget
+    peak = max(seen)
+    print(f"python heap peak {peak / 2**20:.2f} MiB of {budget / 2**20:.0f}; "
+          f"frame table renewals {renewals}")
+    assert peak <= budget, f"Python's heap {peak} bytes, over its budget {budget}"
+    assert renewals >= 1, "the frame table was never renewed"
+    named = set()
+    for f in sorted(out.glob("*.pb.gz")):
+        text = subprocess.run([pprof, "-traces", str(f)], capture_output=True,
+                              text=True, timeout=60).stdout
+        named.update(re.findall(r"\bf(\d+)_x{1000}\b", text))
+    assert len(named) >= 200, f"only {len(named)} long-named functions in the profiles"
+
+
+def test_otlp_queue_stays_within_its_budget(profd_bin, tmp_path):
+    """An OTLP endpoint that accepts connections and never answers (a
+    hung collector): under `profd exec --memory-limit 80` (the export
+    queue's share: 1 MiB) the profiles of a program with thousands of
+    ~1,000-character frame names (~100-200 KiB a request) pile up for
+    16 s; the queue (profd_export_queue_bytes, sampled every 0.5 s) never
+    holds more than its budget, and what did not fit is counted dropped."""
+    import socket
+    from test_metrics import Profd, fetch_metrics, one
+
+    real = os.path.realpath(sys.executable)
+    script = tmp_path / "long.py"
+    script.write_text(PY_LONG_NAMES)
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(64)
+        port = srv.getsockname()[1]
+        p = Profd([profd_bin, "exec", "--output-dir", str(tmp_path / "out"),
+                   "--memory-limit", "80", "--profile-interval", "1",
+                   "--sampling-frequency", "99", "--http-address", "127.0.0.1:0",
+                   "--otlp-endpoint", f"http://127.0.0.1:{port}",
+                   "--", real, str(script), "16"])
+        peak, budget, dropped = 0, 0, 0
+        try:
+            url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                              10).group(1)
+            deadline = time.time() + 40
+            while time.time() < deadline and p.proc.poll() is None:
+                try:
+                    fams = fetch_metrics(url)
+                except OSError:
+                    break
+                peak = max(peak, one(fams, "profd_export_queue_bytes"))
+                budget = one(fams, "profd_export_queue_budget_bytes")
+                dropped = one(fams, "profd_export_items_dropped_total")
+                time.sleep(0.5)
+        finally:
+            p.stop()
+    print(f"export queue peak {peak / 2**10:.0f} KiB of {budget / 2**10:.0f}; "
+          f"items dropped {dropped}")
+    assert budget == 1 << 20, budget
+    assert peak > budget / 4, f"the profiles never queued up: peak {peak} bytes"
+    assert peak <= budget, f"the export queue held {peak} bytes, over {budget}"
+    assert dropped > 0, "nothing was dropped: the queue was never full"

@@ -141,7 +141,7 @@ struct agent_cache_stats {
 	uint64_t flame_pruned;		/* frames folded for room */
 	uint64_t proc_bytes;		/* process maps snapshots */
 	uint64_t python_bytes;		/* Python code cache and frame tables */
-	uint64_t python_budget;		/* the code cache's share of --memory-limit */
+	uint64_t python_budget;		/* code cache + frame tables: their share */
 	uint64_t python_evictions;	/* code objects dropped for room */
 	uint64_t python_codes;		/* code objects cached */
 	uint64_t agg_bytes;		/* the open interval's aggregation (and

@@ -169,6 +169,9 @@ int agent_export_new(const struct agent_export_config *c, struct agent_export **
 		}
 	}
 	if (has_endpoint(&x->otlp)) {
+		/* within --memory-limit's share (never above the default) */
+		if (c->export_queue_bytes && c->export_queue_bytes < x->otlp.max_queue_bytes)
+			x->otlp.max_queue_bytes = c->export_queue_bytes;
 		x->exporter = otlp_exporter_new(&x->otlp, err, errlen);
 		if (!x->exporter) {
 			ret = -EINVAL;
@@ -183,6 +186,7 @@ int agent_export_new(const struct agent_export_config *c, struct agent_export **
 	if (c->nvtx) {
 		struct nvtx_opts no = {
 			.max_spans_per_sec = c->nvtx_max_spans_per_sec,
+			.queue_bytes = c->nvtx_queue_bytes,
 			.out = { .ctx = x, .span = on_span, .log = on_log, .tick = on_tick },
 		};
 
@@ -302,6 +306,9 @@ void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
 	out->nvtx_library_dropped = ns.library_dropped;
 	out->nvtx_tables_full = ns.tables_full;
 	out->nvtx_queue_bytes = ns.queue_bytes;
+	out->nvtx_queue_budget = ns.queue_cap;
+	out->otlp_queue_bytes = os.bytes_queued;
+	out->otlp_queue_budget = os.max_queue_bytes;
 	for (int s = 0; s < OTLP_SIGNAL_MAX; s++)
 		out->otlp_items_sent += os.items_sent[s];
 	out->otlp_items_dropped = os.items_dropped + x->profile_samples_dropped +

@@ -26,6 +26,8 @@ struct agent_export_config {
 	bool insecure;			/* --otlp-insecure */
 	bool nvtx;			/* track NVTX ranges (the injection library is attached) */
 	unsigned int nvtx_max_spans_per_sec;	/* per process, 0: unlimited */
+	size_t export_queue_bytes;	/* most OTLP request bytes held (0: 64 MiB) */
+	size_t nvtx_queue_bytes;	/* the NVTX tracer's queue (0: 64 MiB) */
 	const struct agent_label *labels;	/* --label: extra attributes of every resource */
 	size_t nlabels;
 	int verbose;
@@ -52,6 +54,9 @@ struct agent_export_stats {
 	uint64_t otlp_requests_dropped;	/* requests given up: export errors */
 	uint64_t otlp_bytes_sent;	/* request bodies accepted, after gzip */
 	uint64_t nvtx_queue_bytes;	/* NVTX queue bytes that may be resident */
+	uint64_t nvtx_queue_budget;	/* its size */
+	uint64_t otlp_queue_bytes;	/* OTLP request bytes queued or in flight */
+	uint64_t otlp_queue_budget;	/* the most it holds */
 };
 
 struct agent_export;

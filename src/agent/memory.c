@@ -47,6 +47,8 @@ void agent_memory_budgets(unsigned int limit_mib, unsigned int symbol_cache_mib,
 		out->symbols = (uint64_t)symbol_cache_mib << 20;
 	out->flamegraph = share / 4;
 	out->python = share / 8;
+	out->export_queue = share / 16;
+	out->nvtx_queue = share / 32;
 }
 
 void agent_memory_read(struct agent_memory_stats *out)

@@ -19,12 +19,15 @@
 
 /*
  * The RSS ceiling (--memory-limit) and its parts: a fixed base (BPF ring
- * buffers and maps profd mmaps, its code, the fixed heap: measured ~60
- * MiB), then the caches' share, the rest: half for the symbolizer (at
- * most --symbol-cache-limit), a quarter for the flame graph trees, an
- * eighth for the Python code objects read from processes; the last eighth
- * is headroom for what is bounded by count, not bytes (process snapshots,
- * Python frame tables, the interval's aggregation).
+ * buffers and maps profd mmaps, its code, the fixed heap, what is bounded
+ * by count: measured ~60 MiB), then the share, split between every cache
+ * and queue that grows with what the host does: half for the symbolizer
+ * (at most --symbol-cache-limit), a quarter for the CPU flame graph tree
+ * and a 32nd for the GPU one, an eighth for Python (code objects read
+ * from processes and the frame tables), a 16th for the OTLP export queue
+ * (a dead endpoint) and a 32nd for the NVTX tracer's queue (bursts). The
+ * parts add up to the share; the queues are empty but in bursts and
+ * outages, the caches full after a while on a busy host.
  */
 #define AGENT_MEMORY_BASE_MIB	64u
 #define AGENT_MEMORY_MIN_MIB	80u
@@ -32,7 +35,9 @@
 struct agent_budgets {
 	uint64_t symbols;	/* bytes */
 	uint64_t flamegraph;	/* bytes: CPU tree, the GPU one gets 1/8 more */
-	uint64_t python;	/* bytes: the Python code object cache */
+	uint64_t python;	/* bytes: code objects and frame tables */
+	uint64_t export_queue;	/* bytes: OTLP requests waiting or in flight */
+	uint64_t nvtx_queue;	/* bytes: NVTX events waiting for the tracer */
 };
 
 /*

@@ -317,7 +317,7 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 	labelled(b, "profd_cache_budget_bytes", PROM_GAUGE,
 		 "The most a cache may hold before it sheds (its share of "
 		 "--memory-limit; symbols: at most --symbol-cache-limit; python: "
-		 "the code object cache).", "cache", 3, budgets,
+		 "the code objects and the frame tables).", "cache", 3, budgets,
 		 (uint64_t[]){ s->caches.sym_budget, s->caches.flame_budget,
 			       s->caches.python_budget });
 	labelled(b, "profd_cache_entries", PROM_GAUGE,
@@ -375,6 +375,13 @@ static const struct field_metric export_rows[] = {
 	{ "profd_export_queue_items", PROM_GAUGE,
 	  "OTLP items (spans, log records, profile samples) queued or in flight.",
 	  EXPORT(otlp_items_queued) },
+	{ "profd_export_queue_bytes", PROM_GAUGE,
+	  "OTLP request bytes queued or in flight (before compression).",
+	  EXPORT(otlp_queue_bytes) },
+	{ "profd_export_queue_budget_bytes", PROM_GAUGE,
+	  "The most OTLP request bytes queued (a 16th of --memory-limit's "
+	  "share, at most 64 MiB); past it requests are dropped, counted.",
+	  EXPORT(otlp_queue_budget) },
 	{ "profd_export_requests_total", PROM_COUNTER,
 	  "OTLP requests the endpoint accepted.", EXPORT(otlp_requests_sent) },
 	{ "profd_export_errors_total", PROM_COUNTER,
@@ -394,6 +401,10 @@ static const struct field_metric export_rows[] = {
 	  "Bytes of the NVTX tracer's queue that may hold pages: its backlog "
 	  "and consumed bytes not yet given back (at most 256 KiB).",
 	  EXPORT(nvtx_queue_bytes) },
+	{ "profd_nvtx_queue_budget_bytes", PROM_GAUGE,
+	  "The NVTX tracer's queue size (a 32nd of --memory-limit's share, "
+	  "at most 64 MiB); events past it are lost, counted.",
+	  EXPORT(nvtx_queue_budget) },
 };
 
 static const struct field_metric run_rows[] = {

@@ -520,6 +520,22 @@ void agent_publish_stats(struct agent *ag)
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 
+/*
+ * python_tick - on the reap tick: drop exited interpreters' code objects,
+ * and renew the frame table at each new interval even when no Python
+ * sample came (an idle table of gone processes' frames is freed).
+ */
+static void python_tick(struct agent *ag)
+{
+	uint64_t gen = __atomic_load_n(&ag->interval, __ATOMIC_ACQUIRE);
+
+	python_forget_exited(ag->py);
+	if (ag->py_interval < gen) {
+		python_new_interval(ag->py);
+		ag->py_interval = gen;
+	}
+}
+
 void *agent_reader_main(void *arg)
 {
 	struct agent *ag = arg;
@@ -560,8 +576,8 @@ void *agent_reader_main(void *arg)
 			agent_reap(ag, now);
 			agent_defer_workers(ag, false, 0);
 			last_reap = now;
-			if (ag->py)	/* exited interpreters' code objects */
-				python_forget_exited(ag->py);
+			if (ag->py)
+				python_tick(ag);
 			agent_memory_tick(now);	/* give back what exited processes freed */
 		}
 		agent_publish_stats(ag);

@@ -211,6 +211,8 @@ static int export_setup(struct agent *ag)
 		.insecure = cfg->otlp_insecure,
 		.nvtx = cfg->gpu,
 		.nvtx_max_spans_per_sec = cfg->nvtx_max_spans_per_sec,
+		.export_queue_bytes = ag->budgets.export_queue,
+		.nvtx_queue_bytes = ag->budgets.nvtx_queue,
 		.labels = cfg->labels,
 		.nlabels = cfg->nlabels,
 		.verbose = cfg->verbose,

@@ -310,10 +310,12 @@ int otlp_export(struct otlp_exporter *e, enum otlp_signal sig, void *body,
 	}
 	r = malloc(sizeof(*r));
 	pthread_mutex_lock(&e->lock);
-	/* a flood of spans leaves a quarter of the queue to profiles */
+	/* a flood of spans leaves a quarter of the queue to profiles; an
+	 * empty queue takes one request of any size */
 	if (!r || atomic_load(&e->stop) ||
-	    e->queued_bytes + len > (sig == OTLP_SIGNAL_PROFILES ? e->max_queue_bytes :
-				     e->max_queue_bytes / 4 * 3)) {
+	    (e->queued_bytes &&
+	     e->queued_bytes + len > (sig == OTLP_SIGNAL_PROFILES ? e->max_queue_bytes :
+				      e->max_queue_bytes / 4 * 3))) {
 		e->st.requests_dropped++;
 		e->st.items_dropped += items;
 		snprintf(e->st.last_error, sizeof(e->st.last_error),
@@ -382,6 +384,8 @@ void otlp_exporter_stats(struct otlp_exporter *e, struct otlp_stats *out)
 	pthread_mutex_lock(&e->lock);
 	*out = e->st;
 	out->items_queued = e->busy ? e->busy_items : 0;
+	out->bytes_queued = e->queued_bytes;
+	out->max_queue_bytes = e->max_queue_bytes;
 	for (struct otlp_req *r = e->head; r; r = r->next)
 		out->items_queued += r->items;
 	pthread_mutex_unlock(&e->lock);

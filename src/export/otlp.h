@@ -152,6 +152,9 @@ struct otlp_stats {
 	uint64_t retries;		/* attempts after the first */
 	uint64_t bytes_sent;		/* request bodies accepted, after gzip */
 	uint64_t items_queued;		/* waiting or in flight at the snapshot */
+	uint64_t bytes_queued;		/* their request bytes (before gzip) */
+	uint64_t max_queue_bytes;	/* the most queued (an empty queue takes
+					 * one request of any size) */
 	char last_error[256];		/* "" or the last failure, one line */
 };
 

@@ -446,7 +446,8 @@ struct nvtx_tracer *nvtx_new(const struct nvtx_opts *o)
 
 	if (!t)
 		return NULL;
-	qcap = o->queue_bytes ? o->queue_bytes : QUEUE_DEFAULT_BYTES;
+	qcap = o->queue_bytes && o->queue_bytes < QUEUE_DEFAULT_BYTES ?
+	       o->queue_bytes : QUEUE_DEFAULT_BYTES;
 	if (qcap < QUEUE_MIN_BYTES)
 		qcap = QUEUE_MIN_BYTES;
 	t->qpage = (size_t)sysconf(_SC_PAGESIZE);
@@ -510,6 +511,7 @@ void nvtx_get_stats(struct nvtx_tracer *t, struct nvtx_stats *out)
 	*out = t->pub;
 	out->queue_full = t->queue_full;
 	out->queue_bytes = t->qhead - t->qtail;
+	out->queue_cap = t->qcap;
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -69,7 +69,7 @@ struct nvtx_output {
 
 struct nvtx_opts {
 	unsigned int max_spans_per_sec;	/* per process, 0: unlimited */
-	size_t queue_bytes;		/* 0: 64 MiB (at least 64 KiB) */
+	size_t queue_bytes;		/* 0 or more: 64 MiB (at least 64 KiB) */
 	struct nvtx_output out;
 	/*
 	 * MONOTONIC -> Unix ns; NULL: the tracer's own. The tracer's thread
@@ -97,6 +97,7 @@ struct nvtx_stats {
 	uint64_t queue_bytes;		/* gauge: bytes of the queue whose pages
 					 * may be resident (backlog, and consumed
 					 * bytes not yet given back) */
+	uint64_t queue_cap;		/* the queue's size in bytes */
 };
 
 struct nvtx_tracer;

@@ -22,9 +22,26 @@ struct py_frames {
 	uint32_t n, cap;
 	uint32_t *slots;	/* open addressing: ids, 0 = empty */
 	uint32_t nslots;
-	uint64_t bytes;		/* of the strings */
+	uint64_t bytes;		/* of the strings, with malloc's overhead */
+	uint64_t max_bytes;	/* bound on held(): strings, entries, slots */
 	uint64_t full;
 };
+
+/* Heap a string of @len characters takes: glibc's chunk (8 bytes of
+ * header, 16-byte steps, 32 at least). */
+static uint64_t str_cost(size_t len)
+{
+	uint64_t c = (len + 1 + 8 + 15) & ~15ULL;
+
+	return c < 32 ? 32 : c;
+}
+
+/* What the table holds on the heap. */
+static uint64_t held(const struct py_frames *t)
+{
+	return sizeof(*t) + t->bytes + (uint64_t)t->cap * sizeof(*t->v) +
+	       (uint64_t)t->nslots * sizeof(*t->slots);
+}
 
 static uint64_t frame_hash(const char *fn, const char *file, int line, int first)
 {
@@ -66,11 +83,16 @@ static int grow_slots(struct py_frames *t)
 static uint32_t add(struct py_frames *t, const char *fn, const char *file,
 		    int line, int first, uint64_t h)
 {
+	uint64_t need = str_cost(strlen(fn)) + str_cost(strlen(file));
 	struct entry *e;
 	uint32_t j;
 
-	if (t->n >= PY_FRAMES_MAX ||
-	    t->bytes + strlen(fn) + strlen(file) + 2 > PY_FRAMES_MAX_BYTES)
+	/* arrays that must grow first double (the old slots are freed) */
+	if (t->n == t->cap)
+		need += (uint64_t)t->cap * sizeof(*t->v);
+	if ((t->n + 1) * 2 > t->nslots)
+		need += (uint64_t)(t->nslots ? t->nslots : 1024) * sizeof(*t->slots);
+	if (t->n >= PY_FRAMES_MAX || held(t) + need > t->max_bytes)
 		return 0;
 	if ((t->n + 1) * 2 > t->nslots && grow_slots(t))
 		return 0;
@@ -91,7 +113,7 @@ static uint32_t add(struct py_frames *t, const char *fn, const char *file,
 		free((char *)e->f.file);
 		return 0;
 	}
-	t->bytes += strlen(fn) + strlen(file) + 2;
+	t->bytes += str_cost(strlen(fn)) + str_cost(strlen(file));
 	e->f.line = line;
 	e->f.first_line = first;
 	e->hash = h;
@@ -102,7 +124,7 @@ static uint32_t add(struct py_frames *t, const char *fn, const char *file,
 	return t->n++;
 }
 
-struct py_frames *py_frames_new(void)
+struct py_frames *py_frames_new(uint64_t max_bytes)
 {
 	static const char *const fixed[] = {
 		[PY_FRAME_UNREADABLE] = "[python: unreadable frame]",
@@ -115,6 +137,7 @@ struct py_frames *py_frames_new(void)
 	if (!t)
 		return NULL;
 	pthread_mutex_init(&t->lock, NULL);
+	t->max_bytes = max_bytes ? max_bytes : PY_FRAMES_MAX_BYTES;
 	t->n = 1;	/* id 0 is never used */
 	t->cap = 0;
 	t->v = calloc(256, sizeof(*t->v));
@@ -185,6 +208,16 @@ int py_frames_get(struct py_frames *t, uint32_t id, struct py_frame *out)
 	return ret;
 }
 
+bool py_frames_empty(struct py_frames *t)
+{
+	bool empty;
+
+	pthread_mutex_lock(&t->lock);
+	empty = t->n <= PY_FRAME_FIRST_FREE;
+	pthread_mutex_unlock(&t->lock);
+	return empty;
+}
+
 void py_frames_stats(struct py_frames *t, uint64_t *frames, uint64_t *full)
 {
 	pthread_mutex_lock(&t->lock);
@@ -198,8 +231,7 @@ uint64_t py_frames_bytes(struct py_frames *t)
 	uint64_t n;
 
 	pthread_mutex_lock(&t->lock);
-	n = sizeof(*t) + t->bytes + (uint64_t)t->cap * sizeof(*t->v) +
-	    (uint64_t)t->nslots * sizeof(*t->slots);
+	n = held(t);
 	pthread_mutex_unlock(&t->lock);
 	return n;
 }
@@ -209,7 +241,7 @@ bool py_frames_half_full(struct py_frames *t)
 	bool half;
 
 	pthread_mutex_lock(&t->lock);
-	half = t->n >= PY_FRAMES_MAX / 2 || t->bytes >= PY_FRAMES_MAX_BYTES / 2;
+	half = t->n >= PY_FRAMES_MAX / 2 || held(t) >= t->max_bytes / 2;
 	pthread_mutex_unlock(&t->lock);
 	return half;
 }

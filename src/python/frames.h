@@ -6,9 +6,11 @@
  * showed, so aggregated stacks carry a Python frame as one 64-bit word
  * (PY_IP_FRAME | id) beside native addresses, and the profile writer can
  * name it after the process and its code objects are gone. Entries are
- * never removed while the table lives; the table is bounded (new frames
- * past PY_FRAMES_MAX map to one "[python: frame table full]" entry,
- * counted). Thread-safe: the reader thread adds, the writer reads.
+ * never removed while the table lives; the table is bounded by count
+ * (PY_FRAMES_MAX) and by heap bytes (its strings with malloc's overhead,
+ * entries and hash slots): new frames past either map to one
+ * "[python: frame table full]" entry, counted. Thread-safe: the reader
+ * thread adds, the writer reads.
  */
 #ifndef PROFD_PYTHON_FRAMES_H
 #define PROFD_PYTHON_FRAMES_H
@@ -23,7 +25,7 @@
 #ifndef PY_FRAMES_MAX	/* a build may set it lower, to test the rotation */
 #define PY_FRAMES_MAX	(1u << 18)
 #endif
-#define PY_FRAMES_MAX_BYTES	(64ULL << 20)	/* of names per table */
+#define PY_FRAMES_MAX_BYTES	(64ULL << 20)	/* per table, when given none */
 
 /* Ids of the fixed frames every table has. */
 enum py_fixed_frame {
@@ -43,8 +45,11 @@ struct py_frame {
 
 struct py_frames;
 
-/* py_frames_new - an empty table holding the fixed frames; NULL on OOM. */
-struct py_frames *py_frames_new(void);
+/*
+ * py_frames_new - an empty table holding the fixed frames, that holds at
+ * most @max_bytes of heap (0: PY_FRAMES_MAX_BYTES). NULL on OOM.
+ */
+struct py_frames *py_frames_new(uint64_t max_bytes);
 
 /* py_frames_free - free the table and its strings. NULL is fine. */
 void py_frames_free(struct py_frames *t);
@@ -66,10 +71,13 @@ int py_frames_get(struct py_frames *t, uint32_t id, struct py_frame *out);
 /* py_frames_stats - frames interned, and interns refused (table full). */
 void py_frames_stats(struct py_frames *t, uint64_t *frames, uint64_t *full);
 
-/* py_frames_half_full - the table holds half of its count or byte bound. */
 /* py_frames_bytes - heap bytes @t holds: its entries, slots and strings. */
 uint64_t py_frames_bytes(struct py_frames *t);
 
+/* py_frames_half_full - the table holds half of its count or byte bound. */
 bool py_frames_half_full(struct py_frames *t);
+
+/* py_frames_empty - the table holds its fixed frames only. */
+bool py_frames_empty(struct py_frames *t);
 
 #endif /* PROFD_PYTHON_FRAMES_H */

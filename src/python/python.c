@@ -24,7 +24,9 @@
 #define DETECT_CACHE_MAX	16384
 #define MAX_LOADS		16
 #define CODE_CACHE_ENTRIES	65536
-#define CODE_CACHE_BYTES	(32u << 20)	/* when python_new() is given none */
+#define PYTHON_BUDGET		(64u << 20)	/* when python_new() is given none */
+/* intervals after which a frame table that holds frames is renewed */
+#define PY_FRAMES_RENEW_INTERVALS	60
 /* exited interpreters whose code objects wait to be dropped (beyond: LRU) */
 #define DEAD_GENS_MAX		1024
 
@@ -69,6 +71,8 @@ struct python {
 	/* two generations of interned frames: ids carry PY_IP_GEN for [1] */
 	struct py_frames *frames[2];
 	int cur;			/* the generation new frames go to */
+	uint64_t frames_bytes;		/* bound of each generation */
+	uint32_t since_renewal;		/* python_new_interval() calls */
 	uint64_t full_before;		/* frames_full of retired generations */
 	/* under procs_lock: generations of processes removed since the
 	 * reader last dropped their code objects (python_forget_exited()) */
@@ -79,7 +83,7 @@ struct python {
 
 #define STAT_ADD(py, field, v) __atomic_add_fetch(&(py)->st.field, (v), __ATOMIC_RELAXED)
 
-struct python *python_new(int procs_fd, uint64_t code_bytes, int verbose)
+struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 {
 	struct python *py = calloc(1, sizeof(*py));
 
@@ -89,10 +93,12 @@ struct python *python_new(int procs_fd, uint64_t code_bytes, int verbose)
 	elf_version(EV_CURRENT);
 	py->procs_fd = procs_fd;
 	py->verbose = verbose;
-	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES,
-				      code_bytes ? code_bytes : CODE_CACHE_BYTES);
-	py->frames[0] = py_frames_new();
-	py->frames[1] = py_frames_new();
+	if (!budget)
+		budget = PYTHON_BUDGET;
+	py->frames_bytes = budget / 4;
+	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES, budget / 2);
+	py->frames[0] = py_frames_new(py->frames_bytes);
+	py->frames[1] = py_frames_new(py->frames_bytes);
 	if (!py->codes || !py->frames[0] || !py->frames[1]) {
 		python_free(py);
 		return NULL;
@@ -733,9 +739,13 @@ void python_new_interval(struct python *py)
 	uint64_t n, full;
 	struct py_frames *fresh;
 
-	if (!py_frames_half_full(py->frames[py->cur]))
+	py->since_renewal++;
+	if (!py_frames_half_full(py->frames[py->cur]) &&
+	    (py->since_renewal < PY_FRAMES_RENEW_INTERVALS ||
+	     (py_frames_empty(py->frames[py->cur]) &&
+	      py_frames_empty(py->frames[!py->cur]))))
 		return;
-	fresh = py_frames_new();
+	fresh = py_frames_new(py->frames_bytes);
 	if (!fresh)
 		return;
 	/* the other generation was last used two or more intervals ago */
@@ -744,6 +754,7 @@ void python_new_interval(struct python *py)
 	py_frames_free(py->frames[!py->cur]);
 	py->frames[!py->cur] = fresh;
 	py->cur = !py->cur;
+	py->since_renewal = 0;
 	STAT_ADD(py, frame_rotations, 1);
 }
 

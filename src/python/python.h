@@ -51,11 +51,12 @@ struct python_stats {
 
 /*
  * python_new - an empty table. @procs_fd is the `python_procs` map (-1:
- * no BPF, for tests); @code_bytes bounds the code objects cached (their
- * names, files and line tables; least recently used go first; 0: 32 MiB);
- * @verbose > 0 logs each interpreter found. NULL on OOM.
+ * no BPF, for tests); @budget bounds its heap in bytes (0: 64 MiB): half
+ * for the code objects cached (their names, files and line tables; least
+ * recently used go first), a quarter for each of the two frame table
+ * generations; @verbose > 0 logs each interpreter found. NULL on OOM.
  */
-struct python *python_new(int procs_fd, uint64_t code_bytes, int verbose);
+struct python *python_new(int procs_fd, uint64_t budget, int verbose);
 
 void python_free(struct python *py);
 
@@ -94,12 +95,15 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
 int python_frame(struct python *py, uint64_t token, struct py_frame *out);
 
 /*
- * python_new_interval - a new aggregation interval starts: if the
- * frame table is half full, new frames go to a fresh table from now on (the
- * other generation, whose ids only the interval before last used). So
- * the table never fills for good in a long run. Call on the reader
- * thread, before the interval's first python_merge_stack(), and only
- * once the profile of the interval before last has been built.
+ * python_new_interval - a new aggregation interval starts: if the frame
+ * table is half full (count or bytes), or has not been renewed for
+ * PY_FRAMES_RENEW_INTERVALS calls and holds frames, new frames go to a
+ * fresh table from now on (replacing the other generation, whose ids only
+ * the interval before last used). So the table never fills for good in a
+ * long run, and frames no process shows any more are freed within two
+ * renewals. Call once per interval on the reader thread, before the
+ * interval's first python_merge_stack(), and only once the profile of
+ * the interval before last has been built.
  */
 void python_new_interval(struct python *py);
 

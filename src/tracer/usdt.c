@@ -9,10 +9,12 @@
  * in each of them (which switches the library's work on).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <bpf/libbpf.h>
 
@@ -77,20 +79,38 @@ static void detach(struct gpu_library *lib)
 int tracer_gpu_attach(struct tracer *t, const char *path)
 {
 	struct gpu_library *lib;
+	char fdpath[32];
 	struct stat st;
+	int fd, ret = 1;
 
-	if (stat(path, &st))
+	/*
+	 * Held open, and attached through /proc/self/fd: @path is usually
+	 * /proc/PID/root/..., gone when that process exits, maybe halfway
+	 * through the probes (a short-lived NVTX program); the file is not.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -ENOENT;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -ENOENT;
+		goto out;
+	}
 	for (unsigned int i = 0; i < t->ngpu_libs; i++) {
 		if (t->gpu_libs[i].dev == st.st_dev && t->gpu_libs[i].ino == st.st_ino) {
 			t->gpu_libs[i].seen = true;
-			return 0;
+			ret = 0;
+			goto out;
 		}
 	}
-	if (t->ngpu_libs == TRACER_GPU_MAX_LIBRARIES)
-		return -ENOSPC;
+	if (t->ngpu_libs == TRACER_GPU_MAX_LIBRARIES) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	lib = &t->gpu_libs[t->ngpu_libs];
 	memset(lib, 0, sizeof(*lib));
 	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
@@ -99,7 +119,7 @@ int tracer_gpu_attach(struct tracer *t, const char *path)
 		struct bpf_program *prog = probe_prog(t, i, &name, &optional);
 
 		errno = 0;
-		lib->links[i] = bpf_program__attach_usdt(prog, -1, path,
+		lib->links[i] = bpf_program__attach_usdt(prog, -1, fdpath,
 							 PROFD_USDT_PROVIDER,
 							 name, NULL);
 		if (!lib->links[i]) {
@@ -109,14 +129,17 @@ int tracer_gpu_attach(struct tracer *t, const char *path)
 				continue;	/* an older library: no NVTX */
 			detach(lib);
 			/* libbpf says ENOENT when the note lacks the probe */
-			return err == -ENOENT ? -ESRCH : err;
+			ret = err == -ENOENT ? -ESRCH : err;
+			goto out;
 		}
 	}
 	lib->dev = st.st_dev;
 	lib->ino = st.st_ino;
 	lib->seen = true;
 	t->ngpu_libs++;
-	return 1;
+out:
+	close(fd);
+	return ret;
 }
 
 unsigned int tracer_gpu_detach_unused(struct tracer *t)
