@@ -7,6 +7,10 @@ hung program's mappings (partial.file_hung), names the file in one
 warning, reports /healthz degraded, and exits within 2 s of SIGTERM while
 the read still hangs.
 
+A hung OTLP collector (accepts connections, never answers) costs at
+most a second at exit: SIGTERM still exits within 2 s, with a warning
+that the endpoint did not take everything.
+
 F: a library truncated in place after its samples, before the interval
 is written: its frames are still named (symbols are read when the object
 is opened), never a bare mapping name that nothing counts.
@@ -249,3 +253,35 @@ def test_library_truncated_after_its_samples(profd_bin, pprof, tmp_path):
     # "[libspin.so]" (had the file been unreadable, a counter would say so)
     assert named == in_lib, (named, in_lib, err)
     assert _counter(raw, "partial.symbols_unreadable") == 0
+
+
+def test_hung_collector_does_not_hold_up_exit(profd_bin, tmp_path):
+    """profd system-wide, exporting to an OTLP endpoint that accepts
+    connections and never answers (a hung collector): its profiles wait
+    in the export queue; SIGTERM 4 s in exits 0 within 2 s (the endpoint
+    gets one second), saying what the endpoint did not take."""
+    import socket
+
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(64)
+        port = srv.getsockname()[1]
+        p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "60",
+                   "--profile-interval", "1",
+                   "--otlp-endpoint", f"http://127.0.0.1:{port}"])
+        try:
+            p.wait_line(r"sampling", 30)
+            p.wait_line(r"^profd: interval 3:", 30)
+            t0 = time.monotonic()
+            p.proc.send_signal(signal.SIGTERM)
+            p.proc.wait(20)
+            took = time.monotonic() - t0
+            p.reader.join(5)
+        finally:
+            if p.proc.poll() is None:
+                p.proc.kill()
+                p.proc.wait()
+    assert p.proc.returncode == 0, p.stderr()
+    assert re.search(r"warning: OTLP endpoint \S+ did not take everything in 1000 ms",
+                     p.stderr()), p.stderr()
+    assert took < 2.0, f"SIGTERM took {took:.2f} s with the collector hung\n{p.stderr()}"

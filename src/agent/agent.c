@@ -54,7 +54,7 @@ enum wake {
 };
 
 /* How long profd waits at exit for the OTLP endpoint to take the rest. */
-#define EXPORT_STOP_TIMEOUT_MS 5000
+#define EXPORT_STOP_TIMEOUT_MS 1000
 
 /*
  * Close the NVTX ranges still open, send what is pending (the endpoint
