@@ -31,6 +31,30 @@ SEMAPHORE(error);
 SEMAPHORE(launches);
 SEMAPHORE(nvtx);
 
+#define FIRE2(name) \
+	__attribute__((noinline)) void inject_fire_##name(const void *v, uint32_t n) \
+	{ STAP_PROBE2(profd, name, v, n); }
+
+__attribute__((noinline)) void inject_fire_launch(uint64_t corr, uint32_t cbid,
+						  uint32_t flags)
+{
+	STAP_PROBE3(profd, launch, corr, cbid, flags);
+}
+
+__attribute__((noinline)) void inject_fire_name(uint32_t id, const char *str)
+{
+	STAP_PROBE2(profd, name, id, str);
+}
+
+FIRE2(launches)
+FIRE2(kernels)
+FIRE2(cubin)
+FIRE2(pc_samples)
+FIRE2(stall_reasons)
+FIRE2(device)
+FIRE2(error)
+FIRE2(nvtx)
+
 #define KEPT_ERRORS 16
 
 static pthread_mutex_t errors_lock = PTHREAD_MUTEX_INITIALIZER;

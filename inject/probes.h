@@ -34,21 +34,35 @@ extern unsigned short profd_nvtx_semaphore INJECT_HIDDEN;
 #define PROBE_ON(name) \
 	(__atomic_load_n(&PROFD_SEM(name), __ATOMIC_RELAXED) != 0)
 
-/* The probes, one macro each so the argument types stay fixed. */
+/*
+ * The probes, one function each so the argument types stay fixed and each
+ * probe has one site: an agent pays a uprobe per site, and the kernel
+ * detaches them one at a time (~0.1 s each on a loaded guest) when it
+ * exits. Each is noinline and fires nothing else (probes.c).
+ */
+void inject_fire_launch(uint64_t corr, uint32_t cbid, uint32_t flags) INJECT_HIDDEN;
+void inject_fire_launches(const void *v, uint32_t n) INJECT_HIDDEN;
+void inject_fire_kernels(const void *v, uint32_t n) INJECT_HIDDEN;
+void inject_fire_name(uint32_t id, const char *str) INJECT_HIDDEN;
+void inject_fire_cubin(const void *v, uint32_t n) INJECT_HIDDEN;
+void inject_fire_pc_samples(const void *v, uint32_t n) INJECT_HIDDEN;
+void inject_fire_stall_reasons(const void *v, uint32_t n) INJECT_HIDDEN;
+void inject_fire_device(const void *v, uint32_t n) INJECT_HIDDEN;
+void inject_fire_error(const void *v, uint32_t n) INJECT_HIDDEN;
+void inject_fire_nvtx(const void *v, uint32_t n) INJECT_HIDDEN;
+
 #define FIRE_LAUNCH(corr, cbid, flags) \
-	STAP_PROBE3(profd, launch, (uint64_t)(corr), (uint32_t)(cbid), \
-		    (uint32_t)(flags))
-#define FIRE_LAUNCHES(v, n) STAP_PROBE2(profd, launches, (v), (uint32_t)(n))
-#define FIRE_KERNELS(v, n) STAP_PROBE2(profd, kernels, (v), (uint32_t)(n))
-#define FIRE_NAME(id, str) STAP_PROBE2(profd, name, (uint32_t)(id), (str))
-#define FIRE_CUBIN(v, n) STAP_PROBE2(profd, cubin, (v), (uint32_t)(n))
-#define FIRE_PC_SAMPLES(v, n) STAP_PROBE2(profd, pc_samples, (v), (uint32_t)(n))
-#define FIRE_STALL_REASONS(v, n) \
-	STAP_PROBE2(profd, stall_reasons, (v), (uint32_t)(n))
-#define FIRE_DEVICE(v, n) STAP_PROBE2(profd, device, (v), (uint32_t)(n))
-#define FIRE_ERROR(v, n) STAP_PROBE2(profd, error, (v), (uint32_t)(n))
-/* bpf/nvtx_events.h; fired from one place only (nvtx_batch.c). */
-#define FIRE_NVTX(v, n) STAP_PROBE2(profd, nvtx, (v), (uint32_t)(n))
+	inject_fire_launch((uint64_t)(corr), (uint32_t)(cbid), (uint32_t)(flags))
+#define FIRE_LAUNCHES(v, n) inject_fire_launches((v), (uint32_t)(n))
+#define FIRE_KERNELS(v, n) inject_fire_kernels((v), (uint32_t)(n))
+#define FIRE_NAME(id, str) inject_fire_name((uint32_t)(id), (str))
+#define FIRE_CUBIN(v, n) inject_fire_cubin((v), (uint32_t)(n))
+#define FIRE_PC_SAMPLES(v, n) inject_fire_pc_samples((v), (uint32_t)(n))
+#define FIRE_STALL_REASONS(v, n) inject_fire_stall_reasons((v), (uint32_t)(n))
+#define FIRE_DEVICE(v, n) inject_fire_device((v), (uint32_t)(n))
+#define FIRE_ERROR(v, n) inject_fire_error((v), (uint32_t)(n))
+/* bpf/nvtx_events.h */
+#define FIRE_NVTX(v, n) inject_fire_nvtx((v), (uint32_t)(n))
 
 /* inject_probe_mask - INJECT_P_* bits of the probes attached now. */
 unsigned inject_probe_mask(void) INJECT_HIDDEN;
