@@ -373,6 +373,7 @@ static void run_stop(struct agent *ag)
 	tracer_set_sampling(ag->tracer, false);
 	__atomic_store_n(&ag->stop_reader, 1, __ATOMIC_RELEASE);
 	pthread_join(ag->reader, NULL);
+	tracer_detach_probes_start(ag->tracer);	/* slow: beside the last flush */
 	/* the last interval counts every NVTX record the reader queued */
 	agent_export_quiesce(ag->exp);
 	agent_publish_stats(ag);

@@ -400,10 +400,29 @@ unsigned int tracer_ncpus(const struct tracer *t)
 	return t->nsampled;
 }
 
+static void *detach_probes(void *arg)
+{
+	struct tracer *t = arg;
+
+	tracer_gpu_detach_all(t);
+	bpf_link__destroy(t->skel->links.profd_dl_event);
+	t->skel->links.profd_dl_event = NULL;
+	return NULL;
+}
+
+void tracer_detach_probes_start(struct tracer *t)
+{
+	if (!t || t->detaching)
+		return;
+	t->detaching = !pthread_create(&t->detacher, NULL, detach_probes, t);
+}
+
 void tracer_close(struct tracer *t)
 {
 	if (!t)
 		return;
+	if (t->detaching)
+		pthread_join(t->detacher, NULL);
 	if (t->perf_links) {
 		for (int cpu = 0; cpu < t->ncpus_possible; cpu++)
 			bpf_link__destroy(t->perf_links[cpu]);

@@ -170,6 +170,16 @@ unsigned int tracer_gpu_libraries(const struct tracer *t);
 /* tracer_ncpus - number of CPUs sampled (online at start). */
 unsigned int tracer_ncpus(const struct tracer *t);
 
+/*
+ * tracer_detach_probes_start - start destroying the uprobes (the GPU
+ * library probes, the dlopen probe) on a thread of its own: the kernel
+ * takes them one at a time (~0.1 s each on a loaded guest), so this runs
+ * while the last profile is written. Call once the ringbuf is no longer
+ * read (no other thread uses the tracer's GPU state after); tracer_close()
+ * waits for it. NULL is fine.
+ */
+void tracer_detach_probes_start(struct tracer *t);
+
 /* tracer_close - detach and free everything. NULL is fine. */
 void tracer_close(struct tracer *t);
 

@@ -7,6 +7,7 @@
 #ifndef PROFD_TRACER_TRACER_INTERNAL_H
 #define PROFD_TRACER_TRACER_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -55,6 +56,8 @@ struct tracer {
 	struct ring_buffer *rb;
 	int ncpus_possible;
 	int *perf_fds;			/* per possible CPU, -1 if not open */
+	pthread_t detacher;		/* tracer_detach_probes_start() */
+	bool detaching;
 	struct bpf_link **perf_links;
 	unsigned int nsampled;
 	tracer_event_fn fn;
