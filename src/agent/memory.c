@@ -42,7 +42,7 @@ void agent_memory_budgets(unsigned int limit_mib, unsigned int symbol_cache_mib,
 	if (limit_mib < AGENT_MEMORY_MIN_MIB)
 		limit_mib = AGENT_MEMORY_MIN_MIB;
 	share = (uint64_t)(limit_mib - AGENT_MEMORY_BASE_MIB) << 20;
-	out->symbols = share / 2;
+	out->symbols = share * 2 / 5;	/* + its pending slack (1/4): half */
 	if (out->symbols > (uint64_t)symbol_cache_mib << 20)
 		out->symbols = (uint64_t)symbol_cache_mib << 20;
 	out->flamegraph = share / 4;

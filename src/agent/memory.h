@@ -22,7 +22,8 @@
  * buffers and maps profd mmaps, its code, the fixed heap, what is bounded
  * by count: measured ~60 MiB), then the share, split between every cache
  * and queue that grows with what the host does: half for the symbolizer
- * (at most --symbol-cache-limit), a quarter for the CPU flame graph tree
+ * (its budget two fifths, at most --symbol-cache-limit, plus the quarter
+ * more it keeps for tables whose samples wait to be named), a quarter for the CPU flame graph tree
  * and a 32nd for the GPU one, an eighth for Python (code objects read
  * from processes and the frame tables), a 16th for the OTLP export queue
  * (a dead endpoint) and a 32nd for the NVTX tracer's queue (bursts). The

@@ -64,6 +64,9 @@ struct tracer {
 	void *ctx;
 	struct gpu_library gpu_libs[TRACER_GPU_MAX_LIBRARIES];
 	unsigned int ngpu_libs;
+	/* threads destroying the links of copies nobody maps any more */
+	pthread_t gpu_detachers[TRACER_GPU_MAX_LIBRARIES];
+	unsigned int ngpu_detachers;
 };
 
 /* tracer_gpu_detach_all - destroy every GPU probe link (tracer_close). */

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -142,6 +143,44 @@ out:
 	return ret;
 }
 
+static void *detach_main(void *lib)
+{
+	detach(lib);
+	free(lib);
+	return NULL;
+}
+
+/* Wait for the copies being detached (detach_later()). */
+static void join_detachers(struct tracer *t)
+{
+	for (unsigned int i = 0; i < t->ngpu_detachers; i++)
+		pthread_join(t->gpu_detachers[i], NULL);
+	t->ngpu_detachers = 0;
+}
+
+/*
+ * Destroy @lib's links on a thread of its own: ~0.1 s per probe site
+ * (one at a time in the kernel) would stall the reader for a second.
+ */
+static void detach_later(struct tracer *t, struct gpu_library *lib)
+{
+	struct gpu_library *copy;
+
+	if (t->ngpu_detachers == TRACER_GPU_MAX_LIBRARIES)
+		join_detachers(t);
+	copy = malloc(sizeof(*copy));
+	if (copy) {
+		*copy = *lib;
+		if (!pthread_create(&t->gpu_detachers[t->ngpu_detachers], NULL,
+				    detach_main, copy)) {
+			t->ngpu_detachers++;
+			return;
+		}
+		free(copy);
+	}
+	detach(lib);
+}
+
 unsigned int tracer_gpu_detach_unused(struct tracer *t)
 {
 	unsigned int n = 0;
@@ -151,7 +190,7 @@ unsigned int tracer_gpu_detach_unused(struct tracer *t)
 			t->gpu_libs[i++].seen = false;
 			continue;
 		}
-		detach(&t->gpu_libs[i]);
+		detach_later(t, &t->gpu_libs[i]);
 		t->gpu_libs[i] = t->gpu_libs[--t->ngpu_libs];
 		n++;
 	}
@@ -168,4 +207,5 @@ void tracer_gpu_detach_all(struct tracer *t)
 	for (unsigned int i = 0; i < t->ngpu_libs; i++)
 		detach(&t->gpu_libs[i]);
 	t->ngpu_libs = 0;
+	join_detachers(t);
 }
