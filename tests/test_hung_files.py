@@ -266,6 +266,8 @@ def test_hung_collector_does_not_hold_up_exit(profd_bin, tmp_path):
         srv.bind(("127.0.0.1", 0))
         srv.listen(64)
         port = srv.getsockname()[1]
+        # something to sample: an idle machine gives empty profiles, nothing to send
+        burn = subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
         p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "60",
                    "--profile-interval", "1",
                    "--otlp-endpoint", f"http://127.0.0.1:{port}"])
@@ -278,6 +280,8 @@ def test_hung_collector_does_not_hold_up_exit(profd_bin, tmp_path):
             took = time.monotonic() - t0
             p.reader.join(5)
         finally:
+            burn.kill()
+            burn.wait()
             if p.proc.poll() is None:
                 p.proc.kill()
                 p.proc.wait()
