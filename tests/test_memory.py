@@ -642,6 +642,23 @@ while time.time() < end:
 """
 
 
+def _metrics_while_running(p, seconds):
+    """Yield /metrics (parsed) of Profd @p every 0.5 s while it runs, at
+    most @seconds; stops when it no longer answers."""
+    from test_metrics import fetch_metrics
+
+    url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                      10).group(1)
+    deadline = time.time() + seconds
+    while time.time() < deadline and p.proc.poll() is None:
+        try:
+            fams = fetch_metrics(url)
+        except OSError:
+            return
+        yield fams
+        time.sleep(0.5)
+
+
 def test_python_frame_tables_stay_within_their_budget(profd_bin, pprof, tmp_path):
     """A CPython program runs 4,000 functions whose names and files are
     ~1,000 characters each, for 24 s at 99 Hz, under `profd exec
@@ -651,7 +668,7 @@ def test_python_frame_tables_stay_within_their_budget(profd_bin, pprof, tmp_path
     (profd_cache_bytes{cache="python"}, sampled every 0.5 s) stays within
     its budget; the frame tables are renewed (counted) and the
     functions are still named in the profiles."""
-    from test_metrics import Profd, fetch_metrics, one
+    from test_metrics import Profd, one
 
     real = os.path.realpath(sys.executable)
     script = tmp_path / "long.py"
@@ -660,20 +677,12 @@ def test_python_frame_tables_stay_within_their_budget(profd_bin, pprof, tmp_path
     p = Profd([profd_bin, "exec", "--output-dir", str(out), "--memory-limit", "80",
                "--profile-interval", "2", "--sampling-frequency", "99",
                "--http-address", "127.0.0.1:0", "--", real, str(script), "24"])
-    seen, budget, fams = [], 0, {}
+    seen, budget, renewals = [], 0, 0
     try:
-        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
-                          10).group(1)
-        deadline = time.time() + 60
-        while time.time() < deadline and p.proc.poll() is None:
-            try:
-                fams = fetch_metrics(url)
-            except OSError:
-                break
+        for fams in _metrics_while_running(p, 60):
             seen.append(one(fams, "profd_cache_bytes", cache="python"))
             budget = one(fams, "profd_cache_budget_bytes", cache="python")
             renewals = one(fams, "profd_events_total", name="python_frame_table_rotations")
-            time.sleep(0.5)
         rc = p.proc.wait(timeout=30)
     finally:
         p.stop()
@@ -700,7 +709,7 @@ def test_otlp_queue_stays_within_its_budget(profd_bin, tmp_path):
     16 s; the queue (profd_export_queue_bytes, sampled every 0.5 s) never
     holds more than its budget, and what did not fit is counted dropped."""
     import socket
-    from test_metrics import Profd, fetch_metrics, one
+    from test_metrics import Profd, one
 
     real = os.path.realpath(sys.executable)
     script = tmp_path / "long.py"
@@ -716,18 +725,10 @@ def test_otlp_queue_stays_within_its_budget(profd_bin, tmp_path):
                    "--", real, str(script), "16"])
         peak, budget, dropped = 0, 0, 0
         try:
-            url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
-                              10).group(1)
-            deadline = time.time() + 40
-            while time.time() < deadline and p.proc.poll() is None:
-                try:
-                    fams = fetch_metrics(url)
-                except OSError:
-                    break
+            for fams in _metrics_while_running(p, 40):
                 peak = max(peak, one(fams, "profd_export_queue_bytes"))
                 budget = one(fams, "profd_export_queue_budget_bytes")
                 dropped = one(fams, "profd_export_items_dropped_total")
-                time.sleep(0.5)
         finally:
             p.stop()
     print(f"export queue peak {peak / 2**10:.0f} KiB of {budget / 2**10:.0f}; "
