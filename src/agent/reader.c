@@ -77,6 +77,15 @@ static uint16_t trim_profiler_frames(const struct proc_snapshot *snap,
 	return i < nuser ? i : 0;
 }
 
+/* The frame table's generation check, once per interval @gen (reader). */
+static void python_renew(struct agent *ag, uint64_t gen)
+{
+	if (ag->py_interval < gen) {
+		python_new_interval(ag->py);
+		ag->py_interval = gen;
+	}
+}
+
 static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			  const uint64_t *ips, uint64_t now)
 {
@@ -146,10 +155,7 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 		/* the interval the sample goes to: one more during a flush */
 		uint64_t gen = agent_sample_interval(ag, s->ktime_ns);
 
-		if (ag->py_interval < gen) {
-			python_new_interval(ag->py);
-			ag->py_interval = gen;
-		}
+		python_renew(ag, gen);
 		memcpy(ag->merged, ips, s->kernel_len * sizeof(*ips));
 		nuser = python_merge_stack(ag->py, s->pid, s->flags,
 					   ips + s->kernel_len, s->user_len,
@@ -530,10 +536,7 @@ static void python_tick(struct agent *ag)
 	uint64_t gen = __atomic_load_n(&ag->interval, __ATOMIC_ACQUIRE);
 
 	python_forget_exited(ag->py);
-	if (ag->py_interval < gen) {
-		python_new_interval(ag->py);
-		ag->py_interval = gen;
-	}
+	python_renew(ag, gen);
 }
 
 void *agent_reader_main(void *arg)

@@ -69,7 +69,7 @@ struct nvtx_output {
 
 struct nvtx_opts {
 	unsigned int max_spans_per_sec;	/* per process, 0: unlimited */
-	size_t queue_bytes;		/* 0 or more: 64 MiB (at least 64 KiB) */
+	size_t queue_bytes;		/* 0 or over 64 MiB: 64 MiB (at least 64 KiB) */
 	struct nvtx_output out;
 	/*
 	 * MONOTONIC -> Unix ns; NULL: the tracer's own. The tracer's thread

@@ -77,42 +77,25 @@ static void detach(struct gpu_library *lib)
 			pthread_join(th[i], NULL);
 }
 
-int tracer_gpu_attach(struct tracer *t, const char *path)
+/* Mark the copy with @st's device and inode seen; false if not attached. */
+static bool mark_seen(struct tracer *t, const struct stat *st)
 {
-	struct gpu_library *lib;
-	char fdpath[32];
-	struct stat st;
-	int fd, ret = 1;
-
-	/*
-	 * Held open, and attached through /proc/self/fd: @path is usually
-	 * /proc/PID/root/..., gone when that process exits, maybe halfway
-	 * through the probes (a short-lived NVTX program); the file is not.
-	 */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -ENOENT;
-		goto out;
-	}
 	for (unsigned int i = 0; i < t->ngpu_libs; i++) {
-		if (t->gpu_libs[i].dev == st.st_dev && t->gpu_libs[i].ino == st.st_ino) {
+		if (t->gpu_libs[i].dev == st->st_dev && t->gpu_libs[i].ino == st->st_ino) {
 			t->gpu_libs[i].seen = true;
-			ret = 0;
-			goto out;
+			return true;
 		}
 	}
-	if (t->ngpu_libs == TRACER_GPU_MAX_LIBRARIES) {
-		ret = -ENOSPC;
-		goto out;
-	}
+	return false;
+}
+
+/* Attach every probe to the file open as @fd (@st: its stat). */
+static int attach_fd(struct tracer *t, int fd, const struct stat *st)
+{
+	struct gpu_library *lib = &t->gpu_libs[t->ngpu_libs];
+	char fdpath[32];
+
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	lib = &t->gpu_libs[t->ngpu_libs];
 	memset(lib, 0, sizeof(*lib));
 	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
 		const char *name;
@@ -130,15 +113,44 @@ int tracer_gpu_attach(struct tracer *t, const char *path)
 				continue;	/* an older library: no NVTX */
 			detach(lib);
 			/* libbpf says ENOENT when the note lacks the probe */
-			ret = err == -ENOENT ? -ESRCH : err;
-			goto out;
+			return err == -ENOENT ? -ESRCH : err;
 		}
 	}
-	lib->dev = st.st_dev;
-	lib->ino = st.st_ino;
+	lib->dev = st->st_dev;
+	lib->ino = st->st_ino;
 	lib->seen = true;
 	t->ngpu_libs++;
-out:
+	return 1;
+}
+
+int tracer_gpu_attach(struct tracer *t, const char *path)
+{
+	struct stat st;
+	int fd, ret;
+
+	/* the common case, a copy attached already: one stat() */
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
+	if (mark_seen(t, &st))
+		return 0;
+	if (t->ngpu_libs == TRACER_GPU_MAX_LIBRARIES)
+		return -ENOSPC;
+	/*
+	 * Held open, and attached through /proc/self/fd: @path is usually
+	 * /proc/PID/root/..., gone when that process exits, maybe halfway
+	 * through the probes (a short-lived NVTX program); the file is not.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st))
+		ret = -errno;
+	else if (!S_ISREG(st.st_mode))
+		ret = -ENOENT;
+	else
+		ret = mark_seen(t, &st) ? 0 : attach_fd(t, fd, &st);
 	close(fd);
 	return ret;
 }
