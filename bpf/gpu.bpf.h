@@ -9,7 +9,8 @@
  * the library's fixed-size batches into one record each.
  *
  * Programs are attached by src/tracer/usdt.c to every copy of the library
- * (pid -1: every process mapping it, now and later). The kernel bumps each
+ * (pid -1: every process mapping it, now and later), as uprobe-multi
+ * links where the kernel has them (src/tracer/usdt_multi.c). The kernel bumps each
  * probe's semaphore while a program is attached, which is what turns the
  * library's work on.
  */
@@ -17,14 +18,31 @@
 #define PROFD_BPF_GPU_BPF_H
 
 /*
- * Each copy of the injection library has ~20 probe sites, each a USDT
- * spec: room for TRACER_GPU_MAX_LIBRARIES (src/tracer/tracer_internal.h)
- * copies.
+ * Each probe site of each copy of the injection library (10 a copy now,
+ * at most TRACER_GPU_SITES_PER_COPY) is a USDT spec: room for
+ * TRACER_GPU_MAX_LIBRARIES (src/tracer/tracer_internal.h) copies.
  */
 #define BPF_USDT_MAX_SPEC_CNT 2048
 #include <bpf/usdt.bpf.h>
 
 #include "gpu_events.h"
+#include "usdt_spec.h"
+
+/* src/tracer/usdt_multi.c writes libbpf's specs through usdt_spec.h. */
+_Static_assert(sizeof(struct __bpf_usdt_spec) == sizeof(struct profd_usdt_spec) &&
+	       BPF_USDT_MAX_ARG_CNT == PROFD_USDT_MAX_ARGS &&
+	       __builtin_offsetof(struct __bpf_usdt_spec, arg_cnt) ==
+	       __builtin_offsetof(struct profd_usdt_spec, arg_cnt) &&
+	       __builtin_offsetof(struct __bpf_usdt_spec, usdt_cookie) ==
+	       __builtin_offsetof(struct profd_usdt_spec, usdt_cookie) &&
+	       sizeof(struct __bpf_usdt_arg_spec) == sizeof(struct profd_usdt_arg_spec) &&
+	       __builtin_offsetof(struct __bpf_usdt_arg_spec, reg_off) ==
+	       __builtin_offsetof(struct profd_usdt_arg_spec, reg_off) &&
+	       __builtin_offsetof(struct __bpf_usdt_arg_spec, arg_signed) ==
+	       __builtin_offsetof(struct profd_usdt_arg_spec, arg_signed) &&
+	       __builtin_offsetof(struct __bpf_usdt_arg_spec, arg_bitshift) ==
+	       __builtin_offsetof(struct profd_usdt_arg_spec, arg_bitshift),
+	       "libbpf's USDT spec layout changed: update bpf/usdt_spec.h");
 #include "stack.bpf.h"
 
 /* Payload bytes one batch record may carry. */

@@ -11,6 +11,7 @@ import collections
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -413,3 +414,62 @@ def test_malformed_inject_library_is_one_line_error(profd_bin, tmp_path):
     assert r.returncode == 1
     assert "has no profd probes" in r.stderr or "cannot attach" in r.stderr
     assert len([l for l in r.stderr.splitlines() if "error" in l]) == 1, r.stderr
+
+
+def _link_types(pid):
+    """The kernel's link_type of each BPF link process @pid holds (fdinfo)."""
+    types = collections.Counter()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                m = re.search(r"^link_type:\s*(\S+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            types[m.group(1)] += 1
+    return types
+
+
+def test_exit_with_library_copies_attached_is_prompt(profd_bin, tmp_path):
+    """Four copies of the injection library (four inodes: four sets of
+    probes), each mapped by a running CUDA program, on a machine whose
+    CPUs are busy: SIGTERM exits 0 within 2 s (issue 14: whatever hangs).
+    Perf-event uprobes are destroyed one at a time under a kernel mutex,
+    each waiting for an RCU grace period: that took ~0.6 s a copy here.
+    On kernels >= 6.6 every probe is a uprobe-multi link (fdinfo)."""
+    from test_metrics import Profd
+    copies = []
+    for i in range(4):
+        d = tmp_path / f"lib{i}"
+        d.mkdir()
+        shutil.copy(LIB, d / "libprofd_inject.so")
+        copies.append(d / "libprofd_inject.so")
+    burn = [subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
+            for _ in range(os.cpu_count() or 2)]
+    apps = []
+    p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "120",
+               "--profile-interval", "5", "-v"])
+    try:
+        p.wait_line(r"sampling", 30)
+        for i, c in enumerate(copies):
+            apps.append(subprocess.Popen(
+                [APP, "chains", "2000", "--iter-sleep-us", "20000"],
+                env=app_env(tmp_path / f"mock{i}.log", CUDA_INJECTION64_PATH=str(c)),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            p.wait_line(rf"GPU probes attached to \S*/lib{i}/libprofd_inject\.so", 30)
+        links = _link_types(p.proc.pid)
+        t0 = time.monotonic()
+        p.proc.send_signal(signal.SIGTERM)
+        p.proc.wait(30)
+        took = time.monotonic() - t0
+        p.reader.join(5)
+    finally:
+        for a in apps + burn:
+            a.kill()
+            a.wait()
+        p.stop()
+    print(f"exit {took:.2f} s; links {dict(links)}")
+    assert p.proc.returncode == 0, p.stderr()
+    if tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (6, 6):
+        assert links["uprobe_multi"] >= 4 * 9, links
+    assert took < 2.0, f"SIGTERM took {took:.2f} s with 4 copies attached\n{p.stderr()}"

@@ -121,6 +121,7 @@ static int load_one_copy(void *ctx, const char *prog, unsigned int level)
 	if (!copy)
 		return -errno;
 	configure(copy, l->o);
+	tracer_gpu_configure(copy);
 	tracer_maps_unscaled(sized, tracer_maps_plan(copy, l->o, sized));
 	err = tracer_load_only(copy->obj, prog, level);
 	profd_bpf__destroy(copy);
@@ -138,6 +139,7 @@ static int load(struct tracer *t, const struct tracer_opts *o)
 	int err;
 
 	configure(t->skel, o);
+	t->gpu_multi = tracer_gpu_configure(t->skel);
 	err = tracer_maps_create(sized, tracer_maps_plan(t->skel, o, sized));
 	if (err)
 		return err;
@@ -249,6 +251,7 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 		return NULL;
 	t->fn = fn;
 	t->ctx = ctx;
+	pthread_mutex_init(&t->spec_lock, NULL);
 	tracer_libbpf_setup(o->verbose);
 
 	t->ncpus_possible = libbpf_num_possible_cpus();
@@ -438,5 +441,6 @@ void tracer_close(struct tracer *t)
 	profd_bpf__destroy(t->skel);
 	free(t->perf_links);
 	free(t->perf_fds);
+	pthread_mutex_destroy(&t->spec_lock);
 	free(t);
 }

@@ -14,18 +14,27 @@
 #include "tracer/tracer.h"
 
 /*
- * Copies of the injection library attached at once (BPF_USDT_MAX_SPEC_CNT
- * in bpf/gpu.bpf.h has room for them); copies no process maps any more
- * are detached by tracer_gpu_detach_unused().
+ * Copies of the injection library attached at once, and probe sites a
+ * copy may have (BPF_USDT_MAX_SPEC_CNT in bpf/gpu.bpf.h has room for
+ * their product); copies no process maps any more are detached by
+ * tracer_gpu_detach_unused().
  */
 #define TRACER_GPU_MAX_LIBRARIES 64
+#define TRACER_GPU_SITES_PER_COPY 32
 /* Probes of provider "profd" (bpf/gpu_events.h, bpf/nvtx_events.h). */
 #define TRACER_GPU_PROBES 10
 
+/*
+ * One attached copy: libbpf's USDT links (perf-event uprobes), or, where
+ * the kernel has them, one uprobe-multi link per probe (usdt_multi.h)
+ * whose sites' specs are spec ids slot * TRACER_GPU_SITES_PER_COPY + k.
+ */
 struct gpu_library {
 	dev_t dev;
 	ino_t ino;
 	struct bpf_link *links[TRACER_GPU_PROBES];
+	int link_fds[TRACER_GPU_PROBES];	/* uprobe-multi links; -1: none */
+	int slot;				/* its block of spec ids; -1: none */
 	bool seen;		/* mapped by a process since the last sweep */
 };
 
@@ -67,7 +76,17 @@ struct tracer {
 	/* threads destroying the links of copies nobody maps any more */
 	pthread_t gpu_detachers[TRACER_GPU_MAX_LIBRARIES];
 	unsigned int ngpu_detachers;
+	bool gpu_multi;			/* programs loaded for uprobe-multi links */
+	pthread_mutex_t spec_lock;	/* spec_slots: detach threads free them */
+	uint64_t spec_slots;		/* bit s: spec id block s in use */
 };
+
+/*
+ * tracer_gpu_configure - before @skel loads: if the kernel has
+ * uprobe-multi links, load the GPU programs for them (they can then be
+ * attached only that way). Returns whether it did.
+ */
+bool tracer_gpu_configure(struct profd_bpf *skel);
 
 /* tracer_gpu_detach_all - destroy every GPU probe link (tracer_close). */
 void tracer_gpu_detach_all(struct tracer *t);

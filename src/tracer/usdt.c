@@ -3,10 +3,14 @@
  * usdt.c - attaching the GPU programs to the injection library's probes.
  *
  * Owns: the table of library files (by device and inode) the programs of
- * bpf/gpu.bpf.h are attached to. Each attachment is libbpf's USDT attach
- * with pid -1: a uprobe on the file, so every process mapping it, now or
- * later, fires the programs, and the kernel raises the probe's semaphore
- * in each of them (which switches the library's work on).
+ * bpf/gpu.bpf.h are attached to, and the blocks of USDT spec ids their
+ * probe sites use. Each attachment is a uprobe on the file with pid -1,
+ * so every process mapping it, now or later, fires the programs, and the
+ * kernel raises the probe's semaphore in each of them (which switches
+ * the library's work on). Where the kernel has uprobe-multi links (>=
+ * 6.6) a probe's sites are one such link (usdt_multi.c): detaching a
+ * copy then takes one RCU wait, not one per site under a global mutex.
+ * Elsewhere libbpf's USDT attach makes one perf-event uprobe per site.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,11 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf/gpu_events.h"
 #include "profd.skel.h"
 #include "tracer/tracer_internal.h"
+#include "tracer/usdt_multi.h"
 
 /*
  * The program of probe i and the probe's name. *optional: a library built
@@ -48,33 +54,101 @@ static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name
 	return NULL;
 }
 
-static void *destroy_link(void *link)
+bool tracer_gpu_configure(struct profd_bpf *skel)
 {
-	bpf_link__destroy(link);
+	struct tracer t = { .skel = skel };
+	/*
+	 * The launch probe tail-calls the kprobe-type unwinder chain, and a
+	 * kernel may tail-call only programs of the caller's attach type.
+	 */
+	struct bpf_program *chain[] = {
+		skel->progs.unwind_fp_kprobe, skel->progs.unwind_dwarf_kprobe,
+		skel->progs.unwind_python_kprobe, skel->progs.emit_kprobe,
+	};
+
+	if (!usdt_multi_supported())
+		return false;
+	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
+		const char *name;
+		bool optional;
+
+		bpf_program__set_expected_attach_type(probe_prog(&t, i, &name, &optional),
+						      USDT_MULTI_ATTACH_TYPE);
+	}
+	for (size_t i = 0; i < sizeof(chain) / sizeof(chain[0]); i++)
+		bpf_program__set_expected_attach_type(chain[i], USDT_MULTI_ATTACH_TYPE);
+	return true;
+}
+
+struct link_ref {
+	struct bpf_link *link;	/* libbpf's, or */
+	int fd;			/* a uprobe-multi link's */
+};
+
+static void *destroy_link(void *arg)
+{
+	struct link_ref *r = arg;
+
+	if (r->link)
+		bpf_link__destroy(r->link);
+	else
+		close(r->fd);
 	return NULL;
 }
 
+static void slot_free(struct tracer *t, int slot)
+{
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&t->spec_lock);
+	t->spec_slots &= ~(1ULL << slot);
+	pthread_mutex_unlock(&t->spec_lock);
+}
+
+/* A free block of spec ids, marked used; -ENOSPC if none. */
+static int slot_take(struct tracer *t)
+{
+	int slot = -ENOSPC;
+
+	pthread_mutex_lock(&t->spec_lock);
+	for (int s = 0; s < TRACER_GPU_MAX_LIBRARIES; s++) {
+		if (!(t->spec_slots & (1ULL << s))) {
+			t->spec_slots |= 1ULL << s;
+			slot = s;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->spec_lock);
+	return slot;
+}
+
 /*
- * Each uprobe waits for an RCU grace period as it goes (~0.1 s here), so
- * the probes' links are destroyed in parallel: exit takes one wait, not
- * one per probe site.
+ * Each link destroyed waits for an RCU grace period (~0.1 s here), so
+ * they are destroyed in parallel: uprobe-multi links closed together
+ * share the wait (perf-event ones still queue on the kernel's
+ * event_mutex). The copy's spec ids are free once its links are gone.
  */
-static void detach(struct gpu_library *lib)
+static void detach(struct tracer *t, struct gpu_library *lib)
 {
 	pthread_t th[TRACER_GPU_PROBES];
+	struct link_ref refs[TRACER_GPU_PROBES];
 	bool started[TRACER_GPU_PROBES] = { false };
 
 	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
-		if (!lib->links[i])
-			continue;
-		started[i] = !pthread_create(&th[i], NULL, destroy_link, lib->links[i]);
-		if (!started[i])
-			bpf_link__destroy(lib->links[i]);
+		refs[i] = (struct link_ref){ lib->links[i], lib->link_fds[i] };
 		lib->links[i] = NULL;
+		lib->link_fds[i] = -1;
+		if (!refs[i].link && refs[i].fd < 0)
+			continue;
+		started[i] = !pthread_create(&th[i], NULL, destroy_link, &refs[i]);
+		if (!started[i])
+			destroy_link(&refs[i]);
 	}
 	for (int i = 0; i < TRACER_GPU_PROBES; i++)
 		if (started[i])
 			pthread_join(th[i], NULL);
+	slot_free(t, lib->slot);
+	lib->slot = -1;
 }
 
 /* Mark the copy with @st's device and inode seen; false if not attached. */
@@ -89,14 +163,76 @@ static bool mark_seen(struct tracer *t, const struct stat *st)
 	return false;
 }
 
-/* Attach every probe to the file open as @fd (@st: its stat). */
-static int attach_fd(struct tracer *t, int fd, const struct stat *st)
+/*
+ * Probe @i's sites among @sites (@n) as one uprobe-multi link on @fdpath,
+ * each site's spec written under the copy's block of ids (*@next: the
+ * next unused). Returns the link's fd, -ENOENT if the copy lacks the
+ * probe, or -errno.
+ */
+static int link_multi(struct tracer *t, struct gpu_library *lib, int i,
+		      const struct usdt_site *sites, int n, int *next,
+		      const char *fdpath)
 {
-	struct gpu_library *lib = &t->gpu_libs[t->ngpu_libs];
-	char fdpath[32];
+	uint64_t offsets[TRACER_GPU_SITES_PER_COPY], refs[TRACER_GPU_SITES_PER_COPY];
+	uint64_t cookies[TRACER_GPU_SITES_PER_COPY];
+	int specs = bpf_map__fd(t->skel->maps.__bpf_usdt_specs);
+	unsigned int cnt = 0;
+	const char *name;
+	bool optional;
+	struct bpf_program *prog = probe_prog(t, i, &name, &optional);
 
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	memset(lib, 0, sizeof(*lib));
+	for (int k = 0; k < n; k++) {
+		struct profd_usdt_spec spec;
+		int id = lib->slot * TRACER_GPU_SITES_PER_COPY + *next;
+
+		if (strcmp(sites[k].name, name))
+			continue;
+		if (usdt_args_parse(sites[k].args, &spec))
+			return -EINVAL;
+		if (bpf_map_update_elem(specs, &id, &spec, BPF_ANY))
+			return -errno;
+		offsets[cnt] = sites[k].offset;
+		refs[cnt] = sites[k].ref_ctr_offset;
+		cookies[cnt++] = id;
+		++*next;
+	}
+	if (!cnt)
+		return -ENOENT;
+	return usdt_multi_link(bpf_program__fd(prog), fdpath, offsets, refs, cookies, cnt);
+}
+
+/* Attach every probe of @lib to @fdpath as uprobe-multi links. */
+static int attach_multi(struct tracer *t, struct gpu_library *lib, int fd,
+			const char *fdpath)
+{
+	struct usdt_site sites[TRACER_GPU_SITES_PER_COPY];
+	int n = usdt_sites_read(fd, PROFD_USDT_PROVIDER, sites, TRACER_GPU_SITES_PER_COPY);
+	int next = 0;
+
+	if (n < 0)
+		return n == -ENODATA ? -ESRCH : n;
+	lib->slot = slot_take(t);
+	if (lib->slot < 0)
+		return lib->slot;
+	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
+		const char *name;
+		bool optional;
+		int ret;
+
+		probe_prog(t, i, &name, &optional);
+		ret = link_multi(t, lib, i, sites, n, &next, fdpath);
+		if (ret == -ENOENT && optional)
+			continue;	/* an older library: no NVTX */
+		if (ret < 0)
+			return ret == -ENOENT ? -ESRCH : ret;
+		lib->link_fds[i] = ret;
+	}
+	return 0;
+}
+
+/* Attach every probe to @fdpath with libbpf's USDT attach. */
+static int attach_libbpf(struct tracer *t, struct gpu_library *lib, const char *fdpath)
+{
 	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
 		const char *name;
 		bool optional;
@@ -111,10 +247,30 @@ static int attach_fd(struct tracer *t, int fd, const struct stat *st)
 
 			if (optional && err == -ENOENT)
 				continue;	/* an older library: no NVTX */
-			detach(lib);
 			/* libbpf says ENOENT when the note lacks the probe */
 			return err == -ENOENT ? -ESRCH : err;
 		}
+	}
+	return 0;
+}
+
+/* Attach every probe to the file open as @fd (@st: its stat). */
+static int attach_fd(struct tracer *t, int fd, const struct stat *st)
+{
+	struct gpu_library *lib = &t->gpu_libs[t->ngpu_libs];
+	char fdpath[32];
+	int err;
+
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	memset(lib, 0, sizeof(*lib));
+	lib->slot = -1;
+	for (int i = 0; i < TRACER_GPU_PROBES; i++)
+		lib->link_fds[i] = -1;
+	err = t->gpu_multi ? attach_multi(t, lib, fd, fdpath)
+			   : attach_libbpf(t, lib, fdpath);
+	if (err) {
+		detach(t, lib);
+		return err;
 	}
 	lib->dev = st->st_dev;
 	lib->ino = st->st_ino;
@@ -155,10 +311,17 @@ int tracer_gpu_attach(struct tracer *t, const char *path)
 	return ret;
 }
 
-static void *detach_main(void *lib)
+struct detach_job {
+	struct tracer *t;
+	struct gpu_library lib;
+};
+
+static void *detach_main(void *arg)
 {
-	detach(lib);
-	free(lib);
+	struct detach_job *job = arg;
+
+	detach(job->t, &job->lib);
+	free(job);
 	return NULL;
 }
 
@@ -171,26 +334,28 @@ static void join_detachers(struct tracer *t)
 }
 
 /*
- * Destroy @lib's links on a thread of its own: ~0.1 s per probe site
- * (one at a time in the kernel) would stall the reader for a second.
+ * Destroy @lib's links on a thread of its own: an RCU wait (perf-event
+ * uprobes: one per probe site, one at a time in the kernel, ~1 s a
+ * copy) must not stall the reader.
  */
 static void detach_later(struct tracer *t, struct gpu_library *lib)
 {
-	struct gpu_library *copy;
+	struct detach_job *job;
 
 	if (t->ngpu_detachers == TRACER_GPU_MAX_LIBRARIES)
 		join_detachers(t);
-	copy = malloc(sizeof(*copy));
-	if (copy) {
-		*copy = *lib;
+	job = malloc(sizeof(*job));
+	if (job) {
+		job->t = t;
+		job->lib = *lib;
 		if (!pthread_create(&t->gpu_detachers[t->ngpu_detachers], NULL,
-				    detach_main, copy)) {
+				    detach_main, job)) {
 			t->ngpu_detachers++;
 			return;
 		}
-		free(copy);
+		free(job);
 	}
-	detach(lib);
+	detach(t, lib);
 }
 
 unsigned int tracer_gpu_detach_unused(struct tracer *t)
@@ -216,8 +381,9 @@ unsigned int tracer_gpu_libraries(const struct tracer *t)
 
 void tracer_gpu_detach_all(struct tracer *t)
 {
+	/* every copy at once: their links' RCU waits overlap */
 	for (unsigned int i = 0; i < t->ngpu_libs; i++)
-		detach(&t->gpu_libs[i]);
+		detach_later(t, &t->gpu_libs[i]);
 	t->ngpu_libs = 0;
 	join_detachers(t);
 }
