@@ -117,8 +117,13 @@ def stats_line(lines):
     return {k: int(v) for k, v in recs[-1].items()}
 
 
-def test_kernel_time_on_exact_launching_stacks(profd_bin, pprof, tmp_path):
-    proc, out, lines = run_exec(profd_bin, tmp_path, ["chains", "30", "--exit-delay-ms", "300"])
+@pytest.mark.parametrize("links", ["uprobe_multi", "perf_event"])
+def test_kernel_time_on_exact_launching_stacks(profd_bin, pprof, tmp_path, links):
+    """Also with PROFD_NO_UPROBE_MULTI: the probes as perf-event uprobes
+    through libbpf's USDT attach, what kernels before 6.6 get."""
+    env = {"PROFD_NO_UPROBE_MULTI": "1"} if links == "perf_event" else {}
+    proc, out, lines = run_exec(profd_bin, tmp_path, ["chains", "30", "--exit-delay-ms", "300"],
+                                env_extra=env)
     assert proc.returncode == 0, proc.stderr
     logged = log_totals(lines)
     assert logged["matmul"][0] == 60 and logged["relu"][0] == 30, logged

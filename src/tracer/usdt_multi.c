@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <asm/ptrace.h>
@@ -86,7 +87,7 @@ bool usdt_multi_supported(void)
 	static int supported = -1;	/* benign race: both threads agree */
 
 	if (supported < 0)
-		supported = probe_support();
+		supported = !getenv("PROFD_NO_UPROBE_MULTI") && probe_support();
 	return supported;
 }
 

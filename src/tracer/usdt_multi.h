@@ -33,7 +33,8 @@ struct usdt_site {
 /*
  * usdt_multi_supported - whether this kernel creates uprobe-multi links
  * (probed once: a program of that attach type loads and a link on "/"
- * fails with EBADF, not EINVAL). Thread-safe after the first call.
+ * fails with EBADF, not EINVAL) and PROFD_NO_UPROBE_MULTI is not set.
+ * Thread-safe after the first call.
  */
 bool usdt_multi_supported(void);
 
