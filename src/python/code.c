@@ -11,6 +11,7 @@
 #include "bpf/unwind_python.h"
 #include "python/code.h"
 #include "proc/remote.h"
+#include "util/heap_cost.h"
 
 #define HDR_MAX 256
 
@@ -138,7 +139,10 @@ static int read_str(struct py_code_cache *c, pid_t pid, uint64_t addr, const str
 		n += put_utf8(s + n, cp);
 	}
 	s[n] = 0;
-	*out = s;
+	/* room was made for 4 bytes a character: give back what UTF-8 left */
+	*out = realloc(s, n + 1);
+	if (!*out)
+		*out = s;
 	return 0;
 }
 
@@ -373,10 +377,13 @@ void py_code_forget(struct py_code_cache *c, const uint64_t *gens, size_t n)
 	}
 }
 
+/* Heap an entry holds: itself, its names and line table, as malloc keeps them. */
 static size_t code_bytes(const struct py_code *k)
 {
-	return sizeof(struct entry) + (k->name ? strlen(k->name) + 1 : 0) +
-	       (k->file ? strlen(k->file) + 1 : 0) + k->linetable_len;
+	return heap_cost(sizeof(struct entry)) +
+	       (k->name ? heap_cost(strlen(k->name) + 1) : 0) +
+	       (k->file ? heap_cost(strlen(k->file) + 1) : 0) +
+	       (k->linetable ? heap_cost(k->linetable_len ? k->linetable_len : 1) : 0);
 }
 
 /* Add @e (filled) to the cache, evicting the least recently used. */

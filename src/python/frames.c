@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "python/frames.h"
+#include "util/heap_cost.h"
 #include "util/hash.h"
 
 struct entry {
@@ -27,13 +28,10 @@ struct py_frames {
 	uint64_t full;
 };
 
-/* Heap a string of @len characters takes: glibc's chunk (8 bytes of
- * header, 16-byte steps, 32 at least). */
+/* Heap a string of @len characters takes. */
 static uint64_t str_cost(size_t len)
 {
-	uint64_t c = (len + 1 + 8 + 15) & ~15ULL;
-
-	return c < 32 ? 32 : c;
+	return heap_cost(len + 1);
 }
 
 /* What the table holds on the heap. */

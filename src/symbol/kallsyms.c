@@ -6,9 +6,12 @@
  * loop), one pass over the lines
  *   ffffffff81000000 T _stext
  *   ffffffffc0a01000 t nf_hook\t[nf_tables]
- * keeping text symbols, and the table sorted by address. Names and
- * module names live in the one buffer the file was read into: the parser
- * writes a NUL over each separator, so there is no copy per symbol.
+ * keeping text symbols, and the table sorted by address. The parser
+ * writes a NUL over each separator of the buffer the file was read into;
+ * then the kept names (and each module's name once) are copied into one
+ * pool of their size and the buffer freed: ~5.6 MiB for this kernel's
+ * 121k text symbols, where the file's buffer and the table had held
+ * 11.5 MiB for the whole run.
  *
  * kallsyms has no sizes, so a lookup bounds the symbol it finds by what
  * the file does say:
@@ -39,7 +42,7 @@
 struct kallsyms {
 	struct ksym *syms;
 	size_t n;
-	char *text;		/* the file; names point into it */
+	char *text;		/* names and module names; syms point into it */
 };
 
 /* Read all of @path into a NUL-terminated malloc'd buffer. */
@@ -187,8 +190,58 @@ next:
 }
 
 /*
- * kallsyms_load - see kallsyms.h. The table owns one buffer of the
- * file's size plus 24 bytes per text symbol.
+ * Copy the kept names, in file order (cmp_ksym's tie-break on name
+ * pointers still holds), and each run's module name once, into a pool
+ * of their size; free the file's buffer and the table's spare room.
+ */
+static int compact(struct kallsyms *k)
+{
+	size_t bytes = 1;
+	const char *prev = NULL;
+	char *pool, *p, *mod = NULL;
+	struct ksym *v;
+
+	for (size_t i = 0; i < k->n; i++) {
+		bytes += strlen(k->syms[i].name) + 1;
+		if (k->syms[i].module[0] && (!prev || strcmp(prev, k->syms[i].module)))
+			bytes += strlen(k->syms[i].module) + 1;
+		if (k->syms[i].module[0])
+			prev = k->syms[i].module;
+	}
+	pool = malloc(bytes);
+	if (!pool)
+		return -ENOMEM;
+	p = pool;
+	prev = NULL;
+	for (size_t i = 0; i < k->n; i++) {
+		struct ksym *s = &k->syms[i];
+		size_t len = strlen(s->name) + 1;
+
+		memcpy(p, s->name, len);
+		s->name = p;
+		p += len;
+		if (!s->module[0])
+			continue;
+		if (!prev || strcmp(prev, s->module)) {
+			prev = s->module;
+			len = strlen(s->module) + 1;
+			memcpy(p, s->module, len);
+			mod = p;
+			p += len;
+		}
+		s->module = mod;
+	}
+	free(k->text);
+	k->text = pool;
+	v = realloc(k->syms, (k->n ? k->n : 1) * sizeof(*v));
+	if (v)
+		k->syms = v;
+	return 0;
+}
+
+/*
+ * kallsyms_load - see kallsyms.h. The table owns its names' pool plus
+ * 24 bytes per text symbol.
  */
 struct kallsyms *kallsyms_load(const char *path, int *err)
 {
@@ -212,6 +265,9 @@ struct kallsyms *kallsyms_load(const char *path, int *err)
 		ret = -EPERM;
 		goto fail;
 	}
+	ret = compact(k);
+	if (ret)
+		goto fail;
 	qsort(k->syms, k->n, sizeof(*k->syms), cmp_ksym);
 	return k;
 
