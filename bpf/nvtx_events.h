@@ -65,6 +65,10 @@ enum profd_nvtx_kind {
 	PROFD_NVTX_PROCESS = 14,	/* the process's own view of itself: id = enum
 					 * profd_nvtx_process_attr, message_id = its text
 					 * (a STRING defined just before, same batch) */
+	PROFD_NVTX_UNSEEN = 15,		/* payload = push, pop, start, end and mark
+					 * calls made while no agent listened (before
+					 * one attached, or between sessions), counted
+					 * by the threads that record again */
 };
 
 /*

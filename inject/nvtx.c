@@ -17,7 +17,9 @@
  * profd_nvtx_event, the values NVTX calls return (push/pop depth per
  * thread and domain, range ids from one counter, domain, string and
  * resource handles), and the fast exit. With no agent (profd:nvtx's
- * semaphore 0) a push or pop is a thread-local counter and one load; with
+ * semaphore 0) a push or pop is a thread-local counter, one load and a
+ * thread-local count of events nobody saw (reported by the thread's next
+ * recorded event: an agent attaching late says what it missed); with
  * an agent the event goes to the thread's batch (nvtx_batch.c), costing
  * no trap until the batch leaves.
  *
@@ -40,6 +42,7 @@
 #define DEPTH_SLOTS 64
 
 static __thread int depth[DEPTH_SLOTS];
+static __thread uint64_t unseen;	/* events fired while no agent listened */
 static uint64_t next_range;		/* atomic: range ids */
 static uint64_t next_resource;		/* atomic: resource handles */
 
@@ -123,6 +126,10 @@ record(unsigned kind, uint32_t domain, uint64_t id, int mtype, const void *p,
 	struct profd_nvtx_event ev;
 	struct nvtx_msg m = { mtype, p, 0 };
 
+	if (unseen) {
+		nvtx_batch_unseen(unseen);
+		unseen = 0;
+	}
 	ev_init(&ev, kind, domain);
 	ev.id = id;
 	attrs_apply(&ev, &m, a);
@@ -131,6 +138,11 @@ record(unsigned kind, uint32_t domain, uint64_t id, int mtype, const void *p,
 
 #define AGENT() __builtin_expect(PROBE_ON(nvtx), 0)
 
+void nvtx_unseen_forget(void)
+{
+	unseen = 0;
+}
+
 static inline int push(uint32_t domain, int mtype, const void *p,
 		       const nvtxEventAttributes_t *a)
 {
@@ -138,6 +150,8 @@ static inline int push(uint32_t domain, int mtype, const void *p,
 
 	if (AGENT())
 		record(PROFD_NVTX_PUSH, domain, 0, mtype, p, a);
+	else
+		unseen++;
 	return level;
 }
 
@@ -148,6 +162,8 @@ static inline int pop(uint32_t domain)
 
 	if (AGENT())
 		record(PROFD_NVTX_POP, domain, 0, 0, NULL, NULL);
+	else
+		unseen++;
 	return level;
 }
 
@@ -158,6 +174,8 @@ static inline nvtxRangeId_t start(uint32_t domain, int mtype, const void *p,
 
 	if (AGENT())
 		record(PROFD_NVTX_START, domain, id, mtype, p, a);
+	else
+		unseen++;
 	return id;
 }
 
@@ -165,6 +183,8 @@ static inline void end(uint32_t domain, nvtxRangeId_t id)
 {
 	if (AGENT())
 		record(PROFD_NVTX_END, domain, id, 0, NULL, NULL);
+	else
+		unseen++;
 }
 
 static inline void mark(uint32_t domain, int mtype, const void *p,
@@ -172,6 +192,8 @@ static inline void mark(uint32_t domain, int mtype, const void *p,
 {
 	if (AGENT())
 		record(PROFD_NVTX_MARK, domain, 0, mtype, p, a);
+	else
+		unseen++;
 }
 
 /* --- CORE --- */

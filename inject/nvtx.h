@@ -140,6 +140,15 @@ uint32_t nvtx_batch_domain(const struct nvtx_msg *m) NVTX_HIDDEN;
 void nvtx_batch_forget(uint32_t domain_id, uint64_t key,
 		       struct profd_nvtx_event *ev) NVTX_HIDDEN;
 
+/*
+ * nvtx_batch_unseen - add @n events fired while no agent listened to what
+ * the next batch reports as PROFD_NVTX_UNSEEN. Thread-safe.
+ */
+void nvtx_batch_unseen(uint64_t n) NVTX_HIDDEN;
+
+/* nvtx_unseen_forget - zero the calling thread's unseen count (a forked child). */
+void nvtx_unseen_forget(void) NVTX_HIDDEN;
+
 /* nvtx_batch_flush_all - fire every thread's batch (exit, tests). */
 void nvtx_batch_flush_all(void) NVTX_HIDDEN;
 

@@ -89,6 +89,7 @@ static uint32_t next_string;		/* atomic */
 static unsigned gen = 1;		/* atomic; bumped by every session */
 static int active;			/* atomic; a session is on */
 static uint64_t dropped;		/* atomic; events not recorded, unreported */
+static uint64_t unseen;			/* atomic; events no agent saw, unreported */
 
 static uint32_t flush_ms = FLUSH_MS_DEFAULT;
 static pthread_mutex_t flusher_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -159,21 +160,34 @@ static void put_string(struct nvtx_thread *t, uint32_t id, uint32_t domain_id,
 		batch_fire(t);
 }
 
-/* Events nobody could record, as one PROFD_NVTX_DROPPED. */
-static void put_dropped(struct nvtx_thread *t, uint64_t time)
+/* The count @counter holds, if any, as one event of @kind (and zeroed). */
+static void put_count(struct nvtx_thread *t, uint64_t time, uint64_t *counter,
+		      unsigned kind)
 {
 	struct profd_nvtx_event ev = {
 		.time_ns = time,
 		.tid = t->tid,
-		.kind = PROFD_NVTX_DROPPED,
+		.kind = kind,
 		.payload_type = PROFD_NVTX_PAYLOAD_U64,
 	};
 
-	if (!__atomic_load_n(&dropped, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(counter, __ATOMIC_RELAXED))
 		return;
-	ev.payload = __atomic_exchange_n(&dropped, 0, __ATOMIC_RELAXED);
+	ev.payload = __atomic_exchange_n(counter, 0, __ATOMIC_RELAXED);
 	if (ev.payload)
 		batch_put(t, &ev);
+}
+
+/* Events nobody could record (PROFD_NVTX_DROPPED) or saw (PROFD_NVTX_UNSEEN). */
+static void put_dropped(struct nvtx_thread *t, uint64_t time)
+{
+	put_count(t, time, &dropped, PROFD_NVTX_DROPPED);
+	put_count(t, time, &unseen, PROFD_NVTX_UNSEEN);
+}
+
+void nvtx_batch_unseen(uint64_t n)
+{
+	__atomic_add_fetch(&unseen, n, __ATOMIC_RELAXED);
 }
 
 /* A new session since t last recorded: forget its ids and old events. */
@@ -700,6 +714,8 @@ static void atfork_child(void)
 	flusher_running = 0;
 	flusher_failed = 0;
 	dropped = 0;
+	unseen = 0;
+	nvtx_unseen_forget();	/* the parent's events are the parent's to report */
 	__atomic_store_n(&active, 0, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&gen, 1, __ATOMIC_RELAXED);
 }

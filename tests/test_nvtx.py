@@ -373,3 +373,51 @@ def test_sink_killed_mid_run_profd_keeps_sampling(profd_bin, tmp_path, sink):
     assert len(files) >= 6, err
     assert err.count(" lost") >= 6 and "wrote" in err
     assert "otlp_items_dropped=" in err or "dropped" in err.splitlines()[-1], err[-1500:]
+
+
+def test_events_before_profd_attached_are_counted(profd_bin, tmp_path):
+    """A program making NVTX ranges (a paced flood, 4 s) starts before
+    system-wide profd, on a copy of the library nobody has attached to:
+    its first events fire with nobody listening. The library counts them
+    and says so with its next batch once profd attached: every push and
+    pop of the run is a span's, a pop whose push came before the attach
+    (nvtx_pops_unmatched), counted as nvtx_events_unseen or lost,
+    none silently missing."""
+    import shutil
+    from test_metrics import Profd, fetch_metrics, one
+    copy = tmp_path / "lib" / "libprofd_inject.so"
+    copy.parent.mkdir()
+    shutil.copy(LIB, copy)
+    pairs = 4000
+    env = dict(os.environ, NVTX_INJECTION64_PATH=str(copy))
+    app = subprocess.Popen([APP, "flood", "--iter", str(pairs), "--rate", "1000"], env=env,
+                           stdout=subprocess.DEVNULL)
+    p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "120",
+               "--http-address", "127.0.0.1:0"])
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                          10).group(1)
+        p.wait_line(r"sampling", 30)
+        assert app.wait(60) == 0
+        want = 2 * pairs
+        deadline = time.monotonic() + 10
+        while True:
+            fams = fetch_metrics(url)
+            spans = one(fams, "profd_events_total", name="nvtx_spans")
+            unseen = one(fams, "profd_partial_total", reason="nvtx_events_unseen")
+            unmatched = one(fams, "profd_partial_total", reason="nvtx_pops_unmatched")
+            lost = sum(one(fams, "profd_lost_total", reason=r) for r in
+                       ("nvtx_events_lost", "nvtx_queue_full", "nvtx_library_dropped"))
+            if 2 * spans + unmatched + unseen + lost >= want or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+        p.stop()
+    print(f"{spans:.0f} spans, {unseen:.0f} events unseen, {unmatched:.0f} pops unmatched, "
+          f"{lost:.0f} lost of {want} events")
+    assert unseen > 0, "the events before profd attached: none counted"
+    assert spans > 0, "no span after the attach"
+    assert 2 * spans + unmatched + unseen + lost == want

@@ -92,6 +92,7 @@ enum agent_counter {
 	AGENT_CNT_NVTX_STRINGS_UNKNOWN,	/* NVTX messages whose text never arrived */
 	AGENT_CNT_NVTX_UNFINISHED,	/* ranges still open at exit/stop, closed by profd */
 	AGENT_CNT_NVTX_LIBRARY_DROPPED,	/* NVTX events the injection library could not record */
+	AGENT_CNT_NVTX_UNSEEN,		/* NVTX events fired while no agent listened (before profd attached) */
 	AGENT_CNT_NVTX_TABLES_FULL,	/* NVTX strings/ranges over the per-process bounds */
 	AGENT_CNT_OTLP_ITEMS_SENT,	/* spans, log records and profile samples the endpoint took */
 	AGENT_CNT_OTLP_ITEMS_DROPPED,	/* ... not delivered: queue full, rejected, retries exhausted */

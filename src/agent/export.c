@@ -304,6 +304,7 @@ void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
 	out->nvtx_strings_unknown = ns.strings_unknown;
 	out->nvtx_unfinished = ns.unfinished;
 	out->nvtx_library_dropped = ns.library_dropped;
+	out->nvtx_unseen = ns.unseen;
 	out->nvtx_tables_full = ns.tables_full;
 	out->nvtx_queue_bytes = ns.queue_bytes;
 	out->nvtx_queue_budget = ns.queue_cap;

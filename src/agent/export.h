@@ -44,6 +44,7 @@ struct agent_export_stats {
 	uint64_t nvtx_strings_unknown;
 	uint64_t nvtx_unfinished;
 	uint64_t nvtx_library_dropped;	/* events the injection library could not record */
+	uint64_t nvtx_unseen;		/* events fired before an agent attached */
 	uint64_t nvtx_tables_full;
 	uint64_t otlp_items_sent;	/* spans + log records + profile samples */
 	uint64_t otlp_items_dropped;	/* queue full, rejected or retries exhausted */

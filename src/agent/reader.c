@@ -490,6 +490,7 @@ void agent_publish_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = xst.nvtx_strings_unknown;
 	ag->counters[AGENT_CNT_NVTX_UNFINISHED] = xst.nvtx_unfinished;
 	ag->counters[AGENT_CNT_NVTX_LIBRARY_DROPPED] = xst.nvtx_library_dropped;
+	ag->counters[AGENT_CNT_NVTX_UNSEEN] = xst.nvtx_unseen;
 	ag->counters[AGENT_CNT_NVTX_TABLES_FULL] = xst.nvtx_tables_full;
 	ag->counters[AGENT_CNT_OTLP_ITEMS_SENT] = xst.otlp_items_sent;
 	ag->counters[AGENT_CNT_OTLP_ITEMS_DROPPED] = xst.otlp_items_dropped;

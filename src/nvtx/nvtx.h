@@ -90,6 +90,7 @@ struct nvtx_stats {
 	uint64_t strings_unknown;	/* messages whose string id was not defined */
 	uint64_t unfinished;		/* ranges closed by profd */
 	uint64_t library_dropped;	/* events the library reported it could not record */
+	uint64_t unseen;		/* events the library reported no agent saw */
 	uint64_t tables_full;		/* strings/ranges over the per-process bounds */
 	uint64_t marks_dropped_budget;	/* marks in traces dropped by the budget */
 	uint64_t malformed;		/* events that made no sense (bad string

@@ -621,6 +621,9 @@ void nvtx_proc_batch(struct nvtx_tracer *t, const struct profd_gpu_batch *h,
 		case PROFD_NVTX_DROPPED:
 			t->st.library_dropped += e->payload;
 			break;
+		case PROFD_NVTX_UNSEEN:
+			t->st.unseen += e->payload;
+			break;
 		case PROFD_NVTX_HELLO:
 		case PROFD_NVTX_PROCESS:
 			break;	/* the agent read the resource on arrival */
