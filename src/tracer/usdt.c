@@ -33,11 +33,9 @@
  * The program of probe i and the probe's name. *optional: a library built
  * before the probe existed may lack it, and is attached without it.
  */
-static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name,
+static struct bpf_program *probe_prog(struct profd_bpf *s, int i, const char **name,
 				      bool *optional)
 {
-	struct profd_bpf *s = t->skel;
-
 	*optional = false;
 	switch (i) {
 	case 0: *name = "launch"; return s->progs.profd_gpu_launch;
@@ -56,7 +54,6 @@ static struct bpf_program *probe_prog(struct tracer *t, int i, const char **name
 
 bool tracer_gpu_configure(struct profd_bpf *skel)
 {
-	struct tracer t = { .skel = skel };
 	/*
 	 * The launch probe tail-calls the kprobe-type unwinder chain, and a
 	 * kernel may tail-call only programs of the caller's attach type.
@@ -72,7 +69,7 @@ bool tracer_gpu_configure(struct profd_bpf *skel)
 		const char *name;
 		bool optional;
 
-		bpf_program__set_expected_attach_type(probe_prog(&t, i, &name, &optional),
+		bpf_program__set_expected_attach_type(probe_prog(skel, i, &name, &optional),
 						      USDT_MULTI_ATTACH_TYPE);
 	}
 	for (size_t i = 0; i < sizeof(chain) / sizeof(chain[0]); i++)
@@ -179,7 +176,7 @@ static int link_multi(struct tracer *t, struct gpu_library *lib, int i,
 	unsigned int cnt = 0;
 	const char *name;
 	bool optional;
-	struct bpf_program *prog = probe_prog(t, i, &name, &optional);
+	struct bpf_program *prog = probe_prog(t->skel, i, &name, &optional);
 
 	for (int k = 0; k < n; k++) {
 		struct profd_usdt_spec spec;
@@ -219,7 +216,7 @@ static int attach_multi(struct tracer *t, struct gpu_library *lib, int fd,
 		bool optional;
 		int ret;
 
-		probe_prog(t, i, &name, &optional);
+		probe_prog(t->skel, i, &name, &optional);
 		ret = link_multi(t, lib, i, sites, n, &next, fdpath);
 		if (ret == -ENOENT && optional)
 			continue;	/* an older library: no NVTX */
@@ -236,7 +233,7 @@ static int attach_libbpf(struct tracer *t, struct gpu_library *lib, const char *
 	for (int i = 0; i < TRACER_GPU_PROBES; i++) {
 		const char *name;
 		bool optional;
-		struct bpf_program *prog = probe_prog(t, i, &name, &optional);
+		struct bpf_program *prog = probe_prog(t->skel, i, &name, &optional);
 
 		errno = 0;
 		lib->links[i] = bpf_program__attach_usdt(prog, -1, fdpath,
