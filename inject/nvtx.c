@@ -18,8 +18,9 @@
  * thread and domain, range ids from one counter, domain, string and
  * resource handles), and the fast exit. With no agent (profd:nvtx's
  * semaphore 0) a push or pop is a thread-local counter, one load and a
- * thread-local count of events nobody saw (reported by the thread's next
- * recorded event: an agent attaching late says what it missed); with
+ * thread-local count of events nobody saw (handed over by the thread's
+ * next recorded event, its exit or the process's: an agent attaching
+ * late is told what it missed); with
  * an agent the event goes to the thread's batch (nvtx_batch.c), costing
  * no trap until the batch leaves.
  *
@@ -27,6 +28,7 @@
  * domain id, a registered string handle its string id; the program never
  * dereferences them.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,10 +128,7 @@ record(unsigned kind, uint32_t domain, uint64_t id, int mtype, const void *p,
 	struct profd_nvtx_event ev;
 	struct nvtx_msg m = { mtype, p, 0 };
 
-	if (unseen) {
-		nvtx_batch_unseen(unseen);
-		unseen = 0;
-	}
+	nvtx_unseen_flush();
 	ev_init(&ev, kind, domain);
 	ev.id = id;
 	attrs_apply(&ev, &m, a);
@@ -143,6 +142,39 @@ void nvtx_unseen_forget(void)
 	unseen = 0;
 }
 
+void nvtx_unseen_flush(void)
+{
+	if (unseen) {
+		nvtx_batch_unseen(unseen);
+		unseen = 0;
+	}
+}
+
+static pthread_key_t unseen_key;
+static pthread_once_t unseen_once = PTHREAD_ONCE_INIT;
+static int unseen_key_ok;
+
+static void unseen_thread_exit(void *arg)
+{
+	(void)arg;
+	nvtx_unseen_flush();	/* a thread gone before an agent came */
+}
+
+static void unseen_key_init(void)
+{
+	unseen_key_ok = pthread_key_create(&unseen_key, unseen_thread_exit) == 0;
+}
+
+/* A thread's first unseen event: have its count handed over at its exit. */
+static __attribute__((noinline, cold)) void unseen_first(void)
+{
+	pthread_once(&unseen_once, unseen_key_init);
+	if (unseen_key_ok)
+		pthread_setspecific(unseen_key, &unseen);
+}
+
+#define UNSEEN() do { if (!unseen++) unseen_first(); } while (0)
+
 static inline int push(uint32_t domain, int mtype, const void *p,
 		       const nvtxEventAttributes_t *a)
 {
@@ -151,7 +183,7 @@ static inline int push(uint32_t domain, int mtype, const void *p,
 	if (AGENT())
 		record(PROFD_NVTX_PUSH, domain, 0, mtype, p, a);
 	else
-		unseen++;
+		UNSEEN();
 	return level;
 }
 
@@ -163,7 +195,7 @@ static inline int pop(uint32_t domain)
 	if (AGENT())
 		record(PROFD_NVTX_POP, domain, 0, 0, NULL, NULL);
 	else
-		unseen++;
+		UNSEEN();
 	return level;
 }
 
@@ -175,7 +207,7 @@ static inline nvtxRangeId_t start(uint32_t domain, int mtype, const void *p,
 	if (AGENT())
 		record(PROFD_NVTX_START, domain, id, mtype, p, a);
 	else
-		unseen++;
+		UNSEEN();
 	return id;
 }
 
@@ -184,7 +216,7 @@ static inline void end(uint32_t domain, nvtxRangeId_t id)
 	if (AGENT())
 		record(PROFD_NVTX_END, domain, id, 0, NULL, NULL);
 	else
-		unseen++;
+		UNSEEN();
 }
 
 static inline void mark(uint32_t domain, int mtype, const void *p,
@@ -193,7 +225,7 @@ static inline void mark(uint32_t domain, int mtype, const void *p,
 	if (AGENT())
 		record(PROFD_NVTX_MARK, domain, 0, mtype, p, a);
 	else
-		unseen++;
+		UNSEEN();
 }
 
 /* --- CORE --- */

@@ -149,6 +149,9 @@ void nvtx_batch_unseen(uint64_t n) NVTX_HIDDEN;
 /* nvtx_unseen_forget - zero the calling thread's unseen count (a forked child). */
 void nvtx_unseen_forget(void) NVTX_HIDDEN;
 
+/* nvtx_unseen_flush - hand the calling thread's unseen count to nvtx_batch_unseen(). */
+void nvtx_unseen_flush(void) NVTX_HIDDEN;
+
 /* nvtx_batch_flush_all - fire every thread's batch (exit, tests). */
 void nvtx_batch_flush_all(void) NVTX_HIDDEN;
 

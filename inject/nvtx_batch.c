@@ -674,6 +674,7 @@ static void nvtx_atexit(void)
 	if (flusher_running)
 		pthread_cond_signal(&flusher_cond);
 	pthread_mutex_unlock(&flusher_lock);
+	nvtx_unseen_flush();	/* the exiting thread's: no key destructor runs for it */
 	nvtx_batch_flush_all();
 }
 

@@ -153,6 +153,50 @@ def test_hung_fuse_file_costs_only_its_frames(profd_bin, pprof, hung_fs, tmp_pat
     assert file_hung >= 1                    # ... and counted
 
 
+def test_hung_injection_library_costs_only_its_probes(profd_bin, hung_fs, tmp_path):
+    """A process maps a file named like profd's CUDA/NVTX injection library
+    from the hung mount (its section headers lie past the first MiB, where
+    reads hang): profd, which reads a copy's probe notes before attaching,
+    asks the file gate first, so the reader never blocks: profiles keep
+    coming, and SIGTERM exits within 2 s while the read still hangs."""
+    mnt, trigger = hung_fs
+    mapper = subprocess.Popen(["/usr/bin/python3", "-c",
+                               "import mmap, sys, time\n"
+                               "f = open(sys.argv[1], 'rb')\n"
+                               "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC)\n"
+                               "print('mapped', flush=True)\n"
+                               "time.sleep(60)\n", str(mnt / "libprofd_inject.so")],
+                              stdout=subprocess.PIPE, text=True)
+    assert mapper.stdout.readline().strip() == "mapped"
+    out = tmp_path / "out"
+    out.mkdir()
+    p = Profd([profd_bin, "--output-dir", str(out), "--duration", "60",
+               "--profile-interval", "1", "--http-address", "127.0.0.1:0"])
+    try:
+        p.wait_line(r"sampling", 30)
+        time.sleep(2)       # the start-up scan found the mapping: its read hangs
+        before = len(glob.glob(str(out / "cpu-*.pb.gz")))
+        time.sleep(4.5)
+        after = len(glob.glob(str(out / "cpu-*.pb.gz")))
+        assert after - before >= 3, p.stderr()
+        assert os.path.exists(trigger)          # still hanging
+        t0 = time.monotonic()
+        p.proc.send_signal(signal.SIGTERM)
+        p.proc.wait(10)
+        took = time.monotonic() - t0
+        p.reader.join(5)
+        assert p.proc.returncode == 0, p.stderr()
+        assert took < 2.0, f"SIGTERM took {took:.2f} s with a read hung\n{p.stderr()}"
+    finally:
+        if p.proc.poll() is None:
+            trigger.unlink(missing_ok=True)
+            p.proc.kill()
+            p.proc.wait()
+        mapper.kill()
+        mapper.wait()
+    assert not any("GPU probes attached" in l for l in p.lines), p.stderr()
+
+
 def test_one_dead_mount_leaves_other_files_read(profd_bin, pprof, hung_fs, tmp_path):
     """20 programs run from one FUSE mount whose reads hang: the mount is
     hung as a whole after 4 blocked reads (the others hung untried, each

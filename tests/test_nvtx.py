@@ -375,14 +375,57 @@ def test_sink_killed_mid_run_profd_keeps_sampling(profd_bin, tmp_path, sink):
     assert "otlp_items_dropped=" in err or "dropped" in err.splitlines()[-1], err[-1500:]
 
 
-def test_events_before_profd_attached_are_counted(profd_bin, tmp_path):
+def test_events_of_threads_gone_before_profd_are_counted(profd_bin, tmp_path):
+    """Four threads make 1,000 push+pop pairs each and exit before
+    system-wide profd starts; the main thread makes one more pair once
+    profd is there: the threads' events reach profd as
+    nvtx_events_unseen (handed over at each thread's exit), the last pair
+    is a span."""
+    import shutil
+    from test_metrics import Profd, fetch_metrics, one
+    copy = tmp_path / "lib" / "libprofd_inject.so"
+    copy.parent.mkdir()
+    shutil.copy(LIB, copy)
+    env = dict(os.environ, NVTX_INJECTION64_PATH=str(copy))
+    app = subprocess.Popen([APP, "flood", "--threads", "4", "--iter", "1000",
+                            "--mid-delay-ms", "6000"], env=env, stdout=subprocess.PIPE,
+                           text=True)
+    assert "nvtx_app flood:" in app.stdout.readline()     # the threads are done
+    p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "120",
+               "--http-address", "127.0.0.1:0"])
+    try:
+        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
+                          10).group(1)
+        p.wait_line(r"sampling", 30)
+        assert app.wait(60) == 0
+        deadline = time.monotonic() + 10
+        while True:
+            fams = fetch_metrics(url)
+            spans = one(fams, "profd_events_total", name="nvtx_spans")
+            unseen = one(fams, "profd_partial_total", reason="nvtx_events_unseen")
+            if spans >= 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+        p.stop()
+    # the warm-up pair and 4 x 1000 pairs before profd; "flood after" with it
+    assert (spans, unseen) == (1, 2 * (1 + 4 * 1000)), p.stderr()
+
+
+@pytest.mark.parametrize("copy_state", ["kept", "deleted"])
+def test_events_before_profd_attached_are_counted(profd_bin, tmp_path, copy_state):
     """A program making NVTX ranges (a paced flood, 4 s) starts before
     system-wide profd, on a copy of the library nobody has attached to:
     its first events fire with nobody listening. The library counts them
     and says so with its next batch once profd attached: every push and
     pop of the run is a span's, a pop whose push came before the attach
     (nvtx_pops_unmatched), counted as nvtx_events_unseen or lost,
-    none silently missing."""
+    none silently missing. "deleted": the copy is removed from its
+    directory before profd starts (a new build installed under a running
+    job): profd attaches to the file the program maps all the same."""
     import shutil
     from test_metrics import Profd, fetch_metrics, one
     copy = tmp_path / "lib" / "libprofd_inject.so"
@@ -392,6 +435,12 @@ def test_events_before_profd_attached_are_counted(profd_bin, tmp_path):
     env = dict(os.environ, NVTX_INJECTION64_PATH=str(copy))
     app = subprocess.Popen([APP, "flood", "--iter", str(pairs), "--rate", "1000"], env=env,
                            stdout=subprocess.DEVNULL)
+    if copy_state == "deleted":
+        deadline = time.monotonic() + 10
+        while str(copy) not in open(f"/proc/{app.pid}/maps").read():
+            assert time.monotonic() < deadline, "the program never mapped the library"
+            time.sleep(0.02)
+        copy.unlink()
     p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "120",
                "--http-address", "127.0.0.1:0"])
     try:

@@ -5,6 +5,7 @@ agrees, site for site, with binutils' readelf (the oracle) on the
 injection library and on real programs with probes: CPython (semaphores,
 stack operands), libstdc++ (no semaphores), HotSpot (hundreds of sites,
 three providers)."""
+import errno
 import os
 import re
 import subprocess
@@ -91,3 +92,19 @@ def test_sites_agree_with_readelf(path, provider):
     # every operand form but the index-register one is encoded
     for site, how in status.items():
         assert how == ("refused" if "," in site[3] else "encoded"), site
+
+
+def test_a_huge_note_section_is_not_read(tmp_path):
+    """A file named like the injection library whose .note.stapsdt is 2 MB
+    (a hostile one had 200 MB: profd's RSS went to 270 MiB reading it) is
+    refused unread: E2BIG."""
+    lib = os.path.join(BUILD, "libprofd_inject.so")
+    blob = tmp_path / "notes.bin"
+    blob.write_bytes(b"\0" * 2_000_000)
+    big = tmp_path / "libprofd_inject.so"
+    subprocess.run(["objcopy", "--remove-section", ".note.stapsdt", "--add-section",
+                    f".note.stapsdt={blob}", "--set-section-flags",
+                    ".note.stapsdt=noload,readonly", lib, str(big)], check=True)
+    r = subprocess.run([UNIT, "sites", str(big), "profd"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.stdout.strip() == f"error -{errno.E2BIG}", r.stdout + r.stderr

@@ -336,12 +336,15 @@ void agent_defer_workers(struct agent *ag, bool on, uint64_t now);
 
 /*
  * agent_attach_gpu_library - attach the GPU probes to the copy of the
- * CUDA injection library at @path that process @pid maps (opened through
- * /proc/PID/root). Errors are counted (gpu_attach_errors) and the first
- * three printed. A gpu_discovery and gpu_library_mappings() callback,
- * @ctx: the struct agent. Reader thread.
+ * CUDA injection library that process @pid maps as @m (opened through
+ * /proc/PID/map_files, so a copy deleted or replaced at its path is still
+ * the one traced; else /proc/PID/root), once the file gate says its file reads without
+ * blocking (a pending or hung file is left for a later maps read or
+ * scan). Errors are counted (gpu_attach_errors) and the first three
+ * printed. A gpu_discovery and gpu_library_mappings() callback, @ctx:
+ * the struct agent. Reader thread.
  */
-void agent_attach_gpu_library(void *ctx, pid_t pid, const char *path);
+void agent_attach_gpu_library(void *ctx, pid_t pid, const struct proc_mapping *m);
 
 /*
  * agent_listen_processes - install the process table's listener: the

@@ -19,6 +19,7 @@
  * workers' wakeups while the reader takes in a batch.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -354,15 +355,28 @@ malformed:
 	return 0;
 }
 
-void agent_attach_gpu_library(void *ctx, pid_t pid, const char *path)
+void agent_attach_gpu_library(void *ctx, pid_t pid, const struct proc_mapping *m)
 {
 	struct agent *ag = ctx;
+	const char *path = m->path;
 	char root_path[PATH_MAX];
 	int ret;
 
-	/* the path as the process sees it: through its root */
-	snprintf(root_path, sizeof(root_path), "/proc/%d/root%s", pid, path);
+	/* a file on a hung mount would block the reader in open() or read() */
+	if (ag->gate && file_gate_check(ag->gate, pid, m))
+		return;
+	/*
+	 * The file the process maps, even deleted or replaced at its path (a
+	 * new build installed under a running job); without map_files (no
+	 * CAP_SYS_ADMIN), the path as the process sees it, through its root.
+	 */
+	snprintf(root_path, sizeof(root_path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+		 pid, m->start, m->end);
 	ret = tracer_gpu_attach(ag->tracer, root_path);
+	if (ret == -EPERM || ret == -EACCES) {
+		snprintf(root_path, sizeof(root_path), "/proc/%d/root%s", pid, path);
+		ret = tracer_gpu_attach(ag->tracer, root_path);
+	}
 	if (ret == 1 && ag->cfg->verbose)
 		fprintf(stderr, "profd: GPU probes attached to %s (pid %d)\n", path, pid);
 	if (ret < 0 && ret != -ENOENT) {
@@ -377,7 +391,8 @@ void agent_attach_gpu_library(void *ctx, pid_t pid, const char *path)
 
 /*
  * Process table listener, on the reader: attach to the CUDA injection
- * library (the tracer is the reader's; no file is parsed here).
+ * library (the tracer is the reader's; its notes are parsed here, once
+ * the file gate read them).
  */
 static void on_maps_seen(void *ctx, pid_t pid, const struct proc_maps *maps)
 {

@@ -30,7 +30,7 @@ unsigned int gpu_library_mappings(pid_t pid, const struct proc_maps *maps,
 		    (last && !strcmp(last, path)))
 			continue;
 		last = path;
-		fn(ctx, pid, path);
+		fn(ctx, pid, &maps->v[i]);
 		found++;
 	}
 	return found;

@@ -160,13 +160,13 @@ unsigned int gpu_device_comments(struct gpu *g, char (*out)[96], unsigned int n)
 /* The injection library's file name starts with this. */
 #define GPU_INJECT_LIBRARY_NAME "libprofd_inject"
 
-typedef void (*gpu_library_fn)(void *ctx, pid_t pid, const char *path);
+/* @m: the file's first mapping in @pid; its path as the process sees it. */
+typedef void (*gpu_library_fn)(void *ctx, pid_t pid, const struct proc_mapping *m);
 
 /*
  * gpu_discover_libraries - call @fn for every (process, mapped file)
  * whose file name contains GPU_INJECT_LIBRARY_NAME, once per file per
- * process, in process @pid, or in every process when @pid <= 0; @path is
- * as the process sees it. Processes that vanish while being read are
+ * process, in process @pid, or in every process when @pid <= 0. Processes that vanish while being read are
  * skipped. Returns the number of calls.
  */
 unsigned int gpu_discover_libraries(pid_t pid, gpu_library_fn fn, void *ctx);

@@ -23,6 +23,9 @@
 
 #include "tracer/usdt_multi.h"
 
+/* Bytes of .note.stapsdt read at most (HotSpot's 529 probes: 52 KiB). */
+#define USDT_NOTES_MAX (1u << 20)
+
 /* The uprobe_multi member of union bpf_attr's link_create (kernel >= 6.6). */
 struct link_create_uprobe_multi {
 	__u32 prog_fd;
@@ -208,7 +211,13 @@ int usdt_sites_read(int fd, const char *provider, struct usdt_site *out,
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 			continue;
 		name = elf_strptr(e, shstrndx, sh.sh_name);
-		if (!name || strcmp(name, ".note.stapsdt") || !(d = elf_getdata(scn, NULL)))
+		if (!name || strcmp(name, ".note.stapsdt"))
+			continue;
+		if (sh.sh_size > USDT_NOTES_MAX) {
+			ret = -E2BIG;	/* never read: a hostile file's 200 MB of notes */
+			break;
+		}
+		if (!(d = elf_getdata(scn, NULL)))
 			continue;
 		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
 			const char *buf = d->d_buf;

@@ -45,7 +45,7 @@ bool usdt_multi_supported(void);
  * .stapsdt.base section, for a prelinked file). A note that is
  * malformed, or whose address is in no segment, is skipped. Returns the
  * count, -ENODATA when the file has no such probe, -E2BIG when more
- * than @max, -ENOEXEC for a file that is not ELF or another machine's.
+ * than @max or a note section over 1 MiB (not read), -ENOEXEC for a file that is not ELF or another machine's.
  * Follows the SystemTap SDT note format (sourceware.org/systemtap/wiki/UserSpaceProbeImplementation).
  */
 int usdt_sites_read(int fd, const char *provider, struct usdt_site *out,

@@ -5,8 +5,10 @@
  * Usage: hangfs SRC TRIGGER MOUNTPOINT [fuse options]
  *
  * Serves /prog, a read-only copy of SRC (mode 0755, read into memory at
- * start), and the same bytes as /prog1, /prog2, ... (files of their own,
- * each its own inode, all on this one file system). While the file TRIGGER exists, every read at or past offset
+ * start), and the same bytes as /prog1, /prog2, ... and
+ * /libprofd_inject.so (files of their own, each its own inode, all on
+ * this one file system; the last one a file profd takes for a copy of
+ * its CUDA/NVTX injection library). While the file TRIGGER exists, every read at or past offset
  * HANG_FROM (1 MiB) waits until TRIGGER is removed; reads below it are
  * served at once. Pages are kept cached across opens (keep_cache), so a
  * program exec'd from /prog keeps running from its first megabyte while
@@ -32,9 +34,11 @@ static char *data;
 static size_t size;
 static const char *trigger;
 
-/* "/prog" or "/prog" + digits */
+/* "/prog", "/prog" + digits or "/libprofd_inject.so" */
 static bool is_prog(const char *path)
 {
+	if (!strcmp(path, "/libprofd_inject.so"))
+		return true;
 	if (strncmp(path, "/prog", 5))
 		return false;
 	for (path += 5; *path; path++)

@@ -57,7 +57,9 @@
  *             (1) threads as fast as possible; prints one line
  *             "nvtx_app flood: threads=T iter=N ns_per_pair=X" (mean over
  *             threads, CLOCK_MONOTONIC around each thread's loop) and no
- *             JSON; --rate R paces each thread to R pairs per second
+ *             JSON; --rate R paces each thread to R pairs per second;
+ *             with --mid-delay-ms MS the main thread, once the threads
+ *             have exited, sleeps MS and makes one more pair
  *
  * Options: --iter N, --threads T, --traces N, --out FILE (JSON lines to
  * FILE instead of stdout), --start-delay-ms MS (sleep before the first
@@ -642,6 +644,11 @@ static void mode_flood(void)
 	printf("nvtx_app flood: threads=%d iter=%d ns_per_pair=%.2f\n", opt.threads,
 	       opt.iter, sum / opt.threads);
 	fflush(stdout);
+	if (opt.mid_delay_ms) {		/* the threads are gone: one more pair */
+		sleep_ms(opt.mid_delay_ms);
+		nvtxRangePushA("flood after");
+		nvtxRangePop();
+	}
 }
 
 /* --- main --- */
