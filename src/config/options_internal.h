@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * options_internal.h - the keys of the option table (struct option_def's
+ * key), shared by options.c (the table, parsing) and options_print.c
+ * (--print-config). Not for use outside src/config/.
+ */
+#ifndef PROFD_CONFIG_OPTIONS_INTERNAL_H
+#define PROFD_CONFIG_OPTIONS_INTERNAL_H
+
+enum {
+	OPT_FREQ = 'F',
+	OPT_DURATION = 'd',
+	OPT_INTERVAL = 'i',
+	OPT_OUTPUT = 'o',
+	OPT_PID = 'p',
+	OPT_VERBOSE = 'v',
+	OPT_CONFIG = 'c',
+	OPT_INCLUDE_IDLE = 0x100,
+	OPT_MAX_DEPTH,
+	OPT_NO_KVER,
+	OPT_NO_DWARF,
+	OPT_NO_PYTHON,
+	OPT_UNWIND_MEMORY,
+	OPT_SYMBOL_CACHE,
+	OPT_MEMORY_LIMIT,
+	OPT_MAX_PROCESSES,
+	OPT_NO_GPU,
+	OPT_INJECT_LIBRARY,
+	OPT_GPU_TIMEOUT,
+	OPT_OTLP_ENDPOINT,
+	OPT_OTLP_PROTOCOL,
+	OPT_OTLP_INSECURE,
+	OPT_NVTX_MAX_SPANS,
+	OPT_PROB_INTERVAL,
+	OPT_PROB_THRESHOLD,
+	OPT_MAP_SCALE,
+	OPT_VERIFIER_LOG,
+	OPT_DEBUG_PID,
+	OPT_LABEL,
+	OPT_HTTP_ADDRESS,
+	OPT_RETENTION,
+	OPT_PRINT_CONFIG,
+};
+
+#endif /* PROFD_CONFIG_OPTIONS_INTERNAL_H */
