@@ -171,15 +171,30 @@ def cgroup_hierarchy(where, v2, controller=None):
         subprocess.run(["umount", str(where)], capture_output=True)
 
 
+def fdinfo_values(pid, field):
+    """The value of @field (e.g. "map_id", "link_type") in each fdinfo of
+    process @pid that has it, as strings; empty if it is gone."""
+    values = []
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return values
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                m = re.search(rf"^{field}:\s*(\S+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            values.append(m.group(1))
+    return values
+
+
 def map_ids(pid):
     """Ids of the BPF maps process @pid holds (its fds' fdinfo); empty if
     it is gone. Lets a test find its own profd's maps when other profd
     instances run on the machine."""
-    ids = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fdinfo")
-    except OSError:
-        return ids
+    return {int(v) for v in fdinfo_values(pid, "map_id")}
     for fd in fds:
         try:
             with open(f"/proc/{pid}/fdinfo/{fd}") as f:

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, fdinfo_values
 from gpu.gpu_traces import is_subsequence, kernel_samples, pc_samples
 from pprof_traces import comments
 
@@ -423,16 +423,7 @@ def test_malformed_inject_library_is_one_line_error(profd_bin, tmp_path):
 
 def _link_types(pid):
     """The kernel's link_type of each BPF link process @pid holds (fdinfo)."""
-    types = collections.Counter()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                m = re.search(r"^link_type:\s*(\S+)", f.read(), re.M)
-        except OSError:
-            continue
-        if m:
-            types[m.group(1)] += 1
-    return types
+    return collections.Counter(fdinfo_values(pid, "link_type"))
 
 
 def test_exit_with_library_copies_attached_is_prompt(profd_bin, tmp_path):

@@ -48,6 +48,25 @@ def _mounted(path):
         return any(line.split()[1] == str(path) for line in f)
 
 
+def _profiles_keep_coming(p, out):
+    """At least 3 more profiles in @out within 4.5 s (1-s intervals)."""
+    before = len(glob.glob(str(out / "cpu-*.pb.gz")))
+    time.sleep(4.5)
+    after = len(glob.glob(str(out / "cpu-*.pb.gz")))
+    assert after - before >= 3, p.stderr()
+
+
+def _sigterm_exits_promptly(p):
+    """SIGTERM to profd @p: it exits 0 within 2 s (a read still hung)."""
+    t0 = time.monotonic()
+    p.proc.send_signal(signal.SIGTERM)
+    p.proc.wait(10)
+    took = time.monotonic() - t0
+    p.reader.join(5)
+    assert p.proc.returncode == 0, p.stderr()
+    assert took < 2.0, f"SIGTERM took {took:.2f} s with a read hung\n{p.stderr()}"
+
+
 @pytest.fixture
 def hung_fs(tmp_path):
     """(mountpoint, trigger): /prog in the mount is a copy of the burner
@@ -103,10 +122,7 @@ def test_hung_fuse_file_costs_only_its_frames(profd_bin, pprof, hung_fs, tmp_pat
         url = p.wait_line(r"^profd: serving /metrics on (http://\S+)$", 20).group(1)
         p.wait_line(r"warning: reading \S*/mnt/prog .*did not finish", 30)
         # the read stays hung: profiles keep coming, one per interval
-        before = len(glob.glob(str(out / "cpu-*.pb.gz")))
-        time.sleep(4.5)
-        after = len(glob.glob(str(out / "cpu-*.pb.gz")))
-        assert after - before >= 3, p.stderr()
+        _profiles_keep_coming(p, out)
         status, _, body = get(url + "/healthz")
         assert status == 503 and body.startswith("degraded: "), (status, body)
         _, _, metrics = get(url + "/metrics")
@@ -115,13 +131,7 @@ def test_hung_fuse_file_costs_only_its_frames(profd_bin, pprof, hung_fs, tmp_pat
         assert re.search(r'^profd_partial_total\{reason="file_hung"\} [1-9]', metrics, re.M), \
             metrics
         assert os.path.exists(trigger)          # still hanging
-        t0 = time.monotonic()
-        p.proc.send_signal(signal.SIGTERM)
-        p.proc.wait(10)
-        took = time.monotonic() - t0
-        p.reader.join(5)
-        assert p.proc.returncode == 0, p.stderr()
-        assert took < 2.0, f"SIGTERM took {took:.2f} s with a read hung\n{p.stderr()}"
+        _sigterm_exits_promptly(p)
     finally:
         if p.proc.poll() is None:
             # release the hang first: a task exiting with a hung file open
@@ -175,18 +185,9 @@ def test_hung_injection_library_costs_only_its_probes(profd_bin, hung_fs, tmp_pa
     try:
         p.wait_line(r"sampling", 30)
         time.sleep(2)       # the start-up scan found the mapping: its read hangs
-        before = len(glob.glob(str(out / "cpu-*.pb.gz")))
-        time.sleep(4.5)
-        after = len(glob.glob(str(out / "cpu-*.pb.gz")))
-        assert after - before >= 3, p.stderr()
+        _profiles_keep_coming(p, out)
         assert os.path.exists(trigger)          # still hanging
-        t0 = time.monotonic()
-        p.proc.send_signal(signal.SIGTERM)
-        p.proc.wait(10)
-        took = time.monotonic() - t0
-        p.reader.join(5)
-        assert p.proc.returncode == 0, p.stderr()
-        assert took < 2.0, f"SIGTERM took {took:.2f} s with a read hung\n{p.stderr()}"
+        _sigterm_exits_promptly(p)
     finally:
         if p.proc.poll() is None:
             trigger.unlink(missing_ok=True)

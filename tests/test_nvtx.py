@@ -375,44 +375,72 @@ def test_sink_killed_mid_run_profd_keeps_sampling(profd_bin, tmp_path, sink):
     assert "otlp_items_dropped=" in err or "dropped" in err.splitlines()[-1], err[-1500:]
 
 
-def test_events_of_threads_gone_before_profd_are_counted(profd_bin, tmp_path):
-    """Four threads make 1,000 push+pop pairs each and exit before
-    system-wide profd starts; the main thread makes one more pair once
-    profd is there: the threads' events reach profd as
-    nvtx_events_unseen (handed over at each thread's exit), the last pair
-    is a span."""
+def _nvtx_counts(fams):
+    """The NVTX accounting of /metrics: spans, events unseen, pops
+    unmatched, events lost (ringbuf, queue, library)."""
+    from test_metrics import one
+    return {
+        "spans": one(fams, "profd_events_total", name="nvtx_spans"),
+        "unseen": one(fams, "profd_partial_total", reason="nvtx_events_unseen"),
+        "unmatched": one(fams, "profd_partial_total", reason="nvtx_pops_unmatched"),
+        "lost": sum(one(fams, "profd_lost_total", reason=r) for r in
+                    ("nvtx_events_lost", "nvtx_queue_full", "nvtx_library_dropped")),
+    }
+
+
+def _app_before_profd(profd_bin, tmp_path, app_args, done, before_profd=None):
+    """Run nvtx_app @app_args on a fresh copy of the library (a copy no
+    profd has attached to), call @before_profd(app, copy) if given, start
+    system-wide profd, wait for the program to exit, and return
+    _nvtx_counts() once @done(counts) holds (or 10 s passed)."""
     import shutil
-    from test_metrics import Profd, fetch_metrics, one
+    from test_metrics import Profd, fetch_metrics
     copy = tmp_path / "lib" / "libprofd_inject.so"
     copy.parent.mkdir()
     shutil.copy(LIB, copy)
     env = dict(os.environ, NVTX_INJECTION64_PATH=str(copy))
-    app = subprocess.Popen([APP, "flood", "--threads", "4", "--iter", "1000",
-                            "--mid-delay-ms", "6000"], env=env, stdout=subprocess.PIPE,
-                           text=True)
-    assert "nvtx_app flood:" in app.stdout.readline()     # the threads are done
-    p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "120",
-               "--http-address", "127.0.0.1:0"])
+    app = subprocess.Popen([APP, *app_args], env=env, stdout=subprocess.PIPE, text=True)
+    p = None
     try:
+        if before_profd:
+            before_profd(app, copy)
+        p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "120",
+                   "--http-address", "127.0.0.1:0"])
         url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
                           10).group(1)
         p.wait_line(r"sampling", 30)
+        app.stdout.read()
         assert app.wait(60) == 0
         deadline = time.monotonic() + 10
         while True:
-            fams = fetch_metrics(url)
-            spans = one(fams, "profd_events_total", name="nvtx_spans")
-            unseen = one(fams, "profd_partial_total", reason="nvtx_events_unseen")
-            if spans >= 1 or time.monotonic() > deadline:
+            counts = _nvtx_counts(fetch_metrics(url))
+            if done(counts) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
     finally:
         if app.poll() is None:
             app.kill()
             app.wait()
-        p.stop()
+        if p:
+            p.stop()
+    print(counts)
+    return counts
+
+
+def test_events_of_threads_gone_before_profd_are_counted(profd_bin, tmp_path):
+    """Four threads make 1,000 push+pop pairs each and exit before
+    system-wide profd starts; the main thread makes one more pair once
+    profd is there: the threads' events reach profd as
+    nvtx_events_unseen (handed over at each thread's exit), the last pair
+    is a span."""
+    def threads_done(app, copy):
+        assert "nvtx_app flood:" in app.stdout.readline()
+
+    c = _app_before_profd(profd_bin, tmp_path,
+                          ["flood", "--threads", "4", "--iter", "1000", "--mid-delay-ms", "6000"],
+                          lambda c: c["spans"] >= 1, threads_done)
     # the warm-up pair and 4 x 1000 pairs before profd; "flood after" with it
-    assert (spans, unseen) == (1, 2 * (1 + 4 * 1000)), p.stderr()
+    assert (c["spans"], c["unseen"]) == (1, 2 * (1 + 4 * 1000)), c
 
 
 @pytest.mark.parametrize("copy_state", ["kept", "deleted"])
@@ -426,47 +454,22 @@ def test_events_before_profd_attached_are_counted(profd_bin, tmp_path, copy_stat
     none silently missing. "deleted": the copy is removed from its
     directory before profd starts (a new build installed under a running
     job): profd attaches to the file the program maps all the same."""
-    import shutil
-    from test_metrics import Profd, fetch_metrics, one
-    copy = tmp_path / "lib" / "libprofd_inject.so"
-    copy.parent.mkdir()
-    shutil.copy(LIB, copy)
     pairs = 4000
-    env = dict(os.environ, NVTX_INJECTION64_PATH=str(copy))
-    app = subprocess.Popen([APP, "flood", "--iter", str(pairs), "--rate", "1000"], env=env,
-                           stdout=subprocess.DEVNULL)
-    if copy_state == "deleted":
+    want = 2 * pairs
+
+    def delete_copy(app, copy):
         deadline = time.monotonic() + 10
         while str(copy) not in open(f"/proc/{app.pid}/maps").read():
             assert time.monotonic() < deadline, "the program never mapped the library"
             time.sleep(0.02)
         copy.unlink()
-    p = Profd([profd_bin, "--output-dir", str(tmp_path / "out"), "--duration", "120",
-               "--http-address", "127.0.0.1:0"])
-    try:
-        url = p.wait_line(r"^profd: serving /metrics on (http://127\.0\.0\.1:\d+)$",
-                          10).group(1)
-        p.wait_line(r"sampling", 30)
-        assert app.wait(60) == 0
-        want = 2 * pairs
-        deadline = time.monotonic() + 10
-        while True:
-            fams = fetch_metrics(url)
-            spans = one(fams, "profd_events_total", name="nvtx_spans")
-            unseen = one(fams, "profd_partial_total", reason="nvtx_events_unseen")
-            unmatched = one(fams, "profd_partial_total", reason="nvtx_pops_unmatched")
-            lost = sum(one(fams, "profd_lost_total", reason=r) for r in
-                       ("nvtx_events_lost", "nvtx_queue_full", "nvtx_library_dropped"))
-            if 2 * spans + unmatched + unseen + lost >= want or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-    finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait()
-        p.stop()
-    print(f"{spans:.0f} spans, {unseen:.0f} events unseen, {unmatched:.0f} pops unmatched, "
-          f"{lost:.0f} lost of {want} events")
-    assert unseen > 0, "the events before profd attached: none counted"
-    assert spans > 0, "no span after the attach"
-    assert 2 * spans + unmatched + unseen + lost == want
+
+    def accounted(c):
+        return 2 * c["spans"] + c["unmatched"] + c["unseen"] + c["lost"]
+
+    c = _app_before_profd(profd_bin, tmp_path, ["flood", "--iter", str(pairs), "--rate", "1000"],
+                          lambda c: accounted(c) >= want,
+                          delete_copy if copy_state == "deleted" else None)
+    assert c["unseen"] > 0, "the events before profd attached: none counted"
+    assert c["spans"] > 0, "no span after the attach"
+    assert accounted(c) == want, c
