@@ -86,7 +86,7 @@ int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 
 	/* before the event: the old image's tables stop now */
 	bpf_map_update_elem(&exec_times, &pid, &now, BPF_ANY);
-	bpf_map_delete_elem(&python_procs, &pid);
+	bpf_map_delete_elem(&runtime_procs, &pid);
 	proc_event(PROFD_EVENT_PROC_EXEC, p);
 	bpf_map_delete_elem(&dl_events, &pid);	/* a new ld.so starts over */
 	return 0;
@@ -97,8 +97,8 @@ int BPF_PROG(profd_proc_exit, struct task_struct *p)
 {
 	__u32 pid = p->tgid, tid = p->pid;
 
-	/* fires for every thread: its PyThreadState cache goes with it */
-	bpf_map_delete_elem(&python_threads, &tid);
+	/* fires for every thread: its runtime thread cache goes with it */
+	bpf_map_delete_elem(&runtime_threads, &tid);
 	/* The process ends with its last thread: signal->live hit zero. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;

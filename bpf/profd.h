@@ -18,7 +18,7 @@
 #include <linux/types.h>
 #endif
 
-#include "unwind_python.h"
+#include "runtime.h"
 
 #define PROFD_TASK_COMM_LEN	16
 /* Kernel stacks: the kernel's own limit (sysctl kernel.perf_event_max_stack). */
@@ -26,8 +26,8 @@
 /* User stacks: hard upper bound of --max-stack-depth. */
 #define PROFD_MAX_USER_FRAMES	512
 #define PROFD_MAX_IPS		(PROFD_MAX_KERNEL_FRAMES + PROFD_MAX_USER_FRAMES)
-/* __u64 slots after the header: IPs, then two per Python frame. */
-#define PROFD_MAX_RECORD_SLOTS	(PROFD_MAX_IPS + 2 * PROFD_MAX_PYTHON_FRAMES)
+/* __u64 slots after the header: IPs, then two per runtime frame. */
+#define PROFD_MAX_RECORD_SLOTS	(PROFD_MAX_IPS + 2 * PROFD_MAX_INTERP_FRAMES)
 /* Scratch slots: a power of two >= PROFD_MAX_RECORD_SLOTS, so BPF can mask indices. */
 #define PROFD_SCRATCH_IPS	1024
 /* Frames one frame-pointer program invocation walks before tail-calling itself. */
@@ -56,9 +56,9 @@ enum profd_sample_origin {
 #define PROFD_SAMPLE_UNWIND_MISSING	(1u << 4) /* no unwind info for the pid or a pc:
 						   * user space loads it (discovery) */
 #define PROFD_SAMPLE_DWARF		(1u << 5) /* walked with DWARF tables */
-#define PROFD_SAMPLE_PYTHON		(1u << 6) /* CPython process: Python walk ran */
-#define PROFD_SAMPLE_PYTHON_TRUNCATED	(1u << 7) /* more Python frames than kept */
-#define PROFD_SAMPLE_PYTHON_ERROR	(1u << 8) /* a Python frame was unreadable */
+#define PROFD_SAMPLE_INTERP		(1u << 6) /* a runtime's walk ran (sample.runtime) */
+#define PROFD_SAMPLE_INTERP_TRUNCATED	(1u << 7) /* more runtime frames than kept */
+#define PROFD_SAMPLE_INTERP_ERROR	(1u << 8) /* a runtime frame was unreadable */
 #define PROFD_SAMPLE_USER_COMPLETE	(1u << 9) /* user walk reached the outermost
 						   * frame (CFI: return address undefined) */
 #define PROFD_SAMPLE_EXITING		(1u << 10) /* the task was exiting (PF_EXITING):
@@ -78,7 +78,8 @@ enum profd_sample_origin {
  * (leaf first), then user_len user IPs (leaf first), each a __u64. The
  * first IP of each part is where the CPU was; the others are return
  * addresses (symbolize them at address - 1, the call instruction).
- * Then python_len CPython frames of two __u64 each (unwind_python.h).
+ * Then interp_len frames of two __u64 each of runtime @runtime, whose
+ * meaning is that runtime's (runtime.h).
  */
 struct profd_sample {
 	__u32 type;		/* PROFD_EVENT_SAMPLE */
@@ -91,10 +92,10 @@ struct profd_sample {
 	__u64 cookie;		/* origin-specific (probe: correlation id) */
 	__u16 kernel_len;
 	__u16 user_len;
-	__u16 python_len;
-	__u16 _pad;
+	__u16 interp_len;	/* runtime frames (two __u64 each) */
+	__u16 runtime;		/* enum profd_runtime_id of those frames; 0: none */
 	char comm[PROFD_TASK_COMM_LEN];	/* thread name (task->comm) */
-	/* followed by __u64 ips[kernel_len + user_len + 2 * python_len] */
+	/* followed by __u64 ips[kernel_len + user_len + 2 * interp_len] */
 };
 
 /*
@@ -132,13 +133,13 @@ struct profd_unwind_state {
 	__u32 pc_exact;		/* ip is where the CPU was (leaf, signal frame),
 				 * not a return address: look it up as is */
 	__u32 native_tail_calls;/* self tail calls the native walkers may take
-				 * (less when the Python walker follows) */
-	/* CPython walk: set by capture_stack() when python_procs has the pid */
-	__u32 py_active;
-	__u32 py_tail_calls;
-	__u64 py_frame;		/* next frame to read (0: walk not started) */
-	struct profd_python_proc py;
-	__u8 py_buf[PROFD_PY_TSTATE_BUF + 8];	/* frame / thread state reads */
+				 * (less when a runtime walker follows) */
+	/* runtime walk: set by capture_stack() when runtime_procs has the pid */
+	__u32 rt_id;		/* enum profd_runtime_id; 0: native only */
+	__u32 rt_tail_calls;	/* self tail calls the runtime walker took */
+	__u64 rt_cursor;	/* the walker's position (0: walk not started) */
+	__u64 rt_state[PROFD_RUNTIME_STATE_SIZE / 8];	/* runtime_procs state */
+	__u8 rt_buf[PROFD_RUNTIME_BUF + 8];	/* the walker's memory reads */
 	struct profd_sample sample;	/* 64 bytes: ips[] follows directly */
 	__u64 ips[PROFD_SCRATCH_IPS];
 };
@@ -160,15 +161,16 @@ enum profd_scratch_slot {
 enum profd_unwinder_prog {
 	PROFD_PROG_UNWIND_FP = 0,	/* frame-pointer walk */
 	PROFD_PROG_UNWIND_DWARF = 1,	/* DWARF CFI tables, FP for code without */
-	PROFD_PROG_UNWIND_PYTHON = 2,	/* CPython frames (processes in python_procs) */
-	PROFD_PROG_EMIT = 3,		/* copy the record to the ringbuf */
-	PROFD_PROG_MAX = 4,
+	PROFD_PROG_EMIT = 2,		/* copy the record to the ringbuf */
+	PROFD_PROG_RUNTIME = 3,		/* runtime ID's walker: PROFD_PROG_RUNTIME + ID - 1 */
+	PROFD_PROG_MAX = PROFD_PROG_RUNTIME + PROFD_RUNTIME_COUNT,
 };
 
 /*
  * Named counters of loss and error, one per-CPU array slot each. User space
  * sums them and reports each by name (status line, profile comments).
- * Names: profd_counter_names[] in src/tracer/counters.c.
+ * Names: profd_counter_names[] in src/tracer/counters.c; a runtime's
+ * slots (PROFD_CNT_RUNTIME()) are named by its own module.
  */
 enum profd_counter {
 	PROFD_CNT_SAMPLES = 0,		/* perf_event program runs */
@@ -186,10 +188,6 @@ enum profd_counter {
 	PROFD_CNT_DWARF_PC_UNKNOWN,	/* pc outside the process's known ranges */
 	PROFD_CNT_DWARF_BAD_FRAME,	/* CFA not above sp: walk stopped */
 	PROFD_CNT_SIGNAL_FRAMES,	/* sigreturn frames unwound (not a loss) */
-	PROFD_CNT_PY_SAMPLES,		/* samples of CPython processes walked (not a loss) */
-	PROFD_CNT_PY_NO_THREAD_STATE,	/* thread without a PyThreadState (not a loss) */
-	PROFD_CNT_PY_READ_ERR,		/* Python frame/thread state unreadable: walk ended */
-	PROFD_CNT_PY_TRUNCATED,		/* more Python frames than kept */
 	PROFD_CNT_GPU_LAUNCHES,		/* GPU launch probes fired (not a loss) */
 	PROFD_CNT_GPU_EVENTS_LOST,	/* GPU records other than kernels dropped: cupti_events full */
 	PROFD_CNT_GPU_KERNELS_LOST,	/* kernel timings dropped: cupti_events full */
@@ -202,7 +200,13 @@ enum profd_counter {
 					 * CPU's scratch */
 	PROFD_CNT_SCRATCH_LOST,		/* capture dropped: its scratch was taken over
 					 * while it was preempted */
-	PROFD_CNT_MAX,
+	PROFD_CNT_RUNTIME_FIRST,	/* then PROFD_RUNTIME_COUNTERS per runtime */
+	PROFD_CNT_MAX = PROFD_CNT_RUNTIME_FIRST +
+			PROFD_RUNTIME_COUNT * PROFD_RUNTIME_COUNTERS,
 };
+
+/* Slot @k (< PROFD_RUNTIME_COUNTERS) of runtime @id's counters. */
+#define PROFD_CNT_RUNTIME(id, k) \
+	(PROFD_CNT_RUNTIME_FIRST + ((id) - 1) * PROFD_RUNTIME_COUNTERS + (k))
 
 #endif /* PROFD_BPF_PROFD_H */

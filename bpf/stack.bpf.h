@@ -4,20 +4,22 @@
  *
  * Owns: capture_stack(), the single entry used by the perf_event sampler
  * and by uprobe/USDT programs, and the tail-called unwinder chain
- * (FP -> [DWARF] -> [Python] -> emit) over the per-CPU scratch state.
+ * (FP -> [DWARF] -> [the process's runtime walker] -> emit) over the
+ * per-CPU scratch state.
  *
  * Tail calls only reach programs of the caller's type, so the chain is
  * instantiated once per program type with PROFD_DEFINE_UNWINDERS(); the
  * step bodies are shared inline functions. A new unwinder is one more
  * step function, one more slot in enum profd_unwinder_prog, and one more
- * line in the macro.
+ * line in the macro; a language runtime is one line of PROFD_RUNTIMES()
+ * (bpf/runtime.h) and its walker's file (runtime.bpf.h).
  */
 #ifndef PROFD_BPF_STACK_BPF_H
 #define PROFD_BPF_STACK_BPF_H
 
 #include "maps.bpf.h"
+#include "runtime.bpf.h"
 #include "unwind_dwarf.bpf.h"
-#include "unwind_python.bpf.h"
 
 /* Upper bound of tail calls one capture may spend in the FP walker. */
 #define PROFD_FP_MAX_TAIL_CALLS \
@@ -40,7 +42,6 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 					 __u32 origin, __u64 cookie, bool in_kernel)
 {
 	struct profd_unwind_state *st = unwind_state(slot);
-	struct profd_python_proc *py;
 	struct task_struct *task;
 	struct pt_regs *regs;
 	__u64 id = bpf_get_current_pid_tgid();
@@ -62,14 +63,11 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 	st->sample.ktime_ns = bpf_ktime_get_ns();
 	st->sample.cookie = cookie;
 	st->sample.user_len = 0;
-	st->sample.python_len = 0;
-	st->sample._pad = 0;
+	st->sample.interp_len = 0;
+	st->sample.runtime = 0;
 	bpf_get_current_comm(st->sample.comm, sizeof(st->sample.comm));
 	st->tail_calls = 0;
 	st->native_tail_calls = PROFD_DWARF_MAX_TAIL_CALLS;
-	st->py_active = 0;
-	st->py_frame = 0;
-	st->py_tail_calls = 0;
 	st->pc_exact = 1;
 	st->max_user_frames = cfg_max_user_frames;
 	if (st->max_user_frames > PROFD_MAX_USER_FRAMES)
@@ -105,14 +103,8 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 	st->sp = BPF_CORE_READ(regs, sp);
 	st->bp = BPF_CORE_READ(regs, bp);
 
-	py = bpf_map_lookup_elem(&python_procs, &pid);
-	if (py) {
-		st->py = *py;
-		st->py_active = 1;
-		/* leave the Python walker its tail calls: 33 in all */
-		st->native_tail_calls = PROFD_DWARF_MAX_TAIL_CALLS -
-					PROFD_PY_MAX_TAIL_CALLS - 1;
-	}
+	/* a runtime's walker follows the native walk: 33 tail calls in all */
+	runtime_begin(st, pid, PROFD_DWARF_MAX_TAIL_CALLS);
 	if (cfg_dwarf_unwinding) {
 		if (unwind_proc_current(pid))
 			bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_DWARF);
@@ -120,19 +112,6 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 			st->sample.flags |= PROFD_SAMPLE_UNWIND_MISSING;
 	}
 	bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
-	return chain_broken(st);
-}
-
-/*
- * unwind_native_done - the native walk is over: continue with the Python
- * walker for CPython processes, else emit.
- */
-static __always_inline int unwind_native_done(void *ctx, void *progs,
-					      struct profd_unwind_state *st)
-{
-	if (st->py_active)
-		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_PYTHON);
-	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
 	return chain_broken(st);
 }
 
@@ -201,7 +180,7 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 		st->tail_calls++;
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
 	}
-	return unwind_native_done(ctx, progs, st);
+	return runtime_dispatch(ctx, progs, st);
 }
 
 /* Pending bytes above which every record wakes the reader. */
@@ -235,7 +214,7 @@ static __always_inline int emit_sample(__u32 slot)
 		return 0;
 	}
 	nips = (__u64)st->sample.kernel_len + st->sample.user_len +
-	       2 * (__u64)st->sample.python_len;
+	       2 * (__u64)st->sample.interp_len;
 	if (nips > PROFD_MAX_RECORD_SLOTS)
 		nips = PROFD_MAX_RECORD_SLOTS;
 	size = sizeof(struct profd_sample) + nips * sizeof(__u64);
@@ -262,13 +241,24 @@ static __always_inline int emit_sample(__u32 slot)
 /*
  * PROFD_DEFINE_UNWINDERS(kind, sec, slot) - the chain for one program type,
  * over scratch @slot:
- * programs unwind_fp_<kind>, unwind_dwarf_<kind>, unwind_python_<kind> and emit_<kind>, and the program array
- * unwind_progs_<kind> that links them (filled at load by libbpf).
+ * programs unwind_fp_<kind>, unwind_dwarf_<kind>, emit_<kind>, one
+ * unwind_<runtime>_<kind> per runtime (PROFD_RUNTIMES), and the program
+ * array unwind_progs_<kind> that links them (filled at load by libbpf).
  */
+#define PROFD_RUNTIME_PROG_DECL_(ID, name, kind, sec, slot)		\
+	SEC(sec) int unwind_##name##_##kind(void *ctx);
+#define PROFD_RUNTIME_PROG_SLOT_(ID, name, kind, sec, slot)		\
+	[PROFD_PROG_RUNTIME + PROFD_RUNTIME_##ID - 1] = (void *)&unwind_##name##_##kind,
+#define PROFD_RUNTIME_PROG_BODY_(ID, name, kind, sec, slot)		\
+	SEC(sec) int unwind_##name##_##kind(void *ctx)			\
+	{								\
+		return unwind_##name##_step(ctx, &unwind_progs_##kind, slot); \
+	}
+
 #define PROFD_DEFINE_UNWINDERS(kind, sec, slot)				\
 	SEC(sec) int unwind_fp_##kind(void *ctx);				\
 	SEC(sec) int unwind_dwarf_##kind(void *ctx);				\
-	SEC(sec) int unwind_python_##kind(void *ctx);				\
+	PROFD_RUNTIMES(PROFD_RUNTIME_PROG_DECL_, kind, sec, slot)		\
 	SEC(sec) int emit_##kind(void *ctx);					\
 	struct {								\
 		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);				\
@@ -279,7 +269,7 @@ static __always_inline int emit_sample(__u32 slot)
 		.values = {							\
 			[PROFD_PROG_UNWIND_FP] = (void *)&unwind_fp_##kind,	\
 			[PROFD_PROG_UNWIND_DWARF] = (void *)&unwind_dwarf_##kind, \
-			[PROFD_PROG_UNWIND_PYTHON] = (void *)&unwind_python_##kind, \
+			PROFD_RUNTIMES(PROFD_RUNTIME_PROG_SLOT_, kind, sec, slot) \
 			[PROFD_PROG_EMIT] = (void *)&emit_##kind,		\
 		},								\
 	};									\
@@ -291,10 +281,7 @@ static __always_inline int emit_sample(__u32 slot)
 	{									\
 		return unwind_dwarf_step(ctx, &unwind_progs_##kind, slot);		\
 	}									\
-	SEC(sec) int unwind_python_##kind(void *ctx)				\
-	{									\
-		return unwind_python_step(ctx, &unwind_progs_##kind, slot);		\
-	}									\
+	PROFD_RUNTIMES(PROFD_RUNTIME_PROG_BODY_, kind, sec, slot)		\
 	SEC(sec) int emit_##kind(void *ctx)					\
 	{									\
 		return emit_sample(slot);						\

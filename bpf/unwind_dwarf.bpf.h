@@ -17,6 +17,7 @@
 #define PROFD_BPF_UNWIND_DWARF_BPF_H
 
 #include "maps.bpf.h"
+#include "runtime.bpf.h"
 #include "unwind_table.h"
 
 /* Frames one DWARF program invocation walks before tail-calling itself. */
@@ -382,11 +383,8 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs, __u32 slot)
 		st->sample.flags |= PROFD_SAMPLE_USER_TRUNCATED;
 		count(PROFD_CNT_USER_TRUNCATED);
 	}
-	/* then Python frames, or emit (stack.bpf.h) */
-	if (st->py_active)
-		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_PYTHON);
-	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
-	return chain_broken(st);
+	/* then the runtime's frames, or emit (runtime.bpf.h) */
+	return runtime_dispatch(ctx, progs, st);
 }
 
 #endif /* PROFD_BPF_UNWIND_DWARF_BPF_H */

@@ -2,10 +2,12 @@
 /*
  * unwind_python.bpf.h - the CPython unwinder (3.9 - 3.13).
  *
- * Owns: the `python_procs` map (tgid -> where the interpreter's runtime is
- * and its struct offsets, written by src/python/), the `python_threads`
- * cache (tid -> PyThreadState), and the step that appends the thread's
- * Python frames to the sample (format: unwind_python.h).
+ * Owns: the step that appends the thread's Python frames to the sample
+ * (format: unwind_python.h), reading the process's `runtime_procs` state
+ * (where the interpreter's runtime is and its struct offsets, written by
+ * src/python/) and caching each thread's PyThreadState in
+ * `runtime_threads`. Included by runtime.bpf.h (the registry), after
+ * those maps.
  *
  * Finding the thread state: PyThreadState.thread_id is pthread_self(),
  * which on x86-64 glibc/musl is the thread pointer, i.e. the task's fs
@@ -24,41 +26,29 @@
 
 #define PROFD_PY_NEGATIVE_TTL_NS	(100ULL * 1000 * 1000)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);	/* resized by the loader (--max-processes) */
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
-	__type(value, struct profd_python_proc);
-} python_procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct profd_python_thread);
-} python_threads SEC(".maps");
+/* The CPython state of the capture's process (copied from runtime_procs). */
+#define PY(st) ((const struct profd_python_proc *)(st)->rt_state)
 
 /* The 8 bytes at @off of the read buffer (@off < buffer size - 8). */
 static __always_inline __u64 py_buf_u64(struct profd_unwind_state *st, __u32 off)
 {
 	barrier_var(off);
-	return *(__u64 *)&st->py_buf[off & (PROFD_PY_TSTATE_BUF - 1)];
+	return *(__u64 *)&st->rt_buf[off & (PROFD_PY_TSTATE_BUF - 1)];
 }
 
 static __always_inline __u8 py_buf_u8(struct profd_unwind_state *st, __u32 off)
 {
 	barrier_var(off);
-	return st->py_buf[off & (PROFD_PY_TSTATE_BUF - 1)];
+	return st->rt_buf[off & (PROFD_PY_TSTATE_BUF - 1)];
 }
 
 static __always_inline int py_read_tstate(struct profd_unwind_state *st, __u64 addr)
 {
-	__u32 size = st->py.tstate_read_size;
+	__u32 size = PY(st)->tstate_read_size;
 
 	if (size > PROFD_PY_TSTATE_BUF)
 		size = PROFD_PY_TSTATE_BUF;
-	return bpf_probe_read_user(st->py_buf, size, (void *)addr);
+	return bpf_probe_read_user(st->rt_buf, size, (void *)addr);
 }
 
 static __always_inline __u64 py_read_ptr(__u64 addr)
@@ -72,7 +62,7 @@ static __always_inline __u64 py_read_ptr(__u64 addr)
 
 /*
  * py_scan_threads - follow one interpreter's thread list from @tstate for
- * the state whose thread_id is @fsbase (its fields left in st->py_buf).
+ * the state whose thread_id is @fsbase (its fields left in st->rt_buf).
  * Returns it, or 0. A global function, so the verifier checks the loop
  * once.
  */
@@ -84,16 +74,16 @@ __u64 py_scan_threads(struct profd_unwind_state *st, __u64 tstate, __u64 fsbase)
 	for (int i = 0; i < PROFD_PY_MAX_THREAD_SCAN && tstate; i++) {
 		if (py_read_tstate(st, tstate))
 			return 0;
-		if (py_buf_u64(st, st->py.tstate_thread_id) == fsbase)
+		if (py_buf_u64(st, PY(st)->tstate_thread_id) == fsbase)
 			return tstate;
-		tstate = py_buf_u64(st, st->py.tstate_next);
+		tstate = py_buf_u64(st, PY(st)->tstate_next);
 	}
 	return 0;
 }
 
 /*
  * py_find_tstate - the PyThreadState of the current thread (thread_id
- * == @fsbase) in any interpreter, its fields left in st->py_buf; 0 if
+ * == @fsbase) in any interpreter, its fields left in st->rt_buf; 0 if
  * there is none.
  */
 static __always_inline __u64 py_find_tstate(struct profd_unwind_state *st,
@@ -101,13 +91,13 @@ static __always_inline __u64 py_find_tstate(struct profd_unwind_state *st,
 {
 	__u64 interp, tstate;
 
-	interp = py_read_ptr(st->py.runtime + st->py.runtime_interpreters_head);
+	interp = py_read_ptr(PY(st)->runtime + PY(st)->runtime_interpreters_head);
 	for (int i = 0; i < PROFD_PY_MAX_INTERPRETERS && interp; i++) {
-		tstate = py_scan_threads(st, py_read_ptr(interp + st->py.interp_threads_head),
+		tstate = py_scan_threads(st, py_read_ptr(interp + PY(st)->interp_threads_head),
 					 fsbase);
 		if (tstate)
 			return tstate;
-		interp = py_read_ptr(interp + st->py.interp_next);
+		interp = py_read_ptr(interp + PY(st)->interp_next);
 	}
 	return 0;
 }
@@ -120,7 +110,7 @@ __attribute__((noinline))
 __u64 py_start(struct profd_unwind_state *st)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct profd_python_thread *cached, fresh = {};
+	struct profd_runtime_thread *cached, fresh = {};
 	__u64 fsbase = 0, tstate = 0, frame, now;
 	__u32 tid;
 
@@ -132,11 +122,11 @@ __u64 py_start(struct profd_unwind_state *st)
 #endif
 	if (!fsbase)
 		return 0;
-	cached = bpf_map_lookup_elem(&python_threads, &tid);
-	if (cached && cached->tstate) {
-		if (!py_read_tstate(st, cached->tstate) &&
-		    py_buf_u64(st, st->py.tstate_thread_id) == fsbase)
-			tstate = cached->tstate;
+	cached = bpf_map_lookup_elem(&runtime_threads, &tid);
+	if (cached && cached->thread) {
+		if (!py_read_tstate(st, cached->thread) &&
+		    py_buf_u64(st, PY(st)->tstate_thread_id) == fsbase)
+			tstate = cached->thread;
 	} else if (cached) {
 		now = bpf_ktime_get_ns();
 		if (now - cached->checked_ns < PROFD_PY_NEGATIVE_TTL_NS) {
@@ -146,35 +136,35 @@ __u64 py_start(struct profd_unwind_state *st)
 	}
 	if (!tstate) {
 		tstate = py_find_tstate(st, fsbase);
-		fresh.tstate = tstate;
+		fresh.thread = tstate;
 		fresh.checked_ns = bpf_ktime_get_ns();
 		/* an exiting thread's entry was deleted at its exit: keep it so */
 		if (!(st->sample.flags & PROFD_SAMPLE_EXITING))
-			bpf_map_update_elem(&python_threads, &tid, &fresh, BPF_ANY);
+			bpf_map_update_elem(&runtime_threads, &tid, &fresh, BPF_ANY);
 		if (!tstate) {
 			count(PROFD_CNT_PY_NO_THREAD_STATE);
 			return 0;
 		}
 	}
-	frame = py_buf_u64(st, st->py.tstate_frame);
-	if (frame && st->py.cframe_current_frame != PROFD_PY_OFF_NONE)
-		frame = py_read_ptr(frame + st->py.cframe_current_frame);
+	frame = py_buf_u64(st, PY(st)->tstate_frame);
+	if (frame && PY(st)->cframe_current_frame != PROFD_PY_OFF_NONE)
+		frame = py_read_ptr(frame + PY(st)->cframe_current_frame);
 	return frame;
 }
 
 /* The fingerprint of the code object at @code (0: unreadable). */
 static __always_inline __u32 py_code_print(struct profd_unwind_state *st, __u64 code)
 {
-	__u32 size = st->py.code_print_size;
+	__u32 size = PY(st)->code_print_size;
 
 	if (size > PROFD_PY_PRINT_BUF)
 		size = PROFD_PY_PRINT_BUF;
-	if (!code || bpf_probe_read_user(st->py_buf, size,
-					 (void *)(code + st->py.code_print_off)))
+	if (!code || bpf_probe_read_user(st->rt_buf, size,
+					 (void *)(code + PY(st)->code_print_off)))
 		return 0;
-	return profd_py_fingerprint(*(__u32 *)&st->py_buf[st->py.code_firstlineno_rel & 127],
-				    py_buf_u64(st, st->py.code_name_rel & 127),
-				    py_buf_u64(st, st->py.code_filename_rel & 127));
+	return profd_py_fingerprint(*(__u32 *)&st->rt_buf[PY(st)->code_firstlineno_rel & 127],
+				    py_buf_u64(st, PY(st)->code_name_rel & 127),
+				    py_buf_u64(st, PY(st)->code_filename_rel & 127));
 }
 
 enum py_step_result {
@@ -185,7 +175,7 @@ enum py_step_result {
 };
 
 /*
- * py_frame_step - read frame st->py_frame, append it (unless it is a
+ * py_frame_step - read frame st->rt_cursor, append it (unless it is a
  * C-stack shim, which ends the group below it) and move to its caller.
  * A global function: the verifier checks it once.
  */
@@ -197,27 +187,27 @@ int py_frame_step(struct profd_unwind_state *st)
 
 	if (!st)
 		return PY_STEP_ERROR;
-	frame = st->py_frame;
-	n = st->sample.python_len;
+	frame = st->rt_cursor;
+	n = st->sample.interp_len;
 	if (!frame)
 		return PY_STEP_DONE;
 	if (n >= PROFD_MAX_PYTHON_FRAMES)
 		return PY_STEP_FULL;
-	size = st->py.frame_read_size;
+	size = PY(st)->frame_read_size;
 	if (size > PROFD_PY_FRAME_BUF)
 		size = PROFD_PY_FRAME_BUF;
-	if (bpf_probe_read_user(st->py_buf, size, (void *)frame)) {
-		st->sample.flags |= PROFD_SAMPLE_PYTHON_ERROR;
+	if (bpf_probe_read_user(st->rt_buf, size, (void *)frame)) {
+		st->sample.flags |= PROFD_SAMPLE_INTERP_ERROR;
 		count(PROFD_CNT_PY_READ_ERR);
 		return PY_STEP_ERROR;
 	}
-	code = py_buf_u64(st, st->py.frame_code);
-	instr = py_buf_u64(st, st->py.frame_instr);
-	prev = py_buf_u64(st, st->py.frame_previous);
-	st->py_frame = prev == frame ? 0 : prev;	/* a cycle: torn memory */
+	code = py_buf_u64(st, PY(st)->frame_code);
+	instr = py_buf_u64(st, PY(st)->frame_instr);
+	prev = py_buf_u64(st, PY(st)->frame_previous);
+	st->rt_cursor = prev == frame ? 0 : prev;	/* a cycle: torn memory */
 	idx = (__u32)st->sample.kernel_len + st->sample.user_len;
-	if (st->py.frame_model == PROFD_PY_FRAMES_CSTACK_SHIM &&
-	    py_buf_u8(st, st->py.frame_owner) == st->py.owner_cstack) {
+	if (PY(st)->frame_model == PROFD_PY_FRAMES_CSTACK_SHIM &&
+	    py_buf_u8(st, PY(st)->frame_owner) == PY(st)->owner_cstack) {
 		/*
 		 * The eval call of this shim ran the frames above. If it ran
 		 * none that are still linked (it is returning: its frame was
@@ -234,25 +224,25 @@ int py_frame_step(struct profd_unwind_state *st)
 		code = PROFD_PY_GROUP_END;
 		instr = 0;
 	} else {
-		if (st->py.frame_model == PROFD_PY_FRAMES_OBJECTS ||
-		    (st->py.frame_model == PROFD_PY_FRAMES_IS_ENTRY &&
-		     py_buf_u8(st, st->py.frame_is_entry)))
+		if (PY(st)->frame_model == PROFD_PY_FRAMES_OBJECTS ||
+		    (PY(st)->frame_model == PROFD_PY_FRAMES_IS_ENTRY &&
+		     py_buf_u8(st, PY(st)->frame_is_entry)))
 			code |= PROFD_PY_GROUP_END;
-		if (st->py.frame_model != PROFD_PY_FRAMES_OBJECTS)
+		if (PY(st)->frame_model != PROFD_PY_FRAMES_OBJECTS)
 			instr -= code & ~PROFD_PY_GROUP_END;	/* offset in the object */
 		instr = (__u32)instr | (__u64)py_code_print(st, code & ~PROFD_PY_GROUP_END) << 32;
 	}
 	idx += 2 * n;
 	put_ip(st, idx, code);
 	put_ip(st, idx + 1, instr);
-	st->sample.python_len = n + 1;
+	st->sample.interp_len = n + 1;
 	return PY_STEP_NEXT;
 }
 
 /*
  * unwind_python_step - append up to PROFD_PY_FRAMES_PER_PROG Python
  * frames, then tail-call itself or emit. A frame that cannot be read ends
- * the walk (PROFD_SAMPLE_PYTHON_ERROR: user space adds an error frame).
+ * the walk (PROFD_SAMPLE_INTERP_ERROR: user space adds an error frame).
  */
 static __always_inline int unwind_python_step(void *ctx, void *progs, __u32 slot)
 {
@@ -261,11 +251,11 @@ static __always_inline int unwind_python_step(void *ctx, void *progs, __u32 slot
 
 	if (!st)
 		return 0;
-	if (!st->py_frame) {
+	if (!st->rt_cursor) {
 		count(PROFD_CNT_PY_SAMPLES);
-		st->sample.flags |= PROFD_SAMPLE_PYTHON;
-		st->py_frame = py_start(st);
-		if (!st->py_frame)
+		st->sample.flags |= PROFD_SAMPLE_INTERP;
+		st->rt_cursor = py_start(st);
+		if (!st->rt_cursor)
 			goto emit;
 	}
 	for (int i = 0; i < PROFD_PY_FRAMES_PER_PROG; i++) {
@@ -273,13 +263,13 @@ static __always_inline int unwind_python_step(void *ctx, void *progs, __u32 slot
 		if (ret != PY_STEP_NEXT)
 			break;
 	}
-	if (ret == PY_STEP_NEXT && st->py_frame &&
-	    st->py_tail_calls < PROFD_PY_MAX_TAIL_CALLS) {
-		st->py_tail_calls++;
-		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_PYTHON);
+	if (ret == PY_STEP_NEXT && st->rt_cursor &&
+	    st->rt_tail_calls < PROFD_PY_MAX_TAIL_CALLS) {
+		st->rt_tail_calls++;
+		bpf_tail_call(ctx, progs, PROFD_PROG_RUNTIME + PROFD_RUNTIME_CPYTHON - 1);
 	}
-	if ((ret == PY_STEP_NEXT || ret == PY_STEP_FULL) && st->py_frame) {
-		st->sample.flags |= PROFD_SAMPLE_PYTHON_TRUNCATED;
+	if ((ret == PY_STEP_NEXT || ret == PY_STEP_FULL) && st->rt_cursor) {
+		st->sample.flags |= PROFD_SAMPLE_INTERP_TRUNCATED;
 		count(PROFD_CNT_PY_TRUNCATED);
 	}
 emit:

@@ -3,13 +3,14 @@
  * unwind_python.h - the contract between the BPF CPython unwinder and
  * user space (src/python/).
  *
- * User space recognises a CPython interpreter in a process (by symbols),
- * and writes one struct profd_python_proc per process into the
- * `python_procs` map: where `_PyRuntime` is and the struct offsets of that
- * CPython version. The unwinder finds the sampled thread's PyThreadState
- * (matching PyThreadState.thread_id, i.e. pthread_self(), with the task's
- * fs base), walks its frame chain and appends to the sample, after the
- * user IPs, sample.python_len frames of two __u64 each:
+ User space recognises a CPython interpreter in a process (by symbols),
+ * and writes one `runtime_procs` entry (bpf/runtime.h) per process, of
+ * runtime PROFD_RUNTIME_CPYTHON whose state is a struct profd_python_proc:
+ * where `_PyRuntime` is and the struct offsets of that CPython version.
+ * The unwinder finds the sampled thread's PyThreadState (matching
+ * PyThreadState.thread_id, i.e. pthread_self(), with the task's fs base),
+ * walks its frame chain and appends to the sample, after the user IPs,
+ * sample.interp_len frames of two __u64 each:
  *
  *   [0] code object address | PROFD_PY_GROUP_END if this is the last
  *       (outermost) frame run by its _PyEval_EvalFrameDefault call; a
@@ -32,8 +33,10 @@
 #include <linux/types.h>
 #endif
 
+#include "runtime.h"
+
 /* Python frames kept per sample (deeper stacks are flagged truncated). */
-#define PROFD_MAX_PYTHON_FRAMES		128
+#define PROFD_MAX_PYTHON_FRAMES		PROFD_MAX_INTERP_FRAMES
 /* Frames one Python program invocation walks before tail-calling itself. */
 #define PROFD_PY_FRAMES_PER_PROG	32
 /* Self tail calls the Python walker may take: 4 invocations of 32 frames. */
@@ -44,6 +47,7 @@
 #define PROFD_PY_TSTATE_BUF		256
 /* Thread states looked at per interpreter when searching for a thread. */
 #define PROFD_PY_MAX_THREAD_SCAN	256
+/* (thread states are read into the scratch state's runtime buffer) */
 #define PROFD_PY_MAX_INTERPRETERS	4
 
 #define PROFD_PY_OFF_NONE		0xffff
@@ -56,7 +60,7 @@ enum profd_py_frame_model {
 	PROFD_PY_FRAMES_CSTACK_SHIM = 3,/* 3.12+: group ends before a C-stack shim */
 };
 
-/* python_procs value: one CPython interpreter in one process. */
+/* The runtime_procs state of a CPython process: its interpreter. */
 struct profd_python_proc {
 	__u64 runtime;			/* runtime address of _PyRuntime */
 	__u16 runtime_interpreters_head;
@@ -103,10 +107,22 @@ static inline __u32 profd_py_fingerprint(__u32 firstlineno, __u64 name,
 	return (__u32)(h ^ (h >> 32)) | 1;	/* never 0: 0 means unread */
 }
 
-/* python_threads value: tid -> its PyThreadState (0: not a Python thread). */
-struct profd_python_thread {
-	__u64 tstate;
-	__u64 checked_ns;		/* when a search last failed (tstate 0) */
-};
+/* The CPython walker's counters (slots of bpf/profd.h's `counters`). */
+#define PROFD_CNT_PY_SAMPLES \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CPYTHON, 0)	/* samples walked (not a loss) */
+#define PROFD_CNT_PY_NO_THREAD_STATE \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CPYTHON, 1)	/* thread without a PyThreadState */
+#define PROFD_CNT_PY_READ_ERR \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CPYTHON, 2)	/* frame unreadable: walk ended */
+#define PROFD_CNT_PY_TRUNCATED \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CPYTHON, 3)	/* more frames than kept */
+
+_Static_assert(sizeof(struct profd_python_proc) <= PROFD_RUNTIME_STATE_SIZE,
+	       "CPython's state fits runtime_procs");
+_Static_assert(PROFD_PY_TSTATE_BUF <= PROFD_RUNTIME_BUF &&
+	       PROFD_PY_FRAME_BUF <= PROFD_RUNTIME_BUF,
+	       "CPython's reads fit the scratch buffer");
+_Static_assert(PROFD_PY_MAX_TAIL_CALLS <= PROFD_RUNTIME_TAIL_CALLS,
+	       "the native walk leaves CPython its tail calls");
 
 #endif /* PROFD_BPF_UNWIND_PYTHON_H */

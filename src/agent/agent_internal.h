@@ -26,7 +26,7 @@
 #include "proc/file_gate.h"
 #include "proc/object_loader.h"
 #include "proc/process.h"
-#include "python/python.h"
+#include "runtime/runtime.h"
 #include "symbol/kallsyms.h"
 #include "symbol/symbolizer.h"
 #include "tracer/counters.h"
@@ -46,8 +46,8 @@
 #define READER_SYNC_MS 1000	/* longest wait for the reader to catch up */
 #define IDLE_PROCESS_NS (60ULL * 1000 * 1000 * 1000)
 
-/* User frames after merging: native + Python + an error frame. */
-#define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 2)
+/* User frames after merging: native + a runtime's + an error frame. */
+#define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_INTERP_FRAMES + 2)
 
 /* User-space counters of loss and error, reported beside the BPF ones. */
 enum agent_counter {
@@ -141,10 +141,9 @@ struct agent_cache_stats {
 	uint64_t flame_budget;		/* their share of --memory-limit */
 	uint64_t flame_pruned;		/* frames folded for room */
 	uint64_t proc_bytes;		/* process maps snapshots */
-	uint64_t python_bytes;		/* Python code cache and frame tables */
-	uint64_t python_budget;		/* code cache + frame tables: their share */
-	uint64_t python_evictions;	/* code objects dropped for room */
-	uint64_t python_codes;		/* code objects cached */
+	/* each registered runtime's caches (registry order) and their share */
+	struct runtime_stats runtimes[PROFD_RUNTIME_COUNT];
+	uint64_t runtime_budgets[PROFD_RUNTIME_COUNT];
 	uint64_t agg_bytes;		/* the open interval's aggregation (and
 					 * the next one's, during a flush) */
 };
@@ -165,7 +164,7 @@ struct agent {
 	uint64_t frames_pending;	/* atomic: written frames whose object was not ready */
 	uint64_t frames_hung;		/* atomic: ... whose file hung */
 	uint64_t frames_shed;		/* atomic: ... whose symbol table was shed */
-	struct python *py;		/* CPython processes; NULL: native only */
+	struct runtimes *rts;		/* language runtimes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
 	struct kallsyms *ksyms;
@@ -188,7 +187,6 @@ struct agent {
 					 * for samples taken from next_start_mono on */
 	uint64_t next_start_mono;	/* 0 when next is NULL */
 	uint64_t interval;		/* bumped at each swap of cur */
-	uint64_t py_interval;		/* interval the frame table was last checked for */
 	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
 	struct process_table_stats procs_stats;
 	struct unwind_loader_stats unwind_stats;
@@ -204,7 +202,8 @@ struct agent {
 	unsigned int reader_sync_req;	/* reader_sync(): requests made ... */
 	unsigned int reader_sync_done;	/* ... and the last one the reader met */
 	int reader_exited;
-	uint64_t python_processes;	/* CPython processes known: the reader polls sooner */
+	bool runtime_fast_poll;		/* a fast_poll runtime knows a process: the
+					 * reader polls sooner (atomic) */
 	pthread_t reader;
 	int reader_err;
 	bool workers_deferred;		/* reader: agent_defer_workers() */
@@ -270,7 +269,7 @@ struct aggregate *agent_sample_table(struct agent *ag, uint64_t ktime_ns);
  * agent_sample_interval - the interval number (ag->interval, or one more
  * while a flush is under way and the sample was taken after the boundary)
  * a sample taken at @ktime_ns belongs to, read without agg_lock: the
- * Python frame table generation is chosen by it. Reader thread.
+ * runtimes' frame table generation is chosen by it. Reader thread.
  */
 uint64_t agent_sample_interval(struct agent *ag, uint64_t ktime_ns);
 
@@ -349,14 +348,14 @@ void agent_attach_gpu_library(void *ctx, pid_t pid, const struct proc_mapping *m
 /*
  * agent_listen_processes - install the process table's listener: the
  * reader attaches to injection library copies a snapshot maps; the object
- * loader's thread keeps the BPF unwind and Python maps in step with each
+ * loader's thread keeps the BPF unwind and runtime maps in step with each
  * process's mappings and removal. Setup, before the reader starts.
  */
 void agent_listen_processes(struct agent *ag);
 
 /*
  * agent_publish_stats - copy the figures of the process table, file
- * gate, symbolizer, flame graphs, exporter, unwind loader, Python and GPU
+ * gate, symbolizer, flame graphs, exporter, unwind loader, runtimes and GPU
  * state into struct agent (counters, procs_stats, unwind_stats,
  * cache_stats; takes sym_lock, then agg_lock). The reader after each
  * poll; the main thread once more after it joined the reader.

@@ -6,7 +6,7 @@
  * reader thread, as the sample is aggregated:
  *
  *   profd: debug: sample pid=1234 tid=1235 comm=chain cpu=1 origin=cpu-clock
- *          unwinder=dwarf flags=user_complete kernel=0 user=6 (native 6, python 0)
+ *          unwinder=dwarf+python flags=user_complete kernel=0 user=7 (native 6, python 2)
  *     #0 user   0x000055d0c0a01189 /tmp/chain+0x1189 chain_e
  *     #1 kernel 0xffffffff81e0012f [kernel] asm_sysvec_apic_timer_interrupt+0xf
  *     #2 python 0x4000000000000012 [python] work (stacks.py:12)
@@ -14,7 +14,7 @@
  * (the header is one line). User addresses are placed in the process's
  * maps snapshot (path and file offset); names come from kallsyms, the ELF
  * symbol tables already opened for the snapshot (under sym_lock, never
- * opening a file here) and the Python frame table. The block is written
+ * opening a file here) and the sample's runtime (its frame table). The block is written
  * under stderr's stdio lock, so lines of other threads do not split it.
  */
 #include <stdio.h>
@@ -23,7 +23,7 @@
 #include "agent/agent_internal.h"
 #include "agent/debug.h"
 #include "proc/maps.h"
-#include "python/frames.h"
+#include "runtime/runtime.h"
 
 bool agent_debug_wanted(const struct agent *ag, pid_t pid)
 {
@@ -45,27 +45,40 @@ static const struct {
 	{ PROFD_SAMPLE_NO_USER, "no_user_stack" },
 	{ PROFD_SAMPLE_UNWIND_MISSING, "unwind_info_missing" },
 	{ PROFD_SAMPLE_DWARF, "dwarf" },
-	{ PROFD_SAMPLE_PYTHON, "python" },
-	{ PROFD_SAMPLE_PYTHON_TRUNCATED, "python_truncated" },
-	{ PROFD_SAMPLE_PYTHON_ERROR, "python_read_error" },
+	{ PROFD_SAMPLE_INTERP, "" },	/* the runtime's name */
+	{ PROFD_SAMPLE_INTERP_TRUNCATED, "_truncated" },	/* after it */
+	{ PROFD_SAMPLE_INTERP_ERROR, "_read_error" },
 	{ PROFD_SAMPLE_USER_COMPLETE, "user_complete" },
 };
 
-/* The flags that are not the unwinder's name, comma-separated. */
-static void flags_str(uint32_t flags, char *buf, size_t len)
+/* The sample's runtime's name ("runtime" when unknown). */
+static const char *runtime_name(const struct profd_sample *s)
 {
+	const struct runtime_ops *ops = runtimes_ops(s->runtime);
+
+	return ops ? ops->name : "runtime";
+}
+
+/* The flags that are not the unwinder's name, comma-separated. */
+static void flags_str(const struct profd_sample *s, char *buf, size_t len)
+{
+	uint32_t flags = s->flags;
 	size_t n = 0;
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < sizeof(flag_names) / sizeof(flag_names[0]); i++) {
+		bool interp = flag_names[i].bit & (PROFD_SAMPLE_INTERP_TRUNCATED |
+						   PROFD_SAMPLE_INTERP_ERROR);
+
 		if (!(flags & flag_names[i].bit) ||
-		    flag_names[i].bit & (PROFD_SAMPLE_DWARF | PROFD_SAMPLE_PYTHON))
+		    flag_names[i].bit & (PROFD_SAMPLE_DWARF | PROFD_SAMPLE_INTERP))
 			continue;
-		n += snprintf(buf + n, n < len ? len - n : 0, "%s%s",
-			      n ? "," : "", flag_names[i].name);
+		n += snprintf(buf + n, n < len ? len - n : 0, "%s%s%s",
+			      n ? "," : "", interp ? runtime_name(s) : "",
+			      flag_names[i].name);
 		flags &= ~flag_names[i].bit;
 	}
-	flags &= ~(PROFD_SAMPLE_DWARF | PROFD_SAMPLE_PYTHON);
+	flags &= ~(PROFD_SAMPLE_DWARF | PROFD_SAMPLE_INTERP);
 	if (flags)
 		n += snprintf(buf + n, n < len ? len - n : 0, "%s0x%x",
 			      n ? "," : "", flags);
@@ -73,14 +86,17 @@ static void flags_str(uint32_t flags, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Which walker produced the user stack. */
-static const char *unwinder_str(const struct profd_sample *s)
+/* Which walkers produced the user stack: "dwarf", "fp+python", ... */
+static void unwinder_str(const struct profd_sample *s, char *buf, size_t len)
 {
-	if (s->flags & PROFD_SAMPLE_NO_USER || !s->user_len)
-		return s->flags & PROFD_SAMPLE_PYTHON ? "python" : "none";
-	if (s->flags & PROFD_SAMPLE_DWARF)
-		return s->flags & PROFD_SAMPLE_PYTHON ? "dwarf+python" : "dwarf";
-	return s->flags & PROFD_SAMPLE_PYTHON ? "fp+python" : "fp";
+	const char *native = s->flags & PROFD_SAMPLE_NO_USER || !s->user_len ? NULL :
+			     s->flags & PROFD_SAMPLE_DWARF ? "dwarf" : "fp";
+
+	if (!(s->flags & PROFD_SAMPLE_INTERP))
+		snprintf(buf, len, "%s", native ? native : "none");
+	else
+		snprintf(buf, len, "%s%s%s", native ? native : "",
+			 native ? "+" : "", runtime_name(s));
 }
 
 static void kernel_frame(struct agent *ag, FILE *f, uint32_t i, uint64_t ip)
@@ -99,13 +115,15 @@ static void kernel_frame(struct agent *ag, FILE *f, uint32_t i, uint64_t ip)
 	fputc('\n', f);
 }
 
-static void python_frame_line(struct agent *ag, FILE *f, uint32_t i,
-			      uint64_t token)
+static void runtime_frame_line(struct agent *ag, FILE *f, uint32_t i,
+			       uint64_t token)
 {
-	struct py_frame pf;
+	const struct runtime_ops *ops = runtime_ip_ops(token);
+	struct runtime_frame pf;
 
-	fprintf(f, "  #%-3u python 0x%016llx [python]", i, (unsigned long long)token);
-	if (ag->py && !python_frame(ag->py, token, &pf))
+	fprintf(f, "  #%-3u %s 0x%016llx %s", i, ops->name,
+		(unsigned long long)token, ops->mapping);
+	if (!runtimes_frame(ag->rts, token, &pf))
 		fprintf(f, " %s (%s:%d)", pf.function ? pf.function : "?",
 			pf.file ? pf.file : "?", pf.line);
 	else
@@ -147,25 +165,27 @@ void agent_debug_sample(struct agent *ag, const struct profd_sample *s,
 			const uint64_t *ips, uint32_t nuser,
 			struct proc_snapshot *snap)
 {
-	char comm[PROFD_TASK_COMM_LEN + 1], flags[256];
+	char comm[PROFD_TASK_COMM_LEN + 1], flags[256], unwinder[64];
 	uint32_t nk = s->kernel_len;
 
 	memcpy(comm, s->comm, PROFD_TASK_COMM_LEN);
 	comm[PROFD_TASK_COMM_LEN] = '\0';
-	flags_str(s->flags, flags, sizeof(flags));
+	flags_str(s, flags, sizeof(flags));
+	unwinder_str(s, unwinder, sizeof(unwinder));
 	flockfile(stderr);
 	fprintf(stderr, "profd: debug: sample pid=%u tid=%u comm=%s cpu=%u "
 		"origin=%s unwinder=%s flags=%s kernel=%u user=%u "
-		"(native %u, python %u)\n", s->pid, s->tid, comm, s->cpu,
+		"(native %u, %s %u)\n", s->pid, s->tid, comm, s->cpu,
 		s->origin == PROFD_ORIGIN_PROBE ? "probe" : "cpu-clock",
-		unwinder_str(s), flags, nk, nuser, s->user_len, s->python_len);
+		unwinder, flags, nk, nuser, s->user_len, runtime_name(s),
+		s->interp_len);
 	for (uint32_t i = 0; i < nk; i++)
 		kernel_frame(ag, stderr, i, ips[i]);
 	for (uint32_t i = 0; i < nuser; i++) {
 		uint64_t ip = ips[nk + i];
 
-		if (ip & PY_IP_FRAME)
-			python_frame_line(ag, stderr, nk + i, ip);
+		if (runtime_ip_ops(ip))
+			runtime_frame_line(ag, stderr, nk + i, ip);
 		else
 			user_frame(ag, stderr, nk + i, ip, i == 0, snap);
 	}

@@ -21,12 +21,12 @@ bool agent_debug_wanted(const struct agent *ag, pid_t pid);
 /*
  * agent_debug_sample - print sample @s (reader thread): a header line
  * "profd: debug: sample pid= tid= comm= cpu= origin= unwinder=
- * flags= kernel= user=" (unwinder: dwarf, fp, +python, none; flags: why
+ * flags= kernel= user=" (unwinder: dwarf, fp, +RUNTIME, none; flags: why
  * a stack is partial, or none), then one line per frame of @ips
- * (@s->kernel_len kernel then @nuser user addresses after the Python
- * merge): index, kernel/user/python, address, and the kernel symbol, the
+ * (@s->kernel_len kernel then @nuser user addresses after the runtime's
+ * merge): index, kernel/user/RUNTIME, address, and the kernel symbol, the
  * mapping path + file offset in @snap (may be NULL) and the symbol when
- * its ELF file is open already (takes ag->sym_lock), or the Python frame.
+ * its ELF file is open already (takes ag->sym_lock), or the runtime's frame.
  * Nothing is allocated; stdio errors are ignored.
  */
 void agent_debug_sample(struct agent *ag, const struct profd_sample *s,

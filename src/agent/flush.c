@@ -117,9 +117,10 @@ static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
 		snprintf(comments[(*n)++], 96, "probabilistic_sampled_ms=%llu",
 			 (unsigned long long)(sampled_ns / 1000000));
 	for (int c = 0; c < PROFD_CNT_MAX; c++)
-		snprintf(comments[(*n)++], 96, "%s.%s=%llu",
-			 counter_kind_name(profd_counter_kind(c)),
-			 profd_counter_name(c), (unsigned long long)bpf_delta[c]);
+		if (profd_counter_name(c))
+			snprintf(comments[(*n)++], 96, "%s.%s=%llu",
+				 counter_kind_name(profd_counter_kind(c)),
+				 profd_counter_name(c), (unsigned long long)bpf_delta[c]);
 	for (int c = 0; c < AGENT_CNT_MAX; c++)
 		snprintf(comments[(*n)++], 96, "%s.%s=%llu",
 			 counter_kind_name(agent_counter_kinds[c]),
@@ -153,6 +154,8 @@ static void status_line(struct agent *ag, const struct aggregate *a,
 	for (int c = 0; c < PROFD_CNT_MAX; c++) {
 		enum counter_kind k = profd_counter_kind(c);
 
+		if (!profd_counter_name(c))
+			continue;
 		if (k == COUNTER_LOST) {
 			nlost += bpf_delta[c];
 			note_counter(lost, sizeof(lost), &lo, profd_counter_name(c), bpf_delta[c]);
@@ -383,7 +386,7 @@ void agent_flush(struct agent *ag)
 		.ksyms = ag->ksyms,
 		.kernel_build_id = ag->kernel_build_id,
 		.sym_lock = &ag->sym_lock,
-		.py = ag->py,
+		.rts = ag->rts,
 		.comments = comment_ptrs,
 		.ncomments = ncomments,
 		.frames_pending = &ag->frames_pending,

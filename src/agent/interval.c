@@ -14,7 +14,7 @@
  * Exited processes: the exit event marks the entry; samples taken while the
  * task was exiting (PROFD_SAMPLE_EXITING) may follow the event and keep
  * the entry's labels. EXIT_GRACE_NS after the event the entry's BPF map
- * entries (unwind_procs, python_procs) go; the entry itself goes at the
+ * entries (unwind_procs, runtime_procs) go; the entry itself goes at the
  * first reap after the interval holding its last samples was swapped out.
  */
 #include <stdlib.h>

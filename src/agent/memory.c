@@ -46,7 +46,7 @@ void agent_memory_budgets(unsigned int limit_mib, unsigned int symbol_cache_mib,
 	if (out->symbols > (uint64_t)symbol_cache_mib << 20)
 		out->symbols = (uint64_t)symbol_cache_mib << 20;
 	out->flamegraph = share / 4;
-	out->python = share / 8;
+	out->runtimes = share / 8;
 	out->export_queue = share / 16;
 	out->nvtx_queue = share / 32;
 }

@@ -36,7 +36,8 @@
 struct agent_budgets {
 	uint64_t symbols;	/* bytes */
 	uint64_t flamegraph;	/* bytes: CPU tree, the GPU one gets 1/8 more */
-	uint64_t python;	/* bytes: code objects and frame tables */
+	uint64_t runtimes;	/* bytes: the language runtimes' caches (code
+				 * objects, frame tables), split among them */
 	uint64_t export_queue;	/* bytes: OTLP requests waiting or in flight */
 	uint64_t nvtx_queue;	/* bytes: NVTX events waiting for the tracer */
 };

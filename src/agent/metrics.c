@@ -64,7 +64,6 @@ struct agent_snapshot {
 	uint64_t total_samples;
 	uint64_t intervals;
 	uint64_t unwind_memory_limit;	/* bytes; 0: no DWARF unwinding */
-	uint64_t python_processes;	/* python_procs entries */
 	struct tracer *tracer;		/* NULL until ready */
 	struct agent_export *exp;
 };
@@ -100,7 +99,6 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 	s->total_samples = __atomic_load_n(&ag->total_samples, __ATOMIC_RELAXED);
 	s->intervals = __atomic_load_n(&ag->intervals, __ATOMIC_RELAXED);
 	s->unwind_memory_limit = __atomic_load_n(&ag->unwind_memory_limit, __ATOMIC_RELAXED);
-	s->python_processes = __atomic_load_n(&ag->python_processes, __ATOMIC_RELAXED);
 	if (s->ready) {
 		/* set up before ready was set under this lock; freed after stop */
 		s->tracer = ag->tracer;
@@ -166,7 +164,7 @@ static void counter_family(struct prom_buf *b, const char *name, const char *lab
 	for (int c = 0; c < PROFD_CNT_MAX; c++) {
 		struct prom_label l = { label, profd_counter_name(c) };
 
-		if (profd_counter_kind(c) == kind)
+		if (l.value && profd_counter_kind(c) == kind)
 			prom_sample_u64(b, name, &l, 1, r->bpf[c]);
 	}
 	for (int c = 0; c < AGENT_CNT_MAX; c++) {
@@ -220,7 +218,7 @@ static const struct field_metric table_rows[] = {
 	  "table cached, nothing queued).",
 	  SNAP(unwind_async.inline_runs) },
 	{ "profd_object_jobs_queued", PROM_GAUGE,
-	  "Mapped files (symbols, build IDs, CPython detection) waiting for the "
+	  "Mapped files (symbols, build IDs, runtime detection) waiting for the "
 	  "object loader thread.",
 	  SNAP(objects.queued) },
 	{ "profd_file_reads_total", PROM_COUNTER,
@@ -240,8 +238,6 @@ static const struct field_metric unwind_rows[] = {
 	  SNAP(unwind.objects_failed) },
 	{ "profd_unwind_processes", PROM_GAUGE,
 	  "Processes with an unwind_procs entry.", SNAP(unwind.processes) },
-	{ "profd_python_processes", PROM_GAUGE,
-	  "CPython processes with a python_procs entry.", SNAP(python_processes) },
 	{ "profd_unwind_evictions_in_use_total", PROM_COUNTER,
 	  "Tables evicted for room while a process used them (its ranges "
 	  "fall back to frame pointers until the table is reloaded).",
@@ -265,6 +261,16 @@ static void render_tables(struct prom_buf *b, const struct agent_snapshot *s)
 	RENDER_FIELDS(b, s, unwind_rows);
 	prom_metric(b, "profd_unwind_build_seconds_total", PROM_COUNTER,
 		    "Time spent compiling unwind tables.", s->unwind.build_ns / 1e9);
+	/* profd_<runtime>_processes, one gauge per language runtime */
+	for (unsigned int i = 0; i < runtimes_count(); i++) {
+		const struct runtime_ops *ops = runtime_registry[i];
+		char name[64], help[128];
+
+		snprintf(name, sizeof(name), "profd_%s_processes", ops->name);
+		snprintf(help, sizeof(help), "Processes of the %s runtime with a "
+			 "runtime_procs entry.", ops->name);
+		prom_metric_u64(b, name, PROM_GAUGE, help, s->caches.runtimes[i].processes);
+	}
 }
 
 /* One family, one sample per (label value, number). */
@@ -284,20 +290,49 @@ static void labelled(struct prom_buf *b, const char *name, enum prom_type type,
 static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 {
 	static const char *const heap[] = { "in_use", "free", "mmapped" };
-	static const char *const bytes[] = {
-		"symbols", "flamegraph", "processes", "python", "aggregation",
-	};
-	static const char *const entries[] = {
-		"symbol_objects", "processes", "unwind_tables", "unwind_processes",
-		"flamegraph_names", "python_code_objects",
-	};
-	static const char *const evicted[] = {
-		"symbols", "unwind_tables", "flamegraph", "python",
-	};
-	static const char *const budgets[] = { "symbols", "flamegraph", "python" };
 	static const char *const table_events[] = { "shed", "reloaded", "reload_refused" };
+	/* the fixed caches, then one per language runtime (its name) */
+	const char *bytes[5 + PROFD_RUNTIME_COUNT] = {
+		"symbols", "flamegraph", "processes", "aggregation",
+	};
+	uint64_t vbytes[5 + PROFD_RUNTIME_COUNT] = {
+		s->caches.sym_bytes, s->caches.flame_bytes, s->caches.proc_bytes,
+		s->caches.agg_bytes,
+	};
+	const char *budgets[2 + PROFD_RUNTIME_COUNT] = { "symbols", "flamegraph" };
+	uint64_t vbudgets[2 + PROFD_RUNTIME_COUNT] = {
+		s->caches.sym_budget, s->caches.flame_budget,
+	};
+	const char *entries[5 + PROFD_RUNTIME_COUNT] = {
+		"symbol_objects", "processes", "unwind_tables", "unwind_processes",
+		"flamegraph_names",
+	};
+	uint64_t ventries[5 + PROFD_RUNTIME_COUNT] = {
+		s->caches.sym_objects, s->procs.processes, s->unwind.objects,
+		s->unwind.processes, s->caches.flame_names,
+	};
+	const char *evicted[3 + PROFD_RUNTIME_COUNT] = {
+		"symbols", "unwind_tables", "flamegraph",
+	};
+	uint64_t vevicted[3 + PROFD_RUNTIME_COUNT] = {
+		s->caches.sym_sheds, s->unwind.evictions, s->caches.flame_pruned,
+	};
+	int nbytes = 4, nbudgets = 2, nentries = 5, nevicted = 3;
 	struct agent_memory_stats m;
 
+	for (unsigned int i = 0; i < runtimes_count(); i++) {
+		const struct runtime_ops *ops = runtime_registry[i];
+		const struct runtime_stats *rs = &s->caches.runtimes[i];
+
+		bytes[nbytes] = ops->name;
+		vbytes[nbytes++] = rs->bytes;
+		budgets[nbudgets] = ops->name;
+		vbudgets[nbudgets++] = s->caches.runtime_budgets[i];
+		entries[nentries] = ops->objects;
+		ventries[nentries++] = rs->objects;
+		evicted[nevicted] = ops->name;
+		vevicted[nevicted++] = rs->evictions;
+	}
 	agent_memory_read(&m);
 	labelled(b, "profd_heap_bytes", PROM_GAUGE,
 		 "malloc heap: in use, free but kept by glibc, mmapped chunks.",
@@ -309,30 +344,23 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 		 "Heap bytes of a cache (symbols: the symbolizer's open objects, "
 		 "their symbol tables and address caches; flamegraph: the "
 		 "run-long flame graph trees and their names; processes: the "
-		 "maps snapshots; python: the code cache and frame tables; "
-		 "aggregation: the open interval's stacks).", "cache", 5, bytes,
-		 (uint64_t[]){ s->caches.sym_bytes, s->caches.flame_bytes,
-			       s->caches.proc_bytes, s->caches.python_bytes,
-			       s->caches.agg_bytes });
+		 "maps snapshots; aggregation: the open interval's stacks; a "
+		 "language runtime's name: its code cache and frame tables).",
+		 "cache", nbytes, bytes, vbytes);
 	labelled(b, "profd_cache_budget_bytes", PROM_GAUGE,
 		 "The most a cache may hold before it sheds (its share of "
-		 "--memory-limit; symbols: at most --symbol-cache-limit; python: "
-		 "the code objects and the frame tables).", "cache", 3, budgets,
-		 (uint64_t[]){ s->caches.sym_budget, s->caches.flame_budget,
-			       s->caches.python_budget });
+		 "--memory-limit; symbols: at most --symbol-cache-limit; a "
+		 "language runtime: its code objects and frame tables).", "cache",
+		 nbudgets, budgets, vbudgets);
 	labelled(b, "profd_cache_entries", PROM_GAUGE,
-		 "Entries of a cache or table.", "cache", 6, entries,
-		 (uint64_t[]){ s->caches.sym_objects, s->procs.processes,
-			       s->unwind.objects, s->unwind.processes,
-			       s->caches.flame_names, s->caches.python_codes });
+		 "Entries of a cache or table.", "cache", nentries, entries, ventries);
 	labelled(b, "profd_cache_evictions_total", PROM_COUNTER,
 		 "Entries shed for room, least recently used first (symbols: "
 		 "idle objects freed, address caches emptied and symbol tables "
 		 "of mapped files freed; unwind_tables: "
 		 "tables evicted; flamegraph: lightest frames folded into their "
-		 "callers; python: code objects dropped).", "cache", 4, evicted,
-		 (uint64_t[]){ s->caches.sym_sheds, s->unwind.evictions,
-			       s->caches.flame_pruned, s->caches.python_evictions });
+		 "callers; a language runtime: code objects dropped).", "cache",
+		 nevicted, evicted, vevicted);
 	labelled(b, "profd_symbol_tables_total", PROM_COUNTER,
 		 "Symbol tables of files live processes map: freed for the "
 		 "symbol budget (shed), read back when their code was sampled "

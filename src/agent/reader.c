@@ -5,8 +5,9 @@
  * Owns: everything the reader thread does with the ringbuf's records.
  * agent_reader_main() polls the ringbuf; agent_on_event() checks each
  * record and hands it on: samples to the process table (each user frame's
- * object opened while the process lives), the Python merge and the
- * interval's aggregation table (or, for a GPU launch, to the GPU
+ * object opened while the process lives), their runtime's merge of its
+ * frames with the native ones (src/runtime/) and the interval's
+ * aggregation table (or, for a GPU launch, to the GPU
  * correlation); process exec/exit events, library mappings, GPU records
  * and NVTX batches to their owners. Between polls the reader ticks the GPU
  * state, reaps exited processes (interval.c) and publishes the figures of
@@ -15,7 +16,7 @@
  *
  * Also here: the process table's listener callbacks (the reader attaches
  * to copies of the CUDA injection library; the object loader's thread
- * keeps the BPF unwind and Python maps in step), and the deferral of the
+ * keeps the BPF unwind and runtime maps in step), and the deferral of the
  * workers' wakeups while the reader takes in a batch.
  */
 #include <errno.h>
@@ -32,7 +33,8 @@
 #include "bpf/gpu_events.h"
 #include "gpu/gpu.h"
 #include "proc/process.h"
-#include "python/python.h"
+#include "python/python.h"	/* its counters, until the counter registry */
+#include "runtime/runtime.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
 #include "util/clock.h"
@@ -42,10 +44,11 @@
 #define UNWIND_TOUCH_EVERY_NS (1000ULL * 1000 * 1000)
 /*
  * Most samples do not wake the reader (emit_sample()): it polls. Short
- * enough that a Python code object is usually still alive when its
- * sample is named (import-time module code lives only milliseconds).
+ * enough that a runtime's short-lived code (a Python code object of
+ * import-time module code lives only milliseconds) is usually still alive
+ * when its sample is named (runtime_ops.fast_poll).
  */
-#define READER_POLL_MS 20	/* sampling CPython processes: their code objects */
+#define READER_POLL_MS 20	/* sampling processes of a fast_poll runtime */
 #define READER_POLL_SLOW_MS 100	/* otherwise, and while probabilistic profiling is off */
 #define READER_BATCH 4096	/* records per poll before the loop runs again */
 #define READER_DRAIN_NS (500ULL * 1000 * 1000)	/* the last drain, at most */
@@ -67,7 +70,7 @@ static uint16_t trim_profiler_frames(const struct proc_snapshot *snap,
 		const struct proc_mapping *m;
 		const char *base;
 
-		if (ips[i] & PY_IP_FRAME)
+		if (runtime_ip_ops(ips[i]))
 			break;
 		m = proc_maps_find(&snap->maps, i && !(ips[i] & PROFD_IP_EXACT) ? ip - 1 : ip);
 		base = m ? strrchr(m->path, '/') : NULL;
@@ -76,15 +79,6 @@ static uint16_t trim_profiler_frames(const struct proc_snapshot *snap,
 			break;
 	}
 	return i < nuser ? i : 0;
-}
-
-/* The frame table's generation check, once per interval @gen (reader). */
-static void python_renew(struct agent *ag, uint64_t gen)
-{
-	if (ag->py_interval < gen) {
-		python_new_interval(ag->py);
-		ag->py_interval = gen;
-	}
 }
 
 static void handle_sample(struct agent *ag, const struct profd_sample *s,
@@ -140,30 +134,32 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	}
 	comm = p && p->comm[0] ? p->comm : s->comm;
 	nuser = s->user_len;
-	if (!ag->py || !(s->flags & PROFD_SAMPLE_PYTHON)) {
+	if (!ag->rts || !(s->flags & PROFD_SAMPLE_INTERP)) {
 		pthread_mutex_lock(&ag->agg_lock);
 		goto add;
 	}
 	for (;;) {
 		/*
-		 * Python frames take the place of the eval loop's frames. The
-		 * merge reads process memory, so it runs outside agg_lock; a
-		 * stack must name its frames in its interval's generation of
-		 * the frame table, so it is merged again if the interval
-		 * changed meanwhile (rare: the frames are cached by then).
+		 * The runtime's frames take the place of its interpreter's
+		 * frames (CPython: the eval loop's). The merge may read
+		 * process memory, so it runs outside agg_lock; a stack must
+		 * name its frames in its interval's generation of the
+		 * runtime's frame table, so it is merged again if the
+		 * interval changed meanwhile (rare: the frames are cached by
+		 * then).
 		 */
 		uint64_t interval = __atomic_load_n(&ag->interval, __ATOMIC_ACQUIRE);
 		/* the interval the sample goes to: one more during a flush */
 		uint64_t gen = agent_sample_interval(ag, s->ktime_ns);
 
-		python_renew(ag, gen);
+		runtimes_new_interval(ag->rts, gen);
 		memcpy(ag->merged, ips, s->kernel_len * sizeof(*ips));
-		nuser = python_merge_stack(ag->py, s->pid, s->flags,
-					   ips + s->kernel_len, s->user_len,
-					   ips + s->kernel_len + s->user_len,
-					   s->python_len,
-					   ag->merged + s->kernel_len,
-					   MERGED_USER_MAX, now);
+		nuser = runtimes_merge_stack(ag->rts, s->runtime, s->pid, s->flags,
+					     ips + s->kernel_len, s->user_len,
+					     ips + s->kernel_len + s->user_len,
+					     s->interp_len,
+					     ag->merged + s->kernel_len,
+					     MERGED_USER_MAX, now);
 		pthread_mutex_lock(&ag->agg_lock);
 		if (ag->interval == interval)
 			break;
@@ -196,7 +192,7 @@ add:
 
 				memcpy(v, ips + trim, (size_t)(nuser - trim) * sizeof(*v));
 				first = v[0];
-				if (!(first & (PY_IP_FRAME | PROFD_IP_EXACT)))
+				if (!runtime_ip_ops(first) && !(first & PROFD_IP_EXACT))
 					v[0] = (first - 1) | PROFD_IP_EXACT;
 				l.ips = v;
 			}
@@ -280,10 +276,10 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 			return 0;
 		if (size < sizeof(*s) ||
 		    size < sizeof(*s) + ((size_t)s->kernel_len + s->user_len +
-					 2 * (size_t)s->python_len) * 8 ||
+					 2 * (size_t)s->interp_len) * 8 ||
 		    s->kernel_len > PROFD_MAX_KERNEL_FRAMES ||
 		    s->user_len > PROFD_MAX_USER_FRAMES ||
-		    s->python_len > PROFD_MAX_PYTHON_FRAMES)
+		    s->interp_len > PROFD_MAX_INTERP_FRAMES)
 			goto malformed;
 		handle_sample(ag, s, (const uint64_t *)(s + 1), now);
 		return 0;
@@ -404,7 +400,8 @@ static void on_maps_seen(void *ctx, pid_t pid, const struct proc_maps *maps)
 
 /*
  * Process table listener, on the object loader's thread: keep the BPF
- * unwind and Python maps in step (CPython detection parses the files).
+ * unwind and runtime maps in step (runtimes are recognised by the files'
+ * symbols).
  */
 static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 {
@@ -412,8 +409,8 @@ static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *maps)
 
 	if (ag->unwind)
 		unwind_async_update(ag->unwind, pid, maps);
-	if (ag->py)
-		python_maps_read(ag->py, pid, maps);
+	if (ag->rts)
+		runtimes_maps_read(ag->rts, pid, maps);
 }
 
 static void on_removed(void *ctx, pid_t pid)
@@ -422,8 +419,8 @@ static void on_removed(void *ctx, pid_t pid)
 
 	if (ag->unwind)
 		unwind_async_remove(ag->unwind, pid);
-	if (ag->py)
-		python_removed(ag->py, pid);
+	if (ag->rts)
+		runtimes_removed(ag->rts, pid);
 }
 
 void agent_listen_processes(struct agent *ag)
@@ -436,6 +433,15 @@ void agent_listen_processes(struct agent *ag)
 	};
 
 	process_table_set_listener(ag->procs, &pl);
+}
+
+/* CPython's counters (until the counter registry takes them). */
+static void agent_python_stats(struct agent *ag, struct python_stats *out)
+{
+	struct python *py = runtimes_instance(ag->rts, PROFD_RUNTIME_CPYTHON);
+
+	if (py)
+		python_stats(py, out);
 }
 
 void agent_publish_stats(struct agent *ag)
@@ -471,15 +477,12 @@ void agent_publish_stats(struct agent *ag)
 	agent_export_stats(ag->exp, &xst);
 	unwind_async_stats(ag->unwind, &uast);	/* NULL: zeros */
 	ust = uast.loader;
-	if (ag->py)
-		python_stats(ag->py, &pst);
+	agent_python_stats(ag, &pst);
 	if (ag->gpu)
 		gpu_stats(ag->gpu, &gst);
 	cst.proc_bytes = st.snapshot_bytes;
-	cst.python_bytes = pst.bytes;
-	cst.python_budget = ag->py ? ag->budgets.python : 0;
-	cst.python_evictions = pst.code_evictions;
-	cst.python_codes = pst.code_objects;
+	for (unsigned int i = 0; ag->rts && i < runtimes_count(); i++)
+		runtimes_stats(ag->rts, i, &cst.runtimes[i], &cst.runtime_budgets[i]);
 	pthread_mutex_lock(&ag->agg_lock);
 	cst.agg_bytes = (ag->cur ? ag->cur->bytes : 0) + (ag->next ? ag->next->bytes : 0);
 	ag->counters[AGENT_CNT_GPU_KERNELS] = gst.kernels;
@@ -538,21 +541,23 @@ void agent_publish_stats(struct agent *ag)
 	ag->counters[AGENT_CNT_PYTHON_UPDATE_ERRORS] = pst.map_errors;
 	ag->counters[AGENT_CNT_PYTHON_READ_TIMEOUTS] = pst.read_timeouts;
 	ag->counters[AGENT_CNT_PYTHON_FRAME_TABLES] = pst.frame_rotations;
-	__atomic_store_n(&ag->python_processes, pst.processes, __ATOMIC_RELAXED);
+	__atomic_store_n(&ag->runtime_fast_poll, runtimes_fast_poll(ag->rts),
+			 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 
 /*
- * python_tick - on the reap tick: drop exited interpreters' code objects,
- * and renew the frame table at each new interval even when no Python
- * sample came (an idle table of gone processes' frames is freed).
+ * runtimes_reap_tick - on the reap tick: the runtimes drop what exited
+ * processes left (CPython: their code objects), and renew their frame
+ * tables at each new interval even when none of their samples came (an
+ * idle table of gone processes' frames is freed).
  */
-static void python_tick(struct agent *ag)
+static void runtimes_reap_tick(struct agent *ag)
 {
 	uint64_t gen = __atomic_load_n(&ag->interval, __ATOMIC_ACQUIRE);
 
-	python_forget_exited(ag->py);
-	python_renew(ag, gen);
+	runtimes_tick(ag->rts);
+	runtimes_new_interval(ag->rts, gen);
 }
 
 void *agent_reader_main(void *arg)
@@ -564,11 +569,11 @@ void *agent_reader_main(void *arg)
 		unsigned int sync = __atomic_load_n(&ag->reader_sync_req, __ATOMIC_ACQUIRE);
 		/*
 		 * 50 wakeups a second cost ~0.3 % of a core on an idle host:
-		 * only samples of CPython processes need naming that soon
+		 * only samples of a fast_poll runtime need naming that soon
 		 * (the first sample of an unknown process wakes the reader)
 		 */
 		bool soon = __atomic_load_n(&ag->sampling_on, __ATOMIC_RELAXED) &&
-			    __atomic_load_n(&ag->python_processes, __ATOMIC_RELAXED);
+			    __atomic_load_n(&ag->runtime_fast_poll, __ATOMIC_RELAXED);
 		int n;
 		uint64_t now;
 
@@ -595,8 +600,8 @@ void *agent_reader_main(void *arg)
 			agent_reap(ag, now);
 			agent_defer_workers(ag, false, 0);
 			last_reap = now;
-			if (ag->py)
-				python_tick(ag);
+			if (ag->rts)
+				runtimes_reap_tick(ag);
 			agent_memory_tick(now);	/* give back what exited processes freed */
 		}
 		agent_publish_stats(ag);

@@ -8,7 +8,7 @@
  * preflight checks, the output directory, kernel symbols, the memory
  * budgets, the symbolizer, process table, file gate and object loader,
  * the flame graphs, OTLP export and NVTX, the BPF programs (tracer), the
- * GPU correlation and probes, the Python and DWARF unwinders and the
+ * GPU correlation and probes, the language runtimes and DWARF unwinders and the
  * process listener that ties them to the process table; and
  * agent_teardown(), which frees all of it in an order that never leaves a
  * worker using what was freed.
@@ -33,7 +33,8 @@
 #include "gpu/gpu.h"
 #include "output/flamegraph.h"
 #include "proc/process.h"
-#include "python/python.h"
+#include "config/runtimes.h"
+#include "runtime/runtime.h"
 #include "symbol/kallsyms.h"
 #include "symbol/kernel_notes.h"
 #include "symbol/symbolizer.h"
@@ -239,6 +240,7 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
 	unsigned int scale = cfg->bpf_map_scale_factor;
+	uint32_t runtimes_on = 0;
 	struct tracer_opts to = {
 		.frequency_hz = cfg->frequency_hz,
 		.pids = cfg->exec_argv ? &ag->child.pid : cfg->pids,
@@ -325,12 +327,19 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	}
 	if (cfg->gpu && gpu_setup(ag, inject_lib))
 		return -1;
-	if (cfg->python_unwinding) {
-		ag->py = python_new(tracer_python_procs_fd(ag->tracer),
-				    ag->budgets.python, cfg->verbose);
+	for (unsigned int id = 1; id <= runtimes_count(); id++)
+		if (config_runtime_enabled(cfg, id))
+			runtimes_on |= 1u << id;
+	if (runtimes_on) {
+		struct runtime_env env = {
+			.procs_fd = tracer_runtime_procs_fd(ag->tracer),
+			.budget = ag->budgets.runtimes, .verbose = cfg->verbose,
+		};
+
+		ag->rts = runtimes_new(&env, runtimes_on);
 		ag->merged = malloc((PROFD_MAX_KERNEL_FRAMES + MERGED_USER_MAX) *
 				    sizeof(*ag->merged));
-		if (!ag->py || !ag->merged) {
+		if (!ag->rts || !ag->merged) {
 			fprintf(stderr, "profd: error: out of memory\n");
 			return -1;
 		}
@@ -348,7 +357,7 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 			return -1;
 		}
 	}
-	if (ag->unwind || ag->py)
+	if (ag->unwind || ag->rts)
 		agent_listen_processes(ag);
 	return 0;
 }
@@ -358,7 +367,7 @@ void agent_teardown(struct agent *ag)
 	agent_metrics_stop(ag);		/* first: it reads everything below */
 	/*
 	 * The object loader uses the process table, symbolizer, unwind loader
-	 * and Python state: stopped first; stuck in a file read, it is left
+	 * and runtimes' state: stopped first; stuck in a file read, it is left
 	 * alone with all of them (the process is exiting anyway).
 	 */
 	ag->objects_stuck = !object_loader_free(ag->objects, OBJECTS_STOP_WAIT_NS);
@@ -368,7 +377,7 @@ void agent_teardown(struct agent *ag)
 		unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
 	tracer_close(ag->tracer);
 	if (!ag->objects_stuck)
-		python_free(ag->py);
+		runtimes_free(ag->rts);
 	gpu_free(ag->gpu);
 	flamegraph_free(ag->gpu_flame);
 	agent_export_free(ag->exp);

@@ -16,7 +16,7 @@
 
 #include "proc/process.h"
 #include "profile/profile.h"
-#include "python/python.h"
+#include "runtime/runtime.h"
 #include "symbol/kallsyms.h"
 
 struct agg_stack {
@@ -70,7 +70,7 @@ struct build_opts {
 	const struct kallsyms *ksyms;	/* NULL: kernel frames unresolved */
 	const char *kernel_build_id;	/* hex or "" */
 	pthread_mutex_t *sym_lock;	/* serializes symbolizer use */
-	struct python *py;		/* names Python frame ids; NULL: none */
+	struct runtimes *rts;		/* names runtime frame tokens; NULL: none */
 	const char *const *comments;	/* copied into the profile */
 	uint32_t ncomments;
 	/* atomics, may be NULL: user locations left unsymbolized because
@@ -88,9 +88,10 @@ struct build_opts {
  * thread_name (string) and the process's metadata (proc_meta_labels());
  * kernel frames under a "[kernel.kallsyms]"
  * mapping; user frames under their file's mapping, symbolized through the
- * snapshot's ELF objects; Python frames (PY_IP_FRAME ids) under a
- * "[python]" mapping, with function = qualified name, file = co_filename
- * and the executing line; truncated stacks end in a "[truncated]" frame.
+ * snapshot's ELF objects; a runtime's frames (tokens, see
+ * src/runtime/runtime.h) under its mapping (runtime_ops.mapping), with
+ * the function, file and line it names; truncated stacks end in a
+ * "[truncated]" frame.
  * Returns a new profile (caller frees) or NULL on out of memory.
  */
 struct profile *aggregate_build_profile(const struct aggregate *a,
@@ -124,12 +125,12 @@ uint32_t proc_meta_labels(const struct proc_snapshot *snap,
 
 /* Most locations one stack can have: merged user frames + [truncated]. */
 #define STACK_BUILDER_MAX_LOCATIONS \
-	(PROFD_MAX_KERNEL_FRAMES + PROFD_MAX_USER_FRAMES + PROFD_MAX_PYTHON_FRAMES + 3)
+	(PROFD_MAX_KERNEL_FRAMES + PROFD_MAX_USER_FRAMES + PROFD_MAX_INTERP_FRAMES + 3)
 
 /*
  * stack_builder_locations - the location ids (leaf first) of a stack laid
  * out as in struct agg_stack (@nkernel kernel then @nuser user IPs, user
- * IPs possibly Python frame tokens), plus "[truncated]" when @flags has
+ * IPs possibly runtime frame tokens), plus "[truncated]" when @flags has
  * PROFD_SAMPLE_USER_TRUNCATED. @locs holds STACK_BUILDER_MAX_LOCATIONS;
  * *@nlocs gets the count. Returns 0 or -ENOMEM.
  */

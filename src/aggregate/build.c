@@ -16,7 +16,6 @@
 #include "bpf/profd.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
-#define PYTHON_MAPPING_NAME "[python]"
 #define KERNEL_START 0xffff800000000000ULL
 
 /* (snapshot, mapping index) -> profile mapping id, open addressing. */
@@ -32,7 +31,7 @@ struct stack_builder {
 	struct mapping_key *mkeys;
 	uint32_t mcap, mn;
 	uint32_t kernel_mapping;
-	uint32_t python_mapping;	/* added on first use */
+	uint32_t runtime_mapping[PROFD_RUNTIME_END];	/* by runtime id, added on first use */
 	uint32_t truncated_location;
 	uint32_t *locs;		/* scratch: location ids of one stack */
 };
@@ -150,21 +149,26 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 	return profile_location_id(b->p, mapping_id, ip, fn, 0);
 }
 
-static uint32_t python_location(struct stack_builder *b, uint64_t token)
+/* The location of runtime frame token @token: its runtime's mapping, the
+ * function, file and line it names (none when it cannot say). */
+static uint32_t runtime_location(struct stack_builder *b, uint64_t token)
 {
-	struct py_frame f;
+	const struct runtime_ops *ops = runtime_ip_ops(token);
+	unsigned int id = ops->id;
+	struct runtime_frame f;
 	uint32_t fn = 0;
 
-	if (!b->python_mapping)
-		b->python_mapping = profile_add_mapping(b->p, 0, 0, 0,
-							PYTHON_MAPPING_NAME, "");
-	if (!b->python_mapping)
+	if (!b->runtime_mapping[id])
+		b->runtime_mapping[id] = profile_add_mapping(b->p, 0, 0, 0,
+							     ops->mapping, "");
+	if (!b->runtime_mapping[id])
 		return 0;
-	if (b->o->py && !python_frame(b->o->py, token, &f))
-		fn = profile_function_id(b->p, f.function, f.function, f.file);
+	if (!runtimes_frame(b->o->rts, token, &f))
+		fn = profile_function_id(b->p, f.function, f.function,
+					 f.file ? f.file : "");
 	else
 		f.line = 0;
-	return profile_location_id(b->p, b->python_mapping, 0, fn, f.line);
+	return profile_location_id(b->p, b->runtime_mapping[id], 0, fn, f.line);
 }
 
 int stack_builder_locations(struct stack_builder *b, struct proc_snapshot *snap,
@@ -176,8 +180,8 @@ int stack_builder_locations(struct stack_builder *b, struct proc_snapshot *snap,
 	for (uint32_t i = 0; i < nkernel; i++)
 		locs[n++] = kernel_location(b, ips[i], i == 0);
 	for (uint32_t i = nkernel; i < nips && n < STACK_BUILDER_MAX_LOCATIONS - 1; i++) {
-		if (ips[i] & PY_IP_FRAME) {
-			locs[n++] = python_location(b, ips[i]);
+		if (runtime_ip_ops(ips[i])) {
+			locs[n++] = runtime_location(b, ips[i]);
 			continue;
 		}
 		locs[n++] = user_location(b, snap, ips[i] & ~PROFD_IP_EXACT,

@@ -18,10 +18,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Tag of a user "IP" that is a Python frame id, not an address. */
-#define PY_IP_FRAME	(1ULL << 62)
-/* With PY_IP_FRAME: the id is of the second table generation (python.c). */
+#include "runtime/runtime.h"
+
+/* Tag of a user "IP" that is a Python frame id, not an address (a
+ * runtime frame token of CPython, see src/runtime/runtime.h). */
+#define PY_IP_FRAME	(RUNTIME_IP_FRAME | \
+			 (uint64_t)PROFD_RUNTIME_CPYTHON << RUNTIME_IP_ID_SHIFT)
+/* With PY_IP_FRAME: the id is of the second table generation (python.c);
+ * one of the bits a runtime's tokens keep for themselves. */
 #define PY_IP_GEN	(1ULL << 61)
+_Static_assert((PY_IP_GEN & RUNTIME_IP_OWN_MASK) == PY_IP_GEN, "PY_IP_GEN is CPython's own bit");
 #ifndef PY_FRAMES_MAX	/* a build may set it lower, to test the rotation */
 #define PY_FRAMES_MAX	(1u << 18)
 #endif

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 
 #include "bpf/profd.h"
+#include "bpf/unwind_python.h"
 #include "python/code.h"
 #include "python/detect.h"
 #include "python/linetable.h"
@@ -64,7 +65,7 @@ struct python {
 	int verbose;
 	struct detected *det[1024];	/* the object loader's (python_maps_read) */
 	uint32_t ndet;
-	pthread_mutex_t procs_lock;	/* procs, next_gen and python_procs entries */
+	pthread_mutex_t procs_lock;	/* procs, next_gen and runtime_procs entries */
 	struct pyproc *procs[1024];
 	uint64_t next_gen;
 	struct py_code_cache *codes;
@@ -293,6 +294,24 @@ static bool bpf_usable(const struct profd_python_proc *v)
 	       v->code_print_size <= PROFD_PY_PRINT_BUF;
 }
 
+/*
+ * Write @pid's runtime_procs entry: runtime CPython, state @v. Returns 0
+ * (also without BPF), or -1 when @v does not fit the BPF walker or the
+ * update failed (the caller counts it).
+ */
+static int entry_write(struct python *py, pid_t pid, const struct profd_python_proc *v)
+{
+	struct profd_runtime_proc rp = { .runtime = PROFD_RUNTIME_CPYTHON };
+	__u32 key = pid;
+
+	if (py->procs_fd < 0)
+		return 0;
+	if (!bpf_usable(v))
+		return -1;
+	memcpy(rp.state, v, sizeof(*v));
+	return bpf_map_update_elem(py->procs_fd, &key, &rp, BPF_ANY) ? -1 : 0;
+}
+
 static void proc_remove(struct python *py, pid_t pid)
 {
 	struct pyproc **pp = proc_slot(py, pid), *p = *pp;
@@ -454,11 +473,10 @@ static void update_proc(struct python *py, pid_t pid,
 		 * binary, which deleted the BPF entry (profd_proc_exec): the
 		 * entry is written again.
 		 */
-		if (p->off && py->procs_fd >= 0) {
+		if (p->off) {
 			fill_bpf(p, &v);
 			v.runtime = d->bin.runtime + bias;
-			if (!bpf_usable(&v) ||
-			    bpf_map_update_elem(py->procs_fd, &key, &v, BPF_ANY))
+			if (entry_write(py, pid, &v))
 				STAT_ADD(py, map_errors, 1);
 		}
 		return;
@@ -503,8 +521,7 @@ static void update_proc(struct python *py, pid_t pid,
 	if (py->verbose)
 		fprintf(stderr, "profd: pid %d: CPython %u.%u.%u in %s\n", (int)pid,
 			d->bin.major, d->bin.minor, d->bin.micro, found->path);
-	if (py->procs_fd >= 0 &&
-	    (!bpf_usable(&v) || bpf_map_update_elem(py->procs_fd, &key, &v, BPF_ANY)))
+	if (entry_write(py, pid, &v))
 		STAT_ADD(py, map_errors, 1);
 }
 
@@ -613,7 +630,7 @@ static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
 		nframes = PROFD_MAX_PYTHON_FRAMES;
 	if (nuser > PROFD_MAX_USER_FRAMES)
 		nuser = PROFD_MAX_USER_FRAMES;
-	if (!p || !p->off || !(flags & PROFD_SAMPLE_PYTHON)) {
+	if (!p || !p->off || !(flags & PROFD_SAMPLE_INTERP)) {
 		for (uint32_t i = 0; i < nuser && n < cap; i++)
 			out[n++] = user[i];
 		return n;
@@ -646,14 +663,14 @@ static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	}
 	if (open && !glen[ng])
 		open = false;	/* a trailing group of unstarted frames only */
-	if (flags & (PROFD_SAMPLE_PYTHON_ERROR | PROFD_SAMPLE_PYTHON_TRUNCATED)) {
+	if (flags & (PROFD_SAMPLE_INTERP_ERROR | PROFD_SAMPLE_INTERP_TRUNCATED)) {
 		/* the chain's root end is missing: say so where it would be */
 		if (!open) {
 			gstart[ng] = nids;
 			glen[ng] = 0;
 			open = true;
 		}
-		ids[nids++] = (flags & PROFD_SAMPLE_PYTHON_ERROR) ? PY_FRAME_UNREADABLE
+		ids[nids++] = (flags & PROFD_SAMPLE_INTERP_ERROR) ? PY_FRAME_UNREADABLE
 								  : PY_FRAME_TRUNCATED;
 		glen[ng]++;
 	}
@@ -674,8 +691,8 @@ static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	from_root = nev && (flags & PROFD_SAMPLE_USER_COMPLETE) &&
 		    !(flags & (PROFD_SAMPLE_USER_TRUNCATED |
 				      PROFD_SAMPLE_USER_ERROR |
-				      PROFD_SAMPLE_PYTHON_ERROR |
-				      PROFD_SAMPLE_PYTHON_TRUNCATED));
+				      PROFD_SAMPLE_INTERP_ERROR |
+				      PROFD_SAMPLE_INTERP_TRUNCATED));
 	k = nev < ng ? nev : ng;
 	for (uint32_t j = 0; j < k; j++) {
 		if (from_root)

@@ -4,7 +4,7 @@
  * and merging Python frames with native ones.
  *
  * Owns: the table of CPython processes (which object is the interpreter,
- * its load bias, its version's offsets), the `python_procs` BPF map
+ * its load bias, its version's offsets), the `runtime_procs` BPF map
  * entries that tell the unwinder where each process's runtime is, the
  * code-object cache and the interned frame table.
  *
@@ -18,7 +18,7 @@
  * and removals), python_merge_stack() and python_new_interval() on the
  * reader, python_frame() and python_stats() on any. Detection (the
  * files' ELF symbols, cached per file) is the loader's alone and runs
- * without a lock; the process table and its python_procs entries are
+ * without a lock; the process table and its runtime_procs entries are
  * changed under a lock python_merge_stack() holds while it runs, never
  * while a file is read.
  */
@@ -42,7 +42,7 @@ struct python_stats {
 	uint64_t frames;		/* distinct Python frames interned (this generation) */
 	uint64_t frames_full;		/* frames refused: table full */
 	uint64_t frame_rotations;	/* frame tables started afresh */
-	uint64_t map_errors;		/* python_procs updates that failed */
+	uint64_t map_errors;		/* runtime_procs updates that failed */
 	uint64_t bytes;			/* gauge: heap of the code cache and the
 					 * two frame tables */
 	uint64_t code_evictions;	/* code objects dropped for room (LRU) */
@@ -50,7 +50,7 @@ struct python_stats {
 };
 
 /*
- * python_new - an empty table. @procs_fd is the `python_procs` map (-1:
+ * python_new - an empty table. @procs_fd is the `runtime_procs` map (-1:
  * no BPF, for tests); @budget bounds its heap in bytes (0: 64 MiB): half
  * for the code objects cached (their names, files and line tables; least
  * recently used go first), a quarter for each of the two frame table
@@ -63,7 +63,7 @@ void python_free(struct python *py);
 /*
  * python_maps_read - process @pid's mappings were (re-)read: find its
  * interpreter (cached per file by device and inode), and add, update or
- * remove its python_procs entry. Process memory is not touched here.
+ * remove its runtime_procs entry. Process memory is not touched here.
  */
 void python_maps_read(struct python *py, pid_t pid, const struct proc_maps *maps);
 

@@ -2,6 +2,9 @@
 /*
  * counters.c - names of the BPF-side counters (see counters.h).
  */
+#include <stddef.h>
+
+#include "bpf/unwind_python.h"	/* its slots, until the counter registry */
 #include "tracer/counters.h"
 
 static const char *const names[PROFD_CNT_MAX] = {
@@ -37,7 +40,7 @@ static const char *const names[PROFD_CNT_MAX] = {
 
 const char *profd_counter_name(enum profd_counter c)
 {
-	return (unsigned)c < PROFD_CNT_MAX && names[c] ? names[c] : "unknown";
+	return (unsigned)c < PROFD_CNT_MAX ? names[c] : NULL;
 }
 
 const char *counter_kind_name(enum counter_kind k)
@@ -47,7 +50,7 @@ const char *counter_kind_name(enum counter_kind k)
 
 enum counter_kind profd_counter_kind(enum profd_counter c)
 {
-	switch (c) {
+	switch ((int)c) {
 	case PROFD_CNT_RINGBUF_FULL:
 	case PROFD_CNT_TAIL_CALL_FAILED:
 	case PROFD_CNT_NO_SCRATCH:

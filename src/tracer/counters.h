@@ -14,7 +14,8 @@
 
 #include "bpf/profd.h"
 
-/* profd_counter_name - stable snake_case name of BPF counter @c. */
+/* profd_counter_name - stable snake_case name of BPF counter @c; NULL for
+ * a slot no counter uses (a runtime's spare slots). */
 const char *profd_counter_name(enum profd_counter c);
 
 /*

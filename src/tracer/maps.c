@@ -105,7 +105,7 @@ unsigned int tracer_maps_plan(struct profd_bpf *skel, const struct tracer_opts *
 {
 	unsigned int f = o->map_scale_factor > TRACER_MAP_SCALE_MAX ?
 			 TRACER_MAP_SCALE_MAX : o->map_scale_factor, n = 0;
-	struct bpf_map *self_sized[] = { skel->maps.python_threads,
+	struct bpf_map *self_sized[] = { skel->maps.runtime_threads,
 					 skel->maps.dl_events,
 					 skel->maps.exec_times };
 	struct bpf_map *m;
@@ -127,7 +127,7 @@ unsigned int tracer_maps_plan(struct profd_bpf *skel, const struct tracer_opts *
 		uint32_t floor = o->max_processes_scaled ? v >> f : v;
 
 		plan(out, &n, skel->maps.unwind_procs, v, floor);
-		plan(out, &n, skel->maps.python_procs, v, floor);
+		plan(out, &n, skel->maps.runtime_procs, v, floor);
 	}
 	return n;
 }

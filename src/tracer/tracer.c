@@ -393,9 +393,9 @@ void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd)
 	*procs_fd = bpf_map__fd(t->skel->maps.unwind_procs);
 }
 
-int tracer_python_procs_fd(const struct tracer *t)
+int tracer_runtime_procs_fd(const struct tracer *t)
 {
-	return bpf_map__fd(t->skel->maps.python_procs);
+	return bpf_map__fd(t->skel->maps.runtime_procs);
 }
 
 unsigned int tracer_ncpus(const struct tracer *t)

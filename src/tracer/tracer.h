@@ -54,7 +54,7 @@ struct tracer_opts {
  * (non-zero ones) become x 2^@factor (at most TRACER_RINGBUF_MAX), and
  * max_processes too when @scale_processes (false: --max-processes was
  * given). Sets map_scale_factor, which makes tracer_open() scale the maps
- * it sizes itself (python_threads, dl_events) and lets every scaled map
+ * it sizes itself (runtime_threads, dl_events) and lets every scaled map
  * fall back, halving, to its unscaled size when the kernel refuses it
  * (a warning per map). A @factor above 8 counts as 8.
  */
@@ -140,10 +140,10 @@ int tracer_pid_forget(struct tracer *t, uint32_t pid);
 void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd);
 
 /*
- * tracer_python_procs_fd - fd of the `python_procs` map (tgid -> struct
- * profd_python_proc), owned by @t.
+ * tracer_runtime_procs_fd - fd of the `runtime_procs` map (tgid -> struct
+ * profd_runtime_proc, bpf/runtime.h), owned by @t.
  */
-int tracer_python_procs_fd(const struct tracer *t);
+int tracer_runtime_procs_fd(const struct tracer *t);
 
 /*
  * tracer_gpu_attach - attach the GPU probe programs (bpf/gpu.bpf.h) to

@@ -55,13 +55,11 @@ static struct bpf_program *probe_prog(struct profd_bpf *s, int i, const char **n
 bool tracer_gpu_configure(struct profd_bpf *skel)
 {
 	/*
-	 * The launch probe tail-calls the kprobe-type unwinder chain, and a
-	 * kernel may tail-call only programs of the caller's attach type.
+	 * The launch probe tail-calls the kprobe-type unwinder chain (every
+	 * program of section "kprobe": PROFD_DEFINE_UNWINDERS(kprobe, ...)),
+	 * and a kernel may tail-call only programs of the caller's attach type.
 	 */
-	struct bpf_program *chain[] = {
-		skel->progs.unwind_fp_kprobe, skel->progs.unwind_dwarf_kprobe,
-		skel->progs.unwind_python_kprobe, skel->progs.emit_kprobe,
-	};
+	struct bpf_program *prog;
 
 	if (!usdt_multi_supported())
 		return false;
@@ -72,8 +70,9 @@ bool tracer_gpu_configure(struct profd_bpf *skel)
 		bpf_program__set_expected_attach_type(probe_prog(skel, i, &name, &optional),
 						      USDT_MULTI_ATTACH_TYPE);
 	}
-	for (size_t i = 0; i < sizeof(chain) / sizeof(chain[0]); i++)
-		bpf_program__set_expected_attach_type(chain[i], USDT_MULTI_ATTACH_TYPE);
+	bpf_object__for_each_program(prog, skel->obj)
+		if (!strcmp(bpf_program__section_name(prog), "kprobe"))
+			bpf_program__set_expected_attach_type(prog, USDT_MULTI_ATTACH_TYPE);
 	return true;
 }
 

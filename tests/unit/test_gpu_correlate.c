@@ -173,7 +173,7 @@ static void names(struct gpu *g, uint32_t pid)
 static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct build_opts bopts = {
 	.period_ns = 0, .end_ns = END_NS, .ksyms = NULL, .kernel_build_id = "",
-	.sym_lock = &sym_lock, .py = NULL,
+	.sym_lock = &sym_lock, .rts = NULL,
 };
 
 static struct profile *kernel_profile_of(const struct gpu_interval *iv)
