@@ -15,7 +15,7 @@ runs; profiles read with Google's pprof, figures with /metrics. Root.
   than Hz x its duration allows, and what was dropped is lost.late.
 - A full tmpfs as --output-dir: profd_samples_written_total is what the
   files on disk hold (pprof), failed intervals are lost.write_failed.
-- Python threads that exit leave no python_threads entry (bpftool).
+- Python threads that exit leave no runtime_threads entry (the CPython walker's thread cache) (bpftool).
 """
 import ctypes
 import glob
@@ -332,7 +332,7 @@ def test_python_threads_deleted_at_exit(profd_bin, tmp_path):
             time.sleep(0.1)
         exited = {int(t) for t in mark.read_text().split()}
         time.sleep(0.3)
-        keys = map_keys(p.proc.pid, "python_threads")
+        keys = map_keys(p.proc.pid, "runtime_threads")
         m = metrics(p.url)
     finally:
         p.stop()

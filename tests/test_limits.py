@@ -95,9 +95,9 @@ def test_scale_factor_sizes_the_maps(profd_bin, pprof, chain_bin, tmp_path, fact
                               "--output-dir", str(tmp_path)],
                              stderr=subprocess.PIPE, text=True)
     try:
-        maps = wait_for_maps(profd, ["events", "cupti_events", "python_threads",
+        maps = wait_for_maps(profd, ["events", "cupti_events", "runtime_threads",
                                      "dl_events", "exec_times", "unwind_procs",
-                                     "python_procs"])
+                                     "runtime_procs"])
         metrics = ""
         for _ in range(50):     # /metrics answers before the tracer is up
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
@@ -114,11 +114,11 @@ def test_scale_factor_sizes_the_maps(profd_bin, pprof, chain_bin, tmp_path, fact
     # every per-process/per-thread map and both ringbufs x 2^N ...
     assert maps["events"] == 8 * MIB * scale, maps
     assert maps["cupti_events"] == 8 * MIB * scale, maps
-    assert maps["python_threads"] == 16384 * scale, maps
+    assert maps["runtime_threads"] == 16384 * scale, maps
     assert maps["dl_events"] == 16384 * scale, maps
     assert maps["exec_times"] == 16384 * scale, maps
     assert maps["unwind_procs"] == 8192 * scale, maps
-    assert maps["python_procs"] == 8192 * scale, maps
+    assert maps["runtime_procs"] == 8192 * scale, maps
     # ... per-CPU scratch (a slot per program type), counters and the PID filter not
     assert maps["unwind_scratch"] == 2 and maps["pid_filter"] == 1024, maps
     assert "cannot be created" not in err, err
@@ -191,8 +191,8 @@ def test_scaled_maps_grow_by_half_of_memavailable(profd_bin, tmp_path):
                                            "--output-dir", str(tmp_path / "out")),
                              stderr=subprocess.PIPE, text=True)
     try:
-        maps = wait_for_maps(profd, ["events", "cupti_events", "python_threads",
-                                     "dl_events", "unwind_procs", "python_procs"])
+        maps = wait_for_maps(profd, ["events", "cupti_events", "runtime_threads",
+                                     "dl_events", "unwind_procs", "runtime_procs"])
         _, err = profd.communicate(timeout=60)
     finally:
         stop(profd)
@@ -201,12 +201,12 @@ def test_scaled_maps_grow_by_half_of_memavailable(profd_bin, tmp_path):
     assert maps["events"] == 512 * MIB, (maps, err)
     assert maps["cupti_events"] == 16 * MIB, (maps, err)
     # nothing left for the tables: unscaled
-    assert maps["python_threads"] == 16384 and maps["unwind_procs"] == 8192, maps
+    assert maps["runtime_threads"] == 16384 and maps["unwind_procs"] == 8192, maps
     warned = re.findall(r"^profd: warning: BPF map (\w+): \S+ \S+ is over the memory "
                         r"budget \(half of MemAvailable\); using .*$", err, re.M)
-    assert sorted(warned) == sorted(["events", "cupti_events", "python_threads",
+    assert sorted(warned) == sorted(["events", "cupti_events", "runtime_threads",
                                      "dl_events", "exec_times", "unwind_procs",
-                                     "python_procs"]), err
+                                     "runtime_procs"]), err
 
 
 @pytest.mark.parametrize("factor,args,limit_mib", [
