@@ -26,10 +26,10 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "proc/vdso.h"
 #include "symbol/debuginfo.h"
 #include "symbol/elf_file.h"
 #include "symbol/symbolizer_internal.h"
+#include "util/vdso.h"
 
 /*
  * Attach the kernel's unstripped vDSO (same build ID) to @ef, if one is
