@@ -27,9 +27,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "agent/agent.h"	/* PROFD_VERSION */
 #include "export/otlp_profiles_internal.h"
 #include "util/utf8.h"
+#include "util/version.h"
 
 /* One process's samples (or the host's, pid 0). */
 struct group {

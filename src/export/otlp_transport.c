@@ -25,8 +25,8 @@
 #include <curl/curl.h>
 #include <zlib.h>
 
-#include "agent/agent.h"	/* PROFD_VERSION */
 #include "export/otlp_transport_internal.h"
+#include "util/version.h"
 
 struct otlp_transport {
 	enum otlp_protocol protocol;
