@@ -17,6 +17,7 @@
 #include "agent/memory.h"
 #include "config/config_file.h"
 #include "config/options.h"
+#include "util/version.h"
 
 const char *argp_program_version = "profd " PROFD_VERSION;
 const char *argp_program_bug_address = "the profd issue tracker";

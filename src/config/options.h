@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "agent/agent.h"
+#include "config/config.h"
 
 #define OPTIONS_MAX_PIDS 1024
 

@@ -4,15 +4,9 @@
  * (see otlp_profiles.h).
  *
  * Owns: the mapping from profd's pprof-shaped model to OTLP profiles
- * v1development (profiles.proto at opentelemetry-proto ac2c4b5d):
- *  - one ProfilesDictionary for the request. Every table starts with its
- *    zero value, so the model's 1-based mapping, function and location ids
- *    are the OTLP indices unchanged; strings, attributes and stacks are
- *    deduplicated by hash;
- *  - Mapping: range, offset, filename, and the build id as the attribute
- *    "process.executable.build_id.gnu" (semantic conventions);
- *  - Location: mapping_index, address, one Line (function_index, line)
- *    when symbolized; Function: name, system_name, filename;
+ * v1development (profiles.proto at opentelemetry-proto ac2c4b5d) around
+ * the dictionary (otlp_dictionary.c: strings, attributes, stacks,
+ * mappings, functions, locations):
  *  - one ResourceProfiles per "pid" label (resource.c's attributes, with
  *    process.pid), samples without one under the host resource; the
  *    resource also gets the profile's common labels (external --label
@@ -33,390 +27,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "agent/agent.h"	/* PROFD_VERSION */
-#include "export/otlp_profiles.h"
+#include "export/otlp_profiles_internal.h"
 #include "util/utf8.h"
-#include "util/hash.h"
-#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
-
-#define PF(x)	opentelemetry__proto__profiles__v1development__##x
-typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary Dictionary;
-typedef Opentelemetry__Proto__Profiles__V1development__ResourceProfiles ResourceProfiles;
-typedef Opentelemetry__Proto__Profiles__V1development__ScopeProfiles ScopeProfiles;
-typedef Opentelemetry__Proto__Profiles__V1development__Profile Profile;
-typedef Opentelemetry__Proto__Profiles__V1development__Link Link;
-typedef Opentelemetry__Proto__Profiles__V1development__ValueType ValueType;
-typedef Opentelemetry__Proto__Profiles__V1development__Sample Sample;
-typedef Opentelemetry__Proto__Profiles__V1development__Mapping Mapping;
-typedef Opentelemetry__Proto__Profiles__V1development__Stack Stack;
-typedef Opentelemetry__Proto__Profiles__V1development__Location Location;
-typedef Opentelemetry__Proto__Profiles__V1development__Line Line;
-typedef Opentelemetry__Proto__Profiles__V1development__Function Function;
-typedef Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit KeyValueAndUnit;
-typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest Request;
-typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
-typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
-typedef Opentelemetry__Proto__Common__V1__InstrumentationScope Scope;
-typedef Opentelemetry__Proto__Resource__V1__Resource Resource;
-
-#define BUILD_ID_KEY	"process.executable.build_id.gnu"
-
-/* ---- arena: every message struct of one encoding ---- */
-
-struct chunk {
-	struct chunk *next;
-	size_t used, size;
-	max_align_t data[];
-};
-
-struct arena {
-	struct chunk *head;
-	int err;			/* sticky -ENOMEM */
-};
-
-/* Zeroed memory for @n items of @size, freed with the arena; NULL on OOM. */
-static void *arena_alloc(struct arena *a, size_t n, size_t size)
-{
-	size_t bytes, align = sizeof(max_align_t);
-	struct chunk *c = a->head;
-	void *p;
-
-	if (a->err || (size && n > SIZE_MAX / size / 2))
-		goto oom;
-	bytes = (n * size + align - 1) & ~(align - 1);
-	if (!bytes)
-		bytes = align;
-	if (!c || c->size - c->used < bytes) {
-		size_t csize = bytes > (256u << 10) ? bytes : (256u << 10);
-
-		c = malloc(sizeof(*c) + csize);
-		if (!c)
-			goto oom;
-		c->used = 0;
-		c->size = csize;
-		c->next = a->head;
-		a->head = c;
-	}
-	p = (char *)c->data + c->used;
-	c->used += bytes;
-	memset(p, 0, bytes);
-	return p;
-oom:
-	a->err = -ENOMEM;
-	return NULL;
-}
-
-static void arena_free(struct arena *a)
-{
-	for (struct chunk *c = a->head, *n; c; c = n) {
-		n = c->next;
-		free(c);
-	}
-	a->head = NULL;
-}
-
-/* ---- open-addressing index over the dictionary tables ---- */
-
-struct index {
-	uint32_t *slots;		/* table index + 1, 0 = empty */
-	uint64_t *hashes;		/* by table index */
-	uint32_t nslots, n;
-};
-
-/* Returns 0 or -ENOMEM; @cap: the most entries the table will hold. */
-static int index_init(struct index *ix, uint32_t cap)
-{
-	uint32_t n = 64;
-
-	while (n < (uint64_t)cap * 2 && n < (1u << 31))
-		n *= 2;
-	ix->slots = calloc(n, sizeof(*ix->slots));
-	ix->hashes = calloc(cap + 1, sizeof(*ix->hashes));
-	ix->nslots = n;
-	ix->n = 0;
-	return ix->slots && ix->hashes ? 0 : -ENOMEM;
-}
-
-static void index_free(struct index *ix)
-{
-	free(ix->slots);
-	free(ix->hashes);
-}
-
-/* ---- the encoder ---- */
-
-struct enc {
-	const struct profile *p;
-	struct arena a;
-	Request req;
-	Dictionary dict;
-
-	/* string_table: borrowed or arena-owned (repaired) strings */
-	char **strs;
-	uint32_t nstrs, cap_strs;
-	struct index six;
-
-	KeyValueAndUnit **attrs;	/* attribute_table */
-	uint32_t nattrs, cap_attrs;
-	struct index aix;
-
-	Stack **stacks;			/* stack_table */
-	uint32_t nstacks, cap_stacks;
-	struct index stix;
-};
-
-/*
- * str_index - the string_table index of @s, adding it if new (repaired
- * into UTF-8 first when needed). NULL and "" are 0. On out of memory sets
- * the arena's error and returns 0.
- */
-static int32_t str_index(struct enc *e, const char *s)
-{
-	struct index *ix = &e->six;
-	uint32_t m = ix->nslots - 1, j;
-	uint64_t h;
-
-	if (!s || !*s || e->a.err)
-		return 0;
-	if (!utf8_valid(s)) {
-		char *r = utf8_repair(s), *copy;
-
-		if (!r || !(copy = arena_alloc(&e->a, strlen(r) + 1, 1))) {
-			free(r);
-			e->a.err = -ENOMEM;
-			return 0;
-		}
-		strcpy(copy, r);
-		free(r);
-		s = copy;
-	}
-	h = fnv1a_str(s);
-	for (j = h & m; ix->slots[j]; j = (j + 1) & m) {
-		uint32_t i = ix->slots[j] - 1;
-
-		if (ix->hashes[i] == h && strcmp(e->strs[i], s) == 0)
-			return i;
-	}
-	if (e->nstrs >= e->cap_strs)	/* sized for every string up front */
-		goto oom;
-	e->strs[e->nstrs] = (char *)s;
-	ix->hashes[e->nstrs] = h;
-	ix->slots[j] = ++e->nstrs;
-	return e->nstrs - 1;
-oom:
-	e->a.err = -ENOMEM;
-	return 0;
-}
-
-/*
- * attr_index - the attribute_table index of (@key, @str or @num, @unit),
- * adding it if new. A string attribute when @str != NULL.
- */
-static int32_t attr_index(struct enc *e, const char *key, const char *str,
-			  int64_t num, const char *unit)
-{
-	struct index *ix = &e->aix;
-	int32_t k = str_index(e, key), u = str_index(e, unit);
-	uint32_t m = ix->nslots - 1, j;
-	KeyValueAndUnit *kv;
-	AnyValue *v;
-	char *sv = NULL;
-	uint64_t h;
-
-	if (str && !utf8_valid(str)) {
-		char *r = utf8_repair(str);
-
-		sv = r ? arena_alloc(&e->a, strlen(r) + 1, 1) : NULL;
-		if (sv)
-			strcpy(sv, r);
-		free(r);
-		if (!sv)
-			e->a.err = -ENOMEM;
-		str = sv;
-	}
-	if (e->a.err)
-		return 0;
-	h = fnv1a(&k, sizeof(k), FNV1A_SEED);
-	h = fnv1a(&u, sizeof(u), h);
-	h = str ? fnv1a(str, strlen(str) + 1, h) : fnv1a(&num, sizeof(num), h ^ 1);
-	for (j = h & m; ix->slots[j]; j = (j + 1) & m) {
-		uint32_t i = ix->slots[j] - 1;
-
-		kv = e->attrs[i];
-		if (ix->hashes[i] != h || kv->key_strindex != k || kv->unit_strindex != u)
-			continue;
-		if (str && kv->value->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE &&
-		    strcmp(kv->value->string_value, str) == 0)
-			return i;
-		if (!str && kv->value->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE &&
-		    kv->value->int_value == num)
-			return i;
-	}
-	if (e->nattrs >= e->cap_attrs)
-		goto oom;
-	kv = arena_alloc(&e->a, 1, sizeof(*kv));
-	v = arena_alloc(&e->a, 1, sizeof(*v));
-	if (!kv || !v)
-		return 0;
-	PF(key_value_and_unit__init)(kv);
-	opentelemetry__proto__common__v1__any_value__init(v);
-	kv->key_strindex = k;
-	kv->unit_strindex = u;
-	kv->value = v;
-	if (str) {
-		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-		v->string_value = (char *)str;
-	} else {
-		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-		v->int_value = num;
-	}
-	e->attrs[e->nattrs] = kv;
-	ix->hashes[e->nattrs] = h;
-	ix->slots[j] = ++e->nattrs;
-	return e->nattrs - 1;
-oom:
-	e->a.err = -ENOMEM;
-	return 0;
-}
-
-/* stack_index - the stack_table index of @s's locations, adding it if new. */
-static int32_t stack_index(struct enc *e, const struct profile_sample *s)
-{
-	struct index *ix = &e->stix;
-	uint32_t m = ix->nslots - 1, j, n = s->nlocations;
-	int32_t *li;
-	Stack *st;
-	uint64_t h;
-
-	if (!n || e->a.err)
-		return 0;
-	h = fnv1a(s->location_ids, n * sizeof(*s->location_ids), FNV1A_SEED);
-	for (j = h & m; ix->slots[j]; j = (j + 1) & m) {
-		uint32_t i = ix->slots[j] - 1, k;
-
-		st = e->stacks[i];
-		if (ix->hashes[i] != h || st->n_location_indices != n)
-			continue;
-		for (k = 0; k < n; k++)
-			if ((uint32_t)st->location_indices[k] != s->location_ids[k])
-				break;
-		if (k == n)
-			return i;
-	}
-	if (e->nstacks >= e->cap_stacks)
-		goto oom;
-	st = arena_alloc(&e->a, 1, sizeof(*st));
-	li = arena_alloc(&e->a, n, sizeof(*li));
-	if (!st || !li)
-		return 0;
-	PF(stack__init)(st);
-	for (uint32_t k = 0; k < n; k++)
-		li[k] = s->location_ids[k];
-	st->location_indices = li;
-	st->n_location_indices = n;
-	e->stacks[e->nstacks] = st;
-	ix->hashes[e->nstacks] = h;
-	ix->slots[j] = ++e->nstacks;
-	return e->nstacks - 1;
-oom:
-	e->a.err = -ENOMEM;
-	return 0;
-}
-
-/* The dictionary's mapping, function, location and link tables. */
-static int enc_tables(struct enc *e)
-{
-	const struct profile *p = e->p;
-	Dictionary *d = &e->dict;
-	Mapping **maps = arena_alloc(&e->a, p->nmappings + 1, sizeof(*maps));
-	Function **funcs = arena_alloc(&e->a, p->nfunctions + 1, sizeof(*funcs));
-	Location **locs = arena_alloc(&e->a, p->nlocations + 1, sizeof(*locs));
-	Link **links = arena_alloc(&e->a, 1, sizeof(*links));
-	static uint8_t zero[16];
-
-	if (e->a.err)
-		return e->a.err;
-	for (uint32_t i = 0; i <= p->nmappings; i++) {
-		const struct profile_mapping *src = i ? &p->mappings[i - 1] : NULL;
-		Mapping *m = maps[i] = arena_alloc(&e->a, 1, sizeof(*m));
-
-		if (!m)
-			return -ENOMEM;
-		PF(mapping__init)(m);
-		if (!src)
-			continue;
-		m->memory_start = src->start;
-		m->memory_limit = src->limit;
-		m->file_offset = src->offset;
-		m->filename_strindex = str_index(e, src->filename);
-		if (src->build_id && *src->build_id) {
-			m->attribute_indices = arena_alloc(&e->a, 1, sizeof(int32_t));
-			if (!m->attribute_indices)
-				return -ENOMEM;
-			m->attribute_indices[0] = attr_index(e, BUILD_ID_KEY,
-							     src->build_id, 0, NULL);
-			m->n_attribute_indices = 1;
-		}
-	}
-	for (uint32_t i = 0; i <= p->nfunctions; i++) {
-		const struct profile_function *src = i ? &p->functions[i - 1] : NULL;
-		Function *f = funcs[i] = arena_alloc(&e->a, 1, sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		PF(function__init)(f);
-		if (!src)
-			continue;
-		f->name_strindex = str_index(e, src->name);
-		f->system_name_strindex = str_index(e, src->system_name);
-		f->filename_strindex = str_index(e, src->filename);
-	}
-	for (uint32_t i = 0; i <= p->nlocations; i++) {
-		const struct profile_location *src = i ? &p->locations[i - 1] : NULL;
-		Location *l = locs[i] = arena_alloc(&e->a, 1, sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		PF(location__init)(l);
-		if (!src)
-			continue;
-		if (src->mapping_id > p->nmappings || src->function_id > p->nfunctions)
-			return -EINVAL;
-		l->mapping_index = src->mapping_id;
-		l->address = src->address;
-		if (src->function_id) {
-			Line *ln = arena_alloc(&e->a, 1, sizeof(*ln));
-
-			l->lines = arena_alloc(&e->a, 1, sizeof(*l->lines));
-			if (!ln || !l->lines)
-				return -ENOMEM;
-			PF(line__init)(ln);
-			ln->function_index = src->function_id;
-			ln->line = src->line;
-			l->lines[0] = ln;
-			l->n_lines = 1;
-		}
-	}
-	links[0] = arena_alloc(&e->a, 1, sizeof(**links));
-	if (!links[0])
-		return -ENOMEM;
-	PF(link__init)(links[0]);
-	/* the zero Link with full-length zero ids, as the spec recommends */
-	links[0]->trace_id.len = 16;
-	links[0]->trace_id.data = zero;
-	links[0]->span_id.len = 8;
-	links[0]->span_id.data = zero;
-
-	d->mapping_table = maps;
-	d->n_mapping_table = p->nmappings + 1;
-	d->function_table = funcs;
-	d->n_function_table = p->nfunctions + 1;
-	d->location_table = locs;
-	d->n_location_table = p->nlocations + 1;
-	d->link_table = links;
-	d->n_link_table = 1;
-	return e->a.err;
-}
+#include "util/version.h"
 
 /* One process's samples (or the host's, pid 0). */
 struct group {
@@ -464,8 +77,8 @@ static pid_t sample_pid(const struct profile_sample *s, const char **comm,
 /* A KeyValue for @a (strings borrowed until packing); NULL on OOM. */
 static KeyValue *enc_kv(struct enc *e, const struct otlp_attr *a)
 {
-	KeyValue *kv = arena_alloc(&e->a, 1, sizeof(*kv));
-	AnyValue *v = arena_alloc(&e->a, 1, sizeof(*v));
+	KeyValue *kv = otlp_arena_alloc(&e->a, 1, sizeof(*kv));
+	AnyValue *v = otlp_arena_alloc(&e->a, 1, sizeof(*v));
 
 	if (!kv || !v)
 		return NULL;
@@ -502,7 +115,7 @@ static const char *arena_utf8(struct enc *e, const char *s)
 	if (utf8_valid(s))
 		return s;
 	fixed = utf8_repair(s);
-	copy = fixed ? arena_alloc(&e->a, strlen(fixed) + 1, 1) : NULL;
+	copy = fixed ? otlp_arena_alloc(&e->a, strlen(fixed) + 1, 1) : NULL;
 	if (copy)
 		strcpy(copy, fixed);
 	free(fixed);
@@ -527,8 +140,8 @@ static Resource *enc_resource(struct enc *e, const struct otlp_resource *r,
 {
 	const struct profile *p = e->p;
 	uint32_t max = (r ? r->nattrs : 0) + 1 + p->ncommon_labels, n = 0;
-	Resource *m = arena_alloc(&e->a, 1, sizeof(*m));
-	KeyValue **kvp = arena_alloc(&e->a, max, sizeof(*kvp));
+	Resource *m = otlp_arena_alloc(&e->a, 1, sizeof(*m));
+	KeyValue **kvp = otlp_arena_alloc(&e->a, max, sizeof(*kvp));
 	struct otlp_attr a = { .type = OTLP_VALUE_STRING };
 
 	if (!m || !kvp)
@@ -560,13 +173,13 @@ static Resource *enc_resource(struct enc *e, const struct otlp_resource *r,
 
 static ValueType *enc_value_type(struct enc *e, const struct profile_value_type *t)
 {
-	ValueType *v = arena_alloc(&e->a, 1, sizeof(*v));
+	ValueType *v = otlp_arena_alloc(&e->a, 1, sizeof(*v));
 
 	if (!v)
 		return NULL;
 	PF(value_type__init)(v);
-	v->type_strindex = str_index(e, t->type);
-	v->unit_strindex = str_index(e, t->unit);
+	v->type_strindex = otlp_str_index(e, t->type);
+	v->unit_strindex = otlp_str_index(e, t->unit);
 	return v;
 }
 
@@ -575,11 +188,11 @@ static ResourceProfiles *enc_group(struct enc *e, struct group *g,
 				   struct otlp_resources *res)
 {
 	const struct profile *p = e->p;
-	ResourceProfiles *rp = arena_alloc(&e->a, 1, sizeof(*rp));
-	ScopeProfiles *sp = arena_alloc(&e->a, 1, sizeof(*sp));
-	Scope *scope = arena_alloc(&e->a, 1, sizeof(*scope));
-	ScopeProfiles **spp = arena_alloc(&e->a, 1, sizeof(*spp));
-	Profile **profs = arena_alloc(&e->a, p->nsample_types, sizeof(*profs));
+	ResourceProfiles *rp = otlp_arena_alloc(&e->a, 1, sizeof(*rp));
+	ScopeProfiles *sp = otlp_arena_alloc(&e->a, 1, sizeof(*sp));
+	Scope *scope = otlp_arena_alloc(&e->a, 1, sizeof(*scope));
+	ScopeProfiles **spp = otlp_arena_alloc(&e->a, 1, sizeof(*spp));
+	Profile **profs = otlp_arena_alloc(&e->a, p->nsample_types, sizeof(*profs));
 
 	if (e->a.err)
 		return NULL;
@@ -593,7 +206,7 @@ static ResourceProfiles *enc_group(struct enc *e, struct group *g,
 	if (!rp->resource)
 		return NULL;
 	for (uint32_t t = 0; t < p->nsample_types; t++) {
-		Profile *pr = profs[t] = arena_alloc(&e->a, 1, sizeof(*pr));
+		Profile *pr = profs[t] = otlp_arena_alloc(&e->a, 1, sizeof(*pr));
 
 		if (!pr)
 			return NULL;
@@ -605,7 +218,7 @@ static ResourceProfiles *enc_group(struct enc *e, struct group *g,
 		pr->time_unix_nano = p->time_nanos > 0 ? p->time_nanos : 0;
 		pr->duration_nano = p->duration_nanos > 0 ? p->duration_nanos : 0;
 		pr->profile_id.len = 16;
-		pr->profile_id.data = arena_alloc(&e->a, 16, 1);
+		pr->profile_id.data = otlp_arena_alloc(&e->a, 16, 1);
 		if (!pr->profile_id.data)
 			return NULL;
 		if (getrandom(pr->profile_id.data, 16, GRND_NONBLOCK) != 16 ||
@@ -649,21 +262,21 @@ static int enc_build(struct enc *e, struct otlp_resources *res)
 	e->cap_strs = 1 + 2 * nt + 2 + p->nmappings + 1 + 3 * p->nfunctions + 2 * nlabels;
 	e->cap_attrs = 1 + p->nmappings + nlabels;
 	e->cap_stacks = 1 + p->nsamples;
-	e->strs = arena_alloc(&e->a, e->cap_strs, sizeof(*e->strs));
-	e->attrs = arena_alloc(&e->a, e->cap_attrs, sizeof(*e->attrs));
-	e->stacks = arena_alloc(&e->a, e->cap_stacks, sizeof(*e->stacks));
-	if (e->a.err || index_init(&e->six, e->cap_strs) ||
-	    index_init(&e->aix, e->cap_attrs) || index_init(&e->stix, e->cap_stacks))
+	e->strs = otlp_arena_alloc(&e->a, e->cap_strs, sizeof(*e->strs));
+	e->attrs = otlp_arena_alloc(&e->a, e->cap_attrs, sizeof(*e->attrs));
+	e->stacks = otlp_arena_alloc(&e->a, e->cap_stacks, sizeof(*e->stacks));
+	if (e->a.err || otlp_index_init(&e->six, e->cap_strs) ||
+	    otlp_index_init(&e->aix, e->cap_attrs) || otlp_index_init(&e->stix, e->cap_stacks))
 		return -ENOMEM;
 	e->strs[e->nstrs++] = (char *)"";
-	e->attrs[e->nattrs] = arena_alloc(&e->a, 1, sizeof(KeyValueAndUnit));
-	e->stacks[e->nstacks] = arena_alloc(&e->a, 1, sizeof(Stack));
+	e->attrs[e->nattrs] = otlp_arena_alloc(&e->a, 1, sizeof(KeyValueAndUnit));
+	e->stacks[e->nstacks] = otlp_arena_alloc(&e->a, 1, sizeof(Stack));
 	if (e->a.err)
 		return -ENOMEM;
 	PF(key_value_and_unit__init)(e->attrs[e->nattrs++]);
 	PF(stack__init)(e->stacks[e->nstacks++]);
 
-	err = enc_tables(e);
+	err = otlp_enc_tables(e);
 	if (err)
 		return err;
 
@@ -697,14 +310,14 @@ static int enc_build(struct enc *e, struct otlp_resources *res)
 	}
 	for (uint32_t g = 0; g < ngroups; g++)
 		for (uint32_t t = 0; t < nt; t++)
-			groups[g].samples[t] = arena_alloc(&e->a, groups[g].nsamples,
+			groups[g].samples[t] = otlp_arena_alloc(&e->a, groups[g].nsamples,
 							   sizeof(Sample *));
 
 	/* samples: one Sample per sample type, sharing stack and attributes */
 	for (uint32_t i = 0; i < p->nsamples && !e->a.err; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		struct group *g = &groups[gidx[i]];
-		int32_t *ai = arena_alloc(&e->a, s->nlabels, sizeof(*ai));
+		int32_t *ai = otlp_arena_alloc(&e->a, s->nlabels, sizeof(*ai));
 		uint32_t na = 0;
 		int32_t stack;
 
@@ -714,17 +327,17 @@ static int enc_build(struct enc *e, struct otlp_resources *res)
 				goto out;
 			}
 		}
-		stack = stack_index(e, s);
+		stack = otlp_stack_index(e, s);
 		for (uint32_t k = 0; ai && k < s->nlabels && k < PROFILE_MAX_LABELS; k++) {
 			const struct profile_label *l = &s->labels[k];
 
 			if (!l->key || !*l->key || strcmp(l->key, "pid") == 0)
 				continue;
-			ai[na++] = attr_index(e, l->key, l->str, l->num,
+			ai[na++] = otlp_attr_index(e, l->key, l->str, l->num,
 					      l->str ? NULL : l->num_unit);
 		}
 		for (uint32_t t = 0; t < nt; t++) {
-			Sample *sm = arena_alloc(&e->a, 1, sizeof(*sm));
+			Sample *sm = otlp_arena_alloc(&e->a, 1, sizeof(*sm));
 
 			if (!sm)
 				break;
@@ -744,7 +357,7 @@ static int enc_build(struct enc *e, struct otlp_resources *res)
 		goto out;
 	}
 
-	rps = arena_alloc(&e->a, ngroups, sizeof(*rps));
+	rps = otlp_arena_alloc(&e->a, ngroups, sizeof(*rps));
 	for (uint32_t g = 0; rps && g < ngroups; g++) {
 		rps[g] = enc_group(e, &groups[g], res);
 		if (!rps[g])
@@ -798,9 +411,9 @@ int otlp_profiles_encode(const struct profile *p, struct otlp_resources *res,
 			err = -ENOMEM;
 		}
 	}
-	index_free(&e.six);
-	index_free(&e.aix);
-	index_free(&e.stix);
-	arena_free(&e.a);
+	otlp_index_free(&e.six);
+	otlp_index_free(&e.aix);
+	otlp_index_free(&e.stix);
+	otlp_arena_free(&e.a);
 	return err;
 }

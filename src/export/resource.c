@@ -29,11 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent.h"	/* PROFD_VERSION */
 #include "export/resource.h"
 #include "proc/cgroup.h"
 #include "proc/process.h"
 #include "util/utf8.h"
+#include "util/version.h"
 
 #define RES_OWN_ATTRS	11	/* service, process.*, container.id, host, telemetry */
 #define RES_MAX_OWNED	8

@@ -218,21 +218,89 @@ struct gpu {
 #define GPU_STAT_ADD(g, field, n) \
 	__atomic_fetch_add(&(g)->st.field, (n), __ATOMIC_RELAXED)
 
+/* gpu_mix - a 64-bit finalizer (murmur3's) for hash-table buckets. */
+static inline uint64_t gpu_mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
+
 /* gpu.c */
+/*
+ * gpu_add_kernel - count kernel @k's time (end - start, ns) on (@s, @name,
+ * device, stream, graph) in the current interval, under g->lock. The
+ * interval entry takes its own references to @s and @name; @name may be
+ * NULL (counted as names_unknown). Out of memory: the kernel is lost.
+ */
+void gpu_add_kernel(struct gpu *g, struct gpu_stack *s, const struct gpu_name *name,
+		    const struct profd_gpu_kernel *k);
+/* gpu_interval_new - an empty interval (kernel and PC-sample buckets); NULL: no memory. */
+struct gpu_interval *gpu_interval_new(void);
+
+/* tables.c (reader thread only) */
+/*
+ * gpu_tables_init - allocate the process and stack hash tables of @g.
+ * Returns 0 or -ENOMEM (what was allocated is freed by gpu_tables_free()).
+ */
+int gpu_tables_init(struct gpu *g);
+/*
+ * gpu_tables_sweep - free what nobody references any more: processes
+ * that exited over 10 s before @now (CLOCK_MONOTONIC ns), then stacks,
+ * then names (in that order: processes and stacks hold names).
+ */
+void gpu_tables_sweep(struct gpu *g, uint64_t now);
+/* gpu_tables_free - free all names, stall reasons, processes and stacks, referenced or not. */
+void gpu_tables_free(struct gpu *g);
+/*
+ * gpu_proc_get - the tables of process @pid; with @create, made (its comm
+ * read from /proc) when missing. NULL: not there (or no memory).
+ */
 struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create);
-/* gpu_name_intern - the interned @s with a reference for the caller. */
+/*
+ * gpu_thread_name - the name of thread @tid of @p, read from /proc once
+ * and cached (the last 16 threads). Owned by @p; "" when unreadable.
+ */
+const char *gpu_thread_name(struct gpu_proc *p, pid_t tid);
+/*
+ * gpu_proc_name_budget - may @p intern one more name of @len bytes
+ * (including its NUL)? Charges it when true: at most GPU_PROC_MAX_NAMES
+ * names and GPU_PROC_MAX_NAME_BYTES over the process's life.
+ */
+bool gpu_proc_name_budget(struct gpu_proc *p, size_t len);
+/*
+ * gpu_proc_set_name - id @id of @p names @n; takes over the caller's
+ * reference to @n (dropped on failure). Returns 0, -EINVAL (id 0) or
+ * -ENOMEM. The caller charged gpu_proc_name_budget().
+ */
+int gpu_proc_set_name(struct gpu_proc *p, uint32_t id, const struct gpu_name *n);
+/*
+ * gpu_proc_name - the name of id @id in @p (borrowed: the table holds it);
+ * if the name probe was missed, read at @ptr in the live process (at most
+ * PROFD_GPU_NAME_MAX bytes, through the hang-safe remote reader). NULL:
+ * unknown.
+ */
+const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
+				     uint32_t id, uint64_t ptr);
+/* gpu_name_intern - the interned @s with a reference for the caller; NULL past the bounds. */
 const struct gpu_name *gpu_name_intern(struct gpu *g, const char *s);
 /* gpu_name_get/put - take/drop a reference; NULL is fine. */
 const struct gpu_name *gpu_name_get(const struct gpu_name *n);
 void gpu_name_put(const struct gpu_name *n);
-const struct gpu_name *gpu_proc_name(struct gpu *g, struct gpu_proc *p,
-				     uint32_t id, uint64_t ptr);
+/*
+ * gpu_stall_intern - stall reason @s interned for the life of @g (at most
+ * 4096 strings); NULL past that or without memory.
+ */
+const char *gpu_stall_intern(struct gpu *g, const char *s);
+/*
+ * gpu_stack_intern - launch @l's stack with flags l->flags | @extra_flags,
+ * interned, with a reference for the caller (gpu_stack_put()). NULL past
+ * GPU_MAX_STACK_BYTES (counted as stacks_dropped) or without memory.
+ */
 struct gpu_stack *gpu_stack_intern(struct gpu *g, const struct gpu_launch_info *l,
 				   uint32_t extra_flags);
+/* gpu_stack_put - drop a reference; NULL is fine. */
 void gpu_stack_put(struct gpu_stack *s);
-void gpu_add_kernel(struct gpu *g, struct gpu_stack *s, const struct gpu_name *name,
-		    const struct profd_gpu_kernel *k);
-struct gpu_interval *gpu_interval_new(void);
 
 /* correlate.c */
 int gpu_corr_init(struct gpu *g);

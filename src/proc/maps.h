@@ -16,18 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct proc_mapping {
-	uint64_t start;		/* [start, end) virtual addresses */
-	uint64_t end;
-	uint64_t offset;	/* file offset mapped at start */
-	uint32_t dev_major;
-	uint32_t dev_minor;
-	uint64_t inode;		/* 0 for anonymous and special mappings */
-	bool readable, writable, executable, shared;
-	bool deleted;		/* path ended in " (deleted)" (suffix stripped) */
-	bool special;		/* "[vdso]", "[stack]", ... */
-	char *path;		/* owned; "" for anonymous */
-};
+#include "util/mapping.h"
 
 struct proc_maps {
 	struct proc_mapping *v;	/* sorted by start, non-overlapping */

@@ -3,14 +3,9 @@
  * symbolizer.c - cached user-space symbolization (see symbolizer.h).
  *
  * Owns: a chained hash of nodes keyed by file identity (device major,
- * minor, inode). A node is either an open object (an elf_file plus its
- * caches) or a remembered open failure. Per object:
- *   - an open-addressing map file offset -> result (hits and misses),
- *     emptied wholesale when it grows past OFFSET_CACHE_MAX entries;
- *   - an open-addressing map symbol name -> demangled name (the offset
- *     map may be emptied alone; both go with the symbol table when it is
- *     shed for the budget, budget.c: names handed out are copied by
- *     their users under the lock).
+ * minor, inode), and opening the file behind a mapping. A node is either
+ * an open object (an elf_file plus its caches: resolve.c) or a
+ * remembered open failure.
  *
  * Every node also records the size, mtime and ctime of the file it was
  * opened from. (dev, inode) names a file only while it exists: once a
@@ -29,18 +24,7 @@
  * (`same`, referenced) and resolves through it, so N copies cost one
  * symbol table. Each node still has its own identity and stamp.
  *
- * The vDSO is one more object outside the hash: every process of the
- * running kernel maps the same image, so profd's own copy
- * (getauxval(AT_SYSINFO_EHDR), its size from our [vdso] mapping) is read
- * into memory once and handed out for every "[vdso]" mapping of the same
- * size. Processes of another ABI (ia32, x32) map a different vDSO, below
- * 4 GiB: those are refused rather than misnamed. The vDSO exports a few
- * names in .dynsym; its static functions (vread_pvclock, the chacha
- * block of getrandom) are named by the kernel's unstripped copy when one
- * with the same build ID is installed (/usr/lib/debug/.build-id/,
- * /lib/modules/RELEASE/vdso/, /usr/lib/debug/lib/modules/RELEASE/vdso/),
- * else by where their FDE starts: "[vdso]+0x7a0", one frame per function
- * whatever pc inside it was sampled, never a guess at a nearby symbol.
+ * The vDSO is one more object outside the hash (vdso_object.c).
  *
  * Lifetime: the hash does not hold a reference. An object whose count
  * drops to 0 stays cached for reuse until symbolizer_trim() (budget.c,
@@ -50,40 +34,24 @@
  * vDSO object until symbolizer_free().
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/utsname.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include "symbol/debuginfo.h"
-#include "symbol/demangle.h"
 #include "symbol/elf_file.h"
 #include "symbol/elf_symtab.h"
 #include "symbol/symbolizer_internal.h"
-#include "proc/vdso.h"
 #include "util/clock.h"
 
 
-static uint64_t mix64(uint64_t x)
-{
-	/* splitmix64 finalizer */
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
-
 static uint64_t key_hash(const struct id_key *k)
 {
-	return mix64(k->inode ^ mix64(((uint64_t)k->dev_major << 32) |
+	return sym_mix64(k->inode ^ sym_mix64(((uint64_t)k->dev_major << 32) |
 				      k->dev_minor));
 }
 
@@ -363,107 +331,6 @@ compare:
 }
 
 /*
- * Attach the kernel's unstripped vDSO (same build ID) to @ef, if one is
- * installed: by build ID under /usr/lib/debug (debuginfo.c), else any
- * file in the running kernel's vdso/ folders (vdso64.so.dbg, vdso64.so;
- * elf_file_set_debug() refuses one of another build or without a
- * .symtab). Best effort: without one the .dynsym names and FDE names
- * serve.
- */
-static void vdso_attach_debug(struct elf_file *ef)
-{
-	static const char *const dirs[] = {
-		"/lib/modules/%s/vdso", DEBUGINFO_DIR "/lib/modules/%s/vdso",
-	};
-	struct utsname u;
-	char dir[512];
-
-	if (!elf_file_build_id(ef)[0] || uname(&u))
-		return;
-	if (debuginfo_attach(ef, NULL, NULL, NULL, 0) != -ENOENT)
-		return;		/* attached, or has one, or out of memory */
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		struct dirent *de;
-		DIR *d;
-
-		snprintf(dir, sizeof(dir), dirs[i], u.release);
-		d = opendir(dir);
-		if (!d)
-			continue;
-		while ((de = readdir(d))) {
-			int fd;
-
-			if (de->d_name[0] == '.')
-				continue;
-			fd = openat(dirfd(d), de->d_name,
-				    O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-			if (fd >= 0 && elf_file_set_debug(ef, fd) == 0) {
-				closedir(d);
-				return;
-			}
-		}
-		closedir(d);
-	}
-}
-
-/*
- * Read our own vDSO into s->vdso, or set s->vdso_err. The image is
- * copied from our [vdso] mapping, which starts at AT_SYSINFO_EHDR.
- */
-static void vdso_load(struct symbolizer *s)
-{
-	struct sym_object *o;
-	uintptr_t base;
-	size_t size;
-	int ret;
-
-	ret = own_vdso(&base, &size);
-	if (ret) {
-		s->vdso_err = ret;
-		return;
-	}
-	s->vdso_start = base;
-	s->vdso_size = size;
-
-	o = calloc(1, sizeof(*o));
-	if (!o) {
-		s->vdso_err = -ENOMEM;
-		return;
-	}
-	o->ef = elf_file_open_mem((const void *)base, s->vdso_size, &ret);
-	if (!o->ef) {
-		free(o);
-		s->vdso_err = ret < 0 ? ret : -EIO;
-		return;
-	}
-	vdso_attach_debug(o->ef);
-	o->vdso = true;
-	o->owner = s;
-	o->refs = 1;
-	s->vdso = o;
-}
-
-/* A reference to the vDSO object for @m, a "[vdso]" mapping. */
-static struct sym_object *vdso_get(struct symbolizer *s,
-				   const struct proc_mapping *m, int *err)
-{
-	const uint64_t low = 1ULL << 32;
-
-	if (!s->vdso && !s->vdso_err)
-		vdso_load(s);
-	if (!s->vdso) {
-		*err = s->vdso_err;
-		return NULL;
-	}
-	if (m->end - m->start != s->vdso_size ||
-	    (m->end <= low && s->vdso_start >= low)) {
-		*err = -ENOEXEC;	/* another ABI's vDSO */
-		return NULL;
-	}
-	return sym_object_get(s->vdso);
-}
-
-/*
  * The cached object for @m (a new reference), or NULL: *@err < 0 when
  * its identity is remembered as failed, 0 when it is not cached (or was
  * stale and is dropped now). Called with the cache's lock held.
@@ -637,7 +504,7 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 	bool unreadable;
 
 	if (m->special && m->path && !strcmp(m->path, "[vdso]"))
-		return vdso_get(s, m, err);
+		return sym_vdso_get(s, m, err);
 	if (!openable(m, err))
 		return NULL;
 	o = cache_get(s, pid, m, &k, err);
@@ -669,7 +536,7 @@ struct sym_object *symbolizer_get_unlocked(struct symbolizer *s,
 
 	pthread_mutex_lock(lock);
 	if (m->special && m->path && !strcmp(m->path, "[vdso]")) {
-		o = vdso_get(s, m, err);
+		o = sym_vdso_get(s, m, err);
 		pthread_mutex_unlock(lock);
 		return o;
 	}
@@ -732,186 +599,6 @@ void sym_object_put(struct sym_object *o)
 const char *sym_object_build_id(const struct sym_object *o)
 {
 	return elf_file_build_id(o->ef);
-}
-
-/* ---- per-object caches ---- */
-
-static uint64_t ptr_hash(const void *p)
-{
-	return mix64((uint64_t)(uintptr_t)p);
-}
-
-static struct off_slot *off_find(struct sym_object *o, uint64_t off)
-{
-	uint32_t mask = o->offs_cap - 1, i;
-
-	if (!o->offs_cap)
-		return NULL;
-	for (i = (uint32_t)mix64(off) & mask;; i = (i + 1) & mask) {
-		struct off_slot *sl = &o->offs[i];
-
-		if (sl->state == SLOT_EMPTY)
-			return NULL;
-		if (sl->offset == off)
-			return sl;
-	}
-}
-
-static void off_put_slot(struct off_slot *tab, uint32_t cap,
-			 const struct off_slot *v)
-{
-	uint32_t mask = cap - 1, i;
-
-	for (i = (uint32_t)mix64(v->offset) & mask;
-	     tab[i].state != SLOT_EMPTY; i = (i + 1) & mask)
-		;
-	tab[i] = *v;
-}
-
-/* Remember @v (not present yet). Silently drops it on out of memory. */
-static void off_insert(struct sym_object *o, const struct off_slot *v)
-{
-	if (o->offs_n >= OFFSET_CACHE_MAX) {
-		memset(o->offs, 0, o->offs_cap * sizeof(*o->offs));
-		o->offs_n = 0;
-	}
-	/* Keep the load at or under one half. */
-	if ((o->offs_n + 1) * 2 > o->offs_cap) {
-		uint32_t ncap = o->offs_cap ? o->offs_cap * 2 : 64, i;
-		struct off_slot *nt = calloc(ncap, sizeof(*nt));
-
-		if (!nt)
-			return;
-		for (i = 0; i < o->offs_cap; i++)
-			if (o->offs[i].state != SLOT_EMPTY)
-				off_put_slot(nt, ncap, &o->offs[i]);
-		free(o->offs);
-		o->offs = nt;
-		o->offs_cap = ncap;
-	}
-	off_put_slot(o->offs, o->offs_cap, v);
-	o->offs_n++;
-}
-
-/*
- * The display name of @sys (a name owned by o->ef): its demangled form,
- * computed once and kept for the object's lifetime, or @sys itself.
- */
-static const char *display_name(struct sym_object *o, const char *sys)
-{
-	uint32_t mask, i;
-	char *dem;
-
-	if (o->names_cap) {
-		mask = o->names_cap - 1;
-		for (i = (uint32_t)ptr_hash(sys) & mask;
-		     o->names[i].system_name; i = (i + 1) & mask)
-			if (o->names[i].system_name == sys)
-				return o->names[i].name ? o->names[i].name :
-							  sys;
-	}
-	if ((o->names_n + 1) * 2 > o->names_cap) {
-		uint32_t ncap = o->names_cap ? o->names_cap * 2 : 64, j;
-		struct name_slot *nt = calloc(ncap, sizeof(*nt));
-
-		if (!nt)
-			return sys;
-		for (j = 0; j < o->names_cap; j++) {
-			struct name_slot *sl = &o->names[j];
-
-			if (!sl->system_name)
-				continue;
-			for (i = (uint32_t)ptr_hash(sl->system_name) & (ncap - 1);
-			     nt[i].system_name; i = (i + 1) & (ncap - 1))
-				;
-			nt[i] = *sl;
-		}
-		free(o->names);
-		o->names = nt;
-		o->names_cap = ncap;
-	}
-	mask = o->names_cap - 1;
-	for (i = (uint32_t)ptr_hash(sys) & mask; o->names[i].system_name;
-	     i = (i + 1) & mask)
-		;
-	dem = demangle(sys);
-	o->names[i].system_name = sys;
-	o->names[i].name = dem;
-	o->names_n++;
-	return dem ? dem : sys;
-}
-
-/*
- * The name of the vDSO function at @vaddr that no symbol covers:
- * "[vdso]+0xSTART", START being where its FDE begins (owned by @o), or
- * NULL when no FDE covers it (then nothing says where a function starts:
- * the frame stays unnamed rather than named by a guess).
- */
-static const char *vdso_fde_name(struct sym_object *o, uint64_t vaddr,
-				 uint64_t *start)
-{
-	uint64_t end;
-	char name[32], **grown;
-
-	if (elf_file_cfi_range(o->ef, vaddr, start, &end))
-		return NULL;
-	snprintf(name, sizeof(name), "[vdso]+0x%" PRIx64, *start);
-	for (uint32_t i = 0; i < o->fde_names_n; i++)
-		if (!strcmp(o->fde_names[i], name))
-			return o->fde_names[i];
-	if (o->fde_names_n >= VDSO_FDE_NAMES_MAX)
-		return NULL;
-	grown = realloc(o->fde_names, (o->fde_names_n + 1) * sizeof(*grown));
-	if (!grown)
-		return NULL;
-	o->fde_names = grown;
-	grown[o->fde_names_n] = strdup(name);
-	return grown[o->fde_names_n] ? grown[o->fde_names_n++] : NULL;
-}
-
-/*
- * sym_object_resolve - see symbolizer.h. The strings in @out stay valid
- * until @o is freed.
- */
-int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
-		       struct sym_result *out)
-{
-	struct off_slot *sl = off_find(o, file_offset);
-	struct off_slot v = { .offset = file_offset, .state = SLOT_MISS };
-	uint64_t vaddr;
-
-	if (o->owner)
-		o->last_use = ++o->owner->clock;
-	if (o->same)	/* a copy: resolved by the object of the first */
-		return sym_object_resolve(o->same, file_offset, out);
-	if (o->shed)	/* not read here: the writer does no file I/O */
-		return -EAGAIN;
-	o->resolved_ns = clock_mono_ns();
-
-	if (!sl) {
-		if (!elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {
-			v.system_name = elf_file_lookup(o->ef, vaddr,
-							&v.sym_vaddr);
-			if (v.system_name) {
-				v.name = display_name(o, v.system_name);
-				v.state = SLOT_HIT;
-			} else if (o->vdso) {
-				v.system_name = vdso_fde_name(o, vaddr,
-							      &v.sym_vaddr);
-				v.name = v.system_name;
-				if (v.name)
-					v.state = SLOT_HIT;
-			}
-		}
-		off_insert(o, &v);
-		sl = &v;
-	}
-	if (sl->state != SLOT_HIT)
-		return -ENOENT;
-	out->name = sl->name;
-	out->system_name = sl->system_name;
-	out->sym_vaddr = sl->sym_vaddr;
-	return 0;
 }
 
 /*

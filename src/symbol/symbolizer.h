@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proc/maps.h"
+#include "util/mapping.h"
 
 struct symbolizer;
 struct sym_object;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * symbolizer_internal.h - the symbolizer's data, shared by its two files
+ * symbolizer_internal.h - the symbolizer's data, shared by its files
  * (internal to src/symbol; symbolizer.h is the interface the rest of
- * profd uses): symbolizer.c owns the cache (opening files, lookups,
- * names), budget.c its memory (trims, shedding for the budget, reading a
- * shed symbol table back).
+ * profd uses): symbolizer.c owns the cache (opening files, finding
+ * objects), resolve.c the lookups in one object and their caches,
+ * vdso_object.c the vDSO object, budget.c the cache's memory (trims,
+ * shedding for the budget, reading a shed symbol table back).
  */
 #ifndef PROFD_SYMBOL_SYMBOLIZER_INTERNAL_H
 #define PROFD_SYMBOL_SYMBOLIZER_INTERNAL_H
@@ -135,6 +136,17 @@ struct symbolizer {
 	uint64_t vdso_size;
 };
 
+/* sym_mix64 - splitmix64's finalizer, for the hash and the per-object caches. */
+static inline uint64_t sym_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
 /* sym_object_destroy - free @o and what it owns (its references put). */
 void sym_object_destroy(struct sym_object *o);
 
@@ -155,5 +167,25 @@ uint64_t sym_object_bytes(const struct sym_object *o);
  * reloaded table) and shed for them now (budget.c). Lock held.
  */
 void sym_admit(struct symbolizer *s, struct sym_object *o, uint64_t bytes);
+
+/*
+ * sym_vdso_get - a new reference to the vDSO object for @m, a "[vdso]"
+ * mapping (vdso_object.c), reading profd's own vDSO on first use. NULL
+ * with *@err: the vDSO could not be read (its error, kept), or -ENOEXEC
+ * for another ABI's vDSO (a size that differs, or below 4 GiB when ours
+ * is not). Lock held.
+ */
+struct sym_object *sym_vdso_get(struct symbolizer *s,
+				const struct proc_mapping *m, int *err);
+
+/*
+ * sym_vdso_fde_name - the name of the vDSO function at @vaddr that no
+ * symbol covers: "[vdso]+0xSTART", START (in *@start) being where its FDE
+ * begins. Owned by @o (at most VDSO_FDE_NAMES_MAX names). NULL when no
+ * FDE covers it (the frame stays unnamed rather than named by a guess)
+ * or without memory.
+ */
+const char *sym_vdso_fde_name(struct sym_object *o, uint64_t vaddr,
+			      uint64_t *start);
 
 #endif /* PROFD_SYMBOL_SYMBOLIZER_INTERNAL_H */

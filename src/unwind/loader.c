@@ -16,12 +16,12 @@
 #include <sys/sysmacros.h>
 #include <bpf/bpf.h>
 
-#include "proc/vdso.h"
 #include "symbol/debuginfo.h"
 #include "symbol/elf_file.h"
 #include "unwind/compile.h"
 #include "unwind/loader.h"
 #include "unwind/shards.h"
+#include "util/vdso.h"
 
 #define OBJ_BUCKETS 1024
 #define PROC_BUCKETS 1024
