@@ -37,6 +37,13 @@
 #include "unwind/async.h"
 #include "util/clock.h"
 
+/* The reader's own counters: records and samples it could not use. */
+COUNTER_DEFINE(records_malformed, COUNTER_LOST, "records shorter than their header says");
+COUNTER_DEFINE(aggregation_full, COUNTER_LOST,
+	       "samples dropped: the interval's stack table was full (or out of memory)");
+COUNTER_DEFINE(exited_unidentified, COUNTER_LOST,
+	       "samples of a process first seen exiting, its memory gone: dropped");
+
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
 /* a sampled process's unwind tables are marked used at most this often */
 #define UNWIND_TOUCH_EVERY_NS (1000ULL * 1000 * 1000)
@@ -133,9 +140,7 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	    (!snap || !snap->meta.executable || !snap->maps.n)) {
 		/* first seen exiting, too late to tell what it was (its memory
 		 * gone): dropped, never given the labels of a zombie */
-		pthread_mutex_lock(&ag->agg_lock);
-		ag->counters[AGENT_CNT_EXITED_UNIDENTIFIED]++;
-		pthread_mutex_unlock(&ag->agg_lock);
+		counter_inc(&counter_exited_unidentified);
 		return;
 	}
 	comm = p && p->comm[0] ? p->comm : s->comm;
@@ -210,7 +215,7 @@ add:
 	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
 				   s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
 				   s->kernel_len, nuser))
-		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
+		counter_inc(&counter_aggregation_full);
 	pthread_mutex_unlock(&ag->agg_lock);
 
 	if (agent_debug_wanted(ag, s->pid))
@@ -349,9 +354,7 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 		goto malformed;
 	}
 malformed:
-	pthread_mutex_lock(&ag->agg_lock);
-	ag->counters[AGENT_CNT_RECORDS_MALFORMED]++;
-	pthread_mutex_unlock(&ag->agg_lock);
+	counter_inc(&counter_records_malformed);
 	return 0;
 }
 
@@ -380,8 +383,8 @@ void agent_attach_gpu_library(void *ctx, pid_t pid, const struct proc_mapping *m
 	if (ret == 1 && ag->cfg->verbose)
 		fprintf(stderr, "profd: GPU probes attached to %s (pid %d)\n", path, pid);
 	if (ret < 0 && ret != -ENOENT) {
-		ag->gpu_attach_errors++;
-		if (ag->gpu_attach_errors <= 3)
+		counter_inc(&counter_gpu_attach_errors);
+		if (counter_get(&counter_gpu_attach_errors) <= 3)
 			fprintf(stderr, "profd: warning: cannot attach to the CUDA "
 				"injection library %s of pid %d: %s\n", path, pid,
 				ret == -ESRCH ? "not a profd injection library" :
@@ -441,22 +444,12 @@ void agent_listen_processes(struct agent *ag)
 void agent_publish_stats(struct agent *ag)
 {
 	struct process_table_stats st;
-
 	struct unwind_async_stats uast;
 	struct unwind_loader_stats ust;
 	struct python_stats pst = { 0 };
-	struct gpu_stats gst = { 0 };
 	struct agent_cache_stats cst = { 0 };
-	struct agent_export_stats xst;
-
-	struct file_gate_stats fst;
-	uint64_t unreadable;
 
 	process_table_stats(ag->procs, &st);
-	file_gate_stats(ag->gate, &fst);
-	pthread_mutex_lock(&ag->sym_lock);
-	unreadable = symbolizer_symbols_unreadable(ag->sym);
-	pthread_mutex_unlock(&ag->sym_lock);
 	pthread_mutex_lock(&ag->sym_lock);
 	symbolizer_memory(ag->sym, &cst.sym_bytes, &cst.sym_sheds);
 	symbolizer_table_stats(ag->sym, &cst.sym_tables);
@@ -468,13 +461,10 @@ void agent_publish_stats(struct agent *ag)
 	cst.flame_pruned = __atomic_load_n(&ag->flame_pruned, __ATOMIC_RELAXED);
 	cst.flame_bytes = __atomic_load_n(&ag->flame_bytes, __ATOMIC_RELAXED);
 	cst.flame_names = __atomic_load_n(&ag->flame_names, __ATOMIC_RELAXED);
-	agent_export_stats(ag->exp, &xst);
 	unwind_async_stats(ag->unwind, &uast);	/* NULL: zeros */
 	ust = uast.loader;
 	if (ag->py)
 		python_stats(ag->py, &pst);
-	if (ag->gpu)
-		gpu_stats(ag->gpu, &gst);
 	cst.proc_bytes = st.snapshot_bytes;
 	cst.python_bytes = pst.bytes;
 	cst.python_budget = ag->py ? ag->budgets.python : 0;
@@ -482,62 +472,10 @@ void agent_publish_stats(struct agent *ag)
 	cst.python_codes = pst.code_objects;
 	pthread_mutex_lock(&ag->agg_lock);
 	cst.agg_bytes = (ag->cur ? ag->cur->bytes : 0) + (ag->next ? ag->next->bytes : 0);
-	ag->counters[AGENT_CNT_GPU_KERNELS] = gst.kernels;
-	ag->counters[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = gst.launches_no_stack;
-	ag->counters[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = gst.kernels_no_launch;
-	ag->counters[AGENT_CNT_GPU_LAUNCHES_UNMATCHED] = gst.launches_unmatched;
-	ag->counters[AGENT_CNT_GPU_CORRELATION_EVICTED] = gst.correlation_evicted;
-	ag->counters[AGENT_CNT_GPU_RECORDS_DROPPED] = gst.records_dropped;
-	ag->counters[AGENT_CNT_GPU_LIBRARY_ERRORS] = gst.library_errors;
-	ag->counters[AGENT_CNT_GPU_NAMES_UNKNOWN] = gst.names_unknown;
-	ag->counters[AGENT_CNT_GPU_PC_SAMPLES] = gst.pc_samples;
-	ag->counters[AGENT_CNT_GPU_PC_UNRESOLVED] = gst.pc_unresolved;
-	ag->counters[AGENT_CNT_GPU_CUBIN_ERRORS] = gst.cubin_errors;
-	ag->counters[AGENT_CNT_GPU_ATTACH_ERRORS] = ag->gpu_attach_errors;
-	ag->counters[AGENT_CNT_GPU_KERNELS_BOGUS] = gst.kernels_bogus;
-	ag->counters[AGENT_CNT_GPU_STACKS_DROPPED] = gst.stacks_dropped;
-	ag->counters[AGENT_CNT_NVTX_SPANS] = xst.nvtx_spans;
-	ag->counters[AGENT_CNT_NVTX_LOGS] = xst.nvtx_logs;
-	ag->counters[AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET] = xst.nvtx_spans_dropped_budget;
-	ag->counters[AGENT_CNT_NVTX_QUEUE_FULL] = xst.nvtx_queue_full;
-	ag->counters[AGENT_CNT_NVTX_POPS_UNMATCHED] = xst.nvtx_pops_unmatched;
-	ag->counters[AGENT_CNT_NVTX_ENDS_UNKNOWN] = xst.nvtx_ends_unknown;
-	ag->counters[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = xst.nvtx_strings_unknown;
-	ag->counters[AGENT_CNT_NVTX_UNFINISHED] = xst.nvtx_unfinished;
-	ag->counters[AGENT_CNT_NVTX_LIBRARY_DROPPED] = xst.nvtx_library_dropped;
-	ag->counters[AGENT_CNT_NVTX_UNSEEN] = xst.nvtx_unseen;
-	ag->counters[AGENT_CNT_NVTX_TABLES_FULL] = xst.nvtx_tables_full;
-	ag->counters[AGENT_CNT_OTLP_ITEMS_SENT] = xst.otlp_items_sent;
-	ag->counters[AGENT_CNT_OTLP_ITEMS_DROPPED] = xst.otlp_items_dropped;
-	ag->counters[AGENT_CNT_OTLP_RETRIES] = xst.otlp_retries;
 	ag->procs_stats = st;
 	ag->unwind_stats = ust;
 	ag->cache_stats = cst;
-	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
-	ag->counters[AGENT_CNT_UNWIND_EVICTIONS] = ust.evictions;
-	ag->counters[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = ust.ranges_truncated;
-	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
-	ag->counters[AGENT_CNT_UNWIND_QUEUE_FULL] = uast.dropped;
 	ag->unwind_queued = uast.queued;
-	ag->counters[AGENT_CNT_UNWIND_RELOADS] = ust.reloads;
-	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
-	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
-	ag->counters[AGENT_CNT_FILE_HUNG] = __atomic_load_n(&ag->frames_hung, __ATOMIC_RELAXED);
-	ag->counters[AGENT_CNT_FILE_PENDING] = __atomic_load_n(&ag->frames_pending,
-								 __ATOMIC_RELAXED);
-	ag->counters[AGENT_CNT_SYMBOLS_SHED] = __atomic_load_n(&ag->frames_shed,
-							       __ATOMIC_RELAXED);
-	ag->counters[AGENT_CNT_OBJECT_QUEUE_FULL] = st.loader_dropped;
-	ag->counters[AGENT_CNT_FILE_READ_TIMEOUTS] = fst.timeouts;
-	ag->counters[AGENT_CNT_SYMBOLS_UNREADABLE] = unreadable;
-	ag->counters[AGENT_CNT_SAMPLES_AFTER_EXIT] = st.samples_after_exit;
-	ag->counters[AGENT_CNT_EXITED_REMOVED] = st.exited_removed;
-	ag->counters[AGENT_CNT_PYTHON_CODE_ERRORS] = pst.code_errors;
-	ag->counters[AGENT_CNT_PYTHON_FRAMES_FULL] = pst.frames_full;
-	ag->counters[AGENT_CNT_PYTHON_UNSUPPORTED] = pst.unsupported;
-	ag->counters[AGENT_CNT_PYTHON_UPDATE_ERRORS] = pst.map_errors;
-	ag->counters[AGENT_CNT_PYTHON_READ_TIMEOUTS] = pst.read_timeouts;
-	ag->counters[AGENT_CNT_PYTHON_FRAME_TABLES] = pst.frame_rotations;
 	__atomic_store_n(&ag->python_processes, pst.processes, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ag->agg_lock);
 }

@@ -20,6 +20,7 @@
 
 #include "bpf/gpu_events.h"
 #include "bpf/profd.h"
+#include "counters/counters.h"
 #include "gpu/gpu.h"
 #include "proc/remote.h"
 
@@ -217,6 +218,30 @@ struct gpu {
 
 #define GPU_STAT_ADD(g, field, n) \
 	__atomic_fetch_add(&(g)->st.field, (n), __ATOMIC_RELAXED)
+
+/*
+ * GPU_COUNT - GPU_STAT_ADD() of a field that is also a reported counter:
+ * counter_NAME (declared in gpu.c) counts it for the status line, the
+ * profile comments and /metrics; the field stays for gpu_stats().
+ */
+#define GPU_COUNT(g, field, name, n) do {				\
+	GPU_STAT_ADD(g, field, n);					\
+	counter_add(&counter_##name, (n));				\
+} while (0)
+
+COUNTER_EXTERN(gpu_kernels);
+COUNTER_EXTERN(gpu_launches_no_stack);
+COUNTER_EXTERN(gpu_kernels_no_launch);
+COUNTER_EXTERN(gpu_launches_unmatched);
+COUNTER_EXTERN(gpu_correlation_evicted);
+COUNTER_EXTERN(gpu_records_dropped);
+COUNTER_EXTERN(gpu_library_errors);
+COUNTER_EXTERN(gpu_names_unknown);
+COUNTER_EXTERN(gpu_pc_samples);
+COUNTER_EXTERN(gpu_pc_unresolved);
+COUNTER_EXTERN(gpu_cubin_errors);
+COUNTER_EXTERN(gpu_kernels_bogus);
+COUNTER_EXTERN(gpu_launch_stacks_dropped);
 
 /* gpu.c */
 struct gpu_proc *gpu_proc_get(struct gpu *g, pid_t pid, bool create);

@@ -61,6 +61,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "counters/counters.h"
 #include "symbol/debuginfo.h"
 #include "symbol/demangle.h"
 #include "symbol/elf_file.h"
@@ -68,6 +69,9 @@
 #include "symbol/symbolizer_internal.h"
 #include "proc/vdso.h"
 #include "util/clock.h"
+
+COUNTER_DEFINE(symbols_unreadable, COUNTER_PARTIAL,
+	       "objects whose symbol tables could not be read");
 
 
 static uint64_t mix64(uint64_t x)
@@ -583,8 +587,10 @@ static struct sym_object *object_insert(struct symbolizer *s,
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (unreadable)
+	if (unreadable) {
 		s->symbols_unreadable++;
+		counter_inc(&counter_symbols_unreadable);
+	}
 	if (!o->ef) {
 		/*
 		 * Only a failure that belongs to the file is remembered for
