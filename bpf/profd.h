@@ -168,7 +168,8 @@ enum profd_unwinder_prog {
 /*
  * Named counters of loss and error, one per-CPU array slot each. User space
  * sums them and reports each by name (status line, profile comments).
- * Names: profd_counter_names[] in src/tracer/counters.c.
+ * Names, kinds: a COUNTER_DEFINE_BPF() per slot in the component that
+ * counts it (src/counters/counters.h).
  */
 enum profd_counter {
 	PROFD_CNT_SAMPLES = 0,		/* perf_event program runs */
