@@ -52,7 +52,7 @@ int profd_sample(struct bpf_perf_event_data *ctx)
  * the latest): under process churn the wakeups were most of profd's
  * cost. A filling ring buffer, or a followed command (its exit ends
  * profd's wait), still wakes it. Until an exec is read, the old image's
- * tables are not used (exec_times) and its Python entry is gone, so the
+ * tables are not used (exec_times) and its runtime_procs entry is gone, so the
  * new image's first samples ask for its maps (and wake the reader).
  */
 static __always_inline void proc_event(__u32 type, struct task_struct *p)

@@ -169,8 +169,9 @@ enum profd_unwinder_prog {
 /*
  * Named counters of loss and error, one per-CPU array slot each. User space
  * sums them and reports each by name (status line, profile comments).
- * Names: profd_counter_names[] in src/tracer/counters.c; a runtime's
- * slots (PROFD_CNT_RUNTIME()) are named by its own module.
+ * Names, kinds: a COUNTER_DEFINE_BPF() per slot in the component that
+ * counts it (src/counters/counters.h); a runtime's slots
+ * (PROFD_CNT_RUNTIME()) in that runtime's module.
  */
 enum profd_counter {
 	PROFD_CNT_SAMPLES = 0,		/* perf_event program runs */

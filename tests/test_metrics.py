@@ -240,6 +240,17 @@ def test_unit_writer_and_server():
     assert "FAIL" not in r.stdout, r.stdout
 
 
+def test_unit_counter_registry():
+    """tests/unit/test_counters.c: the registry's order, values, BPF slots."""
+    r = subprocess.run(["make", "-C", ROOT, "build/tests/unit/test_counters"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([os.path.join(BUILD, "tests", "unit", "test_counters")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAIL" not in r.stdout, r.stdout
+
+
 # --- a real profd ----------------------------------------------------------
 
 class Profd:

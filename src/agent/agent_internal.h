@@ -5,7 +5,7 @@
  * up and takes down; reader.c: the reader thread and the record path;
  * interval.c: the interval a sample goes to, the swap; flush.c: an
  * interval's files; probabilistic.c: probabilistic profiling;
- * agent_counters.c: counter names; metrics.c: /metrics; debug.c:
+ * metrics.c: /metrics; debug.c:
  * --debug-pid output). Not for use outside src/agent/.
  */
 #ifndef PROFD_AGENT_AGENT_INTERNAL_H
@@ -21,6 +21,7 @@
 #include "agent/export.h"
 #include "aggregate/aggregate.h"
 #include "bpf/profd.h"
+#include "counters/counters.h"
 #include "gpu/gpu.h"
 #include "output/flamegraph.h"
 #include "proc/file_gate.h"
@@ -29,7 +30,6 @@
 #include "runtime/runtime.h"
 #include "symbol/kallsyms.h"
 #include "symbol/symbolizer.h"
-#include "tracer/counters.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
 #include "unwind/loader.h"
@@ -49,76 +49,8 @@
 /* User frames after merging: native + a runtime's + an error frame. */
 #define MERGED_USER_MAX (PROFD_MAX_USER_FRAMES + PROFD_MAX_INTERP_FRAMES + 2)
 
-/* User-space counters of loss and error, reported beside the BPF ones. */
-enum agent_counter {
-	AGENT_CNT_RECORDS_MALFORMED,	/* record shorter than its header says */
-	AGENT_CNT_AGGREGATION_FULL,	/* sample dropped: stack table full/OOM */
-	AGENT_CNT_MAPS_READ_ERRORS,	/* process gone before maps were read */
-	AGENT_CNT_ELF_OPEN_ERRORS,	/* mapping file unreadable or not ELF */
-	AGENT_CNT_WRITE_ERRORS,		/* profile or flame graph not written */
-	AGENT_CNT_FLAMEGRAPH_TRUNCATED,	/* flame graph full: path cut short */
-	AGENT_CNT_FLAMEGRAPH_FOLDED,	/* flame graph full: light frames folded into callers */
-	AGENT_CNT_UNWIND_CFI_REJECTED,	/* malformed CIEs/FDEs left out of tables */
-	AGENT_CNT_UNWIND_EVICTIONS,	/* tables evicted at the memory cap */
-	AGENT_CNT_UNWIND_RANGES_TRUNCATED, /* processes with too many ranges */
-	AGENT_CNT_UNWIND_UPDATE_ERRORS,	/* unwind_procs updates that failed */
-	AGENT_CNT_UNWIND_RELOADS,	/* evicted tables reloaded (their process sampled) */
-	AGENT_CNT_PYTHON_CODE_ERRORS,	/* samples with a Python frame whose code object was unreadable */
-	AGENT_CNT_PYTHON_FRAMES_FULL,	/* Python frames not named: frame table full */
-	AGENT_CNT_PYTHON_UNSUPPORTED,	/* CPython of an unsupported version seen */
-	AGENT_CNT_PYTHON_UPDATE_ERRORS,	/* python_procs updates that failed */
-	AGENT_CNT_PYTHON_READ_TIMEOUTS,	/* process memory reads abandoned (hung) */
-	AGENT_CNT_PYTHON_FRAME_TABLES,	/* Python frame tables started afresh */
-	AGENT_CNT_GPU_KERNELS,		/* CUDA kernel records joined into a GPU profile */
-	AGENT_CNT_GPU_LAUNCHES_NO_STACK,/* launches the library sent without a stack */
-	AGENT_CNT_GPU_KERNELS_NO_LAUNCH,/* kernels whose launch never came: "[unknown launch]" */
-	AGENT_CNT_GPU_LAUNCHES_UNMATCHED, /* launches no kernel record joined in time */
-	AGENT_CNT_GPU_CORRELATION_EVICTED, /* launches evicted at the table bound */
-	AGENT_CNT_GPU_RECORDS_DROPPED,	/* kernel records CUPTI dropped (library report) */
-	AGENT_CNT_GPU_LIBRARY_ERRORS,	/* other errors the injection library reported */
-	AGENT_CNT_GPU_NAMES_UNKNOWN,	/* kernels or PC samples without a name */
-	AGENT_CNT_GPU_PC_SAMPLES,	/* GPU PC samples */
-	AGENT_CNT_GPU_PC_UNRESOLVED,	/* PC samples not placed in their cubin */
-	AGENT_CNT_GPU_CUBIN_ERRORS,	/* cubins unreadable or not ELF */
-	AGENT_CNT_GPU_ATTACH_ERRORS,	/* injection library copies we could not attach */
-	AGENT_CNT_GPU_KERNELS_BOGUS,	/* kernel records with impossible times: dropped */
-	AGENT_CNT_GPU_STACKS_DROPPED,	/* launch stacks over the memory bound: not kept */
-	AGENT_CNT_NVTX_SPANS,		/* NVTX ranges turned into spans */
-	AGENT_CNT_NVTX_LOGS,		/* NVTX marks outside ranges: log records */
-	AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET, /* spans of traces over --nvtx-max-spans-per-sec */
-	AGENT_CNT_NVTX_QUEUE_FULL,	/* NVTX events lost: the tracer's queue was full */
-	AGENT_CNT_NVTX_POPS_UNMATCHED,	/* nvtxRangePop with no range open */
-	AGENT_CNT_NVTX_ENDS_UNKNOWN,	/* nvtxRangeEnd of an id never started */
-	AGENT_CNT_NVTX_STRINGS_UNKNOWN,	/* NVTX messages whose text never arrived */
-	AGENT_CNT_NVTX_UNFINISHED,	/* ranges still open at exit/stop, closed by profd */
-	AGENT_CNT_NVTX_LIBRARY_DROPPED,	/* NVTX events the injection library could not record */
-	AGENT_CNT_NVTX_UNSEEN,		/* NVTX events fired while no agent listened (before profd attached) */
-	AGENT_CNT_NVTX_TABLES_FULL,	/* NVTX strings/ranges over the per-process bounds */
-	AGENT_CNT_OTLP_ITEMS_SENT,	/* spans, log records and profile samples the endpoint took */
-	AGENT_CNT_OTLP_ITEMS_DROPPED,	/* ... not delivered: queue full, rejected, retries exhausted */
-	AGENT_CNT_OTLP_RETRIES,		/* OTLP requests sent again after a retryable failure */
-	AGENT_CNT_RETENTION_REMOVED,	/* old profiles deleted by --output-retention */
-	AGENT_CNT_PROBABILISTIC_OFF,	/* probabilistic intervals not profiled */
-	AGENT_CNT_FILE_HUNG,		/* frames left unsymbolized: their file's reads hung */
-	AGENT_CNT_FILE_PENDING,		/* frames left unsymbolized: their file's read-ahead not done yet */
-	AGENT_CNT_SYMBOLS_SHED,		/* frames left unsymbolized: their symbol table shed for the budget, not read back yet */
-	AGENT_CNT_FILE_READ_TIMEOUTS,	/* file reads abandoned at the deadline (file_gate.c) */
-	AGENT_CNT_SYMBOLS_UNREADABLE,	/* objects whose symbol tables could not be read */
-	AGENT_CNT_UNWIND_QUEUE_FULL,	/* unwind table updates dropped: the loader's queue was full */
-	AGENT_CNT_OBJECT_QUEUE_FULL,	/* object loader jobs dropped: its queue was full */
-	AGENT_CNT_LATE_SAMPLES,		/* samples read after their interval was swapped out */
-	AGENT_CNT_WRITE_FAILED_SAMPLES,	/* samples of CPU profiles that could not be written */
-	AGENT_CNT_SAMPLES_AFTER_EXIT,	/* exiting samples read after the exit event:
-					 * given the exited process's labels */
-	AGENT_CNT_EXITED_REMOVED,	/* process entries removed after their exit event */
-	AGENT_CNT_EXITED_UNIDENTIFIED,	/* samples of a process first seen exiting, its
-					 * executable no longer readable: dropped */
-	AGENT_CNT_MAX,
-};
-
-/* Kind (lost/partial/stat) and snake_case name of each agent counter. */
-extern const enum counter_kind agent_counter_kinds[AGENT_CNT_MAX];
-extern const char *const agent_counter_names[AGENT_CNT_MAX];
+/* Written profiles and flame graphs that failed (flush.c; also in /metrics). */
+COUNTER_EXTERN(write_error);
 
 struct metrics_server;
 
@@ -161,9 +93,6 @@ struct agent {
 	struct unwind_async *unwind;	/* the loader's thread and queue; NULL: FP only */
 	struct object_loader *objects;	/* opens and parses mapped files; any thread */
 	bool objects_stuck;		/* its worker could not be stopped: leave what it uses */
-	uint64_t frames_pending;	/* atomic: written frames whose object was not ready */
-	uint64_t frames_hung;		/* atomic: ... whose file hung */
-	uint64_t frames_shed;		/* atomic: ... whose symbol table was shed */
 	struct runtimes *rts;		/* language runtimes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
@@ -174,12 +103,11 @@ struct agent {
 	struct gpu *gpu;		/* NULL: --no-gpu */
 	struct agent_export *exp;	/* OTLP export and NVTX; NULL: neither */
 	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
-	uint64_t gpu_attach_errors;	/* reader thread */
 	struct gpu_discovery discovery;	/* reader thread: finding library copies */
 	struct exec_child child;	/* `profd exec` */
 	int exec_failed;		/* the command could not be run: 126/127 */
 
-	pthread_mutex_t agg_lock;	/* guards cur, next, interval, counters, procs_stats */
+	pthread_mutex_t agg_lock;	/* guards cur, next, interval, procs_stats */
 	struct aggregate *cur;
 	uint64_t cur_start_mono;	/* CLOCK_MONOTONIC start of cur: samples taken
 					 * before it are late (0: the first interval) */
@@ -187,7 +115,6 @@ struct agent {
 					 * for samples taken from next_start_mono on */
 	uint64_t next_start_mono;	/* 0 when next is NULL */
 	uint64_t interval;		/* bumped at each swap of cur */
-	uint64_t counters[AGENT_CNT_MAX];	/* cumulative */
 	struct process_table_stats procs_stats;
 	struct unwind_loader_stats unwind_stats;
 	uint64_t unwind_queued;		/* unwind jobs waiting (reader publishes) */
@@ -209,8 +136,8 @@ struct agent {
 	bool workers_deferred;		/* reader: agent_defer_workers() */
 	uint64_t workers_deferred_ns;	/* since when (CLOCK_MONOTONIC) */
 
-	uint64_t bpf_prev[PROFD_CNT_MAX];
-	uint64_t agent_prev[AGENT_CNT_MAX];
+	uint64_t *counter_prev;		/* main thread: each counter (by registry
+					 * position) at the last interval's end */
 	uint64_t run_start_mono;
 	unsigned int intervals;
 	uint64_t total_samples;
@@ -354,10 +281,11 @@ void agent_attach_gpu_library(void *ctx, pid_t pid, const struct proc_mapping *m
 void agent_listen_processes(struct agent *ag);
 
 /*
- * agent_publish_stats - copy the figures of the process table, file
- * gate, symbolizer, flame graphs, exporter, unwind loader, runtimes and GPU
- * state into struct agent (counters, procs_stats, unwind_stats,
- * cache_stats; takes sym_lock, then agg_lock). The reader after each
+ * agent_publish_stats - copy the figures of the process table,
+ * symbolizer, flame graphs, unwind loader and runtimes into struct
+ * agent (procs_stats, unwind_stats, cache_stats; takes sym_lock, then
+ * agg_lock). Counters are not copied: the registry holds them
+ * (src/counters/). The reader after each
  * poll; the main thread once more after it joined the reader.
  */
 void agent_publish_stats(struct agent *ag);

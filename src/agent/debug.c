@@ -6,10 +6,10 @@
  * reader thread, as the sample is aggregated:
  *
  *   profd: debug: sample pid=1234 tid=1235 comm=chain cpu=1 origin=cpu-clock
- *          unwinder=dwarf+python flags=user_complete kernel=0 user=7 (native 6, python 2)
+ *          unwinder=dwarf+RT flags=user_complete kernel=0 user=7 (native 6, RT 2)
  *     #0 user   0x000055d0c0a01189 /tmp/chain+0x1189 chain_e
  *     #1 kernel 0xffffffff81e0012f [kernel] asm_sysvec_apic_timer_interrupt+0xf
- *     #2 python 0x4000000000000012 [python] work (stacks.py:12)
+ *     #2 RT     0x4100000000000012 [RT] work (stacks.rt:12)
  *
  * (the header is one line). User addresses are placed in the process's
  * maps snapshot (path and file offset); names come from kallsyms, the ELF
@@ -86,7 +86,7 @@ static void flags_str(const struct profd_sample *s, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Which walkers produced the user stack: "dwarf", "fp+python", ... */
+/* Which walkers produced the user stack: "dwarf", "fp+RT" (a runtime's name), ... */
 static void unwinder_str(const struct profd_sample *s, char *buf, size_t len)
 {
 	const char *native = s->flags & PROFD_SAMPLE_NO_USER || !s->user_len ? NULL :

@@ -278,6 +278,7 @@ void agent_export_profile(struct agent_export *x, const struct profile *p)
 		return;
 	if (otlp_profiles_encode(p, x->resources, &body, &len, &n)) {
 		x->profile_samples_dropped += p->nsamples;
+		counter_add(&counter_otlp_items_dropped, p->nsamples);
 		return;
 	}
 	otlp_export(x->exporter, OTLP_SIGNAL_PROFILES, body, len, n);
@@ -346,6 +347,11 @@ void agent_export_stop(struct agent_export *x, unsigned int timeout_ms)
 		memcpy(x->last_warned, os.last_error, sizeof(x->last_warned));
 	}
 	x->stopped = true;
+	if (x->exporter) {
+		/* what is still queued will never be sent */
+		otlp_exporter_stats(x->exporter, &os);
+		counter_add(&counter_otlp_items_dropped, os.items_queued);
+	}
 	agent_export_warn(x);
 }
 

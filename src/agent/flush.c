@@ -32,9 +32,20 @@
 #include "output/flamegraph.h"
 #include "output/pprof.h"
 #include "output/retention.h"
-#include "tracer/counters.h"
+#include "counters/counters.h"
 #include "tracer/tracer.h"
 #include "util/clock.h"
+
+/* What writing an interval's files counts (write_error: also in /metrics). */
+COUNTER_DEFINE(write_error, COUNTER_LOST, "profiles or flame graphs not written");
+COUNTER_DEFINE(write_failed, COUNTER_LOST,
+	       "samples of CPU profiles that could not be written");
+COUNTER_DEFINE(flamegraph_truncated, COUNTER_PARTIAL,
+	       "flame graph full: paths cut short");
+COUNTER_DEFINE(flamegraph_folded, COUNTER_PARTIAL,
+	       "flame graph full: light frames folded into their callers");
+COUNTER_DEFINE(retention_files_removed, COUNTER_STAT,
+	       "old profiles deleted by --output-retention");
 
 int agent_make_dir(const char *dir)
 {
@@ -100,9 +111,11 @@ static int output_path(const char *dir, const char *kind, uint64_t start_ns,
 	return -EEXIST;
 }
 
-/* Build the comments: version, config, and every counter by name. */
-static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
-			     const uint64_t *agent_delta,
+/*
+ * Build the comments: version, config, and every counter by name (@delta:
+ * this interval's, by registry position).
+ */
+static void counter_comments(struct agent *ag, const uint64_t *delta,
 			     const struct unwind_loader_stats *us, uint64_t sampled_ns,
 			     char comments[][96], uint32_t *n)
 {
@@ -116,15 +129,12 @@ static void counter_comments(struct agent *ag, const uint64_t *bpf_delta,
 		/* the part of the interval the perf events were on */
 		snprintf(comments[(*n)++], 96, "probabilistic_sampled_ms=%llu",
 			 (unsigned long long)(sampled_ns / 1000000));
-	for (int c = 0; c < PROFD_CNT_MAX; c++)
-		if (profd_counter_name(c))
-			snprintf(comments[(*n)++], 96, "%s.%s=%llu",
-				 counter_kind_name(profd_counter_kind(c)),
-				 profd_counter_name(c), (unsigned long long)bpf_delta[c]);
-	for (int c = 0; c < AGENT_CNT_MAX; c++)
-		snprintf(comments[(*n)++], 96, "%s.%s=%llu",
-			 counter_kind_name(agent_counter_kinds[c]),
-			 agent_counter_names[c], (unsigned long long)agent_delta[c]);
+	for (size_t i = 0; i < counters_count(); i++) {
+		const struct counter_def *c = counters_at(i);
+
+		snprintf(comments[(*n)++], 96, "%s.%s=%llu", counter_kind_name(c->kind),
+			 c->name, (unsigned long long)delta[i]);
+	}
 	snprintf(comments[(*n)++], 96,
 		 "stat.unwind: tables=%llu no_cfi=%llu processes=%llu rows=%llu shards=%u",
 		 (unsigned long long)us->objects,
@@ -143,37 +153,22 @@ static void note_counter(char *buf, size_t size, size_t *off, const char *name,
 }
 
 static void status_line(struct agent *ag, const struct aggregate *a,
-			const uint64_t *bpf_delta, const uint64_t *agent_delta,
-			uint64_t processes, const char *path, int write_err,
+			const uint64_t *delta, uint64_t processes, const char *path, int write_err,
 			const char *flame_path, int flame_err)
 {
 	char lost[512] = "", partial[512] = "";
 	uint64_t nlost = 0, npartial = 0;
 	size_t lo = 0, po = 0;
 
-	for (int c = 0; c < PROFD_CNT_MAX; c++) {
-		enum counter_kind k = profd_counter_kind(c);
+	for (size_t i = 0; i < counters_count(); i++) {
+		const struct counter_def *c = counters_at(i);
 
-		if (!profd_counter_name(c))
-			continue;
-		if (k == COUNTER_LOST) {
-			nlost += bpf_delta[c];
-			note_counter(lost, sizeof(lost), &lo, profd_counter_name(c), bpf_delta[c]);
-		} else if (k == COUNTER_PARTIAL) {
-			npartial += bpf_delta[c];
-			note_counter(partial, sizeof(partial), &po, profd_counter_name(c),
-				     bpf_delta[c]);
-		}
-	}
-	for (int c = 0; c < AGENT_CNT_MAX; c++) {
-		if (agent_counter_kinds[c] == COUNTER_LOST) {
-			nlost += agent_delta[c];
-			note_counter(lost, sizeof(lost), &lo, agent_counter_names[c],
-				     agent_delta[c]);
-		} else if (agent_counter_kinds[c] == COUNTER_PARTIAL) {
-			npartial += agent_delta[c];
-			note_counter(partial, sizeof(partial), &po, agent_counter_names[c],
-				     agent_delta[c]);
+		if (c->kind == COUNTER_LOST) {
+			nlost += delta[i];
+			note_counter(lost, sizeof(lost), &lo, c->name, delta[i]);
+		} else if (c->kind == COUNTER_PARTIAL) {
+			npartial += delta[i];
+			note_counter(partial, sizeof(partial), &po, c->name, delta[i]);
 		}
 	}
 	fprintf(stderr, "profd: interval %u: %llu samples, %llu stacks, "
@@ -291,7 +286,7 @@ static void apply_retention(struct agent *ag)
 	pthread_mutex_lock(&ag->agg_lock);
 	ag->retention_removed_files += r.files_removed;
 	ag->retention_removed_bytes += r.bytes_removed;
-	ag->counters[AGENT_CNT_RETENTION_REMOVED] = ag->retention_removed_files;
+	counter_add(&counter_retention_files_removed, r.files_removed);
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 
@@ -336,13 +331,27 @@ static void cpu_empty_note(const struct agent *ag, const uint64_t *bpf_now,
 		 "`profd exec -- COMMAND`.");
 }
 
+/*
+ * Count @n in counter @c while this interval's files are written: in the
+ * registry, in this interval's @delta and in counter_prev, so the next
+ * interval does not count it again.
+ */
+static void count_written(struct agent *ag, uint64_t *delta, struct counter_def *c,
+			  uint64_t n)
+{
+	counter_add(c, n);
+	delta[c->index] += n;
+	ag->counter_prev[c->index] += n;
+}
+
 void agent_flush(struct agent *ag)
 {
-	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 }, bpf_delta[PROFD_CNT_MAX];
-	uint64_t agent_now[AGENT_CNT_MAX], agent_delta[AGENT_CNT_MAX];
+	const size_t ncounters = counters_count();
+	uint64_t bpf_now[PROFD_CNT_MAX] = { 0 };
+	uint64_t now[ncounters + 1], delta[ncounters + 1];
 	uint64_t end, processes;
-	char comments[PROFD_CNT_MAX + AGENT_CNT_MAX + 8 + GPU_COMMENT_DEVICES][96];
-	const char *comment_ptrs[PROFD_CNT_MAX + AGENT_CNT_MAX + 8 + GPU_COMMENT_DEVICES];
+	char comments[ncounters + 8 + GPU_COMMENT_DEVICES][96];
+	const char *comment_ptrs[ncounters + 8 + GPU_COMMENT_DEVICES];
 	struct unwind_loader_stats us;
 	char path[PATH_MAX] = "", flame_path[PATH_MAX] = "";
 	struct aggregate *a;
@@ -357,23 +366,20 @@ void agent_flush(struct agent *ag)
 	if (!a)
 		return;	/* no boundary (no callback): keep aggregating */
 	pthread_mutex_lock(&ag->agg_lock);
-	memcpy(agent_now, ag->counters, sizeof(agent_now));
 	processes = ag->procs_stats.processes;
 	us = ag->unwind_stats;
 	pthread_mutex_unlock(&ag->agg_lock);
 
 	tracer_read_counters(ag->tracer, bpf_now);
-	for (int c = 0; c < PROFD_CNT_MAX; c++)
-		bpf_delta[c] = bpf_now[c] - ag->bpf_prev[c];
-	for (int c = 0; c < AGENT_CNT_MAX; c++)
-		agent_delta[c] = agent_now[c] - ag->agent_prev[c];
-	memcpy(ag->bpf_prev, bpf_now, sizeof(bpf_now));
-	memcpy(ag->agent_prev, agent_now, sizeof(agent_now));
+	counters_read(bpf_now, now);
+	for (size_t i = 0; i < ncounters; i++) {
+		delta[i] = now[i] - ag->counter_prev[i];
+		ag->counter_prev[i] = now[i];
+	}
 	pthread_mutex_lock(&ag->agg_lock);
 	ag->intervals++;
 	pthread_mutex_unlock(&ag->agg_lock);
-	counter_comments(ag, bpf_delta, agent_delta, &us,
-			 ag->ended_on_ns, comments, &ncomments);
+	counter_comments(ag, delta, &us, ag->ended_on_ns, comments, &ncomments);
 	if (ag->gpu)
 		ncomments += gpu_device_comments(ag->gpu, comments + ncomments,
 						 GPU_COMMENT_DEVICES);
@@ -389,9 +395,6 @@ void agent_flush(struct agent *ag)
 		.rts = ag->rts,
 		.comments = comment_ptrs,
 		.ncomments = ncomments,
-		.frames_pending = &ag->frames_pending,
-		.frames_hung = &ag->frames_hung,
-		.frames_shed = &ag->frames_shed,
 	};
 	/* probabilistic profiling: an interval never sampled has no profile */
 	skip = !a->nsamples && !ag->ended_sampled;
@@ -406,8 +409,8 @@ void agent_flush(struct agent *ag)
 	p = skip ? NULL : aggregate_build_profile(a, &bo);
 	err = skip ? 0 : write_profile(ag, "cpu", p, a->start_ns, path, sizeof(path));
 	if (err) {
-		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
-		agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES] += a->nsamples;
+		count_written(ag, delta, &counter_write_error, 1);
+		count_written(ag, delta, &counter_write_failed, a->nsamples);
 	} else if (!skip) {
 		/* written means written: counted as soon as the file is there */
 		pthread_mutex_lock(&ag->agg_lock);
@@ -418,7 +421,7 @@ void agent_flush(struct agent *ag)
 	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
 				  &gpu_kernels, &gpu_ns);
 	if (gerr)
-		agent_delta[AGENT_CNT_WRITE_ERRORS]++;
+		count_written(ag, delta, &counter_write_error, 1);
 	if (p && !flamegraph_add_profile(ag->flame, p, 0)) {
 		uint64_t fb, fn, gb, gn;
 
@@ -449,17 +452,13 @@ void agent_flush(struct agent *ag)
 		if (ferr) {
 			fprintf(stderr, "profd: error: writing %s: %s\n",
 				flame_path, strerror(-ferr));
-			agent_delta[AGENT_CNT_WRITE_ERRORS]++;
+			count_written(ag, delta, &counter_write_error, 1);
 		}
 	}
+	/* the flame graph's totals since the start, in the next interval's delta */
+	counter_set(&counter_flamegraph_truncated, flamegraph_truncated(ag->flame));
+	counter_set(&counter_flamegraph_folded, flamegraph_pruned(ag->flame));
 	pthread_mutex_lock(&ag->agg_lock);
-	/* a profile that failed to write counts as lost */
-	ag->counters[AGENT_CNT_WRITE_FAILED_SAMPLES] += agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES];
-	ag->agent_prev[AGENT_CNT_WRITE_FAILED_SAMPLES] += agent_delta[AGENT_CNT_WRITE_FAILED_SAMPLES];
-	ag->counters[AGENT_CNT_FLAMEGRAPH_TRUNCATED] = flamegraph_truncated(ag->flame);
-	ag->counters[AGENT_CNT_FLAMEGRAPH_FOLDED] = flamegraph_pruned(ag->flame);
-	ag->counters[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
-	ag->agent_prev[AGENT_CNT_WRITE_ERRORS] += agent_delta[AGENT_CNT_WRITE_ERRORS];
 	/* for /healthz and /metrics */
 	ag->write_failures += err || ferr || gerr;
 	ag->total_gpu_kernels += gpu_kernels;
@@ -473,7 +472,7 @@ void agent_flush(struct agent *ag)
 			"%u), no profile written\n", ag->intervals,
 			ag->cfg->probabilistic_threshold);
 	else
-		status_line(ag, a, bpf_delta, agent_delta, processes, path, err,
+		status_line(ag, a, delta, processes, path, err,
 			    flame_path, ferr);
 	apply_retention(ag);
 	agent_export_warn(ag->exp);

@@ -24,6 +24,9 @@
 #include "agent/agent_internal.h"
 #include "util/clock.h"
 
+COUNTER_DEFINE(late, COUNTER_LOST,
+	       "samples read after their interval was swapped out");
+
 /* Samples of an exiting task come within milliseconds of its exit event. */
 #define EXIT_GRACE_NS (500ULL * 1000 * 1000)
 
@@ -47,7 +50,7 @@ void agent_reader_sync_for(struct agent *ag, unsigned int ms_max)
 struct aggregate *agent_sample_table(struct agent *ag, uint64_t ktime)
 {
 	if (ktime < ag->cur_start_mono) {
-		ag->counters[AGENT_CNT_LATE_SAMPLES]++;
+		counter_inc(&counter_late);
 		return NULL;
 	}
 	if (ag->next && ktime >= ag->next_start_mono)

@@ -24,8 +24,8 @@
  * and queue that grows with what the host does: half for the symbolizer
  * (its budget two fifths, at most --symbol-cache-limit, plus the quarter
  * more it keeps for tables whose samples wait to be named), a quarter for the CPU flame graph tree
- * and a 32nd for the GPU one, an eighth for Python (code objects read
- * from processes and the frame tables), a 16th for the OTLP export queue
+ * and a 32nd for the GPU one, an eighth for the language runtimes (code
+ * objects read from processes and the frame tables), a 16th for the OTLP export queue
  * (a dead endpoint) and a 32nd for the NVTX tracer's queue (bursts). The
  * parts add up to the share; the queues are empty but in bursts and
  * outages, the caches full after a while on a busy host.

@@ -48,7 +48,7 @@ struct agent_snapshot {
 	bool sampling_on;
 	bool last_write_ok;
 	int reader_err;
-	uint64_t counters[AGENT_CNT_MAX];
+	uint64_t write_errors;		/* counter_write_error */
 	struct process_table_stats procs;
 	struct unwind_loader_stats unwind;
 	struct file_gate_stats gate;	/* live, from the gate's own lock */
@@ -72,6 +72,7 @@ struct agent_snapshot {
 struct agent_readings {
 	bool bpf_ok;
 	uint64_t bpf[PROFD_CNT_MAX];
+	uint64_t *counters;		/* every counter by registry position (malloc'd) */
 	bool ringbuf_ok[2];		/* events, cupti_events */
 	struct tracer_ringbuf_usage ringbuf[2];
 	struct agent_export_stats exp;
@@ -82,7 +83,7 @@ static void take_snapshot(struct agent *ag, struct agent_snapshot *s)
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&ag->agg_lock);
 	s->ready = ag->ready;
-	memcpy(s->counters, ag->counters, sizeof(s->counters));
+	s->write_errors = counter_get(&counter_write_error);
 	s->procs = ag->procs_stats;
 	s->unwind = ag->unwind_stats;
 	s->caches = ag->cache_stats;
@@ -123,6 +124,9 @@ static void take_readings(const struct agent_snapshot *s, struct agent_readings 
 	}
 	if (!r->bpf_ok)
 		memset(r->bpf, 0, sizeof(r->bpf));	/* not loaded yet: nothing counted */
+	r->counters = calloc(counters_count() + 1, sizeof(*r->counters));
+	if (r->counters)
+		counters_read(r->bpf, r->counters);
 	agent_export_stats(s->exp, &r->exp);		/* NULL: zeros */
 }
 
@@ -155,23 +159,18 @@ static void render_fields(struct prom_buf *b, const void *base,
 #define RENDER_FIELDS(b, base, rows) \
 	render_fields(b, base, rows, sizeof(rows) / sizeof((rows)[0]))
 
-/* One family with a sample per counter of @kind, BPF and agent ones. */
+/* One family with a sample per registered counter of @kind. */
 static void counter_family(struct prom_buf *b, const char *name, const char *label,
 			   enum counter_kind kind, const char *help,
-			   const struct agent_snapshot *s, const struct agent_readings *r)
+			   const struct agent_readings *r)
 {
 	prom_family(b, name, PROM_COUNTER, help);
-	for (int c = 0; c < PROFD_CNT_MAX; c++) {
-		struct prom_label l = { label, profd_counter_name(c) };
+	for (size_t i = 0; i < counters_count(); i++) {
+		const struct counter_def *c = counters_at(i);
+		struct prom_label l = { label, c->name };
 
-		if (l.value && profd_counter_kind(c) == kind)
-			prom_sample_u64(b, name, &l, 1, r->bpf[c]);
-	}
-	for (int c = 0; c < AGENT_CNT_MAX; c++) {
-		struct prom_label l = { label, agent_counter_names[c] };
-
-		if (agent_counter_kinds[c] == kind)
-			prom_sample_u64(b, name, &l, 1, s->counters[c]);
+		if (c->kind == kind)
+			prom_sample_u64(b, name, &l, 1, r->counters ? r->counters[i] : 0);
 	}
 }
 
@@ -187,14 +186,14 @@ static void render_counters(struct prom_buf *b, const struct agent_snapshot *s,
 			s->total_samples);
 	counter_family(b, "profd_lost_total", "reason", COUNTER_LOST,
 		       "Samples, records or files that never reached the output, "
-		       "by reason (lost.REASON in profile comments).", s, r);
+		       "by reason (lost.REASON in profile comments).", r);
 	counter_family(b, "profd_partial_total", "reason", COUNTER_PARTIAL,
 		       "Samples kept with a stack cut short or frames left "
 		       "unsymbolized, by reason (partial.REASON in profile comments).",
-		       s, r);
+		       r);
 	counter_family(b, "profd_events_total", "name", COUNTER_STAT,
 		       "Other events profd counts, by name (stat.NAME in profile "
-		       "comments).", s, r);
+		       "comments).", r);
 }
 
 #define SNAP(member)	U64_AT(struct agent_snapshot, member)
@@ -444,7 +443,7 @@ static const struct field_metric run_rows[] = {
 	  "Profile intervals ended (written or not).", SNAP(intervals) },
 	{ "profd_write_errors_total", PROM_COUNTER,
 	  "Profiles or flame graphs that could not be written (lost.write_error).",
-	  SNAP(counters[AGENT_CNT_WRITE_ERRORS]) },
+	  SNAP(write_errors) },
 	{ "profd_retention_removed_files_total", PROM_COUNTER,
 	  "Profile files deleted by --output-retention.", SNAP(retention_files) },
 	{ "profd_retention_removed_bytes_total", PROM_COUNTER,
@@ -600,6 +599,7 @@ static int render_metrics(struct agent *ag, struct metrics_response *resp)
 	RENDER_FIELDS(&b, &r.exp, export_rows);
 	render_run(&b, ag, &s);
 	render_process(&b);
+	free(r.counters);
 	resp->content_type = PROM_CONTENT_TYPE;
 	return prom_finish(&b, &resp->body, &resp->len);
 }

@@ -18,6 +18,9 @@
 #include "agent/agent_internal.h"
 #include "util/clock.h"
 
+COUNTER_DEFINE(probabilistic_intervals_off, COUNTER_STAT,
+	       "probabilistic intervals not profiled");
+
 bool agent_probabilistic_draw(struct agent *ag)
 {
 	bool on = arc4random_uniform(100) < ag->cfg->probabilistic_threshold;
@@ -25,8 +28,8 @@ bool agent_probabilistic_draw(struct agent *ag)
 	pthread_mutex_lock(&ag->agg_lock);
 	ag->probabilistic_draws++;
 	ag->probabilistic_on += on;
-	ag->counters[AGENT_CNT_PROBABILISTIC_OFF] = ag->probabilistic_draws -
-						     ag->probabilistic_on;
+	counter_set(&counter_probabilistic_intervals_off,
+		    ag->probabilistic_draws - ag->probabilistic_on);
 	pthread_mutex_unlock(&ag->agg_lock);
 	return on;
 }

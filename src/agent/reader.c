@@ -33,19 +33,25 @@
 #include "bpf/gpu_events.h"
 #include "gpu/gpu.h"
 #include "proc/process.h"
-#include "python/python.h"	/* its counters, until the counter registry */
 #include "runtime/runtime.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
 #include "util/clock.h"
+
+/* The reader's own counters: records and samples it could not use. */
+COUNTER_DEFINE(records_malformed, COUNTER_LOST, "records shorter than their header says");
+COUNTER_DEFINE(aggregation_full, COUNTER_LOST,
+	       "samples dropped: the interval's stack table was full (or out of memory)");
+COUNTER_DEFINE(exited_unidentified, COUNTER_LOST,
+	       "samples of a process first seen exiting, its memory gone: dropped");
 
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
 /* a sampled process's unwind tables are marked used at most this often */
 #define UNWIND_TOUCH_EVERY_NS (1000ULL * 1000 * 1000)
 /*
  * Most samples do not wake the reader (emit_sample()): it polls. Short
- * enough that a runtime's short-lived code (a Python code object of
- * import-time module code lives only milliseconds) is usually still alive
+ * enough that a runtime's short-lived code (module code run once at
+ * import lives only milliseconds) is usually still alive
  * when its sample is named (runtime_ops.fast_poll).
  */
 #define READER_POLL_MS 20	/* sampling processes of a fast_poll runtime */
@@ -127,9 +133,7 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	    (!snap || !snap->meta.executable || !snap->maps.n)) {
 		/* first seen exiting, too late to tell what it was (its memory
 		 * gone): dropped, never given the labels of a zombie */
-		pthread_mutex_lock(&ag->agg_lock);
-		ag->counters[AGENT_CNT_EXITED_UNIDENTIFIED]++;
-		pthread_mutex_unlock(&ag->agg_lock);
+		counter_inc(&counter_exited_unidentified);
 		return;
 	}
 	comm = p && p->comm[0] ? p->comm : s->comm;
@@ -141,7 +145,7 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	for (;;) {
 		/*
 		 * The runtime's frames take the place of its interpreter's
-		 * frames (CPython: the eval loop's). The merge may read
+		 * frames (its interpreter loop's). The merge may read
 		 * process memory, so it runs outside agg_lock; a stack must
 		 * name its frames in its interval's generation of the
 		 * runtime's frame table, so it is merged again if the
@@ -206,7 +210,7 @@ add:
 	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
 				   s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
 				   s->kernel_len, nuser))
-		ag->counters[AGENT_CNT_AGGREGATION_FULL]++;
+		counter_inc(&counter_aggregation_full);
 	pthread_mutex_unlock(&ag->agg_lock);
 
 	if (agent_debug_wanted(ag, s->pid))
@@ -345,9 +349,7 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 		goto malformed;
 	}
 malformed:
-	pthread_mutex_lock(&ag->agg_lock);
-	ag->counters[AGENT_CNT_RECORDS_MALFORMED]++;
-	pthread_mutex_unlock(&ag->agg_lock);
+	counter_inc(&counter_records_malformed);
 	return 0;
 }
 
@@ -376,8 +378,8 @@ void agent_attach_gpu_library(void *ctx, pid_t pid, const struct proc_mapping *m
 	if (ret == 1 && ag->cfg->verbose)
 		fprintf(stderr, "profd: GPU probes attached to %s (pid %d)\n", path, pid);
 	if (ret < 0 && ret != -ENOENT) {
-		ag->gpu_attach_errors++;
-		if (ag->gpu_attach_errors <= 3)
+		counter_inc(&counter_gpu_attach_errors);
+		if (counter_get(&counter_gpu_attach_errors) <= 3)
 			fprintf(stderr, "profd: warning: cannot attach to the CUDA "
 				"injection library %s of pid %d: %s\n", path, pid,
 				ret == -ESRCH ? "not a profd injection library" :
@@ -435,34 +437,14 @@ void agent_listen_processes(struct agent *ag)
 	process_table_set_listener(ag->procs, &pl);
 }
 
-/* CPython's counters (until the counter registry takes them). */
-static void agent_python_stats(struct agent *ag, struct python_stats *out)
-{
-	struct python *py = runtimes_instance(ag->rts, PROFD_RUNTIME_CPYTHON);
-
-	if (py)
-		python_stats(py, out);
-}
-
 void agent_publish_stats(struct agent *ag)
 {
 	struct process_table_stats st;
-
 	struct unwind_async_stats uast;
 	struct unwind_loader_stats ust;
-	struct python_stats pst = { 0 };
-	struct gpu_stats gst = { 0 };
 	struct agent_cache_stats cst = { 0 };
-	struct agent_export_stats xst;
-
-	struct file_gate_stats fst;
-	uint64_t unreadable;
 
 	process_table_stats(ag->procs, &st);
-	file_gate_stats(ag->gate, &fst);
-	pthread_mutex_lock(&ag->sym_lock);
-	unreadable = symbolizer_symbols_unreadable(ag->sym);
-	pthread_mutex_unlock(&ag->sym_lock);
 	pthread_mutex_lock(&ag->sym_lock);
 	symbolizer_memory(ag->sym, &cst.sym_bytes, &cst.sym_sheds);
 	symbolizer_table_stats(ag->sym, &cst.sym_tables);
@@ -474,73 +456,17 @@ void agent_publish_stats(struct agent *ag)
 	cst.flame_pruned = __atomic_load_n(&ag->flame_pruned, __ATOMIC_RELAXED);
 	cst.flame_bytes = __atomic_load_n(&ag->flame_bytes, __ATOMIC_RELAXED);
 	cst.flame_names = __atomic_load_n(&ag->flame_names, __ATOMIC_RELAXED);
-	agent_export_stats(ag->exp, &xst);
 	unwind_async_stats(ag->unwind, &uast);	/* NULL: zeros */
 	ust = uast.loader;
-	agent_python_stats(ag, &pst);
-	if (ag->gpu)
-		gpu_stats(ag->gpu, &gst);
 	cst.proc_bytes = st.snapshot_bytes;
 	for (unsigned int i = 0; ag->rts && i < runtimes_count(); i++)
 		runtimes_stats(ag->rts, i, &cst.runtimes[i], &cst.runtime_budgets[i]);
 	pthread_mutex_lock(&ag->agg_lock);
 	cst.agg_bytes = (ag->cur ? ag->cur->bytes : 0) + (ag->next ? ag->next->bytes : 0);
-	ag->counters[AGENT_CNT_GPU_KERNELS] = gst.kernels;
-	ag->counters[AGENT_CNT_GPU_LAUNCHES_NO_STACK] = gst.launches_no_stack;
-	ag->counters[AGENT_CNT_GPU_KERNELS_NO_LAUNCH] = gst.kernels_no_launch;
-	ag->counters[AGENT_CNT_GPU_LAUNCHES_UNMATCHED] = gst.launches_unmatched;
-	ag->counters[AGENT_CNT_GPU_CORRELATION_EVICTED] = gst.correlation_evicted;
-	ag->counters[AGENT_CNT_GPU_RECORDS_DROPPED] = gst.records_dropped;
-	ag->counters[AGENT_CNT_GPU_LIBRARY_ERRORS] = gst.library_errors;
-	ag->counters[AGENT_CNT_GPU_NAMES_UNKNOWN] = gst.names_unknown;
-	ag->counters[AGENT_CNT_GPU_PC_SAMPLES] = gst.pc_samples;
-	ag->counters[AGENT_CNT_GPU_PC_UNRESOLVED] = gst.pc_unresolved;
-	ag->counters[AGENT_CNT_GPU_CUBIN_ERRORS] = gst.cubin_errors;
-	ag->counters[AGENT_CNT_GPU_ATTACH_ERRORS] = ag->gpu_attach_errors;
-	ag->counters[AGENT_CNT_GPU_KERNELS_BOGUS] = gst.kernels_bogus;
-	ag->counters[AGENT_CNT_GPU_STACKS_DROPPED] = gst.stacks_dropped;
-	ag->counters[AGENT_CNT_NVTX_SPANS] = xst.nvtx_spans;
-	ag->counters[AGENT_CNT_NVTX_LOGS] = xst.nvtx_logs;
-	ag->counters[AGENT_CNT_NVTX_SPANS_DROPPED_BUDGET] = xst.nvtx_spans_dropped_budget;
-	ag->counters[AGENT_CNT_NVTX_QUEUE_FULL] = xst.nvtx_queue_full;
-	ag->counters[AGENT_CNT_NVTX_POPS_UNMATCHED] = xst.nvtx_pops_unmatched;
-	ag->counters[AGENT_CNT_NVTX_ENDS_UNKNOWN] = xst.nvtx_ends_unknown;
-	ag->counters[AGENT_CNT_NVTX_STRINGS_UNKNOWN] = xst.nvtx_strings_unknown;
-	ag->counters[AGENT_CNT_NVTX_UNFINISHED] = xst.nvtx_unfinished;
-	ag->counters[AGENT_CNT_NVTX_LIBRARY_DROPPED] = xst.nvtx_library_dropped;
-	ag->counters[AGENT_CNT_NVTX_UNSEEN] = xst.nvtx_unseen;
-	ag->counters[AGENT_CNT_NVTX_TABLES_FULL] = xst.nvtx_tables_full;
-	ag->counters[AGENT_CNT_OTLP_ITEMS_SENT] = xst.otlp_items_sent;
-	ag->counters[AGENT_CNT_OTLP_ITEMS_DROPPED] = xst.otlp_items_dropped;
-	ag->counters[AGENT_CNT_OTLP_RETRIES] = xst.otlp_retries;
 	ag->procs_stats = st;
 	ag->unwind_stats = ust;
 	ag->cache_stats = cst;
-	ag->counters[AGENT_CNT_UNWIND_CFI_REJECTED] = ust.build_errors;
-	ag->counters[AGENT_CNT_UNWIND_EVICTIONS] = ust.evictions;
-	ag->counters[AGENT_CNT_UNWIND_RANGES_TRUNCATED] = ust.ranges_truncated;
-	ag->counters[AGENT_CNT_UNWIND_UPDATE_ERRORS] = ust.update_errors;
-	ag->counters[AGENT_CNT_UNWIND_QUEUE_FULL] = uast.dropped;
 	ag->unwind_queued = uast.queued;
-	ag->counters[AGENT_CNT_UNWIND_RELOADS] = ust.reloads;
-	ag->counters[AGENT_CNT_MAPS_READ_ERRORS] = st.maps_read_errors;
-	ag->counters[AGENT_CNT_ELF_OPEN_ERRORS] = st.elf_open_errors;
-	ag->counters[AGENT_CNT_FILE_HUNG] = __atomic_load_n(&ag->frames_hung, __ATOMIC_RELAXED);
-	ag->counters[AGENT_CNT_FILE_PENDING] = __atomic_load_n(&ag->frames_pending,
-								 __ATOMIC_RELAXED);
-	ag->counters[AGENT_CNT_SYMBOLS_SHED] = __atomic_load_n(&ag->frames_shed,
-							       __ATOMIC_RELAXED);
-	ag->counters[AGENT_CNT_OBJECT_QUEUE_FULL] = st.loader_dropped;
-	ag->counters[AGENT_CNT_FILE_READ_TIMEOUTS] = fst.timeouts;
-	ag->counters[AGENT_CNT_SYMBOLS_UNREADABLE] = unreadable;
-	ag->counters[AGENT_CNT_SAMPLES_AFTER_EXIT] = st.samples_after_exit;
-	ag->counters[AGENT_CNT_EXITED_REMOVED] = st.exited_removed;
-	ag->counters[AGENT_CNT_PYTHON_CODE_ERRORS] = pst.code_errors;
-	ag->counters[AGENT_CNT_PYTHON_FRAMES_FULL] = pst.frames_full;
-	ag->counters[AGENT_CNT_PYTHON_UNSUPPORTED] = pst.unsupported;
-	ag->counters[AGENT_CNT_PYTHON_UPDATE_ERRORS] = pst.map_errors;
-	ag->counters[AGENT_CNT_PYTHON_READ_TIMEOUTS] = pst.read_timeouts;
-	ag->counters[AGENT_CNT_PYTHON_FRAME_TABLES] = pst.frame_rotations;
 	__atomic_store_n(&ag->runtime_fast_poll, runtimes_fast_poll(ag->rts),
 			 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ag->agg_lock);
@@ -548,7 +474,7 @@ void agent_publish_stats(struct agent *ag)
 
 /*
  * runtimes_reap_tick - on the reap tick: the runtimes drop what exited
- * processes left (CPython: their code objects), and renew their frame
+ * processes left (their code objects), and renew their frame
  * tables at each new interval even when none of their samples came (an
  * idle table of gone processes' frames is freed).
  */

@@ -258,7 +258,19 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	};
 	uint64_t unwind_mib = cfg->unwind_memory_set ? cfg->unwind_memory_mib :
 			      (uint64_t)cfg->unwind_memory_mib << scale;
+	char why[128];
 	int err;
+
+	/* every BPF counter slot named once (src/counters/counters.h) */
+	if (counters_check(PROFD_CNT_RUNTIME_FIRST, PROFD_CNT_MAX, why, sizeof(why))) {
+		fprintf(stderr, "profd: error: counter registry: %s\n", why);
+		return -1;
+	}
+	ag->counter_prev = calloc(counters_count() + 1, sizeof(*ag->counter_prev));
+	if (!ag->counter_prev) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
 
 	/* the shards: at most UNWIND_MAX_SHARDS of 1 MiB (--unwind-memory-limit's range) */
 	if (unwind_mib > UNWIND_MAX_SHARDS)
@@ -382,6 +394,8 @@ void agent_teardown(struct agent *ag)
 	flamegraph_free(ag->gpu_flame);
 	agent_export_free(ag->exp);
 	free(ag->merged);
+	free(ag->counter_prev);
+	ag->counter_prev = NULL;
 	aggregate_free(ag->cur);
 	aggregate_free(ag->next);
 	agent_exited_free(ag);

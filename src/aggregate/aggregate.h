@@ -73,12 +73,6 @@ struct build_opts {
 	struct runtimes *rts;		/* names runtime frame tokens; NULL: none */
 	const char *const *comments;	/* copied into the profile */
 	uint32_t ncomments;
-	/* atomics, may be NULL: user locations left unsymbolized because
-	 * their object was still being opened / their file hung / its
-	 * symbol table was shed for the budget and not read back yet */
-	uint64_t *frames_pending;
-	uint64_t *frames_hung;
-	uint64_t *frames_shed;
 };
 
 /*

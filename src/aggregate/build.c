@@ -14,6 +14,7 @@
 
 #include "aggregate/aggregate.h"
 #include "bpf/profd.h"
+#include "counters/counters.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 #define KERNEL_START 0xffff800000000000ULL
@@ -91,11 +92,14 @@ static uint32_t user_mapping_id(struct stack_builder *b, struct proc_snapshot *s
 	return b->mkeys[j].id;
 }
 
-static void count(uint64_t *counter)
-{
-	if (counter)
-		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
-}
+/* User locations written unsymbolized, by why (user_location()). */
+COUNTER_DEFINE(file_pending, COUNTER_PARTIAL,
+	       "frames left unsymbolized: their file's read-ahead was not done yet");
+COUNTER_DEFINE(file_hung, COUNTER_PARTIAL,
+	       "frames left unsymbolized: their file's reads hung");
+COUNTER_DEFINE(symbols_shed, COUNTER_PARTIAL,
+	       "frames left unsymbolized: their symbol table was shed for the "
+	       "memory budget and not read back yet");
 
 static uint32_t kernel_location(struct stack_builder *b, uint64_t ip, bool leaf)
 {
@@ -140,11 +144,11 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 			fn = profile_function_id(b->p, r.name, r.system_name, "");
 		pthread_mutex_unlock(b->o->sym_lock);
 		if (ret == -EAGAIN)
-			count(b->o->frames_shed);
+			counter_inc(&counter_symbols_shed);
 	} else if (state == PROC_OBJ_HUNG) {
-		count(b->o->frames_hung);
+		counter_inc(&counter_file_hung);
 	} else if (state != PROC_OBJ_DONE) {
-		count(b->o->frames_pending);	/* still queued, or its file pending */
+		counter_inc(&counter_file_pending);	/* still queued, or its file pending */
 	}
 	return profile_location_id(b->p, mapping_id, ip, fn, 0);
 }

@@ -25,8 +25,17 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "counters/counters.h"
 #include "export/otlp.h"
 #include "export/otlp_transport.h"
+
+COUNTER_DEFINE(otlp_items_sent, COUNTER_STAT,
+	       "spans, log records and profile samples the OTLP endpoint took");
+COUNTER_DEFINE(otlp_items_dropped, COUNTER_LOST,
+	       "OTLP items not delivered: queue full, rejected, retries exhausted, "
+	       "not encoded, or still queued at exit");
+COUNTER_DEFINE(otlp_retries, COUNTER_STAT,
+	       "OTLP requests sent again after a retryable failure");
 
 #define BACKOFF_FIRST_MS	1000
 #define BACKOFF_MAX_MS		30000
@@ -112,12 +121,15 @@ static void account(struct otlp_exporter *e, const struct otlp_req *r,
 		e->st.requests_sent[r->sig]++;
 		e->st.items_sent[r->sig] += r->items - rej;
 		e->st.items_dropped += rej;
+		counter_add(&counter_otlp_items_sent, r->items - rej);
+		counter_add(&counter_otlp_items_dropped, rej);
 		e->st.bytes_sent += wire_len;
 		if (rej)
 			set_last_error(e, why);
 	} else {
 		e->st.requests_dropped++;
 		e->st.items_dropped += r->items;
+		counter_add(&counter_otlp_items_dropped, r->items);
 		set_last_error(e, why);
 	}
 }
@@ -188,6 +200,7 @@ static void deliver(struct otlp_exporter *e, const struct otlp_req *r)
 		}
 		pthread_mutex_lock(&e->lock);
 		e->st.retries++;
+		counter_inc(&counter_otlp_retries);
 		set_last_error(e, why);
 		pthread_mutex_unlock(&e->lock);
 		if (!sleep_unless_stopped(e, delay)) {
@@ -318,6 +331,7 @@ int otlp_export(struct otlp_exporter *e, enum otlp_signal sig, void *body,
 				      e->max_queue_bytes / 4 * 3))) {
 		e->st.requests_dropped++;
 		e->st.items_dropped += items;
+		counter_add(&counter_otlp_items_dropped, items);
 		snprintf(e->st.last_error, sizeof(e->st.last_error),
 			 "%s: %s (%zu bytes queued)", signal_name[sig],
 			 r ? "export queue full" : "out of memory", e->queued_bytes);
@@ -372,6 +386,7 @@ void otlp_exporter_drop(struct otlp_exporter *e, uint64_t items, const char *why
 		return;
 	pthread_mutex_lock(&e->lock);
 	e->st.items_dropped += items;
+	counter_add(&counter_otlp_items_dropped, items);
 	set_last_error(e, why ? why : "dropped");
 	pthread_mutex_unlock(&e->lock);
 }

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counters/counters.h"
+
 enum otlp_protocol {
 	OTLP_PROTO_GRPC,		/* "grpc" */
 	OTLP_PROTO_HTTP_PROTOBUF,	/* "http/protobuf" */
@@ -143,6 +145,13 @@ void otlp_exporter_drop(struct otlp_exporter *e, uint64_t items, const char *why
  * aborting a transfer in progress at once) and free. NULL is fine.
  */
 void otlp_exporter_free(struct otlp_exporter *e);
+
+/*
+ * Items not delivered, declared in otlp.c: its own drops, and those of
+ * whoever builds requests (a profile that could not be encoded, what is
+ * still queued when the exporter is stopped).
+ */
+COUNTER_EXTERN(otlp_items_dropped);
 
 struct otlp_stats {
 	uint64_t requests_sent[OTLP_SIGNAL_MAX];	/* accepted by the endpoint */

@@ -174,7 +174,7 @@ static void kernels_unknown(struct gpu *g, struct gpu_corr *c)
 		struct gpu_pending *k = c->kernels;
 
 		c->kernels = k->next;
-		GPU_STAT_ADD(g, kernels_no_launch, 1);
+		GPU_COUNT(g, kernels_no_launch, gpu_kernels_no_launch, 1);
 		if (s)
 			gpu_add_kernel(g, s, k->name, &k->k);
 		gpu_name_put(k->name);
@@ -240,7 +240,7 @@ void gpu_corr_launch(struct gpu *g, pid_t pid, uint64_t correlation_id,
 		if (!old || old == c)
 			break;
 		if (!old->matched)
-			GPU_STAT_ADD(g, correlation_evicted, 1);
+			GPU_COUNT(g, correlation_evicted, gpu_correlation_evicted, 1);
 		corr_free(g, old);
 	}
 }
@@ -264,7 +264,7 @@ void gpu_corr_kernel(struct gpu *g, pid_t pid, const struct profd_gpu_kernel *k,
 		struct gpu_stack *s = unknown_stack(g, pid);
 
 		free(pk);
-		GPU_STAT_ADD(g, kernels_no_launch, 1);
+		GPU_COUNT(g, kernels_no_launch, gpu_kernels_no_launch, 1);
 		if (s) {
 			gpu_add_kernel(g, s, name, k);
 			gpu_stack_put(s);
@@ -292,7 +292,7 @@ void gpu_corr_expire(struct gpu *g, uint64_t now, bool all)
 
 			/* a pending entry's kernels go to "[unknown launch]" in corr_free */
 			if (c->stack && !c->matched)
-				GPU_STAT_ADD(g, launches_unmatched, 1);
+				GPU_COUNT(g, launches_unmatched, gpu_launches_unmatched, 1);
 			corr_free(g, c);
 		}
 	}

@@ -188,7 +188,7 @@ static void load_once(struct gpu *g, struct gpu_cubin *c)
 		c->state = 1;
 		GPU_STAT_ADD(g, cubins, 1);
 	} else {
-		GPU_STAT_ADD(g, cubin_errors, 1);
+		GPU_COUNT(g, cubin_errors, gpu_cubin_errors, 1);
 	}
 }
 

@@ -17,6 +17,42 @@
 
 #define SWEEP_EVERY_NS	(1000ULL * 1000 * 1000)
 #define MAX_WARNINGS	10
+/* The GPU's counters (GPU_COUNT() in gpu.c, correlate.c, cubin.c; BPF: gpu.bpf.h). */
+COUNTER_DEFINE(gpu_kernels, COUNTER_STAT,
+	       "CUDA kernel records joined into a GPU profile");
+COUNTER_DEFINE(gpu_launches_no_stack, COUNTER_PARTIAL,
+	       "launches the injection library sent without a stack");
+COUNTER_DEFINE(gpu_kernels_no_launch, COUNTER_PARTIAL,
+	       "kernels whose launch never came: on \"[unknown launch]\"");
+COUNTER_DEFINE(gpu_launches_unmatched, COUNTER_PARTIAL,
+	       "launches no kernel record joined in time");
+COUNTER_DEFINE(gpu_correlation_evicted, COUNTER_PARTIAL,
+	       "launches evicted at the correlation table's bound");
+COUNTER_DEFINE(gpu_records_dropped, COUNTER_LOST,
+	       "kernel records CUPTI dropped (the injection library's report)");
+COUNTER_DEFINE(gpu_library_errors, COUNTER_PARTIAL,
+	       "other errors the injection library reported");
+COUNTER_DEFINE(gpu_names_unknown, COUNTER_PARTIAL,
+	       "kernels or PC samples without a name");
+COUNTER_DEFINE(gpu_pc_samples, COUNTER_STAT, "GPU PC samples");
+COUNTER_DEFINE(gpu_pc_unresolved, COUNTER_PARTIAL,
+	       "GPU PC samples not placed in their cubin");
+COUNTER_DEFINE(gpu_cubin_errors, COUNTER_PARTIAL, "cubins unreadable or not ELF");
+COUNTER_DEFINE(gpu_kernels_bogus, COUNTER_LOST,
+	       "kernel records with impossible times: dropped");
+COUNTER_DEFINE(gpu_launch_stacks_dropped, COUNTER_PARTIAL,
+	       "launch stacks over the memory bound: not kept");
+COUNTER_DEFINE(gpu_attach_errors, COUNTER_PARTIAL,
+	       "copies of the injection library profd could not attach to");
+COUNTER_DEFINE_BPF(gpu_launches, COUNTER_STAT, PROFD_CNT_GPU_LAUNCHES,
+		   "GPU launch probes fired");
+COUNTER_DEFINE_BPF(gpu_events_lost, COUNTER_LOST, PROFD_CNT_GPU_EVENTS_LOST,
+		   "GPU records other than kernels dropped: cupti_events full");
+COUNTER_DEFINE_BPF(gpu_kernels_lost, COUNTER_LOST, PROFD_CNT_GPU_KERNELS_LOST,
+		   "kernel timings dropped: cupti_events full");
+COUNTER_DEFINE_BPF(gpu_bad_batch, COUNTER_LOST, PROFD_CNT_GPU_BAD_BATCH,
+		   "GPU probes with an oversized or unreadable batch");
+
 
 /* intervals */
 
@@ -92,8 +128,8 @@ void gpu_add_kernel(struct gpu *g, struct gpu_stack *s, const struct gpu_name *n
 	struct gpu_interval *iv;
 
 	if (!name)
-		GPU_STAT_ADD(g, names_unknown, 1);
-	GPU_STAT_ADD(g, kernels, 1);
+		GPU_COUNT(g, names_unknown, gpu_names_unknown, 1);
+	GPU_COUNT(g, kernels, gpu_kernels, 1);
 	pthread_mutex_lock(&g->lock);
 	iv = g->cur;
 	for (e = iv->kbuckets[h & (iv->nkbuckets - 1)]; e; e = e->next)
@@ -136,7 +172,7 @@ static void on_kernels(struct gpu *g, const struct profd_gpu_batch *b,
 		/* time running backwards or for hours: a broken or hostile record */
 		if (v[i].end_ns < v[i].start_ns ||
 		    v[i].end_ns - v[i].start_ns > GPU_MAX_KERNEL_NS) {
-			GPU_STAT_ADD(g, kernels_bogus, 1);
+			GPU_COUNT(g, kernels_bogus, gpu_kernels_bogus, 1);
 			continue;
 		}
 		n = gpu_proc_name(g, p, v[i].name_id, v[i].name_ptr);
@@ -184,10 +220,10 @@ static void on_pc_samples(struct gpu *g, const struct profd_gpu_batch *b,
 		resolved = fn && gpu_cubin_resolve(g, v[i].cubin_crc, fn->mangled,
 						   v[i].pc_offset, &addr);
 		if (!fn)
-			GPU_STAT_ADD(g, names_unknown, v[i].samples);
+			GPU_COUNT(g, names_unknown, gpu_names_unknown, v[i].samples);
 		else if (!resolved)
-			GPU_STAT_ADD(g, pc_unresolved, v[i].samples);
-		GPU_STAT_ADD(g, pc_samples, v[i].samples);
+			GPU_COUNT(g, pc_unresolved, gpu_pc_unresolved, v[i].samples);
+		GPU_COUNT(g, pc_samples, gpu_pc_samples, v[i].samples);
 		h = gpu_mix(v[i].cubin_crc ^ gpu_mix(v[i].pc_offset) ^ gpu_mix((uintptr_t)stall) ^
 			gpu_mix((uint64_t)b->pid << 8 | v[i].device_id) ^ (uintptr_t)fn);
 		pthread_mutex_lock(&g->lock);
@@ -265,10 +301,10 @@ static void on_error(struct gpu *g, const struct profd_gpu_batch *b,
 		char msg[sizeof(v->message) + 1];
 
 		if (v[i].code == PROFD_GPU_ERR_RECORDS_DROPPED) {
-			GPU_STAT_ADD(g, records_dropped, v[i].count);
+			GPU_COUNT(g, records_dropped, gpu_records_dropped, v[i].count);
 			continue;
 		}
-		GPU_STAT_ADD(g, library_errors, 1);
+		GPU_COUNT(g, library_errors, gpu_library_errors, 1);
 		if (g->warnings >= MAX_WARNINGS && !g->o.verbose)
 			continue;
 		g->warnings++;
@@ -360,7 +396,7 @@ void gpu_launch(struct gpu *g, const struct gpu_launch_info *l, uint64_t now)
 		snprintf(p->comm, sizeof(p->comm), "%s", l->comm);
 	GPU_STAT_ADD(g, launches, 1);
 	if (l->no_stack)
-		GPU_STAT_ADD(g, launches_no_stack, 1);
+		GPU_COUNT(g, launches_no_stack, gpu_launches_no_stack, 1);
 	s = gpu_stack_intern(g, l, l->no_stack ? GPU_STACK_NOT_CAPTURED : 0);
 	if (!s && !l->no_stack) {
 		/* over the stack memory bound: keep the launch, not its stack */

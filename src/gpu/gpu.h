@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "aggregate/aggregate.h"
+#include "counters/counters.h"
 #include "profile/profile.h"
 #include "proc/process.h"
 
@@ -32,6 +33,12 @@ struct gpu_opts {
 	uint32_t max_launches;		/* correlation entries kept, all processes */
 	int verbose;
 };
+
+/*
+ * Copies of the injection library whose probes could not be attached:
+ * counted by the code that attaches (the agent's reader), declared in gpu.c.
+ */
+COUNTER_EXTERN(gpu_attach_errors);
 
 /* Cumulative counters (see gpu_stats()). */
 struct gpu_stats {

@@ -20,6 +20,7 @@
 
 #include "bpf/gpu_events.h"
 #include "bpf/profd.h"
+#include "counters/counters.h"
 #include "gpu/gpu.h"
 #include "proc/remote.h"
 
@@ -225,6 +226,29 @@ static inline uint64_t gpu_mix(uint64_t h)
 	h *= 0xff51afd7ed558ccdULL;
 	return h ^ (h >> 33);
 }
+/*
+ * GPU_COUNT - GPU_STAT_ADD() of a field that is also a reported counter:
+ * counter_NAME (declared in gpu.c) counts it for the status line, the
+ * profile comments and /metrics; the field stays for gpu_stats().
+ */
+#define GPU_COUNT(g, field, name, n) do {				\
+	GPU_STAT_ADD(g, field, n);					\
+	counter_add(&counter_##name, (n));				\
+} while (0)
+
+COUNTER_EXTERN(gpu_kernels);
+COUNTER_EXTERN(gpu_launches_no_stack);
+COUNTER_EXTERN(gpu_kernels_no_launch);
+COUNTER_EXTERN(gpu_launches_unmatched);
+COUNTER_EXTERN(gpu_correlation_evicted);
+COUNTER_EXTERN(gpu_records_dropped);
+COUNTER_EXTERN(gpu_library_errors);
+COUNTER_EXTERN(gpu_names_unknown);
+COUNTER_EXTERN(gpu_pc_samples);
+COUNTER_EXTERN(gpu_pc_unresolved);
+COUNTER_EXTERN(gpu_cubin_errors);
+COUNTER_EXTERN(gpu_kernels_bogus);
+COUNTER_EXTERN(gpu_launch_stacks_dropped);
 
 /* gpu.c */
 /*

@@ -351,7 +351,7 @@ struct gpu_stack *gpu_stack_intern(struct gpu *g, const struct gpu_launch_info *
 		}
 	}
 	if (nips && g->stack_bytes + nips * sizeof(*s->ips) > GPU_MAX_STACK_BYTES) {
-		GPU_STAT_ADD(g, stacks_dropped, 1);
+		GPU_COUNT(g, stacks_dropped, gpu_launch_stacks_dropped, 1);
 		return NULL;	/* the caller keeps the launch, without a stack */
 	}
 	s = calloc(1, sizeof(*s) + nips * sizeof(*s->ips));

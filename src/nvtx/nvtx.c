@@ -27,12 +27,35 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf/profd.h"
 #include "nvtx/nvtx_internal.h"
 
 #define QUEUE_DEFAULT_BYTES	(64u << 20)
 #define QUEUE_MIN_BYTES		(64u << 10)
 #define CHUNK_BYTES		(1u << 20)	/* released to producers at least this often */
 #define RELEASE_BYTES		(256u << 10)	/* pages given back at least this many at once */
+
+/* NVTX's counters: NVTX_COUNT() in nvtx_proc.c, nvtx_emit.c, nvtx_strings.c; here; BPF */
+COUNTER_DEFINE(nvtx_spans, COUNTER_STAT, "NVTX ranges turned into spans");
+COUNTER_DEFINE(nvtx_logs, COUNTER_STAT, "NVTX marks outside ranges: log records");
+COUNTER_DEFINE(nvtx_spans_dropped_budget, COUNTER_PARTIAL,
+	       "spans of traces over --nvtx-max-spans-per-sec");
+COUNTER_DEFINE(nvtx_queue_full, COUNTER_LOST,
+	       "NVTX events lost: the tracer's queue was full");
+COUNTER_DEFINE(nvtx_pops_unmatched, COUNTER_PARTIAL, "nvtxRangePop with no range open");
+COUNTER_DEFINE(nvtx_ends_unknown, COUNTER_PARTIAL, "nvtxRangeEnd of an id never started");
+COUNTER_DEFINE(nvtx_strings_unknown, COUNTER_PARTIAL,
+	       "NVTX messages whose text never arrived");
+COUNTER_DEFINE(nvtx_unfinished, COUNTER_STAT,
+	       "NVTX ranges still open at exit or stop, closed by profd");
+COUNTER_DEFINE(nvtx_library_dropped, COUNTER_LOST,
+	       "NVTX events the injection library could not record");
+COUNTER_DEFINE(nvtx_events_unseen, COUNTER_PARTIAL,
+	       "NVTX events fired while no agent listened (before profd attached)");
+COUNTER_DEFINE(nvtx_tables_full, COUNTER_PARTIAL,
+	       "NVTX strings or ranges over the per-process bounds");
+COUNTER_DEFINE_BPF(nvtx_events_lost, COUNTER_LOST, PROFD_CNT_NVTX_EVENTS_LOST,
+		   "NVTX events dropped: cupti_events full");
 
 struct qhdr {
 	uint32_t size;		/* bytes of the item, header included, multiple of 8 */
@@ -175,9 +198,10 @@ int nvtx_record(struct nvtx_tracer *t, const void *data, size_t size)
 	if (size < len)
 		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
-	if (t->stopping || !q_put(t, Q_RECORD, data, len))
+	if (t->stopping || !q_put(t, Q_RECORD, data, len)) {
 		t->queue_full += h.n;
-	else if (t->waiting)
+		counter_add(&counter_nvtx_queue_full, h.n);
+	} else if (t->waiting)
 		pthread_cond_signal(&t->wake);
 	pthread_mutex_unlock(&t->lock);
 	return 0;

@@ -205,7 +205,7 @@ void nvtx_emit_span(struct nvtx_tracer *t, struct nvtx_proc *p, struct nvtx_rang
 		s.nevents = r->nmarks;
 		t->st.span_events += r->nmarks;
 	}
-	t->st.spans++;
+	NVTX_COUNT(t, spans, nvtx_spans, 1);
 	if (t->out.span)
 		t->out.span(t->out.ctx, p->pid, &scope, &s, t->now_ns);
 }
@@ -238,7 +238,7 @@ void nvtx_emit_log(struct nvtx_tracer *t, struct nvtx_proc *p, struct nvtx_threa
 	nvtx_attrs(p, a, &n, e->domain_id, e->category, e->color, e->flags,
 		   e->payload_type, e->payload, color);
 	l.nattrs = n;
-	t->st.logs++;
+	NVTX_COUNT(t, logs, nvtx_logs, 1);
 	if (t->out.log)
 		t->out.log(t->out.ctx, p->pid, &scope, &l, t->now_ns);
 }

@@ -23,6 +23,7 @@
 
 #include "bpf/gpu_events.h"
 #include "bpf/nvtx_events.h"
+#include "counters/counters.h"
 #include "nvtx/nvtx.h"
 #include "nvtx/nvtx_idmap.h"
 #include "util/clock.h"
@@ -232,5 +233,26 @@ void nvtx_emit_log(struct nvtx_tracer *t, struct nvtx_proc *p, struct nvtx_threa
 		   const struct profd_nvtx_event *e, uint32_t tid);
 void nvtx_emit_free(struct nvtx_tracer *t);
 void nvtx_thread_read_comm(pid_t pid, struct nvtx_thread *th);
+
+/*
+ * NVTX_COUNT - add @n to stats field @field of tracer @t and to the
+ * reported counter_NAME (declared in nvtx.c); the field stays for
+ * nvtx_stats().
+ */
+#define NVTX_COUNT(t, field, name, n) do {				\
+	(t)->st.field += (n);						\
+	counter_add(&counter_##name, (n));				\
+} while (0)
+
+COUNTER_EXTERN(nvtx_spans);
+COUNTER_EXTERN(nvtx_logs);
+COUNTER_EXTERN(nvtx_spans_dropped_budget);
+COUNTER_EXTERN(nvtx_pops_unmatched);
+COUNTER_EXTERN(nvtx_ends_unknown);
+COUNTER_EXTERN(nvtx_strings_unknown);
+COUNTER_EXTERN(nvtx_unfinished);
+COUNTER_EXTERN(nvtx_library_dropped);
+COUNTER_EXTERN(nvtx_events_unseen);
+COUNTER_EXTERN(nvtx_tables_full);
 
 #endif /* PROFD_NVTX_INTERNAL_H */

@@ -92,7 +92,7 @@ static struct nvtx_thread *thread_get(struct nvtx_tracer *t, struct nvtx_proc *p
 	if (!th && create) {
 		if (p->threads.n >= NVTX_MAX_THREADS) {
 			if (!p->idle_head) {
-				t->st.tables_full++;
+				NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 				return NULL;
 			}
 			thread_evict(p, p->idle_head);
@@ -100,7 +100,7 @@ static struct nvtx_thread *thread_get(struct nvtx_tracer *t, struct nvtx_proc *p
 		th = calloc(1, sizeof(*th));
 		if (!th || idmap_put(&p->threads, tid, th)) {
 			free(th);
-			t->st.tables_full++;
+			NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 			return NULL;
 		}
 		th->tid = tid;
@@ -233,7 +233,7 @@ static struct nvtx_range *range_open(struct nvtx_tracer *t, struct nvtx_proc *p,
 
 	if (th->depth >= NVTX_MAX_DEPTH || p->nranges >= NVTX_MAX_RANGES ||
 	    !(r = range_alloc(t))) {
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return NULL;
 	}
 	r->kind = e->kind;
@@ -283,9 +283,9 @@ static void range_close(struct nvtx_tracer *t, struct nvtx_proc *p, struct nvtx_
 	range_unlink(t, p, r);
 	r->end_ns = end_ns < r->start_ns ? r->start_ns : end_ns;
 	if (unfinished)
-		t->st.unfinished++;
+		NVTX_COUNT(t, unfinished, nvtx_unfinished, 1);
 	if (r->dropped) {
-		t->st.spans_dropped_budget++;
+		NVTX_COUNT(t, spans_dropped_budget, nvtx_spans_dropped_budget, 1);
 	} else {
 		if (t->max_spans_per_sec) {
 			budget_fill(t, p, r->end_ns);
@@ -335,16 +335,16 @@ static void early_add(struct nvtx_tracer *t, struct nvtx_proc *p, const struct p
 	struct nvtx_early_end *ee;
 
 	if (idmap_get(&p->early, e->id)) {
-		t->st.ends_unknown++;	/* a second end of the same unknown id */
+		NVTX_COUNT(t, ends_unknown, nvtx_ends_unknown, 1);	/* a second end of the same unknown id */
 		return;
 	}
 	if (p->early.n >= NVTX_MAX_EARLY_ENDS || !(ee = calloc(1, sizeof(*ee)))) {
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return;
 	}
 	if (idmap_put(&p->early, e->id, ee)) {
 		free(ee);
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return;
 	}
 	ee->proc = p;
@@ -383,7 +383,7 @@ static void ev_pop(struct nvtx_tracer *t, struct nvtx_proc *p, const struct prof
 	struct nvtx_thread *th = thread_get(t, p, e->tid, false);
 
 	if (!th) {
-		t->st.pops_unmatched++;
+		NVTX_COUNT(t, pops_unmatched, nvtx_pops_unmatched, 1);
 		return;
 	}
 	thread_catch_up(t, p, th, e->time_ns);
@@ -392,7 +392,7 @@ static void ev_pop(struct nvtx_tracer *t, struct nvtx_proc *p, const struct prof
 		return;
 	}
 	if (!th->push_top) {
-		t->st.pops_unmatched++;
+		NVTX_COUNT(t, pops_unmatched, nvtx_pops_unmatched, 1);
 		return;
 	}
 	range_close(t, p, th->push_top, e->time_ns, false);
@@ -416,7 +416,7 @@ static void ev_start(struct nvtx_tracer *t, struct nvtx_proc *p, const struct pr
 	if (r) {
 		r->id = e->id;
 		if (idmap_put(&p->ranges, e->id, r)) {
-			t->st.tables_full++;
+			NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 			range_unlink(t, p, r);
 			range_release(t, r);
 			r = NULL;
@@ -464,7 +464,7 @@ static void ev_mark(struct nvtx_tracer *t, struct nvtx_proc *p, const struct pro
 		return;
 	}
 	if (p->nmarks >= NVTX_MAX_MARKS || r->nmarks >= NVTX_MAX_SPAN_EVENTS) {
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return;
 	}
 	if (r->nmarks == r->marks_cap) {
@@ -472,7 +472,7 @@ static void ev_mark(struct nvtx_tracer *t, struct nvtx_proc *p, const struct pro
 		struct nvtx_mark *nm = realloc(r->marks, ncap * sizeof(*nm));
 
 		if (!nm) {
-			t->st.tables_full++;
+			NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 			return;
 		}
 		r->marks = nm;
@@ -504,12 +504,12 @@ static void name_set(struct nvtx_tracer *t, struct nvtx_proc *p, struct idmap *m
 		return;
 	}
 	if (!old && map->n >= max) {
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return;
 	}
 	if (idmap_put(map, key, nvtx_str_get(s))) {
 		nvtx_str_put(s);
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return;
 	}
 	nvtx_str_put(old);
@@ -570,7 +570,7 @@ void nvtx_proc_batch(struct nvtx_tracer *t, const struct profd_gpu_batch *h,
 	struct nvtx_proc *p = proc_get(t, (pid_t)h->pid);
 
 	if (!p) {
-		t->st.tables_full += n;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, n);
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -619,10 +619,10 @@ void nvtx_proc_batch(struct nvtx_tracer *t, const struct profd_gpu_batch *h,
 				 e->message_id, NVTX_MAX_RESOURCES);
 			break;
 		case PROFD_NVTX_DROPPED:
-			t->st.library_dropped += e->payload;
+			NVTX_COUNT(t, library_dropped, nvtx_library_dropped, e->payload);
 			break;
 		case PROFD_NVTX_UNSEEN:
-			t->st.unseen += e->payload;
+			NVTX_COUNT(t, unseen, nvtx_events_unseen, e->payload);
 			break;
 		case PROFD_NVTX_HELLO:
 		case PROFD_NVTX_PROCESS:
@@ -666,7 +666,7 @@ static void proc_free(struct nvtx_tracer *t, struct nvtx_proc *p)
 	}
 	for (uint32_t i = 0; i < p->early.cap; i++) {
 		if (p->early.slots[i].val) {
-			t->st.ends_unknown++;
+			NVTX_COUNT(t, ends_unknown, nvtx_ends_unknown, 1);
 			early_free(t, p->early.slots[i].val);
 		}
 	}
@@ -695,7 +695,7 @@ void nvtx_proc_exit(struct nvtx_tracer *t, pid_t pid, uint64_t deadline_ns)
 	struct nvtx_exit *x = calloc(1, sizeof(*x));
 
 	if (!x) {
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return;
 	}
 	x->pid = pid;
@@ -714,7 +714,7 @@ void nvtx_proc_expire(struct nvtx_tracer *t, uint64_t now_ns)
 		struct nvtx_early_end *ee = t->early_head;
 
 		idmap_del(&ee->proc->early, ee->id);
-		t->st.ends_unknown++;
+		NVTX_COUNT(t, ends_unknown, nvtx_ends_unknown, 1);
 		early_free(t, ee);
 	}
 	while (t->ke_head && t->ke_head->ke_deadline_ns <= now_ns) {

@@ -105,14 +105,14 @@ struct nvtx_str *nvtx_str_define(struct nvtx_tracer *t, struct nvtx_proc *p, uin
 	       tab->bytes + len > NVTX_MAX_STRING_BYTES ||
 	       t->str_bytes + len > NVTX_MAX_ALL_STR_BYTES) {
 		if (!tab->lru_tail) {
-			t->st.tables_full++;
+			NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 			return NULL;
 		}
 		table_remove(t, tab, tab->lru_tail);
 	}
 	s = malloc(sizeof(*s) + len + 1);
 	if (!s) {
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return NULL;
 	}
 	memset(s, 0, sizeof(*s));
@@ -126,7 +126,7 @@ struct nvtx_str *nvtx_str_define(struct nvtx_tracer *t, struct nvtx_proc *p, uin
 	s->in_table = true;
 	if (idmap_put(&tab->ids, id, s)) {
 		free(s);
-		t->st.tables_full++;
+		NVTX_COUNT(t, tables_full, nvtx_tables_full, 1);
 		return NULL;
 	}
 	lru_push_head(tab, s);
@@ -150,7 +150,7 @@ struct nvtx_str *nvtx_str_lookup(struct nvtx_tracer *t, struct nvtx_proc *p, uin
 		return NULL;
 	s = idmap_get(&tab->ids, id);
 	if (!s) {
-		t->st.strings_unknown++;
+		NVTX_COUNT(t, strings_unknown, nvtx_strings_unknown, 1);
 		return &nvtx_str_unknown;
 	}
 	if (tab->lru_head != s) {

@@ -35,7 +35,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "counters/counters.h"
 #include "proc/file_gate.h"
+
+COUNTER_DEFINE(file_read_timeouts, COUNTER_STAT,
+	       "mapped-file reads abandoned at the deadline");
 
 #define ENTRIES		1024	/* verdicts kept; power of two */
 #define PROBE		8	/* slots tried per key */
@@ -392,6 +396,7 @@ static void sweep(struct file_gate *g, uint64_t now)
 			continue;
 		j->declared = true;
 		g->st.timeouts++;
+		counter_inc(&counter_file_read_timeouts);
 		e = find(g, &j->m, true);
 		if (e) {
 			e->verdict = V_HUNG;
@@ -512,6 +517,7 @@ int file_gate_check(struct file_gate *g, pid_t pid, const struct proc_mapping *m
 		e->blocked = false;
 		e->since_ns = now;
 		g->st.timeouts++;
+		counter_inc(&counter_file_read_timeouts);
 		ret = -ETIMEDOUT;
 	} else if (g->nstuck >= FILE_GATE_MAX_STUCK) {
 		ret = e->verdict == V_HUNG ? -ETIMEDOUT : -EBUSY;

@@ -5,7 +5,7 @@
  * Owns: the verdict, per file identity (device, inode), on whether a
  * mapped file can be read without blocking, and the disposable threads
  * that find out. Before anything on the reader thread opens and parses a
- * mapping's file (the symbolizer, the unwind loader, CPython detection),
+ * mapping's file (the symbolizer, the unwind loader, runtime detection),
  * file_gate_check() reads the parts of it those parsers read — the ELF
  * header, program and section headers, and every section except code
  * (SHF_EXECINSTR) and DWARF debug data other than .debug_frame — on a

@@ -6,7 +6,7 @@
  * process table (process.c) hands it everything that opens a mapping's
  * file — the file gate's check, the symbolizer's ELF parse and symbol
  * load, the executable's build ID, and the process listener (unwind
- * tables queued, CPython detection) — so the reader thread never opens
+ * tables queued, runtime detection) — so the reader thread never opens
  * or parses an ELF file and never waits on the gate. Jobs run in the
  * order they were added: a process's "removed" always follows its
  * pending maps jobs. When OBJECT_LOADER_QUEUE_MAX jobs wait, a new one

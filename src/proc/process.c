@@ -22,9 +22,21 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "counters/counters.h"
 #include "proc/file_gate.h"
 #include "proc/object_loader.h"
 #include "proc/process.h"
+
+COUNTER_DEFINE(maps_read_error, COUNTER_PARTIAL,
+	       "processes gone before their /proc/PID/maps was read");
+COUNTER_DEFINE(elf_open_error, COUNTER_PARTIAL,
+	       "mapped files unreadable or not ELF");
+COUNTER_DEFINE(object_queue_full, COUNTER_PARTIAL,
+	       "object loader jobs dropped: its queue was full");
+COUNTER_DEFINE(samples_after_exit, COUNTER_STAT,
+	       "samples of an exiting process read after its exit event");
+COUNTER_DEFINE(exited_processes_removed, COUNTER_STAT,
+	       "process entries removed after their exit event");
 
 #define NBUCKETS 4096
 /*
@@ -314,7 +326,7 @@ static void check_files(struct process_table *pt, struct proc_snapshot *s)
 
 /*
  * Hand @s's mappings to the listener's maps_read() (unwind tables,
- * CPython detection), less those whose file is hung: they open and
+ * runtime detection), less those whose file is hung: they open and
  * parse the files. On the loader.
  */
 static void offer_maps(struct process_table *pt, struct proc_snapshot *s)
@@ -412,6 +424,7 @@ static int queue_job(struct process_table *pt, enum job_kind kind,
 	if (ret) {
 		job_free(j);
 		pt->stats.loader_dropped++;
+		counter_inc(&counter_object_queue_full);
 	}
 	return ret;
 }
@@ -478,6 +491,7 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	if (ret) {
 		free(s);
 		pt->stats.maps_read_errors++;
+		counter_inc(&counter_maps_read_error);
 		if (ret == -ENOENT || ret == -ESRCH)
 			p->gone = true;
 		return ret;
@@ -570,6 +584,7 @@ void process_drop_remains(struct process_table *pt, struct process *p)
 	p->snap = NULL;
 	p->gone = true;
 	pt->stats.maps_read_errors++;
+	counter_inc(&counter_maps_read_error);
 }
 
 struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
@@ -582,6 +597,7 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 	if (p && exiting) {
 		/* after the exit event, before the task stopped: the same process */
 		pt->stats.samples_after_exit++;
+		counter_inc(&counter_samples_after_exit);
 		return p;
 	}
 	if (p) {
@@ -642,8 +658,10 @@ static void load_object(struct process_table *pt, struct proc_snapshot *s,
 	o = symbolizer_get_unlocked(pt->sym, pt->sym_lock, s->pid, m, &err);
 	__atomic_store_n(&s->objs[idx], o, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->obj_state[idx], PROC_OBJ_DONE, __ATOMIC_RELEASE);
-	if (!o)
+	if (!o) {
 		__atomic_add_fetch(&pt->stats.elf_open_errors, 1, __ATOMIC_RELAXED);
+		counter_inc(&counter_elf_open_error);
+	}
 }
 
 static int lookup(struct proc_snapshot *s, uint64_t addr)
@@ -767,6 +785,7 @@ void process_table_reap(struct process_table *pt, uint64_t now,
 				continue;
 			}
 			pt->stats.exited_removed += dead;
+			counter_add(&counter_exited_processes_removed, dead);
 			*pp = p->next;
 			if (!p->released)
 				tell_removed(pt, p->pid);

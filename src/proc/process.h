@@ -117,7 +117,7 @@ struct process_table;
  * mappings less those whose file hung and removed() follows, both on the
  * object loader's thread (the reader without one), in the order the
  * reads and removals happened. Used to keep the BPF unwind tables and
- * CPython detection in step.
+ * runtime detection in step.
  */
 struct process_listener {
 	void (*maps_seen)(void *ctx, pid_t pid, const struct proc_maps *maps);

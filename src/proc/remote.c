@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "counters/counters.h"
 #include "proc/remote.h"
 
 #define STUCK_PIDS 16
@@ -45,6 +46,7 @@ struct remote_reader {
 	/* read time per process in the current window (slow, not hung, memory) */
 	struct { pid_t pid; uint64_t window_ns, spent_ns; } spent[STUCK_PIDS];
 	uint64_t timeouts;
+	struct counter_def *timeouts_counter;	/* the owner's, or NULL */
 };
 
 static uint64_t mono_ns(void)
@@ -175,6 +177,8 @@ static void shun(struct remote_reader *r, pid_t pid, uint64_t now)
 	r->stuck[r->next_stuck].until_ns = now + REMOTE_STUCK_PID_NS;
 	r->next_stuck = (r->next_stuck + 1) % STUCK_PIDS;
 	__atomic_add_fetch(&r->timeouts, 1, __ATOMIC_RELAXED);
+	if (r->timeouts_counter)
+		counter_inc(r->timeouts_counter);
 }
 
 /*
@@ -275,6 +279,11 @@ out:
 	pthread_mutex_unlock(&r->lock);
 	free(j);
 	return ret;
+}
+
+void remote_reader_count_timeouts(struct remote_reader *r, struct counter_def *c)
+{
+	r->timeouts_counter = c;
 }
 
 uint64_t remote_reader_timeouts(const struct remote_reader *r)

@@ -53,6 +53,14 @@ void remote_reader_free(struct remote_reader *r);
 int remote_read(struct remote_reader *r, pid_t pid, uint64_t addr, void *buf,
 		size_t len);
 
+/*
+ * remote_reader_count_timeouts - also count each read abandoned from now
+ * on in registry counter @c (the owner's, static: it outlives @r). Call
+ * before the first read.
+ */
+struct counter_def;
+void remote_reader_count_timeouts(struct remote_reader *r, struct counter_def *c);
+
 /* remote_reader_timeouts - reads abandoned so far. */
 uint64_t remote_reader_timeouts(const struct remote_reader *r);
 

@@ -9,9 +9,13 @@
 #include <sys/uio.h>
 
 #include "bpf/unwind_python.h"
+#include "counters/counters.h"
 #include "python/code.h"
 #include "proc/remote.h"
 #include "util/heap_cost.h"
+
+COUNTER_DEFINE(python_read_timeout, COUNTER_PARTIAL,
+	       "Python process memory reads abandoned: they hung");
 
 #define HDR_MAX 256
 
@@ -279,6 +283,8 @@ struct py_code_cache *py_code_cache_new(size_t max_entries, size_t max_bytes)
 		c->nbuckets *= 2;
 	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
 	c->remote = remote_reader_new();
+	if (c->remote)
+		remote_reader_count_timeouts(c->remote, &counter_python_read_timeout);
 	if (!c->buckets || !c->remote) {
 		free(c->buckets);
 		remote_reader_free(c->remote);

@@ -8,9 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters/counters.h"
 #include "python/frames.h"
 #include "util/heap_cost.h"
 #include "util/hash.h"
+
+COUNTER_DEFINE(python_frames_full, COUNTER_PARTIAL,
+	       "Python frames not named: the frame table was full");
 
 struct entry {
 	struct py_frame f;
@@ -187,6 +191,7 @@ uint32_t py_frames_intern(struct py_frames *t, const char *function,
 		id = add(t, function, file, line, first_line, h);
 	if (!id) {
 		t->full++;
+		counter_inc(&counter_python_frames_full);
 		id = PY_FRAME_TABLE_FULL;
 	}
 	pthread_mutex_unlock(&t->lock);

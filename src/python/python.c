@@ -16,6 +16,7 @@
 
 #include "bpf/profd.h"
 #include "bpf/unwind_python.h"
+#include "counters/counters.h"
 #include "python/code.h"
 #include "python/detect.h"
 #include "python/linetable.h"
@@ -83,6 +84,33 @@ struct python {
 };
 
 #define STAT_ADD(py, field, v) __atomic_add_fetch(&(py)->st.field, (v), __ATOMIC_RELAXED)
+/* STAT_ADD() of a field that is also the reported counter_NAME */
+#define PY_COUNT(py, field, name) do {					\
+	STAT_ADD(py, field, 1);						\
+	counter_inc(&counter_##name);					\
+} while (0)
+
+/*
+ * Python's counters: the unwinder's in BPF (bpf/unwind_python.bpf.h) and
+ * this file's; python_frames_full is frames.c's, python_read_timeout
+ * code.c's.
+ */
+COUNTER_DEFINE_BPF(python_samples, COUNTER_STAT, PROFD_CNT_PY_SAMPLES,
+		   "samples of CPython processes walked");
+COUNTER_DEFINE_BPF(python_no_thread_state, COUNTER_STAT, PROFD_CNT_PY_NO_THREAD_STATE,
+		   "samples of CPython threads without a PyThreadState");
+COUNTER_DEFINE_BPF(python_frame_read_error, COUNTER_PARTIAL, PROFD_CNT_PY_READ_ERR,
+		   "Python frame or thread state unreadable: walk ended");
+COUNTER_DEFINE_BPF(python_stack_truncated, COUNTER_PARTIAL, PROFD_CNT_PY_TRUNCATED,
+		   "samples with more Python frames than kept");
+COUNTER_DEFINE(python_code_error, COUNTER_PARTIAL,
+	       "samples with a Python frame whose code object was unreadable");
+COUNTER_DEFINE(python_unsupported_version, COUNTER_STAT,
+	       "CPython interpreters of an unsupported version seen");
+COUNTER_DEFINE(python_update_error, COUNTER_PARTIAL,
+	       "python_procs map updates that failed");
+COUNTER_DEFINE(python_frame_table_rotations, COUNTER_STAT,
+	       "Python frame tables started afresh");
 
 struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 {
@@ -477,7 +505,7 @@ static void update_proc(struct python *py, pid_t pid,
 			fill_bpf(p, &v);
 			v.runtime = d->bin.runtime + bias;
 			if (entry_write(py, pid, &v))
-				STAT_ADD(py, map_errors, 1);
+				PY_COUNT(py, map_errors, python_update_error);
 		}
 		return;
 	}
@@ -497,7 +525,7 @@ static void update_proc(struct python *py, pid_t pid,
 	p->inode = found->inode;
 	if (!p->off) {
 		/* counted once per process and interpreter */
-		STAT_ADD(py, unsupported, 1);
+		PY_COUNT(py, unsupported, python_unsupported_version);
 		if (py->verbose)
 			fprintf(stderr, "profd: pid %d: CPython %u.%u in %s is not "
 				"supported (3.9 - 3.13): native frames only\n",
@@ -522,7 +550,7 @@ static void update_proc(struct python *py, pid_t pid,
 		fprintf(stderr, "profd: pid %d: CPython %u.%u.%u in %s\n", (int)pid,
 			d->bin.major, d->bin.minor, d->bin.micro, found->path);
 	if (entry_write(py, pid, &v))
-		STAT_ADD(py, map_errors, 1);
+		PY_COUNT(py, map_errors, python_update_error);
 }
 
 void python_removed(struct python *py, pid_t pid)
@@ -677,7 +705,7 @@ static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	if (open)
 		ng++;
 	if (bad_code)
-		STAT_ADD(py, code_errors, 1);
+		PY_COUNT(py, code_errors, python_code_error);
 
 	/* Pair groups with the native eval frames. */
 	for (uint32_t i = 0; i < nuser; i++) {
@@ -772,7 +800,7 @@ void python_new_interval(struct python *py)
 	py->frames[!py->cur] = fresh;
 	py->cur = !py->cur;
 	py->since_renewal = 0;
-	STAT_ADD(py, frame_rotations, 1);
+	PY_COUNT(py, frame_rotations, python_frame_table_rotations);
 }
 
 void python_stats(struct python *py, struct python_stats *out)

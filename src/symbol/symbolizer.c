@@ -42,11 +42,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "counters/counters.h"
 #include "symbol/debuginfo.h"
 #include "symbol/elf_file.h"
 #include "symbol/elf_symtab.h"
 #include "symbol/symbolizer_internal.h"
 #include "util/clock.h"
+
+COUNTER_DEFINE(symbols_unreadable, COUNTER_PARTIAL,
+	       "objects whose symbol tables could not be read");
 
 
 static uint64_t key_hash(const struct id_key *k)
@@ -450,8 +454,10 @@ static struct sym_object *object_insert(struct symbolizer *s,
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (unreadable)
+	if (unreadable) {
 		s->symbols_unreadable++;
+		counter_inc(&counter_symbols_unreadable);
+	}
 	if (!o->ef) {
 		/*
 		 * Only a failure that belongs to the file is remembered for

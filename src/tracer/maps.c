@@ -4,8 +4,8 @@
  *
  * Owns: --bpf-map-scale-factor N. The agent's sizes (the two ringbufs,
  * the per-process tables) are scaled by tracer_scale_opts(); the maps the
- * tracer sizes itself (python_threads: one entry per thread of CPython
- * processes; dl_events: one per process that loads libraries;
+ * tracer sizes itself (runtime_threads: one entry per thread of processes
+ * a language runtime walks; dl_events: one per process that loads libraries;
  * exec_times: one per process that exec'd) are scaled here. Per-CPU scratch arrays, counters, program arrays, the shard array
  * and the PID filter keep their sizes.
  *

@@ -35,7 +35,7 @@ static const struct {
 } optional_caps[] = {
 	{ CAP_SYSLOG, -1, "cap_syslog", "kernel frames stay addresses" },
 	{ CAP_SYS_PTRACE, -1, "cap_sys_ptrace",
-	  "other users' processes lose symbols and Python frames" },
+	  "other users' processes lose symbols and language runtime frames" },
 	{ CAP_DAC_READ_SEARCH, -1, "cap_dac_read_search",
 	  "binaries in directories profd cannot read stay addresses" },
 	{ CAP_CHECKPOINT_RESTORE, CAP_SYS_ADMIN, "cap_checkpoint_restore",

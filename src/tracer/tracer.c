@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 
 #include "profd.skel.h"
+#include "counters/counters.h"
 #include "proc/maps.h"
 #include "tracer/bpf_log.h"
 #include "tracer/tracer_internal.h"
@@ -358,6 +359,40 @@ int tracer_set_sampling(struct tracer *t, bool on)
 	}
 	return ret;
 }
+
+/*
+ * The sampler's and the capture chain's BPF counters (bpf/profd.bpf.c,
+ * bpf/stack.bpf.h); the unwinders', the runtimes', the GPU's and NVTX's are
+ * declared in their components.
+ */
+COUNTER_DEFINE_BPF(bpf_samples, COUNTER_STAT, PROFD_CNT_SAMPLES,
+		   "perf_event program runs");
+COUNTER_DEFINE_BPF(idle_skipped, COUNTER_STAT, PROFD_CNT_IDLE_SKIPPED,
+		   "samples of the idle task (pid 0) dropped unless --include-idle");
+COUNTER_DEFINE_BPF(pid_filtered, COUNTER_STAT, PROFD_CNT_FILTERED,
+		   "samples of processes outside --pid / the exec'd command");
+COUNTER_DEFINE_BPF(ringbuf_full, COUNTER_LOST, PROFD_CNT_RINGBUF_FULL,
+		   "sample records dropped: the events ringbuf was full");
+COUNTER_DEFINE_BPF(kernel_stack_error, COUNTER_PARTIAL, PROFD_CNT_KERNEL_STACK_ERR,
+		   "samples whose kernel stack bpf_get_stack could not read");
+COUNTER_DEFINE_BPF(user_stack_read_error, COUNTER_PARTIAL, PROFD_CNT_USER_READ_ERR,
+		   "samples whose user stack read faulted: stack cut short");
+COUNTER_DEFINE_BPF(user_stack_truncated, COUNTER_PARTIAL, PROFD_CNT_USER_TRUNCATED,
+		   "samples whose user stack was longer than the frame limit");
+COUNTER_DEFINE_BPF(tail_call_failed, COUNTER_LOST, PROFD_CNT_TAIL_CALL_FAILED,
+		   "samples lost: the unwinder chain's tail call failed");
+COUNTER_DEFINE_BPF(no_scratch, COUNTER_LOST, PROFD_CNT_NO_SCRATCH,
+		   "samples lost: the per-CPU scratch lookup failed");
+COUNTER_DEFINE_BPF(proc_event_lost, COUNTER_LOST, PROFD_CNT_PROC_EVENT_LOST,
+		   "process exec/exit/fork events dropped: the events ringbuf was full");
+COUNTER_DEFINE_BPF(signal_frames, COUNTER_STAT, PROFD_CNT_SIGNAL_FRAMES,
+		   "signal (sigreturn) frames unwound");
+COUNTER_DEFINE_BPF(followed_children, COUNTER_STAT, PROFD_CNT_FOLLOWED_CHILDREN,
+		   "children of followed processes added to the PID filter");
+COUNTER_DEFINE_BPF(scratch_busy, COUNTER_LOST, PROFD_CNT_SCRATCH_BUSY,
+		   "captures dropped: a preempted capture held the CPU's scratch");
+COUNTER_DEFINE_BPF(scratch_lost, COUNTER_LOST, PROFD_CNT_SCRATCH_LOST,
+		   "captures dropped: their scratch was taken over by another capture");
 
 int tracer_read_counters(struct tracer *t, uint64_t out[PROFD_CNT_MAX])
 {

@@ -18,8 +18,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "counters/counters.h"
 #include "unwind/async.h"
 #include "util/wake_defer.h"
+
+COUNTER_DEFINE(unwind_queue_full, COUNTER_PARTIAL,
+	       "unwind table updates dropped: the loader's queue was full");
 
 struct job {
 	struct job *next;
@@ -326,6 +330,7 @@ int unwind_async_update(struct unwind_async *a, pid_t pid,
 	}
 	if (a->nupdates >= UNWIND_ASYNC_QUEUE_MAX) {
 		a->dropped++;
+		counter_inc(&counter_unwind_queue_full);
 		pthread_mutex_unlock(&a->lock);
 		job_free(j);
 		return -ENOBUFS;

@@ -16,12 +16,35 @@
 #include <sys/sysmacros.h>
 #include <bpf/bpf.h>
 
+#include "bpf/profd.h"
+#include "counters/counters.h"
 #include "symbol/debuginfo.h"
 #include "symbol/elf_file.h"
 #include "unwind/compile.h"
 #include "unwind/loader.h"
 #include "unwind/shards.h"
 #include "util/vdso.h"
+
+/* The DWARF unwinder's counters: this file's and the BPF walker's (unwind_dwarf.bpf.h). */
+COUNTER_DEFINE(unwind_cfi_rejected, COUNTER_PARTIAL,
+	       "malformed CIEs/FDEs left out of unwind tables");
+COUNTER_DEFINE(unwind_evictions, COUNTER_PARTIAL,
+	       "unwind tables evicted at --unwind-memory-limit");
+COUNTER_DEFINE(unwind_ranges_truncated, COUNTER_PARTIAL,
+	       "processes with more executable ranges than have tables");
+COUNTER_DEFINE(unwind_update_error, COUNTER_PARTIAL, "unwind_procs updates that failed");
+COUNTER_DEFINE(unwind_reloads, COUNTER_STAT,
+	       "evicted unwind tables reloaded (their process was sampled)");
+COUNTER_DEFINE_BPF(dwarf_no_row, COUNTER_STAT, PROFD_CNT_DWARF_NO_ROW,
+		   "pc in a table's range but no row: frame pointers used");
+COUNTER_DEFINE_BPF(dwarf_unsupported_rule, COUNTER_STAT, PROFD_CNT_DWARF_UNSUPPORTED,
+		   "CFA rule the BPF unwinder cannot follow: frame pointers used");
+COUNTER_DEFINE_BPF(dwarf_pc_unknown, COUNTER_STAT, PROFD_CNT_DWARF_PC_UNKNOWN,
+		   "pc outside the process's known ranges");
+COUNTER_DEFINE_BPF(dwarf_bad_frame, COUNTER_PARTIAL, PROFD_CNT_DWARF_BAD_FRAME,
+		   "CFA not above sp: walk stopped");
+COUNTER_DEFINE_BPF(dwarf_table_evicted, COUNTER_PARTIAL, PROFD_CNT_DWARF_TABLE_EVICTED,
+		   "pc in a range whose table was evicted: frame pointers used");
 
 #define OBJ_BUCKETS 1024
 #define PROC_BUCKETS 1024
@@ -296,6 +319,7 @@ static int obj_build(struct unwind_loader *l, struct uobj *o, int fd,
 		close(dfd);
 	elf_end(elf);
 	l->st.build_errors += bst.errors;
+	counter_add(&counter_unwind_cfi_rejected, bst.errors);
 	l->st.build_ns += mono_ns() - t0;
 	if (err)
 		return err;
@@ -354,6 +378,7 @@ static void obj_reload(struct unwind_loader *l, struct uobj *o, pid_t pid,
 	if (!o->status) {
 		l->st.objects++;
 		l->st.reloads++;
+		counter_inc(&counter_unwind_reloads);
 	} else if (o->status != -ENOSPC) {
 		l->st.objects_failed++;
 	}
@@ -543,6 +568,7 @@ static int write_proc(struct unwind_loader *l, struct uproc *u)
 	v->maps_read_ns = u->maps_read_ns;
 	if (bpf_map_update_elem(l->procs_fd, &u->pid, v, BPF_ANY)) {
 		l->st.update_errors++;
+		counter_inc(&counter_unwind_update_error);
 		return -errno;
 	}
 	return 0;
@@ -617,8 +643,10 @@ int unwind_loader_update(struct unwind_loader *l, pid_t pid,
 		if (add_mapping(l, m, o))
 			truncated = true;
 	}
-	if (truncated)
+	if (truncated) {
 		l->st.ranges_truncated++;
+		counter_inc(&counter_unwind_ranges_truncated);
+	}
 	put_objs(l, old_objs, old_n, now);
 	free(old_objs);
 	err = keep_entries(l, u);
@@ -709,6 +737,7 @@ static void evict_one(struct unwind_loader *l, struct uobj *keep)
 	if (!victim)
 		return;
 	l->st.evictions++;
+	counter_inc(&counter_unwind_evictions);
 	if (!victim->users) {
 		obj_forget(l, victim);
 		return;
