@@ -372,7 +372,8 @@ void otlp_exporter_drop(struct otlp_exporter *e, uint64_t items, const char *why
 		return;
 	pthread_mutex_lock(&e->lock);
 	e->st.items_dropped += items;
-	set_last_error(e, why ? why : "dropped");
+	if (why)
+		set_last_error(e, why);
 	pthread_mutex_unlock(&e->lock);
 }
 
