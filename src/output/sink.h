@@ -25,9 +25,10 @@
  * and profile_kind_names[] in sink.c (its name is the file prefix: pprof
  * files "offcpu-<UTC>.pb.gz", kept by --output-retention and their
  * temporary files removed at start, OTLP exported), then build it in
- * flush.c and hand it to sinks_consume() like the GPU profiles. Nothing
- * else changes: every sink takes every kind. Only the flame graph
- * chooses which kinds get a tab (its tabs[] table in flamegraph_sink.c).
+ * src/agent/flush.c and hand it over with output_profile() like the GPU
+ * profiles. Nothing else changes: every sink takes every kind. Only the
+ * flame graph chooses which kinds get a tab (its tabs[] table in
+ * flamegraph_sink.c).
  *
  * A new sink: docs/ARCHITECTURE.md, "Adding an output".
  *
