@@ -4,7 +4,7 @@
  * src/agent/ (agent.c: signals and the run loop; setup.c: what a run sets
  * up and takes down; reader.c: the reader thread and the record path;
  * interval.c: the interval a sample goes to, the swap; flush.c: an
- * interval's files; probabilistic.c: probabilistic profiling;
+ * interval's profiles to the sinks; probabilistic.c: probabilistic profiling;
  * metrics.c: /metrics; debug.c:
  * --debug-pid output). Not for use outside src/agent/.
  */
@@ -23,7 +23,7 @@
 #include "bpf/profd.h"
 #include "counters/counters.h"
 #include "gpu/gpu.h"
-#include "output/flamegraph.h"
+#include "output/sink.h"
 #include "proc/file_gate.h"
 #include "proc/object_loader.h"
 #include "proc/process.h"
@@ -98,8 +98,7 @@ struct agent {
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
 	struct kallsyms *ksyms;
 	char kernel_build_id[128];
-	struct flamegraph *flame;
-	struct flamegraph *gpu_flame;	/* GPU kernel time by launching stack */
+	struct sink_list sinks;		/* where each interval's profiles go (main thread) */
 	struct gpu *gpu;		/* NULL: --no-gpu */
 	struct agent_export *exp;	/* OTLP export and NVTX; NULL: neither */
 	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
@@ -293,32 +292,17 @@ void agent_publish_stats(struct agent *ag);
 /* flush.c: the end of an interval, its files; the output directory */
 
 /*
- * agent_flush - end the current interval and write its files: the CPU
- * profile (DIR/cpu-<UTC>.pb.gz, none for an interval probabilistic
- * profiling never sampled), the GPU profiles, the flame graph; print the
- * status line, apply --output-retention. Write errors are printed and
+ * agent_flush - end the current interval: build its profiles (CPU, none
+ * for an interval probabilistic profiling never sampled; GPU kernels and
+ * PC samples) and hand each to every sink (ag->sinks: pprof files, the
+ * flame graph, OTLP), end the interval for each, print the status line,
+ * let the sinks prune (--output-retention). Write errors are printed and
  * counted (write_failures, lost.write_error), never returned. When no
  * table can be allocated for the next interval nothing happens (the
  * current one keeps aggregating; agent_probabilistic_boundary() is not
  * called). Main thread; takes agg_lock.
  */
 void agent_flush(struct agent *ag);
-
-/*
- * agent_make_dir - create directory @dir and its parents (0755) if
- * missing. Returns 0 when it is a directory profd may write in, or
- * -ENAMETOOLONG, -ENOTDIR, or the negative errno of mkdir(), stat() or
- * access().
- */
-int agent_make_dir(const char *dir);
-
-/*
- * agent_remove_stale_temps - remove the temporary files a killed profd
- * left in @dir (the atomic writes' "cpu-*", "gpu-*" and
- * "flamegraph.html*" named NAME.tmpXXXXXX): nothing else ever reads or
- * removes them. An unreadable @dir is left alone.
- */
-void agent_remove_stale_temps(const char *dir);
 
 /* setup.c: the injection library; what a run sets up and takes down */
 

@@ -4,8 +4,9 @@
  *
  * Threads: agent_export_nvtx() runs on the reader thread and only queues;
  * the NVTX tracer's thread calls the span/log/tick callbacks below, which
- * feed the batcher; the agent's main thread calls agent_export_profile()
- * at each interval. The exporter's sender thread does all network I/O.
+ * feed the batcher; the OTLP profiles sink (src/export/otlp_sink.c) queues
+ * each interval's profiles on the exporter from the main thread. The
+ * exporter's sender thread does all network I/O.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,7 +19,6 @@
 #include "bpf/gpu_events.h"
 #include "bpf/nvtx_events.h"
 #include "export/otlp.h"
-#include "export/otlp_profiles.h"
 #include "export/otlp_traces.h"
 #include "export/resource.h"
 #include "nvtx/nvtx.h"
@@ -39,7 +39,6 @@ struct agent_export {
 	struct otlp_batcher *batcher;	/* NULL: no endpoint */
 	struct otlp_resources *resources;
 	struct nvtx_tracer *nvtx;	/* NULL: no NVTX */
-	uint64_t profile_samples_dropped;	/* not encoded (out of memory) */
 	bool stopped;			/* what is still queued will never be sent */
 	char last_warned[sizeof(((struct otlp_stats *)0)->last_error)];
 
@@ -268,20 +267,11 @@ void agent_export_process_exit(struct agent_export *x, pid_t pid)
 
 /* main thread */
 
-void agent_export_profile(struct agent_export *x, const struct profile *p)
+void agent_export_otlp(struct agent_export *x, struct otlp_exporter **exporter,
+		       struct otlp_resources **resources)
 {
-	void *body = NULL;
-	size_t len = 0;
-	uint64_t n = 0;
-
-	if (!x || !x->exporter || !p || !p->nsamples)
-		return;
-	if (otlp_profiles_encode(p, x->resources, &body, &len, &n)) {
-		x->profile_samples_dropped += p->nsamples;
-		counter_add(&counter_otlp_items_dropped, p->nsamples);
-		return;
-	}
-	otlp_export(x->exporter, OTLP_SIGNAL_PROFILES, body, len, n);
+	*exporter = x ? x->exporter : NULL;
+	*resources = x && x->exporter ? x->resources : NULL;
 }
 
 void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
@@ -313,8 +303,8 @@ void agent_export_stats(struct agent_export *x, struct agent_export_stats *out)
 	out->otlp_queue_budget = os.max_queue_bytes;
 	for (int s = 0; s < OTLP_SIGNAL_MAX; s++)
 		out->otlp_items_sent += os.items_sent[s];
-	out->otlp_items_dropped = os.items_dropped + x->profile_samples_dropped +
-				  (x->stopped ? os.items_queued : 0);
+	/* profiles not encoded are in items_dropped (otlp_sink.c) */
+	out->otlp_items_dropped = os.items_dropped + (x->stopped ? os.items_queued : 0);
 	out->otlp_retries = os.retries;
 	out->otlp_items_queued = x->stopped ? 0 : os.items_queued;
 	out->otlp_requests_sent = 0;

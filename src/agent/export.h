@@ -6,7 +6,8 @@
  *
  * Data flow: reader thread -> agent_export_nvtx() -> NVTX tracer queue ->
  * tracer thread -> batcher -> exporter queue -> sender thread -> endpoint.
- * Interval profiles go agent_export_profile() -> exporter queue. Without
+ * Interval profiles go through the OTLP profiles sink (src/export/otlp_sink.c,
+ * with agent_export_otlp()'s exporter) -> exporter queue. Without
  * an endpoint NVTX ranges are still tracked and counted, nothing is sent.
  */
 #ifndef PROFD_AGENT_EXPORT_H
@@ -83,11 +84,17 @@ int agent_export_nvtx(struct agent_export *x, const void *data, size_t size);
 /* agent_export_process_exit - @pid exited (its NVTX ranges close, resource forgotten later). */
 void agent_export_process_exit(struct agent_export *x, pid_t pid);
 
+struct otlp_exporter;
+struct otlp_resources;
+
 /*
- * agent_export_profile - queue @p (an interval's CPU or GPU profile) as
- * OTLP profiles, when an endpoint is configured. Never blocks on the network.
+ * agent_export_otlp - the exporter and the per-process resources the OTLP
+ * profiles sink (src/export/otlp_sink.c) queues profiles with; both NULL
+ * without an endpoint (or for @x NULL). Borrowed: they live until
+ * agent_export_free().
  */
-void agent_export_profile(struct agent_export *x, const struct profile *p);
+void agent_export_otlp(struct agent_export *x, struct otlp_exporter **exporter,
+		       struct otlp_resources **resources);
 
 /*
  * agent_export_warn - print the exporter's last failure (rejected request,

@@ -1,42 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * flush.c - the end of an interval: its files (see agent_internal.h).
+ * flush.c - the end of an interval: its profiles to the sinks (see
+ * agent_internal.h).
  *
  * Owns: what the main thread does at each interval end and once at exit
  * (agent_flush()): swap the aggregation table (interval.c), take the
- * counters' deltas, build the CPU profile and write it with its comments
- * (version, configuration, every counter) to DIR/cpu-<UTC>.pb.gz, write
- * the GPU profiles (gpu-*, gpu-pc-*), add the interval to the flame graph
- * and rewrite DIR/flamegraph.html, print the status line, and apply
- * --output-retention. Also the output directory itself: created (again)
- * before each write, and the temporary files a killed profd left there.
+ * counters' deltas, build the CPU profile with its comments (version,
+ * configuration, every counter) and the GPU profiles (kernel time, PC
+ * samples), hand each to every sink the run opened (src/output/sink.h:
+ * pprof files, the flame graph, OTLP) through sinks_consume(), end the
+ * interval for the sinks, print the status line, let the sinks prune
+ * (--output-retention) and publish their figures. It never names a sink.
  *
  * The reader keeps aggregating into the next interval's table meanwhile;
- * a file that cannot be written is counted (lost.write_error, and its
- * samples lost.write_failed) and the run goes on.
+ * an output that cannot be written is counted (lost.write_error, and a
+ * CPU profile's samples lost.write_failed) and the run goes on.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
 #include "agent/export.h"
 #include "aggregate/aggregate.h"
 #include "gpu/gpu.h"
-#include "output/flamegraph.h"
-#include "output/pprof.h"
-#include "output/retention.h"
 #include "counters/counters.h"
+#include "output/sink.h"
 #include "tracer/tracer.h"
 #include "util/clock.h"
 
-/* What writing an interval's files counts (write_error: also in /metrics). */
+/* What writing an interval's outputs counts (write_error: also in /metrics). */
 COUNTER_DEFINE(write_error, COUNTER_LOST, "profiles or flame graphs not written");
 COUNTER_DEFINE(write_failed, COUNTER_LOST,
 	       "samples of CPU profiles that could not be written");
@@ -46,70 +42,6 @@ COUNTER_DEFINE(flamegraph_folded, COUNTER_PARTIAL,
 	       "flame graph full: light frames folded into their callers");
 COUNTER_DEFINE(retention_files_removed, COUNTER_STAT,
 	       "old profiles deleted by --output-retention");
-
-int agent_make_dir(const char *dir)
-{
-	char tmp[PATH_MAX];
-	struct stat st;
-
-	if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) && errno != EEXIST)
-		return -errno;
-	if (stat(tmp, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (access(tmp, W_OK | X_OK))
-		return -errno;
-	return 0;
-}
-
-void agent_remove_stale_temps(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		const char *t = strstr(e->d_name, ".tmp");
-
-		if (t && strlen(t) == 10 &&
-		    (!strncmp(e->d_name, "cpu-", 4) || !strncmp(e->d_name, "gpu-", 4) ||
-		     !strncmp(e->d_name, "flamegraph.html", 15)))
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	closedir(d);
-}
-
-static int output_path(const char *dir, const char *kind, uint64_t start_ns,
-		       char *out, size_t len)
-{
-	time_t secs = start_ns / 1000000000ULL;
-	struct tm tm;
-	char stamp[32];
-
-	gmtime_r(&secs, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	for (int i = 0; i < 1000; i++) {
-		if (i)
-			snprintf(out, len, "%s/%s-%s-%d.pb.gz", dir, kind, stamp, i);
-		else
-			snprintf(out, len, "%s/%s-%s.pb.gz", dir, kind, stamp);
-		if (access(out, F_OK))
-			return 0;
-	}
-	return -EEXIST;
-}
 
 /*
  * Build the comments: version, config, and every counter by name (@delta:
@@ -153,8 +85,8 @@ static void note_counter(char *buf, size_t size, size_t *off, const char *name,
 }
 
 static void status_line(struct agent *ag, const struct aggregate *a,
-			const uint64_t *delta, uint64_t processes, const char *path, int write_err,
-			const char *flame_path, int flame_err)
+			const uint64_t *delta, uint64_t processes, const char *path,
+			int write_err, const char *also_failed)
 {
 	char lost[512] = "", partial[512] = "";
 	uint64_t nlost = 0, npartial = 0;
@@ -172,58 +104,52 @@ static void status_line(struct agent *ag, const struct aggregate *a,
 		}
 	}
 	fprintf(stderr, "profd: interval %u: %llu samples, %llu stacks, "
-		"%llu processes tracked, %llu lost%s%s%s, %llu partial%s%s%s, %s %s%s%s\n",
+		"%llu processes tracked, %llu lost%s%s%s, %llu partial%s%s%s, %s %s%s\n",
 		ag->intervals, (unsigned long long)a->nsamples,
 		(unsigned long long)a->nstacks, (unsigned long long)processes,
 		(unsigned long long)nlost, lo ? " (" : "", lost + (lo ? 1 : 0),
 		lo ? ")" : "", (unsigned long long)npartial, po ? " (" : "",
 		partial + (po ? 1 : 0), po ? ")" : "",
-		write_err ? "FAILED to write" : "wrote", path,
-		flame_err ? "; FAILED to write " : "", flame_err ? flame_path : "");
+		write_err ? "FAILED to write" : "wrote", path, also_failed);
 }
 
 /* Most device lines in a profile's comments. */
 #define GPU_COMMENT_DEVICES 8
 
 /*
- * Write profile @p (NULL: it could not be built) to DIR/KIND-<time>.pb.gz,
- * its path into @path; an error is printed. Returns 0 or -errno.
+ * Hand @p of @kind covering @start_ns..@end_ns (CLOCK_REALTIME; @p NULL:
+ * it could not be built) to every sink, --label added to it first, and
+ * free it. @res gets the first error and the file written. Returns
+ * @res->err.
  */
-static int write_profile(struct agent *ag, const char *kind, struct profile *p,
-			 uint64_t start_ns, char *path, size_t len)
+static int output_profile(struct agent *ag, enum profile_kind kind, struct profile *p,
+			  uint64_t start_ns, uint64_t end_ns, struct sink_result *res)
 {
-	/* the name first: an error line and the status line name the file */
-	int err = output_path(ag->cfg->output_dir, kind, start_ns, path, len);
+	struct finished_profile fp = {
+		.kind = kind, .start_ns = start_ns, .end_ns = end_ns,
+		.profile = p, .err = p ? 0 : -ENOMEM,
+	};
 
-	/* the directory may have been removed meanwhile: recreate it */
-	if (!err)
-		err = agent_make_dir(ag->cfg->output_dir);
-	if (!err && !p)
-		err = -ENOMEM;
-	/* --label: on every sample of the file, on every OTLP resource */
-	for (size_t i = 0; !err && i < ag->cfg->nlabels; i++)
-		err = profile_add_common_label(p, ag->cfg->labels[i].key,
-					       ag->cfg->labels[i].value);
-	if (!err)
-		err = pprof_write(p, path);
-	agent_export_profile(ag->exp, p);	/* also when the file failed */
-	if (err)
-		fprintf(stderr, "profd: error: writing %s: %s\n",
-			path[0] ? path : "the profile", strerror(-err));
-	return err;
+	/* --label: on every sample of every output, on every OTLP resource */
+	for (size_t i = 0; !fp.err && i < ag->cfg->nlabels; i++)
+		fp.err = profile_add_common_label(p, ag->cfg->labels[i].key,
+						  ag->cfg->labels[i].value);
+	sinks_consume(&ag->sinks, &fp, res);
+	profile_free(p);
+	return res->err;
 }
 
 /*
  * The GPU profiles of the interval: kernel time by launching stack
- * (gpu-*.pb.gz) and PC samples (gpu-pc-*.pb.gz), each only when the
- * interval has some. @paths gets what was written, for the status line.
+ * (gpu) and PC samples (gpu-pc), each only when the interval has some.
+ * @paths gets the files written, for the status line.
  */
-static int write_gpu_profiles(struct agent *ag, const struct build_opts *bo,
-			      uint64_t end, char *paths, size_t len,
-			      uint64_t *kernels, uint64_t *ns)
+static int gpu_profiles(struct agent *ag, const struct build_opts *bo,
+			uint64_t end, char *paths, size_t len,
+			uint64_t *kernels, uint64_t *ns)
 {
 	struct gpu_interval *iv;
-	char path[PATH_MAX] = "";
+	struct sink_result res;
 	uint64_t start = ag->gpu_interval_start;
 	int err = 0, e;
 
@@ -233,60 +159,45 @@ static int write_gpu_profiles(struct agent *ag, const struct build_opts *bo,
 	*kernels = gpu_interval_kernels(iv);
 	*ns = gpu_interval_time_ns(iv);
 	if (gpu_interval_kernels(iv)) {
-		struct profile *p = gpu_build_kernel_profile(iv, bo, start);
-
-		e = write_profile(ag, "gpu", p, start, path, sizeof(path));
+		e = output_profile(ag, PROFILE_KIND_GPU, gpu_build_kernel_profile(iv, bo, start),
+				   start, end, &res);
 		err = err ? err : e;
 		if (!e)
-			snprintf(paths, len, "%s", path);
-		if (p && ag->gpu_flame)
-			flamegraph_add_profile(ag->gpu_flame, p, 1);
-		profile_free(p);
+			snprintf(paths, len, "%s", res.where);
 	}
 	if (gpu_interval_pc_samples(iv)) {
-		struct profile *p = gpu_build_pc_profile(iv, bo, start);
 		size_t used = strlen(paths);
 
-		path[0] = '\0';
-		e = write_profile(ag, "gpu-pc", p, start, path, sizeof(path));
+		e = output_profile(ag, PROFILE_KIND_GPU_PC, gpu_build_pc_profile(iv, bo, start),
+				   start, end, &res);
 		err = err ? err : e;
 		if (!e)
-			snprintf(paths + used, len - used, "%s%s", used ? ", " : "", path);
-		profile_free(p);
+			snprintf(paths + used, len - used, "%s%s", used ? ", " : "", res.where);
 	}
 	gpu_interval_free(iv);
 	return err;
 }
 
 /*
- * --output-retention: delete the oldest profiles beyond the age or size
- * limit, after the interval's files were written.
+ * The sinks' figures (sinks_stats()) where /metrics and the counters
+ * read them: the flame graph's memory, its truncated and folded
+ * counters, the files --output-retention removed.
  */
-static void apply_retention(struct agent *ag)
+static void publish_sink_stats(struct agent *ag)
 {
-	const struct agent_config *cfg = ag->cfg;
-	struct retention_result r = { 0 };
-	int err;
+	struct sink_stats st;
 
-	if (!cfg->retention_age_s && !cfg->retention_bytes)
-		return;
-	err = retention_apply(cfg->output_dir, cfg->retention_age_s,
-			      cfg->retention_bytes, clock_real_ns() / 1000000000ULL, &r);
-	if (err) {
-		fprintf(stderr, "profd: warning: --output-retention: cannot read %s: %s\n",
-			cfg->output_dir, strerror(-err));
-		return;
-	}
-	if (r.files_removed && cfg->verbose)
-		fprintf(stderr, "profd: --output-retention: removed %llu old profiles "
-			"(%llu bytes); %llu kept (%llu bytes)\n",
-			(unsigned long long)r.files_removed,
-			(unsigned long long)r.bytes_removed,
-			(unsigned long long)r.files_kept, (unsigned long long)r.bytes_kept);
+	sinks_stats(&ag->sinks, &st);
+	__atomic_store_n(&ag->flame_bytes, st.cache_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&ag->flame_names, st.cache_entries, __ATOMIC_RELAXED);
+	__atomic_store_n(&ag->flame_pruned, st.cache_evictions, __ATOMIC_RELAXED);
+	/* totals since the start: in the next interval's delta */
+	counter_set(&counter_flamegraph_truncated, st.truncated);
+	counter_set(&counter_flamegraph_folded, st.folded);
+	counter_set(&counter_retention_files_removed, st.removed_files);
 	pthread_mutex_lock(&ag->agg_lock);
-	ag->retention_removed_files += r.files_removed;
-	ag->retention_removed_bytes += r.bytes_removed;
-	counter_add(&counter_retention_files_removed, r.files_removed);
+	ag->retention_removed_files = st.removed_files;
+	ag->retention_removed_bytes = st.removed_bytes;
 	pthread_mutex_unlock(&ag->agg_lock);
 }
 
@@ -331,6 +242,11 @@ static void cpu_empty_note(const struct agent *ag, const uint64_t *bpf_now,
 		 "`profd exec -- COMMAND`.");
 }
 
+/* What the flame graph's GPU tab says while no kernel was timed. */
+#define GPU_EMPTY_NOTE "No GPU kernels were timed: no CUDA program ran with " \
+	"profd's injection library (`profd exec -- COMMAND` loads it; " \
+	"CUDA_INJECTION64_PATH names it for other programs)."
+
 /*
  * Count @n in counter @c while this interval's files are written: in the
  * registry, in this interval's @delta and in counter_prev, so the next
@@ -344,6 +260,27 @@ static void count_written(struct agent *ag, uint64_t *delta, struct counter_def 
 	ag->counter_prev[c->index] += n;
 }
 
+/*
+ * End the interval for every sink: each that fails is counted
+ * (write_error, in @delta too) and named in @also (the status line's
+ * "; FAILED to write ..."). Returns whether one failed.
+ */
+static bool end_sinks(struct agent *ag, const struct sink_interval *iv,
+		      uint64_t *delta, char *also, size_t len)
+{
+	struct sink_result res[SINKS_MAX];
+	unsigned int n = sinks_interval_end(&ag->sinks, iv, res, SINKS_MAX);
+	size_t off = 0;
+
+	for (unsigned int i = 0; i < n && i < SINKS_MAX; i++) {
+		count_written(ag, delta, &counter_write_error, 1);
+		if (off < len)
+			off += snprintf(also + off, len - off, "; FAILED to write %s",
+					res[i].where[0] ? res[i].where : "an output");
+	}
+	return n;
+}
+
 void agent_flush(struct agent *ag)
 {
 	const size_t ncounters = counters_count();
@@ -353,14 +290,14 @@ void agent_flush(struct agent *ag)
 	char comments[ncounters + 8 + GPU_COMMENT_DEVICES][96];
 	const char *comment_ptrs[ncounters + 8 + GPU_COMMENT_DEVICES];
 	struct unwind_loader_stats us;
-	char path[PATH_MAX] = "", flame_path[PATH_MAX] = "";
+	struct sink_result cpu = { 0 };
+	char cpu_note[320], also_failed[PATH_MAX + 64] = "";
 	struct aggregate *a;
-	struct profile *p;
 	uint32_t ncomments = 0;
-	char gpu_path[PATH_MAX] = "";
+	char gpu_path[2 * PATH_MAX + 8] = "";	/* gpu and gpu-pc files */
 	uint64_t gpu_kernels = 0, gpu_ns = 0;
-	int err = 0, ferr = 0, gerr = 0;
-	bool skip;
+	int err = 0, gerr = 0;
+	bool skip, ferr;
 
 	a = agent_interval_swap(ag, &end, agent_probabilistic_boundary);
 	if (!a)
@@ -406,8 +343,9 @@ void agent_flush(struct agent *ag)
 		object_loader_wait(ag->objects, wait < OBJECTS_FLUSH_WAIT_NS ?
 				   wait : OBJECTS_FLUSH_WAIT_NS);
 	}
-	p = skip ? NULL : aggregate_build_profile(a, &bo);
-	err = skip ? 0 : write_profile(ag, "cpu", p, a->start_ns, path, sizeof(path));
+	if (!skip)
+		err = output_profile(ag, PROFILE_KIND_CPU, aggregate_build_profile(a, &bo),
+				     a->start_ns, end, &cpu);
 	if (err) {
 		count_written(ag, delta, &counter_write_error, 1);
 		count_written(ag, delta, &counter_write_failed, a->nsamples);
@@ -418,46 +356,20 @@ void agent_flush(struct agent *ag)
 		pthread_mutex_unlock(&ag->agg_lock);
 	}
 	ag->skipped_intervals += skip;
-	gerr = write_gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
-				  &gpu_kernels, &gpu_ns);
+	gerr = gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
+			    &gpu_kernels, &gpu_ns);
 	if (gerr)
 		count_written(ag, delta, &counter_write_error, 1);
-	if (p && !flamegraph_add_profile(ag->flame, p, 0)) {
-		uint64_t fb, fn, gb, gn;
 
-		fb = flamegraph_bytes(ag->flame, &fn);
-		gb = flamegraph_bytes(ag->gpu_flame, &gn);
-		__atomic_store_n(&ag->flame_bytes, fb + gb, __ATOMIC_RELAXED);
-		__atomic_store_n(&ag->flame_names, fn + gn, __ATOMIC_RELAXED);
-		__atomic_store_n(&ag->flame_pruned, flamegraph_pruned(ag->flame) +
-				 (ag->gpu_flame ? flamegraph_pruned(ag->gpu_flame) : 0),
-				 __ATOMIC_RELAXED);
-		char cpu_note[320];
-		struct flamegraph_view views[2] = {
-			{ .name = "CPU", .fg = ag->flame, .unit = "samples",
-			  .empty_note = cpu_note },
-			{ .name = "GPU kernel time", .fg = ag->gpu_flame, .unit = "ns",
-			  .empty_note = "No GPU kernels were timed: no CUDA program "
-					"ran with profd's injection library (`profd "
-					"exec -- COMMAND` loads it; CUDA_INJECTION64_PATH "
-					"names it for other programs)." },
-		};
+	struct sink_interval iv = {
+		.number = ag->intervals,
+		.end_ns = end,
+		.why_empty = { [PROFILE_KIND_CPU] = cpu_note,
+			       [PROFILE_KIND_GPU] = GPU_EMPTY_NOTE },
+	};
 
-		cpu_empty_note(ag, bpf_now, cpu_note, sizeof(cpu_note));
-
-		snprintf(flame_path, sizeof(flame_path), "%s/flamegraph.html",
-			 ag->cfg->output_dir);
-		ferr = flamegraph_write_views(flame_path, "profd flame graph", views,
-					      ag->gpu_flame ? 2 : 1);
-		if (ferr) {
-			fprintf(stderr, "profd: error: writing %s: %s\n",
-				flame_path, strerror(-ferr));
-			count_written(ag, delta, &counter_write_error, 1);
-		}
-	}
-	/* the flame graph's totals since the start, in the next interval's delta */
-	counter_set(&counter_flamegraph_truncated, flamegraph_truncated(ag->flame));
-	counter_set(&counter_flamegraph_folded, flamegraph_pruned(ag->flame));
+	cpu_empty_note(ag, bpf_now, cpu_note, sizeof(cpu_note));
+	ferr = end_sinks(ag, &iv, delta, also_failed, sizeof(also_failed));
 	pthread_mutex_lock(&ag->agg_lock);
 	/* for /healthz and /metrics */
 	ag->write_failures += err || ferr || gerr;
@@ -472,9 +384,9 @@ void agent_flush(struct agent *ag)
 			"%u), no profile written\n", ag->intervals,
 			ag->cfg->probabilistic_threshold);
 	else
-		status_line(ag, a, delta, processes, path, err,
-			    flame_path, ferr);
-	apply_retention(ag);
+		status_line(ag, a, delta, processes, cpu.where, err, also_failed);
+	sinks_prune(&ag->sinks, &iv);
+	publish_sink_stats(ag);
 	agent_export_warn(ag->exp);
 	if (gpu_path[0] || gerr)
 		fprintf(stderr, "profd: interval %u: %llu GPU kernels, %.3f s of GPU time%s; "
@@ -482,6 +394,5 @@ void agent_flush(struct agent *ag)
 			gpu_ns / 1e9, gpu_kernels ? "" : " (PC samples only)",
 			gerr ? "FAILED to write" : "wrote",
 			gpu_path[0] ? gpu_path : "the GPU profile");
-	profile_free(p);
 	aggregate_free(a);
 }

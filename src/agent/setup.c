@@ -7,9 +7,10 @@
  * given, checked, copied privately for `profd exec`); agent_setup(): the
  * preflight checks, the output directory, kernel symbols, the memory
  * budgets, the symbolizer, process table, file gate and object loader,
- * the flame graphs, OTLP export and NVTX, the BPF programs (tracer), the
- * GPU correlation and probes, the language runtimes and DWARF unwinders and the
- * process listener that ties them to the process table; and
+ * OTLP export and NVTX, the outputs (sinks_setup(): src/output/sink.h),
+ * the BPF programs (tracer), the GPU correlation and probes, the language
+ * runtimes and DWARF unwinders and the process listener that ties them to
+ * the process table; and
  * agent_teardown(), which frees all of it in an order that never leaves a
  * worker using what was freed.
  *
@@ -31,7 +32,7 @@
 #include "aggregate/aggregate.h"
 #include "bpf/unwind_table.h"	/* UNWIND_MAX_SHARDS */
 #include "gpu/gpu.h"
-#include "output/flamegraph.h"
+#include "output/sink.h"
 #include "proc/process.h"
 #include "config/runtimes.h"
 #include "runtime/runtime.h"
@@ -162,10 +163,7 @@ static int gpu_setup(struct agent *ag, const char *lib)
 	int ret;
 
 	ag->gpu = gpu_new(&go);
-	ag->gpu_flame = flamegraph_new(0);
-	if (ag->gpu_flame)
-		flamegraph_set_budget(ag->gpu_flame, ag->budgets.flamegraph / 8);
-	if (!ag->gpu || !ag->gpu_flame) {
+	if (!ag->gpu) {
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
 	}
@@ -236,6 +234,38 @@ static int export_setup(struct agent *ag)
 	return 0;
 }
 
+/*
+ * The outputs (src/output/sink.h): every registered sink the
+ * configuration asks for, in registry order. After export_setup(): the
+ * OTLP sink queues on its exporter.
+ */
+static int sinks_setup(struct agent *ag)
+{
+	const struct agent_config *cfg = ag->cfg;
+	struct sink_setup st = {
+		.output_dir = cfg->output_dir,
+		.retention_age_s = cfg->retention_age_s,
+		.retention_bytes = cfg->retention_bytes,
+		.flamegraph_budget = ag->budgets.flamegraph,
+		.gpu = cfg->gpu,
+		.verbose = cfg->verbose,
+	};
+	const char *failed = "?";
+	int err;
+
+	agent_export_otlp(ag->exp, &st.exporter, &st.resources);
+	err = sinks_open(&ag->sinks, &st, &failed);
+	if (err) {
+		if (err == -ENOMEM)
+			fprintf(stderr, "profd: error: out of memory\n");
+		else
+			fprintf(stderr, "profd: error: cannot open the %s output in %s: %s\n",
+				failed, cfg->output_dir, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
 int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
@@ -287,13 +317,12 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 
 	if (preflight_check(cfg->check_kernel_version, cfg->gpu))
 		return -1;
-	err = agent_make_dir(cfg->output_dir);
+	err = output_make_dir(cfg->output_dir);
 	if (err) {
 		fprintf(stderr, "profd: error: cannot use output directory %s: %s\n",
 			cfg->output_dir, strerror(-err));
 		return -1;
 	}
-	agent_remove_stale_temps(cfg->output_dir);
 	ag->ksyms = kallsyms_load("/proc/kallsyms", &err);
 	if (!ag->ksyms)
 		fprintf(stderr, "profd: warning: no kernel symbols from /proc/kallsyms "
@@ -312,15 +341,12 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 		process_table_set_gate(ag->procs, ag->gate);
 		process_table_set_loader(ag->procs, ag->objects);
 	}
-	ag->flame = flamegraph_new(0);
-	if (ag->flame)
-		flamegraph_set_budget(ag->flame, ag->budgets.flamegraph);
 	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, clock_real_ns());
-	if (!ag->procs || !ag->gate || !ag->objects || !ag->flame || !ag->cur) {
+	if (!ag->procs || !ag->gate || !ag->objects || !ag->cur) {
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
 	}
-	if (export_setup(ag))
+	if (export_setup(ag) || sinks_setup(ag))
 		return -1;
 	ag->tracer = tracer_open(&to, agent_on_event, ag);
 	if (!ag->tracer)
@@ -391,7 +417,7 @@ void agent_teardown(struct agent *ag)
 	if (!ag->objects_stuck)
 		runtimes_free(ag->rts);
 	gpu_free(ag->gpu);
-	flamegraph_free(ag->gpu_flame);
+	sinks_close(&ag->sinks);	/* before the exporter the OTLP sink uses */
 	agent_export_free(ag->exp);
 	free(ag->merged);
 	free(ag->counter_prev);
@@ -404,6 +430,5 @@ void agent_teardown(struct agent *ag)
 		file_gate_free(ag->gate);	/* stays allocated while a read hangs */
 		symbolizer_free(ag->sym);
 	}
-	flamegraph_free(ag->flame);
 	kallsyms_free(ag->ksyms);
 }

@@ -387,7 +387,8 @@ void otlp_exporter_drop(struct otlp_exporter *e, uint64_t items, const char *why
 	pthread_mutex_lock(&e->lock);
 	e->st.items_dropped += items;
 	counter_add(&counter_otlp_items_dropped, items);
-	set_last_error(e, why ? why : "dropped");
+	if (why)
+		set_last_error(e, why);
 	pthread_mutex_unlock(&e->lock);
 }
 

@@ -136,7 +136,7 @@ int otlp_exporter_flush(struct otlp_exporter *e, unsigned int timeout_ms);
 /*
  * otlp_exporter_drop - count @items that a producer (a batcher, an
  * encoder) had to drop before reaching the queue, with @why (one line,
- * copied) as last_error.
+ * copied) as last_error; @why NULL: counted only, last_error unchanged.
  */
 void otlp_exporter_drop(struct otlp_exporter *e, uint64_t items, const char *why);
 

@@ -9,7 +9,7 @@
  * the size limit, so the directory's profd files stay within it.
  *
  * How it fits: the agent calls retention_apply() after each interval's
- * files were written (src/agent/flush.c); options.c calls
+ * files were written (the pprof sink, src/output/pprof_sink.c); options.c calls
  * retention_parse(). A file profd is still writing is a NAME.tmpXXXXXX
  * (src/util/atomic_file.c) and never matches the profile name pattern,
  * so a sweep cannot race a writer. Everything is done relative to one
@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "output/retention.h"
+#include "output/sink.h"
 
 /* The flame graph profd rewrites in the directory every interval. */
 #define FLAMEGRAPH_NAME	"flamegraph.html"
@@ -37,7 +38,7 @@ struct ret_file {
 	int64_t mtime_s;
 	long mtime_ns;
 	uint64_t size;		/* st_size, bytes */
-	char name[48];		/* is_profile_name() names are <= 39 bytes */
+	char name[48];		/* is_profile_name() names: KIND + at most 33 bytes */
 };
 
 static bool all_digits(const char *s, size_t n)
@@ -48,24 +49,11 @@ static bool all_digits(const char *s, size_t n)
 	return true;
 }
 
-/*
- * Is @name one of output_path()'s names: KIND-YYYYMMDDTHHMMSSZ[-N].pb.gz
- * with KIND cpu, gpu or gpu-pc?
- */
-static bool is_profile_name(const char *name)
+/* Is @p "YYYYMMDDTHHMMSSZ[-N].pb.gz", the rest of a profile file's name? */
+static bool is_stamp_suffix(const char *p)
 {
-	static const char *const kinds[] = { "cpu-", "gpu-pc-", "gpu-" };
-	const char *p = NULL;
 	size_t n;
 
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (!strncmp(name, kinds[i], strlen(kinds[i]))) {
-			p = name + strlen(kinds[i]);
-			break;
-		}
-	}
-	if (!p)
-		return false;
 	/* 20261130T103000Z */
 	if (!all_digits(p, 8) || p[8] != 'T' || !all_digits(p + 9, 6) || p[15] != 'Z')
 		return false;
@@ -79,6 +67,24 @@ static bool is_profile_name(const char *name)
 		p += n;
 	}
 	return !strcmp(p, ".pb.gz");
+}
+
+/*
+ * Is @name one of the pprof sink's names (pprof_sink.c):
+ * KIND-YYYYMMDDTHHMMSSZ[-N].pb.gz with KIND a profile kind (sink.h:
+ * cpu, gpu, gpu-pc, ...)?
+ */
+static bool is_profile_name(const char *name)
+{
+	for (int k = 0; k < PROFILE_KIND_MAX; k++) {
+		const char *kind = profile_kind_name(k);
+		size_t len = strlen(kind);
+
+		if (!strncmp(name, kind, len) && name[len] == '-' &&
+		    is_stamp_suffix(name + len + 1))
+			return true;
+	}
+	return false;
 }
 
 /* Oldest first: modification time, then name. */

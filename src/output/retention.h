@@ -20,9 +20,9 @@ struct retention_result {
 
 /*
  * retention_apply - in directory @dir, delete profd's profile files
- * (cpu-*.pb.gz, gpu-*.pb.gz, gpu-pc-*.pb.gz as output_path() names them,
- * regular files only; temporary NAME.tmpXXXXXX files, flamegraph.html,
- * symlinks and everything else are never touched) modified more than
+ * (KIND-<UTC>[-N].pb.gz for each profile kind of sink.h: cpu, gpu,
+ * gpu-pc, as pprof_sink.c names them; regular files only; temporary
+ * NAME.tmpXXXXXX files, flamegraph.html, symlinks and everything else are never touched) modified more than
  * @max_age_s seconds before @now_s (Unix seconds; 0: no age limit),
  * then, oldest first (by modification time, then name), until the rest
  * and @dir/flamegraph.html (a regular file; it is rewritten every
