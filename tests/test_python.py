@@ -32,6 +32,18 @@ def interpreters():
     return out
 
 
+def test_unit_runtime_seam():
+    """tests/unit/test_runtime.c: the runtime registry, frame tokens (a
+    bogus native IP stays native), the enabled mask, dispatch by id."""
+    r = subprocess.run(["make", "-C", ROOT, "build/tests/unit/test_runtime"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([os.path.join(ROOT, "build", "tests", "unit", "test_runtime")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAIL" not in r.stdout and "all passed" in r.stdout, r.stdout
+
+
 def need(path):
     if not os.path.exists(path):
         pytest.skip(f"CPython not installed here (optional): {path}")

@@ -16,7 +16,9 @@
  * the test also checks Debian's 3.11.2 against the 3.11 entry.
  */
 #include <stddef.h>
+#include <string.h>
 
+#include "bpf/unwind_python.h"
 #include "python/offsets.h"
 
 #define NONE	PY_OFF_NONE
@@ -281,4 +283,63 @@ const struct py_offsets *py_offsets_find(unsigned int major, unsigned int minor)
 			return o;
 	}
 	return NULL;
+}
+
+void py_offsets_bpf_state(const struct py_offsets *o, struct profd_python_proc *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->runtime_interpreters_head = o->runtime_interpreters_head;
+	v->interp_next = o->interp_next;
+	v->interp_threads_head = o->interp_threads_head;
+	v->tstate_next = o->tstate_next;
+	v->tstate_thread_id = o->tstate_thread_id;
+	v->tstate_frame = o->tstate_frame;
+	v->cframe_current_frame = o->cframe_current_frame;
+	v->frame_code = o->frame_code;
+	v->frame_previous = o->frame_previous;
+	v->frame_instr = o->frame_instr;
+	v->frame_is_entry = o->frame_is_entry;
+	v->frame_owner = o->frame_owner;
+	v->frame_model = o->frame_model;
+	v->owner_cstack = o->owner_cstack;
+	v->frame_read_size = 0;
+	v->tstate_read_size = 0;
+	{
+		uint16_t name = o->code_qualname != PY_OFF_NONE ? o->code_qualname
+								: o->code_name;
+		uint16_t lo = o->code_firstlineno, hi = o->code_firstlineno + 4;
+
+		if (name < lo)
+			lo = name;
+		if (o->code_filename < lo)
+			lo = o->code_filename;
+		if (name + 8 > hi)
+			hi = name + 8;
+		if (o->code_filename + 8 > hi)
+			hi = o->code_filename + 8;
+		v->code_print_off = lo;
+		v->code_print_size = hi - lo;
+		v->code_firstlineno_rel = o->code_firstlineno - lo;
+		v->code_name_rel = name - lo;
+		v->code_filename_rel = o->code_filename - lo;
+	}
+	{
+		uint16_t f[] = { o->frame_code, o->frame_previous, o->frame_instr,
+				 o->frame_is_entry, o->frame_owner };
+		uint16_t t[] = { o->tstate_next, o->tstate_thread_id, o->tstate_frame };
+
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+			if (f[i] != PY_OFF_NONE && f[i] + 8 > v->frame_read_size)
+				v->frame_read_size = f[i] + 8;
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+			if (t[i] + 8 > v->tstate_read_size)
+				v->tstate_read_size = t[i] + 8;
+	}
+}
+
+bool py_offsets_bpf_usable(const struct profd_python_proc *v)
+{
+	return v->frame_read_size <= PROFD_PY_FRAME_BUF &&
+	       v->tstate_read_size <= PROFD_PY_TSTATE_BUF &&
+	       v->code_print_size <= PROFD_PY_PRINT_BUF;
 }

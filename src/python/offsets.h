@@ -4,7 +4,8 @@
  *
  * Owns: the one table of the byte offsets profd reads in a CPython
  * process: the runtime -> interpreter -> thread state -> frame chain the
- * BPF unwinder walks (copied into struct profd_python_proc), and the code,
+ * BPF unwinder walks (turned into its struct profd_python_proc state by
+ * py_offsets_bpf_state()), and the code,
  * bytes and str object fields user space reads to name a frame. x86-64,
  * release builds (no Py_DEBUG / Py_TRACE_REFS). Sources: CPython's headers
  * of each version (Include/cpython/pystate.h, Include/internal/
@@ -15,6 +16,7 @@
 #ifndef PROFD_PYTHON_OFFSETS_H
 #define PROFD_PYTHON_OFFSETS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* An absent field (this version has no such member). */
@@ -110,5 +112,23 @@ struct py_offsets {
  * version is not supported. The result is static (never freed).
  */
 const struct py_offsets *py_offsets_find(unsigned int major, unsigned int minor);
+
+struct profd_python_proc;
+
+/*
+ * py_offsets_bpf_state - the CPython walker's runtime_procs state
+ * (bpf/unwind_python.h) for a version of offsets @o: the offsets the walk
+ * reads, the sizes of its frame and thread state reads, and where the
+ * code object's fingerprint fields lie. The runtime address (@v->runtime)
+ * is left 0 for the caller.
+ */
+void py_offsets_bpf_state(const struct py_offsets *o, struct profd_python_proc *v);
+
+/*
+ * py_offsets_bpf_usable - whether the walker can use @v: every field it
+ * reads lies inside its read buffers (PROFD_PY_FRAME_BUF,
+ * PROFD_PY_TSTATE_BUF, PROFD_PY_PRINT_BUF).
+ */
+bool py_offsets_bpf_usable(const struct profd_python_proc *v);
 
 #endif /* PROFD_PYTHON_OFFSETS_H */

@@ -260,68 +260,6 @@ static bool load_bias(const struct detected *d, const struct proc_mapping *m,
 	return false;
 }
 
-static void fill_bpf(const struct pyproc *p, struct profd_python_proc *v)
-{
-	const struct py_offsets *o = p->off;
-
-	memset(v, 0, sizeof(*v));
-	v->runtime_interpreters_head = o->runtime_interpreters_head;
-	v->interp_next = o->interp_next;
-	v->interp_threads_head = o->interp_threads_head;
-	v->tstate_next = o->tstate_next;
-	v->tstate_thread_id = o->tstate_thread_id;
-	v->tstate_frame = o->tstate_frame;
-	v->cframe_current_frame = o->cframe_current_frame;
-	v->frame_code = o->frame_code;
-	v->frame_previous = o->frame_previous;
-	v->frame_instr = o->frame_instr;
-	v->frame_is_entry = o->frame_is_entry;
-	v->frame_owner = o->frame_owner;
-	v->frame_model = o->frame_model;
-	v->owner_cstack = o->owner_cstack;
-	v->frame_read_size = 0;
-	v->tstate_read_size = 0;
-	{
-		uint16_t name = o->code_qualname != PY_OFF_NONE ? o->code_qualname
-								: o->code_name;
-		uint16_t lo = o->code_firstlineno, hi = o->code_firstlineno + 4;
-
-		if (name < lo)
-			lo = name;
-		if (o->code_filename < lo)
-			lo = o->code_filename;
-		if (name + 8 > hi)
-			hi = name + 8;
-		if (o->code_filename + 8 > hi)
-			hi = o->code_filename + 8;
-		v->code_print_off = lo;
-		v->code_print_size = hi - lo;
-		v->code_firstlineno_rel = o->code_firstlineno - lo;
-		v->code_name_rel = name - lo;
-		v->code_filename_rel = o->code_filename - lo;
-	}
-	{
-		uint16_t f[] = { o->frame_code, o->frame_previous, o->frame_instr,
-				 o->frame_is_entry, o->frame_owner };
-		uint16_t t[] = { o->tstate_next, o->tstate_thread_id, o->tstate_frame };
-
-		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-			if (f[i] != PY_OFF_NONE && f[i] + 8 > v->frame_read_size)
-				v->frame_read_size = f[i] + 8;
-		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-			if (t[i] + 8 > v->tstate_read_size)
-				v->tstate_read_size = t[i] + 8;
-	}
-}
-
-/* Offsets the BPF side can use: every read field inside its buffer. */
-static bool bpf_usable(const struct profd_python_proc *v)
-{
-	return v->frame_read_size <= PROFD_PY_FRAME_BUF &&
-	       v->tstate_read_size <= PROFD_PY_TSTATE_BUF &&
-	       v->code_print_size <= PROFD_PY_PRINT_BUF;
-}
-
 /*
  * Write @pid's runtime_procs entry: runtime CPython, state @v. Returns 0
  * (also without BPF), or -1 when @v does not fit the BPF walker or the
@@ -334,7 +272,7 @@ static int entry_write(struct python *py, pid_t pid, const struct profd_python_p
 
 	if (py->procs_fd < 0)
 		return 0;
-	if (!bpf_usable(v))
+	if (!py_offsets_bpf_usable(v))
 		return -1;
 	memcpy(rp.state, v, sizeof(*v));
 	return bpf_map_update_elem(py->procs_fd, &key, &rp, BPF_ANY) ? -1 : 0;
@@ -502,7 +440,7 @@ static void update_proc(struct python *py, pid_t pid,
 		 * entry is written again.
 		 */
 		if (p->off) {
-			fill_bpf(p, &v);
+			py_offsets_bpf_state(p->off, &v);
 			v.runtime = d->bin.runtime + bias;
 			if (entry_write(py, pid, &v))
 				PY_COUNT(py, map_errors, python_update_error);
@@ -544,7 +482,7 @@ static void update_proc(struct python *py, pid_t pid,
 	p->eval_end = d->bin.eval_end + bias;
 	p->cold_start = d->bin.eval_cold_start ? d->bin.eval_cold_start + bias : 0;
 	p->cold_end = d->bin.eval_cold_start ? d->bin.eval_cold_end + bias : 0;
-	fill_bpf(p, &v);
+	py_offsets_bpf_state(p->off, &v);
 	v.runtime = d->bin.runtime + bias;
 	if (py->verbose)
 		fprintf(stderr, "profd: pid %d: CPython %u.%u.%u in %s\n", (int)pid,

@@ -157,7 +157,8 @@ void runtimes_stats(struct runtimes *rts, unsigned int i, struct runtime_stats *
 	*budget = 0;
 	if (!rts || i >= PROFD_RUNTIME_COUNT || !rts->inst[i])
 		return;
-	runtime_registry[i]->stats(rts->inst[i], out);
+	if (runtime_registry[i]->stats)
+		runtime_registry[i]->stats(rts->inst[i], out);
 	*budget = rts->budget[i];
 }
 

@@ -76,7 +76,7 @@ struct runtime_stats {
 
 /*
  * struct runtime_ops - one runtime's module. Every hook gets the instance
- * create() returned. Counters of loss and error are the runtime's own:
+ * create() returned; all are required but new_interval, tick and stats. Counters of loss and error are the runtime's own:
  * declared next to the code that counts (the counter registry).
  */
 struct runtime_ops {
@@ -94,8 +94,11 @@ struct runtime_ops {
 	void *(*create)(const struct runtime_env *env);
 	void (*destroy)(void *rt);
 	/*
-	 * maps_read - process @pid's mappings were (re-)read: recognise the
-	 * runtime in them and add, update or remove its runtime_procs entry.
+	 * maps_read - process @pid's mappings were (re-)read (every runtime
+	 * sees every process): recognise the runtime in them and add or
+	 * update its runtime_procs entry, or remove an entry it wrote
+	 * before (never one of another runtime: the map has one entry per
+	 * process, shared by all runtimes).
 	 */
 	void (*maps_read)(void *rt, pid_t pid, const struct proc_maps *maps);
 	/* removed - @pid left the process table: forget it. */
@@ -121,6 +124,7 @@ struct runtime_ops {
 	void (*new_interval)(void *rt);
 	/* tick - the reader between polls (e.g. forget exited processes). NULL: none. */
 	void (*tick)(void *rt);
+	/* stats - gauges (/metrics, fast_poll). NULL: all zero. */
 	void (*stats)(void *rt, struct runtime_stats *out);
 };
 
