@@ -144,8 +144,8 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	}
 	for (;;) {
 		/*
-		 * The runtime's frames take the place of its interpreter's
-		 * frames (its interpreter loop's). The merge may read
+		 * The runtime's frames take the place of its interpreter
+		 * loop's native frames. The merge may read
 		 * process memory, so it runs outside agg_lock; a stack must
 		 * name its frames in its interval's generation of the
 		 * runtime's frame table, so it is merged again if the
@@ -467,7 +467,7 @@ void agent_publish_stats(struct agent *ag)
 	ag->unwind_stats = ust;
 	ag->cache_stats = cst;
 	ag->unwind_queued = uast.queued;
-	__atomic_store_n(&ag->runtime_fast_poll, runtimes_fast_poll(ag->rts),
+	__atomic_store_n(&ag->runtime_fast_poll, runtimes_fast_poll(cst.runtimes),
 			 __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ag->agg_lock);
 }

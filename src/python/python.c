@@ -288,10 +288,11 @@ static void proc_remove(struct python *py, pid_t pid)
 	*pp = p->next;
 	if (py->ndead < DEAD_GENS_MAX)
 		py->dead_gens[py->ndead++] = p->gen;	/* its code objects go */
+	/* an unsupported version wrote no entry: the pid's may be another runtime's */
+	if (p->off && py->procs_fd >= 0)
+		bpf_map_delete_elem(py->procs_fd, &key);
 	free(p);
 	STAT_ADD(py, processes, -1);
-	if (py->procs_fd >= 0)
-		bpf_map_delete_elem(py->procs_fd, &key);
 }
 
 /* The parent process, from /proc/PID/stat (0 if unreadable). */
@@ -431,6 +432,7 @@ static void update_proc(struct python *py, pid_t pid,
 	struct pyproc **pp = proc_slot(py, pid), *p = *pp;
 	struct profd_python_proc v;
 	__u32 key = pid;
+	bool had_entry;
 
 	if (p && p->inode == found->inode && p->dev_major == found->dev_major &&
 	    p->dev_minor == found->dev_minor && p->bias == bias) {
@@ -456,6 +458,7 @@ static void update_proc(struct python *py, pid_t pid,
 		*pp = p;
 		STAT_ADD(py, processes, 1);
 	}
+	had_entry = p->off != NULL;	/* runtime_procs has an entry of ours */
 	p->off = d->result == 1 ? py_offsets_find(d->bin.major, d->bin.minor) : NULL;
 	p->bias = bias;
 	p->dev_major = found->dev_major;
@@ -468,7 +471,8 @@ static void update_proc(struct python *py, pid_t pid,
 			fprintf(stderr, "profd: pid %d: CPython %u.%u in %s is not "
 				"supported (3.9 - 3.13): native frames only\n",
 				(int)pid, d->bin.major, d->bin.minor, found->path);
-		if (py->procs_fd >= 0)
+		/* ours only: the entry of the pid may be another runtime's */
+		if (had_entry && py->procs_fd >= 0)
 			bpf_map_delete_elem(py->procs_fd, &key);
 		return;
 	}

@@ -162,19 +162,10 @@ void runtimes_stats(struct runtimes *rts, unsigned int i, struct runtime_stats *
 	*budget = rts->budget[i];
 }
 
-bool runtimes_fast_poll(struct runtimes *rts)
+bool runtimes_fast_poll(const struct runtime_stats *st)
 {
-	struct runtime_stats st;
-	uint64_t budget;
-
-	if (!rts)
-		return false;
-	for (unsigned int i = 0; i < PROFD_RUNTIME_COUNT; i++) {
-		if (!runtime_registry[i]->fast_poll)
-			continue;
-		runtimes_stats(rts, i, &st, &budget);
-		if (st.processes)
+	for (unsigned int i = 0; i < PROFD_RUNTIME_COUNT; i++)
+		if (runtime_registry[i]->fast_poll && st[i].processes)
 			return true;
-	}
 	return false;
 }

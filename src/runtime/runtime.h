@@ -205,9 +205,10 @@ void *runtimes_instance(struct runtimes *rts, unsigned int id);
 unsigned int runtimes_count(void);
 
 /*
- * runtimes_fast_poll - whether a fast_poll runtime knows a process now
- * (the reader's polling pace). Any thread.
+ * runtimes_fast_poll - whether a fast_poll runtime knows a process, by
+ * @st: runtimes_stats() of every registered runtime, in registry order
+ * (the figures the reader just published). Sets the reader's polling pace.
  */
-bool runtimes_fast_poll(struct runtimes *rts);
+bool runtimes_fast_poll(const struct runtime_stats *st);
 
 #endif /* PROFD_RUNTIME_RUNTIME_H */

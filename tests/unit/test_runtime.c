@@ -95,7 +95,10 @@ int main(void)
 		CHECK(budget == env.budget && st.processes == 0,
 		      "the one enabled runtime gets the whole budget (%llu), no process",
 		      (unsigned long long)budget);
-		CHECK(!runtimes_fast_poll(rts), "no process known: no fast poll");
+		CHECK(!runtimes_fast_poll(&st), "no process known: no fast poll");
+		st.processes = 1;
+		CHECK(runtimes_fast_poll(&st) == runtimes_ops(PROFD_RUNTIME_CPYTHON)->fast_poll,
+		      "a process of CPython known: its fast_poll");
 	}
 	runtimes_free(rts);
 	runtimes_free(NULL);
