@@ -195,12 +195,3 @@ def map_ids(pid):
     it is gone. Lets a test find its own profd's maps when other profd
     instances run on the machine."""
     return {int(v) for v in fdinfo_values(pid, "map_id")}
-    for fd in fds:
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                m = re.search(r"^map_id:\s*(\d+)", f.read(), re.M)
-        except OSError:
-            continue
-        if m:
-            ids.add(int(m.group(1)))
-    return ids

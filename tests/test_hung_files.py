@@ -56,6 +56,16 @@ def _profiles_keep_coming(p, out):
     assert after - before >= 3, p.stderr()
 
 
+def _kill_releasing(p, trigger):
+    """Kill profd @p if it still runs, releasing the hang first: a task
+    exiting with a hung file open waits for the FUSE server (its FLUSH)
+    to answer."""
+    if p.proc.poll() is None:
+        trigger.unlink(missing_ok=True)
+        p.proc.kill()
+        p.proc.wait()
+
+
 def _sigterm_exits_promptly(p):
     """SIGTERM to profd @p: it exits 0 within 2 s (a read still hung)."""
     t0 = time.monotonic()
@@ -133,12 +143,7 @@ def test_hung_fuse_file_costs_only_its_frames(profd_bin, pprof, hung_fs, tmp_pat
         assert os.path.exists(trigger)          # still hanging
         _sigterm_exits_promptly(p)
     finally:
-        if p.proc.poll() is None:
-            # release the hang first: a task exiting with a hung file open
-            # waits for the FUSE server (its FLUSH) to answer
-            trigger.unlink(missing_ok=True)
-            p.proc.kill()
-            p.proc.wait()
+        _kill_releasing(p, trigger)
         hung.kill()
         normal.kill()
         hung.wait()
@@ -189,10 +194,7 @@ def test_hung_injection_library_costs_only_its_probes(profd_bin, hung_fs, tmp_pa
         assert os.path.exists(trigger)          # still hanging
         _sigterm_exits_promptly(p)
     finally:
-        if p.proc.poll() is None:
-            trigger.unlink(missing_ok=True)
-            p.proc.kill()
-            p.proc.wait()
+        _kill_releasing(p, trigger)
         mapper.kill()
         mapper.wait()
     assert not any("GPU probes attached" in l for l in p.lines), p.stderr()
@@ -235,10 +237,7 @@ def test_one_dead_mount_leaves_other_files_read(profd_bin, pprof, hung_fs, tmp_p
         p.reader.join(5)
         assert p.proc.returncode == 0, p.stderr()
     finally:
-        if p.proc.poll() is None:
-            trigger.unlink(missing_ok=True)	# see above: release, then kill
-            p.proc.kill()
-            p.proc.wait()
+        _kill_releasing(p, trigger)
         for h in hung + ([fresh] if fresh else []):
             h.kill()
             h.wait()
