@@ -282,6 +282,8 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 		.gpu_ringbuf_bytes = cfg->gpu ? 8u << 20 : 4096,
 		.verbose = cfg->verbose,
 		.dwarf_unwinding = cfg->dwarf_unwinding,
+		.stack_copy_bytes = cfg->stack_copy_bytes,
+		.stack_copy_always = cfg->check_unwinder && cfg->stack_copy_bytes,
 		.max_processes = cfg->max_processes,
 		.verifier_log_level = cfg->bpf_verifier_log_level,
 		.start_disabled = !ag->sampling_on,
@@ -383,10 +385,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 		}
 	}
 	if (cfg->dwarf_unwinding) {
-		int shards_fd, procs_fd;
+		int shards_fd, procs_fd, exec_fd;
 		struct unwind_loader *l;
 
-		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd);
+		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd, &exec_fd);
 		l = unwind_loader_new(shards_fd, procs_fd, unwind_mib << 20);
 		ag->unwind = l ? unwind_async_new(l) : NULL;
 		if (!ag->unwind) {
@@ -394,6 +396,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 			fprintf(stderr, "profd: error: out of memory\n");
 			return -1;
 		}
+	}
+	if (agent_stack_copies_init(ag)) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
 	}
 	if (ag->unwind || ag->rts)
 		agent_listen_processes(ag);
@@ -413,6 +419,7 @@ void agent_teardown(struct agent *ag)
 	/* before the BPF maps it writes are closed; one stuck in a read is left */
 	if (!ag->objects_stuck)
 		unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
+	agent_stack_copies_free(ag);	/* its shards mapped: before the maps go */
 	tracer_close(ag->tracer);
 	if (!ag->objects_stuck)
 		runtimes_free(ag->rts);
