@@ -77,6 +77,14 @@ struct {
 	__type(value, __u64);
 } exec_times SEC(".maps");
 
+/* Staging for a forked child's copy of its parent's entry (10 KiB). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_proc_staging SEC(".maps");
+
 /* @pid's unwind_procs entry if it describes its current image, else NULL. */
 static __always_inline const struct unwind_proc *unwind_proc_current(__u32 pid)
 {
@@ -89,6 +97,39 @@ static __always_inline const struct unwind_proc *unwind_proc_current(__u32 pid)
 	if (exec_ns && *exec_ns >= proc->maps_read_ns)
 		return NULL;
 	return proc;
+}
+
+/*
+ * unwind_proc_inherit - at a fork, give child @pid a copy of parent
+ * @ppid's current entry (marked UNWIND_PROC_INHERITED): its address space
+ * is a copy of the parent's, so its first samples walk with tables at
+ * once instead of waiting for a maps read. A stale exec time of an
+ * earlier process with the child's pid is dropped (no exec yet).
+ */
+static __always_inline void unwind_proc_inherit(__u32 ppid, __u32 pid)
+{
+	const struct unwind_proc *parent;
+	struct unwind_proc *v;
+	__u32 zero = 0;
+
+	bpf_map_delete_elem(&exec_times, &pid);
+	parent = unwind_proc_current(ppid);
+	v = bpf_map_lookup_elem(&unwind_proc_staging, &zero);
+	if (!parent || !v)
+		return;
+	if (bpf_probe_read_kernel(v, sizeof(*v), parent))
+		return;
+	v->flags = UNWIND_PROC_INHERITED;
+	bpf_map_update_elem(&unwind_procs, &pid, v, BPF_ANY);
+}
+
+/* unwind_proc_exit - process @pid ended: an inherited entry goes with it. */
+static __always_inline void unwind_proc_exit(__u32 pid)
+{
+	const struct unwind_proc *v = bpf_map_lookup_elem(&unwind_procs, &pid);
+
+	if (v && (v->flags & UNWIND_PROC_INHERITED))
+		bpf_map_delete_elem(&unwind_procs, &pid);
 }
 
 /*
