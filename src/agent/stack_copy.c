@@ -51,7 +51,9 @@ int agent_stack_copies_init(struct agent *ag)
 		return 0;
 	tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd, &exec_fd);
 	ag->walker = unwind_walker_new(procs_fd, shards_fd, exec_fd);
-	ag->walk_ips = calloc(PROFD_MAX_RECORD_SLOTS + 8, sizeof(uint64_t));
+	/* a record: header, kernel and user IPs, runtime frames */
+	ag->walk_ips = calloc(sizeof(struct profd_sample) / 8 + PROFD_MAX_RECORD_SLOTS + 1,
+			      sizeof(uint64_t));
 	return ag->walker && ag->walk_ips ? 0 : -ENOMEM;
 }
 
