@@ -95,6 +95,7 @@ struct agent {
 	bool objects_stuck;		/* its worker could not be stopped: leave what it uses */
 	struct runtimes *rts;		/* language runtimes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
+	struct callsite_cache *callsites;	/* reader only: return-address verdicts */
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
 	struct kallsyms *ksyms;
 	char kernel_build_id[128];

@@ -36,6 +36,7 @@
 #include "runtime/runtime.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
+#include "unwind/callsite.h"
 #include "util/clock.h"
 
 /* The reader's own counters: records and samples it could not use. */
@@ -97,7 +98,9 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 					s->tid == s->pid ? s->comm : NULL);
 	struct aggregate *table;
 	const char *comm;
-	uint32_t nuser;
+	uint32_t nuser, verified;
+	uint32_t flags = s->flags;
+	bool cut = false;
 
 	if (p) {
 		uint64_t read_at = p->refreshed_ns;
@@ -171,6 +174,13 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	}
 	ips = ag->merged;
 add:
+	/* a caller not after a call instruction ends the stack (callsite.h) */
+	verified = callsite_verify(ag->callsites, snap, ips + s->kernel_len, nuser);
+	if (verified < nuser) {
+		nuser = verified;
+		flags |= PROFD_SAMPLE_USER_TRUNCATED;
+		cut = true;
+	}
 	if (s->origin == PROFD_ORIGIN_PROBE) {
 		/* a GPU launch: its stack waits for the kernels it launched */
 		pthread_mutex_unlock(&ag->agg_lock);
@@ -181,7 +191,7 @@ add:
 			struct gpu_launch_info l = {
 				.pid = s->pid, .tid = s->tid, .comm = comm,
 				.thread_name = s->comm, .snap = snap,
-				.flags = s->flags & PROFD_SAMPLE_USER_TRUNCATED,
+				.flags = flags & PROFD_SAMPLE_USER_TRUNCATED,
 				.correlation_id = s->cookie, .ips = ips + trim,
 				.nkernel = s->kernel_len, .nuser = nuser - trim,
 			};
@@ -208,13 +218,13 @@ add:
 	table = agent_sample_table(ag, s->ktime_ns);
 	/* only flags the profile shows are part of a stack's identity */
 	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
-				   s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
+				   flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
 				   s->kernel_len, nuser))
 		counter_inc(&counter_aggregation_full);
 	pthread_mutex_unlock(&ag->agg_lock);
 
 	if (agent_debug_wanted(ag, s->pid))
-		agent_debug_sample(ag, s, ips, nuser, snap);
+		agent_debug_sample(ag, s, ips, nuser, snap, cut);
 }
 
 /*
