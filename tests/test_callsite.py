@@ -2,14 +2,18 @@
 tests/unit/test_callsite.c's encodings, then every near call objdump finds
 in real binaries of this machine must verify at its end address, and the
 ends of the other instructions mostly must not (the false-accept rate is
-printed). No BPF, no root."""
+printed). Then the real profd over tests/workloads/fakeframe.c, whose
+frame pointer leads to a comment's bytes, data and code not after a call:
+none of them may show up as a caller (needs root, like profd)."""
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
 from conftest import ROOT
+from pprof_traces import comments
 
 UNIT = os.path.join(ROOT, "build", "tests", "unit", "test_callsite")
 BINARIES = [
@@ -101,3 +105,70 @@ def test_real_call_sites(path, tmp_path):
     assert m and int(m.group(1)) > 0
     rate = int(m.group(2)) / int(m.group(1))
     assert rate < 0.10, f"false accepts {rate:.1%}"
+
+
+# --- profd over a workload whose frame pointer leads to untrue frames --------
+
+FAKE_THREADS = ("fake-comment", "fake-data", "fake-code")
+
+
+@pytest.fixture(scope="module")
+def fakeframe(tmp_path_factory):
+    """tests/workloads/fakeframe.c built without unwind tables."""
+    dst = str(tmp_path_factory.mktemp("fakeframe") / "fakeframe")
+    subprocess.run(["gcc", "-O2", "-Wall", "-fno-asynchronous-unwind-tables",
+                    "-fno-unwind-tables", "-fomit-frame-pointer", "-pthread", "-o", dst,
+                    os.path.join(ROOT, "tests", "workloads", "fakeframe.c")], check=True)
+    return dst
+
+
+@pytest.mark.parametrize("walker", ["fp", "dwarf"])
+def test_untrue_callers_end_the_stack(profd_bin, pprof, fakeframe, tmp_path, walker):
+    """A leaf whose frame pointer leads to a comment's bytes
+    (0x2a2a2a2a2a2a2a2a), a data buffer or code not after a call: no
+    sample shows any of them as a caller; the stacks end after spin_fake
+    in [truncated], counted in partial.unwind_unverified_caller (profile
+    comments, exit line) and flagged in --debug-pid output. Under the
+    frame-pointer walker (--no-dwarf-unwinding) every fake caller reaches
+    user space; under the DWARF one, frames outside executable code are
+    dropped in BPF already and the code address is what is left to cut."""
+    from test_dwarf import finish_profd, start_profd
+    from test_profd import samples_of
+
+    work = subprocess.Popen([fakeframe, "30"])
+    try:
+        time.sleep(0.4)
+        args = ["--pid", str(work.pid), "--no-gpu", "--duration", "3",
+                "--debug-pid", str(work.pid)]
+        if walker == "fp":
+            args.append("--no-dwarf-unwinding")
+        prof, head = start_profd(profd_bin, tmp_path, *args)
+        rc, err, paths = finish_profd(prof, head, tmp_path)
+    finally:
+        work.kill()
+        work.wait()
+    assert rc == 0 and paths, err
+    samples = samples_of(pprof, paths, lambda l: l.get("pid") == str(work.pid))
+    seen = {t: 0 for t in FAKE_THREADS}
+    cut = {t: 0 for t in FAKE_THREADS}
+    for s in samples:
+        t = s["labels"].get("thread_name")
+        if t not in seen:
+            continue
+        frames = s["frames"]
+        assert not any("2a2a2a2a" in f or "fake_ra_code" in f or "data_buffer" in f
+                       for f in frames), f"an untrue caller in {t}: {frames}"
+        i = frames.index("spin_fake")   # kernel frames may come before it
+        assert frames[i + 1:] in ([], ["[truncated]"]), f"{t}: {frames}"
+        seen[t] += s["value"]
+        cut[t] += s["value"] if frames[i + 1:] else 0
+    print(walker, "samples", seen, "cut", cut)
+    assert all(seen.values()), f"threads not sampled: {seen}\n{err}"
+    must_cut = FAKE_THREADS if walker == "fp" else ("fake-code",)
+    for t in must_cut:
+        assert cut[t] >= 0.9 * seen[t], f"{t}: {cut[t]}/{seen[t]} cut\n{err}"
+    m = re.search(r"partial\.unwind_unverified_caller=(\d+)", comments(pprof, paths[-1]))
+    assert m and int(m.group(1)) > 0, "counter missing from the profile comments"
+    assert re.search(r"unwind_unverified_caller=\d+", err), err[-3000:]
+    assert re.search(r"profd: debug: sample pid=%d .*flags=[^ ]*unverified_caller"
+                     % work.pid, err), "no debug line flags the cut"
