@@ -172,3 +172,24 @@ def test_untrue_callers_end_the_stack(profd_bin, pprof, fakeframe, tmp_path, wal
     assert re.search(r"unwind_unverified_caller=\d+", err), err[-3000:]
     assert re.search(r"profd: debug: sample pid=%d .*flags=[^ ]*unverified_caller"
                      % work.pid, err), "no debug line flags the cut"
+
+
+def test_whole_system_no_untrue_callers(profd_bin, pprof, fakeframe, tmp_path):
+    """profd system-wide (--no-gpu, 5 s) while gcc, xz, python3, perl and
+    sqlite3 work (and fakeframe, whose fake callers must be cut): every
+    caller of every stack is checked on the mapped file by
+    tests/untrue_frames.py, its own decoder, not profd's. None may be
+    untrue; thousands are checked."""
+    from untrue_frames import Checker, run
+
+    rc, err, paths, names = run(profd_bin, str(tmp_path), 5, ROOT, extra=[[fakeframe, "60"]])
+    assert rc == 0 and paths, err
+    c = Checker()
+    for p in paths:
+        c.profile(pprof, p)
+    print("programs:", names, "figures:", dict(c.fig))
+    for path, n in c.unreadable.most_common(5):
+        print(f"unreadable: {path} x{n}")
+    assert {"gcc", "xz", "python3", "perl"} <= set(names), names
+    assert c.fig["callers_true"] > 1000, dict(c.fig)
+    assert c.fig["callers_untrue"] == 0, "\n".join(c.untrue[:40])

@@ -11,6 +11,7 @@
  * every process that maps it, so the cache is shared by all.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -194,6 +195,31 @@ static ssize_t read_code(const struct proc_snapshot *snap, int idx, uint64_t ra,
 	return n == (ssize_t)len ? n : -EFAULT;
 }
 
+/*
+ * Go plants a return address that follows no call: every goroutine's
+ * first frame returns to runtime.goexit + 1, past its leading NOP
+ * (runtime/asm_amd64.s: goexit is `BYTE $0x90` then CALL goexit1), so
+ * that stacks end in goexit. It is the runtime's true bottom, not a
+ * wrong caller: accepted when the function at file offset @nop_off (a
+ * NOP) of mapping @idx is named so. Unchecked while the file is not
+ * open (its symbols unknown).
+ */
+static enum verdict go_goexit(const struct proc_snapshot *snap, int idx, uint64_t nop_off)
+{
+	struct sym_object *o = proc_snapshot_object(snap, idx, NULL);
+	struct sym_result r;
+	bool goexit = false;
+
+	if (!o)
+		return V_UNCHECKED;
+	pthread_mutex_lock(snap->sym_lock);
+	if (!sym_object_resolve(o, nop_off, &r) && r.system_name)
+		goexit = !strcmp(r.system_name, "runtime.goexit.abi0") ||
+			 !strcmp(r.system_name, "runtime.goexit");
+	pthread_mutex_unlock(snap->sym_lock);
+	return goexit ? V_OK : V_BAD;
+}
+
 /* The verdict on return address @ra of @snap's process. */
 static enum verdict check(struct callsite_cache *c, const struct proc_snapshot *snap,
 			  uint64_t ra)
@@ -219,7 +245,9 @@ static enum verdict check(struct callsite_cache *c, const struct proc_snapshot *
 		return V_UNCHECKED;	/* not cached: the file may open later */
 	v = callsite_x86_after_call(buf, (size_t)n, ra, in_exec_mapping,
 				    (void *)&snap->maps) ? V_OK : V_BAD;
-	if (cached)
+	if (v == V_BAD && n && buf[n - 1] == 0x90)
+		v = go_goexit(snap, (int)(m - snap->maps.v), off - 1);
+	if (cached && v != V_UNCHECKED)
 		cache_put(c, dev, m->inode, off, v);
 	return v;
 }
@@ -230,12 +258,21 @@ uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *s
 {
 	for (uint32_t i = 1; i < nuser; i++) {
 		uint64_t ip = ips[i];
+		const struct proc_mapping *m;
 
-		if ((ip & PROFD_IP_EXACT) || runtime_ip_ops(ip))
+		if (runtime_ip_ops(ip))
 			continue;
 		if (!snap || !c) {
 			counter_inc(&counter_unwind_callsite_unchecked);
 			continue;
+		}
+		if (ip & PROFD_IP_EXACT) {
+			/* no call before it, but code all the same */
+			m = proc_maps_find(&snap->maps, ip & ~PROFD_IP_EXACT);
+			if (m && m->executable)
+				continue;
+			counter_inc(&counter_unwind_unverified_caller);
+			return i;
 		}
 		switch (check(c, snap, ip)) {
 		case V_BAD:

@@ -23,8 +23,12 @@
  * in an executable mapping of the process, which is all that can be
  * said of it. Anonymous executable mappings (JIT code) are checked in
  * process memory and their verdicts are not cached (the code may be
- * rewritten). Runtime frame tokens (runtime_ip_ops()) and exact IPs
- * (PROFD_IP_EXACT: signal frames) are not return addresses: left alone.
+ * rewritten). One planted frame is true though no call precedes it:
+ * Go's runtime.goexit + 1, the bottom of every goroutine (by its symbol).
+ * Runtime frame tokens (runtime_ip_ops()) are not addresses:
+ * left alone. Exact IPs (PROFD_IP_EXACT: the sigreturn trampoline and the
+ * pc a signal interrupted) are not return addresses: no call precedes
+ * them, but they must lie in an executable mapping all the same.
  *
  * Threads: a cache belongs to one thread (the reader).
  */
@@ -75,9 +79,9 @@ void callsite_cache_free(struct callsite_cache *c);
 /*
  * callsite_verify - how many leading frames of the user stack @ips
  * (@nuser IPs, leaf first, PROFD_IP_EXACT in the top bit, runtime tokens
- * among them) of the process of snapshot @snap are plausible: the leaf,
- * exact IPs and tokens always are, a return address when it passes the
- * check above. The caller keeps that many frames and marks the stack
+ * among them) of the process of snapshot @snap are plausible: the leaf
+ * and tokens always are, an exact IP when it lies in an executable
+ * mapping, a return address when it passes the check above. The caller keeps that many frames and marks the stack
  * truncated when fewer than @nuser (this counts the cut). With no
  * snapshot nothing can be checked: @nuser (frames counted unchecked).
  * Reads the process's files (pread) and memory; never opens a file.
