@@ -83,7 +83,13 @@ bool callsite_x86_after_call(const uint8_t *code, size_t n, uint64_t ra,
 	return false;
 }
 
-enum verdict { V_NONE, V_OK, V_BAD, V_UNCHECKED };
+enum verdict {
+	V_NONE,		/* not cached */
+	V_OK,
+	V_BAD,
+	V_UNCHECKED,	/* unreadable: kept, not cached */
+	V_BAD_FOR_NOW,	/* cut, not cached: the file is not open yet */
+};
 
 struct slot {
 	uint64_t dev;		/* major << 32 | minor; ~0: the vDSO */
@@ -201,8 +207,8 @@ static ssize_t read_code(const struct proc_snapshot *snap, int idx, uint64_t ra,
  * (runtime/asm_amd64.s: goexit is `BYTE $0x90` then CALL goexit1), so
  * that stacks end in goexit. It is the runtime's true bottom, not a
  * wrong caller: accepted when the function at file offset @nop_off (a
- * NOP) of mapping @idx is named so. Unchecked while the file is not
- * open (its symbols unknown).
+ * NOP) of mapping @idx is named so. Cut while the file is not open
+ * (its symbols unknown), without caching the verdict.
  */
 static enum verdict go_goexit(const struct proc_snapshot *snap, int idx, uint64_t nop_off)
 {
@@ -211,7 +217,7 @@ static enum verdict go_goexit(const struct proc_snapshot *snap, int idx, uint64_
 	bool goexit = false;
 
 	if (!o)
-		return V_UNCHECKED;
+		return V_BAD_FOR_NOW;
 	pthread_mutex_lock(snap->sym_lock);
 	if (!sym_object_resolve(o, nop_off, &r) && r.system_name)
 		goexit = !strcmp(r.system_name, "runtime.goexit.abi0") ||
@@ -247,7 +253,7 @@ static enum verdict check(struct callsite_cache *c, const struct proc_snapshot *
 				    (void *)&snap->maps) ? V_OK : V_BAD;
 	if (v == V_BAD && n && buf[n - 1] == 0x90)
 		v = go_goexit(snap, (int)(m - snap->maps.v), off - 1);
-	if (cached && v != V_UNCHECKED)
+	if (cached && v != V_BAD_FOR_NOW)
 		cache_put(c, dev, m->inode, off, v);
 	return v;
 }
@@ -276,6 +282,7 @@ uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *s
 		}
 		switch (check(c, snap, ip)) {
 		case V_BAD:
+		case V_BAD_FOR_NOW:
 			counter_inc(&counter_unwind_unverified_caller);
 			return i;
 		case V_UNCHECKED:
