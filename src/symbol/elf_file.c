@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "symbol/elf_file.h"
@@ -389,7 +390,9 @@ ssize_t elf_file_read(const struct elf_file *f, uint64_t off, void *buf, size_t 
 		memcpy(buf, (const char *)f->mem + off, (size_t)n);
 		return n;
 	}
-	n = pread(f->fd, buf, len, (off_t)off);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	n = preadv2(f->fd, &iov, 1, (off_t)off, RWF_NOWAIT);
 	return n < 0 ? -errno : n;
 }
 

@@ -51,8 +51,11 @@ size_t elf_file_bytes(const struct elf_file *f);
 /*
  * elf_file_read - read up to @len bytes at file offset @off of the object's
  * own file (or in-memory image) into @buf, from the descriptor it holds
- * (a deleted or replaced file still reads as it was mapped). Returns the
- * bytes read (fewer at the end of the file), or -errno.
+ * (a deleted or replaced file still reads as it was mapped), without
+ * waiting for storage (preadv2 RWF_NOWAIT): bytes not in the page cache
+ * are -EAGAIN, never a blocked thread (a hung mount). Returns the bytes
+ * read (fewer at the end of the file), or -errno (-EOPNOTSUPP: a file
+ * system that cannot read without waiting).
  */
 ssize_t elf_file_read(const struct elf_file *f, uint64_t off, void *buf, size_t len);
 

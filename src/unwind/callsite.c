@@ -174,7 +174,8 @@ static bool in_exec_mapping(void *ctx, uint64_t addr)
 /*
  * The up to CALLSITE_WINDOW bytes before @ra in mapping @idx of @snap
  * (not before the mapping's start) into @buf: from the object's file when
- * it is open, else from the process's memory unless the file hung.
+ * it is open (from the page cache only: the reader never waits for
+ * storage), else from the process's memory unless the file hung.
  * Returns the bytes read, or < 0.
  */
 static ssize_t read_code(const struct proc_snapshot *snap, int idx, uint64_t ra,
@@ -192,8 +193,8 @@ static ssize_t read_code(const struct proc_snapshot *snap, int idx, uint64_t ra,
 
 	if (o) {
 		n = sym_object_read(o, from - m->start + m->offset, buf, len);
-		if (n == (ssize_t)len)
-			return n;
+		if (n == (ssize_t)len || n == -EAGAIN)
+			return n;	/* not cached: not mapped either, memory would wait too */
 	}
 	if (state == PROC_OBJ_HUNG)
 		return -EIO;

@@ -14,11 +14,13 @@
  *
  * Where the bytes come from: the mapping's file through the descriptor
  * its ELF object holds (src/symbol/; the vDSO from profd's copy), read
- * with pread; when the object is not open (yet, or the file could not be
- * opened) from the process's memory (process_vm_readv). Never by opening
- * a path: the reader thread must not block on a hung file. A frame whose
+ * from the page cache only (preadv2 RWF_NOWAIT); when the object is not
+ * open (yet, or the file could not be opened) from the process's memory
+ * (process_vm_readv). Never by opening a path nor by waiting for storage:
+ * the reader thread must not block on a hung file. A frame whose
  * bytes cannot be read either way (the process exited before its object
- * was opened; an anonymous JIT region gone; a file the gate found hung)
+ * was opened; an anonymous JIT region gone; a file the gate found hung;
+ * a code page no longer in the page cache)
  * is kept and counted (stat.unwind_callsite_unchecked): its address is
  * in an executable mapping of the process, which is all that can be
  * said of it. Anonymous executable mappings (JIT code) are checked in
