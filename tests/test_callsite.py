@@ -12,10 +12,9 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, unit_program
 from pprof_traces import comments
 
-UNIT = os.path.join(ROOT, "build", "tests", "unit", "test_callsite")
 BINARIES = [
     "/usr/lib/x86_64-linux-gnu/libc.so.6",
     "/usr/lib64/ld-linux-x86-64.so.2",
@@ -24,12 +23,6 @@ BINARIES = [
 ]
 PREFIXES = {"bnd", "notrack", "data16", "addr32", "cs", "ds", "es", "ss",
             "fs", "gs", "lock", "rep", "repz", "repnz", "repe", "repne"}
-
-
-def build_unit():
-    r = subprocess.run(["make", "-C", ROOT, "build/tests/unit/test_callsite"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def exec_sections(path):
@@ -78,8 +71,8 @@ def sites(path):
 
 def test_unit_callsite_encodings():
     """Each call encoding verifies; far calls, jumps, data do not."""
-    build_unit()
-    r = subprocess.run([UNIT], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([unit_program("test_callsite")], capture_output=True, text=True,
+                       timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "FAIL" not in r.stdout and "all passed" in r.stdout, r.stdout
 
@@ -90,12 +83,12 @@ def test_real_call_sites(path, tmp_path):
     other instruction ends is printed and must stay a minority."""
     if not os.path.exists(path):
         pytest.skip(f"{path} not installed")
-    build_unit()
+    unit = unit_program("test_callsite")
     lines, ncalls = sites(path)
     assert ncalls > 100, f"objdump found only {ncalls} calls in {path}"
     lst = tmp_path / "sites"
     lst.write_text("\n".join(lines) + "\n")
-    r = subprocess.run([UNIT, path, str(lst)], capture_output=True, text=True,
+    r = subprocess.run([unit, path, str(lst)], capture_output=True, text=True,
                        timeout=300)
     print(r.stdout)
     assert r.returncode == 0, r.stdout + r.stderr
