@@ -70,7 +70,8 @@ def sites(path):
 
 
 def test_unit_callsite_encodings():
-    """Each call encoding verifies; far calls, jumps, data do not."""
+    """Each call encoding verifies; far calls, jumps, data do not; and
+    callsite_verify() on the unit program itself (memory and file reads)."""
     r = subprocess.run([unit_program("test_callsite")], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -7,7 +7,11 @@
  * [reg], [reg+disp8], [reg+disp32], SIB with and without base and
  * displacement, RIP-relative; with REX, notrack and bnd prefixes) ends
  * where its return address is; far calls, jumps, a comment's bytes and
- * a direct call whose target is not code do not verify.
+ * a direct call whose target is not code do not verify. Then
+ * callsite_verify() on this process itself (its maps, its code from
+ * memory and from its file): a true caller stays, a comment's bytes, a
+ * data address and code after NOPs end the stack, runtime tokens and
+ * exact IPs in code are left, the leaf is never judged.
  *
  * With FILE LIST: real sites of an ELF file, as tests/test_callsite.py
  * gathers them from `objdump -d -w`: LIST holds lines "x LO HI" (an
@@ -21,12 +25,17 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bpf/profd.h"
 #include "check.h"
+#include "proc/process.h"
+#include "python/frames.h"
+#include "symbol/symbolizer.h"
 #include "unwind/callsite.h"
 
 /* The code bytes @s (hex pairs) placed right before return address @ra. */
@@ -160,6 +169,97 @@ static int real_sites(const char *file, const char *list)
 	return failures ? 1 : 0;
 }
 
+/* code that follows no call: 16 NOPs, then the label */
+extern char after_nops[];
+__asm__(".text\n"
+	"	.rept 16\n"
+	"	nop\n"
+	"	.endr\n"
+	".globl after_nops\n"
+	"after_nops:\n"
+	"	ret\n");
+
+static char data_word[64];
+
+/* A true return address: where called_once() returns to in main(). */
+__attribute__((noinline)) static uint64_t called_once(void)
+{
+	__asm__ volatile("" ::: "memory");
+	return (uint64_t)__builtin_return_address(0);
+}
+
+/*
+ * callsite_verify() on this very process: its maps, its code read from
+ * memory (no object) and from the file (the symbolizer's object), the
+ * leaf, runtime tokens, exact IPs, no snapshot.
+ */
+static void verify_own_process(uint64_t ra)
+{
+	struct proc_snapshot snap = { .pid = getpid() };
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct callsite_cache *c = callsite_cache_new(1024);
+	const uint64_t token = PY_IP_FRAME | PY_FRAME_TRUNCATED;
+	const uint64_t comment = 0x2a2a2a2a2a2a2a2aULL;
+	struct symbolizer *sym = symbolizer_new();
+	const struct proc_mapping *m;
+	struct sym_object *o;
+	int err = 0;
+
+	CHECK(c && sym && !proc_maps_read(getpid(), &snap.maps), "own maps read");
+	snap.objs = calloc(snap.maps.n, sizeof(*snap.objs));
+	snap.obj_state = calloc(snap.maps.n, 1);
+	snap.sym_lock = &lock;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *how = pass ? "file" : "memory";
+		uint64_t ips[4] = { ra, ra, comment, ra };
+
+		CHECK(callsite_verify(c, &snap, ips, 2) == 2, "%s: a true caller stays", how);
+		CHECK(callsite_verify(c, &snap, ips, 4) == 2,
+		      "%s: 0x2a2a... ends the stack, its callers go", how);
+		ips[1] = (uint64_t)&data_word[8];
+		CHECK(callsite_verify(c, &snap, ips, 2) == 1, "%s: a data address is cut", how);
+		ips[1] = (uint64_t)after_nops;
+		CHECK(callsite_verify(c, &snap, ips, 2) == 1,
+		      "%s: code not after a call is cut", how);
+		ips[1] = token;
+		ips[2] = ra;
+		CHECK(callsite_verify(c, &snap, ips, 3) == 3, "%s: a runtime token is left alone", how);
+		ips[1] = (uint64_t)after_nops | PROFD_IP_EXACT;
+		CHECK(callsite_verify(c, &snap, ips, 3) == 3,
+		      "%s: an exact IP in code needs no call", how);
+		ips[1] = (uint64_t)&data_word[8] | PROFD_IP_EXACT;
+		CHECK(callsite_verify(c, &snap, ips, 3) == 1,
+		      "%s: an exact IP in data is cut", how);
+		ips[0] = comment;
+		ips[1] = ra;
+		CHECK(callsite_verify(c, &snap, ips, 2) == 2, "%s: the leaf is never judged", how);
+		if (pass)
+			break;
+		/* the second pass reads this binary's file through its object */
+		m = proc_maps_find(&snap.maps, ra - 1);
+		o = m ? symbolizer_get(sym, getpid(), m, &err) : NULL;
+		CHECK(o != NULL, "object of %s opened (%d)", m ? m->path : "?", err);
+		if (!o)
+			break;
+		snap.objs[m - snap.maps.v] = o;
+		snap.obj_state[m - snap.maps.v] = PROC_OBJ_DONE;
+		callsite_cache_free(c);
+		c = callsite_cache_new(1024);	/* no verdicts from the memory pass */
+	}
+	{
+		uint64_t ips[3] = { ra, comment, comment };
+
+		CHECK(callsite_verify(c, NULL, ips, 3) == 3, "no snapshot: nothing can be cut");
+	}
+	for (size_t i = 0; i < snap.maps.n; i++)
+		sym_object_put(snap.objs[i]);
+	free(snap.objs);
+	free(snap.obj_state);
+	proc_maps_free(&snap.maps);
+	callsite_cache_free(c);
+	symbolizer_free(sym);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3)
@@ -173,6 +273,7 @@ int main(int argc, char **argv)
 	/* more than the window: only the last CALLSITE_WINDOW bytes count */
 	CHECK(verifies("ff d0 90 90 90 90 90 90 90 90 90 90 90 90 90 90 90 e8 00 f0 ff ff",
 		       RA, low_code), "a long buffer: its end decides");
+	verify_own_process(called_once());
 	if (!failures)
 		printf("all passed\n");
 	return failures ? 1 : 0;
