@@ -100,6 +100,7 @@ struct agent {
 	struct held_sample *held_head, *held_tail;	/* reader: samples waiting
 					 * for their unwind tables (stack_copy.c) */
 	size_t held_bytes;
+	struct callsite_cache *callsites;	/* reader only: return-address verdicts */
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
 	struct kallsyms *ksyms;
 	char kernel_build_id[128];

@@ -37,6 +37,7 @@
 #include "runtime/runtime.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
+#include "unwind/callsite.h"
 #include "util/clock.h"
 
 /* The reader's own counters: records and samples it could not use. */
@@ -139,7 +140,9 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 	struct proc_snapshot *snap;
 	struct aggregate *table;
 	const char *comm;
-	uint32_t nuser;
+	uint32_t nuser, verified;
+	uint32_t flags = s->flags;
+	bool cut = false;
 
 	snap = p ? p->snap : NULL;
 	if (p && p->exited && (s->flags & PROFD_SAMPLE_EXITING) &&
@@ -185,6 +188,13 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 	}
 	ips = ag->merged;
 add:
+	/* a caller not after a call instruction ends the stack (callsite.h) */
+	verified = callsite_verify(ag->callsites, snap, ips + s->kernel_len, nuser);
+	if (verified < nuser) {
+		nuser = verified;
+		flags |= PROFD_SAMPLE_USER_TRUNCATED;
+		cut = true;
+	}
 	if (s->origin == PROFD_ORIGIN_PROBE) {
 		/* a GPU launch: its stack waits for the kernels it launched */
 		pthread_mutex_unlock(&ag->agg_lock);
@@ -195,7 +205,7 @@ add:
 			struct gpu_launch_info l = {
 				.pid = s->pid, .tid = s->tid, .comm = comm,
 				.thread_name = s->comm, .snap = snap,
-				.flags = s->flags & PROFD_SAMPLE_USER_TRUNCATED,
+				.flags = flags & PROFD_SAMPLE_USER_TRUNCATED,
 				.correlation_id = s->cookie, .ips = ips + trim,
 				.nkernel = s->kernel_len, .nuser = nuser - trim,
 			};
@@ -222,13 +232,13 @@ add:
 	table = agent_sample_table(ag, s->ktime_ns);
 	/* only flags the profile shows are part of a stack's identity */
 	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
-				   s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
+				   flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
 				   s->kernel_len, nuser))
 		counter_inc(&counter_aggregation_full);
 	pthread_mutex_unlock(&ag->agg_lock);
 
 	if (agent_debug_wanted(ag, s->pid))
-		agent_debug_sample(ag, s, ips, nuser, snap);
+		agent_debug_sample(ag, s, ips, nuser, snap, cut);
 }
 
 /*

@@ -42,8 +42,16 @@
 #include "tracer/preflight.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
+#include "unwind/callsite.h"
 #include "unwind/loader.h"
 #include "util/clock.h"
+
+/*
+ * Return-address verdicts the reader keeps (32 bytes each: 512 KiB): far
+ * more distinct call sites than hot stacks hold; past it, evictions are
+ * counted (stat.unwind_callsite_evictions) and the sites read again.
+ */
+#define CALLSITE_CACHE_SLOTS 16384
 
 /*
  * The injection library profd attaches to at start: --inject-library, or
@@ -384,6 +392,11 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 			return -1;
 		}
 	}
+	ag->callsites = callsite_cache_new(CALLSITE_CACHE_SLOTS);
+	if (!ag->callsites) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
 	if (cfg->dwarf_unwinding) {
 		int shards_fd, procs_fd, exec_fd;
 		struct unwind_loader *l;
@@ -427,6 +440,7 @@ void agent_teardown(struct agent *ag)
 	sinks_close(&ag->sinks);	/* before the exporter the OTLP sink uses */
 	agent_export_free(ag->exp);
 	free(ag->merged);
+	callsite_cache_free(ag->callsites);
 	free(ag->counter_prev);
 	ag->counter_prev = NULL;
 	aggregate_free(ag->cur);
