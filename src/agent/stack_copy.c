@@ -25,6 +25,8 @@
 COUNTER_DEFINE(stack_copy_unwalked, COUNTER_PARTIAL,
 	       "stack copies not walked (tables not loaded in time, process "
 	       "exec'd, queue full): the frame-pointer walk kept");
+COUNTER_DEFINE(stack_copy_bytes, COUNTER_STAT,
+	       "bytes of user stack the samples' copies carried (ringbuf cost)");
 COUNTER_DEFINE(unwinder_check_match, COUNTER_STAT,
 	       "--check-unwinder: stacks the user-space walk of the copy agreed on");
 COUNTER_DEFINE(unwinder_check_mismatch, COUNTER_PARTIAL,
@@ -174,6 +176,7 @@ bool agent_stack_copy_take(struct agent *ag, const struct profd_sample *s, size_
 
 	if (!s->stack_len)
 		return false;
+	counter_add(&counter_stack_copy_bytes, s->stack_len + sizeof(struct profd_stack_copy));
 	if (size < need + sizeof(struct profd_stack_copy) + s->stack_len ||
 	    s->stack_len > PROFD_STACK_COPY_MAX || !ag->walker) {
 		if (ag->walker)
