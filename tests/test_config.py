@@ -29,6 +29,8 @@ NON_DEFAULT = {
     "no-kernel-version-check": ("--no-kernel-version-check", None, True),
     "no-dwarf-unwinding": ("--no-dwarf-unwinding", None, True),
     "no-python-unwinding": ("--no-python-unwinding", None, True),
+    "stack-copy-bytes": ("--stack-copy-bytes", "4096", 4096),
+    "check-unwinder": ("--check-unwinder", None, True),
     "bpf-map-scale-factor": ("--bpf-map-scale-factor", "3", 3),
     "unwind-memory-limit": ("--unwind-memory-limit", "128", 128),
     "symbol-cache-limit": ("--symbol-cache-limit", "64", 64),
