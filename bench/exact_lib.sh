@@ -16,6 +16,9 @@ set -u
 
 EXACT_SRC=$BENCH_DIR/workloads_dwarf/exact_chain.c
 PROFD_EXTRA_ARGS=${PROFD_EXTRA_ARGS:-}
+# wait_quiet does not wait for our parent (timeout(1), the runner of all
+# three: bench/true_stacks.sh)
+DWARF_IGNORE_PIDS="${DWARF_IGNORE_PIDS:-} $PPID"
 
 # exact_need_tools - the preconditions of the issue 16 benchmarks.
 exact_need_tools() {
@@ -115,24 +118,27 @@ perf_pid_stacks() {
 
 # profd_debug_stacks LOG - "1 <pid> <stack> <ktime_s>" per sample block of
 # profd -vvv / --debug-pid output (the header's ktime=NS; "?" for a build
-# that does not print it). Kernel frames by name, user frames by symbol
-# ("?" where none).
+# that does not print it). Kernel frames by name, user frames by symbol.
+# The debug printer names a user frame only from symbol tables already
+# open, so an early sample's frame may come without a name: it gets the
+# name the same FILE+OFFSET has in another block of LOG ("?" if none).
 profd_debug_stacks() {
 	awk '
 		function flush() { if (have) print 1, pid, (st == "" ? "?" : st), t; have = 0 }
+		function add(n) { st = st == "" ? n : st ";" n }
+		NR == FNR { if ($0 ~ /^  #[0-9]+ +user / && NF == 5 && $5 !~ /^\[/) named[$4] = $5; next }
 		/^profd: debug: sample / { flush(); have = 1; st = ""; t = "?"
 			for (i = 1; i <= NF; i++) {
 				if ($i ~ /^pid=/) { pid = substr($i, 5) }
 				if ($i ~ /^ktime=/) { t = sprintf("%.6f", substr($i, 7) / 1e9) }
 			}
 			next }
-		have && /^  #[0-9]+ +kernel / { n = NF >= 5 ? $5 : "?"; sub(/\+0x[0-9a-f]+$/, "", n)
-			st = st == "" ? n : st ";" n; next }
-		have && /^  #[0-9]+ +user / { n = NF == 5 && $5 !~ /^\[/ ? $5 : "?"
-			st = st == "" ? n : st ";" n; next }
-		have && /^  #[0-9]+ / { n = "?"; st = st == "" ? n : st ";" n; next }
+		have && /^  #[0-9]+ +kernel / { n = NF >= 5 ? $5 : "?"; sub(/\+0x[0-9a-f]+$/, "", n); add(n); next }
+		have && /^  #[0-9]+ +user / {
+			add(NF == 5 && $5 !~ /^\[/ ? $5 : ($4 in named) ? named[$4] : "?"); next }
+		have && /^  #[0-9]+ / { add("?"); next }
 		{ flush() }
-		END { flush() }' "$1" | normalize_names
+		END { flush() }' "$1" "$1" | normalize_names
 }
 
 # share_of PIDSTACKS PID NAME EXPECTED - from "<n> <pid> <stack> ..." lines:

@@ -22,6 +22,11 @@
 #   first_chain_ms  the first sample in the program's own frames
 #   first_exact_ms  the first sample whose stack is exactly the expected one
 #   before_exact    samples in the program's frames before that one
+#   first_to_main_ms  the first whose stack is right from the leaf to main
+#                   (the libc start frames above it may be missing: perf
+#                   6.1's DWARF call graphs here often end at
+#                   __libc_start_call_main, the same in every sample of a
+#                   process)
 # and the summary over all processes: p50 and p99 (nearest rank) of both,
 # the processes whose first chain sample was already exact, and those
 # never exact ("inf" in a percentile that falls on one). With ten
@@ -105,7 +110,8 @@ sed -E 's/^T([0-9.]+) (profd: debug: sample .*)$/\2 ktime_stamp=\1/; s/^T[0-9.]+
 profd_debug_stacks "$WORK/profd.debug" >"$WORK/profd.stacks"
 perf_pid_stacks "$WORK/perf.data" >"$WORK/perf.stacks"
 
-# per process and tool: "tool pid name t0_s main_s first_chain_ms first_exact_ms before_exact"
+# per process and tool: "tool pid name exec_to_main_ms first_chain_ms
+# first_exact_ms before_exact first_to_main_ms" (ms from T0; "inf": never)
 awk 'NF == 3 { n = $3; sub(/.*\//, "", n); sub(/^r[0-9]+/, "", n); print $1, $2, n }
      NF == 2 { print $1, "main", $2 }' "$WORK/spawn" >"$WORK/spawn.parsed"
 for tool in profd perf; do
@@ -114,16 +120,22 @@ for tool in profd perf; do
 		k=${name#fe}
 		want=$(expected_stack "$name" "$(exact_depth "$k")")
 		main_ns=$(awk -v p="$pid" '$1 == p && $2 == "main" { print $3; exit }' "$WORK/spawn.parsed")
-		awk -v pid="$pid" -v name="${name}_l" -v want="$want" -v t0="$t0" -v mn="${main_ns:-0}" \
-			-v tool="$tool" -v nm="$name" '
-			$2 == pid && index($3, name) { print $4, ($3 == want) }' "$WORK/$tool.stacks" |
+		# "time exact to_main" per sample in the program's own frames
+		awk -v pid="$pid" -v name="${name}_l" -v want="$want" '
+			BEGIN { m = want; sub(/;__libc_start_call_main.*/, "", m); lm = length(m) }
+			$2 == pid && index($3, name) {
+				print $4, ($3 == want),
+					(substr($3, 1, lm) == m && (length($3) == lm || substr($3, lm + 1, 1) == ";")) }' \
+			"$WORK/$tool.stacks" |
 			sort -g | awk -v tool="$tool" -v pid="$pid" -v nm="$name" -v t0="$t0" -v mn="${main_ns:-0}" '
-			{ if (fc == "") fc = ($1 * 1e9 - t0) / 1e6
-			  if ($2 && fe == "") { fe = ($1 * 1e9 - t0) / 1e6; before = n }
+			function ms(t) { return sprintf("%.1f", (t * 1e9 - t0) / 1e6) }
+			{ if (fc == "") fc = ms($1)
+			  if ($2 && fe == "") { fe = ms($1); before = n }
+			  if ($3 && fm == "") fm = ms($1)
 			  n++ }
-			END { printf "%s %s %s %.3f %s %s %s\n", tool, pid, nm, (mn - t0) / 1e6,
-				fc == "" ? "none" : sprintf("%.1f", fc), fe == "" ? "inf" : sprintf("%.1f", fe),
-				fe == "" ? n + 0 : before }'
+			END { printf "%s %s %s %.1f %s %s %s %s\n", tool, pid, nm, mn ? (mn - t0) / 1e6 : -1,
+				fc == "" ? "none" : fc, fe == "" ? "inf" : fe, fe == "" ? n + 0 : before,
+				fm == "" ? "inf" : fm }'
 	done <"$WORK/spawn.parsed"
 done >"$WORK/procs"
 
@@ -136,6 +148,7 @@ for tool in profd perf; do
 	echo "RESULT first_exact_latency tool=$tool procs=$(awk -v t="$tool" '$1 == t' "$WORK/procs" | wc -l)" \
 		"first_exact_p50_ms=$(pctl 6 "$tool" 50) first_exact_p99_ms=$(pctl 6 "$tool" 99)" \
 		"first_chain_p50_ms=$(pctl 5 "$tool" 50) first_chain_p99_ms=$(pctl 5 "$tool" 99)" \
+		"first_to_main_p50_ms=$(pctl 8 "$tool" 50) first_to_main_p99_ms=$(pctl 8 "$tool" 99)" \
 		"$(awk -v t="$tool" '$1 == t { n++; if ($7 == 0 && $6 != "inf") f++; if ($6 == "inf") nv++
 			if ($7 > mb) mb = $7; b += $7 }
 			END { printf "exact_first_procs=%d never_exact=%d before_exact_mean=%.1f before_exact_max=%d",
