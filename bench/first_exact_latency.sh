@@ -27,7 +27,8 @@
 #                   6.1's DWARF call graphs here often end at
 #                   __libc_start_call_main, the same in every sample of a
 #                   process)
-# and the summary over all processes: p50 and p99 (nearest rank) of both,
+# and the summary over the processes with a sample in their own frames
+# (procs=; the others, never sampled there, are left out): p50 and p99 (nearest rank) of both,
 # the processes whose first chain sample was already exact, and those
 # never exact ("inf" in a percentile that falls on one). With ten
 # CPU-bound processes on few CPUs first_chain_ms is mostly scheduling
@@ -141,15 +142,15 @@ done >"$WORK/procs"
 
 # pctl COL TOOL P - nearest-rank percentile of column COL ("inf" sorts last)
 pctl() {
-	awk -v c="$1" -v t="$2" '$1 == t && $c != "none" { print ($c == "inf" ? 1e18 : $c) }' "$WORK/procs" |
+	awk -v c="$1" -v t="$2" '$1 == t && $5 != "none" { print ($c == "inf" ? 1e18 : $c) }' "$WORK/procs" |
 		percentile "$3" | awk '{ print ($1 >= 1e17 ? "inf" : $1) }'
 }
 for tool in profd perf; do
-	echo "RESULT first_exact_latency tool=$tool procs=$(awk -v t="$tool" '$1 == t' "$WORK/procs" | wc -l)" \
+	echo "RESULT first_exact_latency tool=$tool procs=$(awk -v t="$tool" '$1 == t && $5 != "none"' "$WORK/procs" | wc -l)" \
 		"first_exact_p50_ms=$(pctl 6 "$tool" 50) first_exact_p99_ms=$(pctl 6 "$tool" 99)" \
 		"first_chain_p50_ms=$(pctl 5 "$tool" 50) first_chain_p99_ms=$(pctl 5 "$tool" 99)" \
 		"first_to_main_p50_ms=$(pctl 8 "$tool" 50) first_to_main_p99_ms=$(pctl 8 "$tool" 99)" \
-		"$(awk -v t="$tool" '$1 == t { n++; if ($7 == 0 && $6 != "inf") f++; if ($6 == "inf") nv++
+		"$(awk -v t="$tool" '$1 == t && $5 != "none" { n++; if ($7 == 0 && $6 != "inf") f++; if ($6 == "inf") nv++
 			if ($7 > mb) mb = $7; b += $7 }
 			END { printf "exact_first_procs=%d never_exact=%d before_exact_mean=%.1f before_exact_max=%d",
 				f, nv, n ? b / n : 0, mb }' "$WORK/procs")" \

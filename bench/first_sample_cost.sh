@@ -19,8 +19,10 @@
 #   agent_cpu_ms_per_s   profd's CPU (all threads' schedstat ns) / storm s
 #   records_per_s        sample records (bpf_samples - idle_skipped, from
 #                        /metrics) / s
-#   avg_frames           frames per sample in the run's profiles (pprof
-#                        -traces; inlined frames counted)
+#   avg_frames           frames per sample in three of the storm's 1 s
+#                        profiles (pprof -traces; inlined frames counted;
+#                        every process on the machine, so it moves with
+#                        what else runs)
 #   ringbuf_bytes_per_s_est  records x (8 + 64 + 8 x avg_frames) + the
 #                        exec and exit events (8 + 32 bytes each, two per
 #                        exec) / s: an estimate - profd has no ringbuf byte
@@ -29,7 +31,8 @@
 #                        _records_total) is reported as measured when a
 #                        build has one (metric_NAME_per_s)
 #   maps_reads_per_s, unwind_build_ms_per_s  /metrics deltas / s
-#   execs_per_s, storm_wall_s  what the storm achieved
+#   execs_per_s, storm_wall_s  what the storm achieved (on a loaded
+#                        2-CPU machine it falls well short of CS_RATE)
 # Each figure is the median over the repetitions.
 #
 # Env: CS_RATE (500), CS_SECONDS (8), CS_CHILD_US (1000), CS_REPS (2),
@@ -104,7 +107,8 @@ run_config() {
 	idle=$(mdelta "$WORK/m0" "$WORK/m1" 'profd_events_total{name="idle_skipped"}')
 	maps=$(mdelta "$WORK/m0" "$WORK/m1" profd_maps_reads_total)
 	build=$(mdelta "$WORK/m0" "$WORK/m1" profd_unwind_build_seconds_total)
-	frames=$(avg_frames "$WORK/out.$RUN_N"/cpu-*.pb.gz)
+	# three 1 s profiles from the storm's middle (pprof is slow)
+	frames=$(avg_frames $(ls "$WORK/out.$RUN_N"/cpu-*.pb.gz | sort | tail -n 6 | head -n 3))
 	for name in $(awk '$1 ~ /ringbuf/ && $1 ~ /_(bytes|records)_total/ { print $1 }' "$WORK/m1"); do
 		more="$more metric_$(echo "$name" | tr -c 'a-zA-Z0-9_\n' '_')_per_s=$(awk -v d="$(mdelta "$WORK/m0" "$WORK/m1" "$name")" -v w="$wall" 'BEGIN { printf "%.0f", d / w }')"
 	done
