@@ -16,9 +16,16 @@ set -u
 
 EXACT_SRC=$BENCH_DIR/workloads_dwarf/exact_chain.c
 PROFD_EXTRA_ARGS=${PROFD_EXTRA_ARGS:-}
-# wait_quiet does not wait for our parent (timeout(1), the runner of all
-# three: bench/true_stacks.sh)
-DWARF_IGNORE_PIDS="${DWARF_IGNORE_PIDS:-} $PPID"
+# wait_quiet does not wait for our ancestors (timeout(1), the runner of
+# all three: bench/true_stacks.sh, bench/run-all.sh)
+exact_ancestors() {
+	local p=$PPID
+	while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+		echo "$p"
+		p=$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')
+	done
+}
+DWARF_IGNORE_PIDS="${DWARF_IGNORE_PIDS:-} $(exact_ancestors | tr '\n' ' ')"
 
 # exact_need_tools - the preconditions of the issue 16 benchmarks.
 exact_need_tools() {
