@@ -33,7 +33,7 @@ exact_need_tools() {
 	need_tool perf
 	need_tool awk
 	[ -n "$PPROF" ] && [ -x "$PPROF" ] ||
-		die "pprof not found (build/tools/pprof - copy /work/main/build/tools/ into build/ -, /tmp/pprof, PATH, or PPROF=)"
+		die "Google's pprof not found (looked for build/tools/pprof, /tmp/pprof and pprof in PATH; or set PPROF=/path/to/pprof)"
 }
 
 # exact_depth K - the chain depth of program K (0-10: 2..12).
@@ -133,7 +133,7 @@ profd_debug_stacks() {
 	awk '
 		function flush() { if (have) print 1, pid, (st == "" ? "?" : st), t; have = 0 }
 		function add(n) { st = st == "" ? n : st ";" n }
-		NR == FNR { if ($0 ~ /^  #[0-9]+ +user / && NF == 5 && $5 !~ /^\[/) named[$4] = $5; next }
+		NR == FNR { if ($0 ~ /^  #[0-9]+ +user / && NF == 5 && $4 !~ /^\[/) named[$4] = $5; next }
 		/^profd: debug: sample / { flush(); have = 1; st = ""; t = "?"
 			for (i = 1; i <= NF; i++) {
 				if ($i ~ /^pid=/) { pid = substr($i, 5) }
@@ -142,7 +142,7 @@ profd_debug_stacks() {
 			next }
 		have && /^  #[0-9]+ +kernel / { n = NF >= 5 ? $5 : "?"; sub(/\+0x[0-9a-f]+$/, "", n); add(n); next }
 		have && /^  #[0-9]+ +user / {
-			add(NF == 5 && $5 !~ /^\[/ ? $5 : ($4 in named) ? named[$4] : "?"); next }
+			add($4 ~ /^\[/ ? "?" : NF == 5 ? $5 : ($4 in named) ? named[$4] : "?"); next }
 		have && /^  #[0-9]+ / { add("?"); next }
 		{ flush() }
 		END { flush() }' "$1" "$1" | normalize_names

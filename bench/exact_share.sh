@@ -77,7 +77,8 @@ start_profd_bg "$WORK/profd.log" --sampling-frequency "$HZ" --profile-interval 1
 start_perf_dwarf "$WORK/perf.data" "$HZ"
 sleep 1
 
-# run_phase PHASE - one phase; appends "PHASE PID NAME EXPECTED" to $WORK/progs.
+# run_phase PHASE - one phase; appends "PHASE PID NAME" (NAME: the
+# programs' function prefix) per process to $WORK/progs.
 run_phase() {
 	local phase=$1 k i progs="" name
 	case $phase in

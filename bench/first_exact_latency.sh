@@ -109,7 +109,7 @@ grep -q "^T[0-9.]* profd: debug: sample .* ktime=" "$LOGF" || TIME_SOURCE=reader
 sed -E 's/^T([0-9.]+) (profd: debug: sample .*)$/\2 ktime_stamp=\1/; s/^T[0-9.]+ //' "$LOGF" |
 	awk -v src="$TIME_SOURCE" '
 		/^profd: debug: sample / && src == "reader" {
-			s = $NF; sub(/^ktime_stamp=/, "", s); $NF = "ktime=" int(s * 1e9 + 0.5) }
+			s = $NF; sub(/^ktime_stamp=/, "", s); $NF = "ktime=" sprintf("%.0f", s * 1e9) }
 		{ print }' >"$WORK/profd.debug"
 profd_debug_stacks "$WORK/profd.debug" >"$WORK/profd.stacks"
 perf_pid_stacks "$WORK/perf.data" >"$WORK/perf.stacks"
@@ -134,7 +134,7 @@ for tool in profd perf; do
 			sort -g | awk -v tool="$tool" -v pid="$pid" -v nm="$name" -v t0="$t0" -v mn="${main_ns:-0}" '
 			function ms(t) { return sprintf("%.1f", (t * 1e9 - t0) / 1e6) }
 			{ if (fc == "") fc = ms($1)
-			  if ($2 && fe == "") { fe = ms($1); before = n }
+			  if ($2 && fe == "") { fe = ms($1); before = n + 0 }
 			  if ($3 && fm == "") fm = ms($1)
 			  n++ }
 			END { printf "%s %s %s %.1f %s %s %s %s\n", tool, pid, nm, mn ? (mn - t0) / 1e6 : -1,
