@@ -100,6 +100,7 @@ done
 sleep 1.5
 stop_pid "$PROFD_PID"
 stop_pid "$PERF_PID"
+sleep 0.5	# the perl filter writes profd's last lines
 LOAD_END=$(loadavg1)
 
 log "reading profd's debug blocks and perf.data"
