@@ -17,12 +17,17 @@ const volatile bool cfg_include_idle = false;	/* keep pid 0 samples */
 const volatile __u32 cfg_max_user_frames = 256;	/* --max-stack-depth */
 const volatile bool cfg_dwarf_unwinding = true;	/* !--no-dwarf-unwinding */
 const volatile bool cfg_follow_children = false;	/* add forked children to pid_filter */
+/* user stack bytes a sample without unwind tables carries (--stack-copy-bytes) */
+const volatile __u32 cfg_stack_copy_bytes = 16384;
+/* every sample carries its stack (--check-unwinder) */
+const volatile bool cfg_stack_copy_always = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);	/* resized by the loader */
 } events SEC(".maps");
 
+/* The capture scratch: PROFD_SCRATCH_SLOTS per CPU (under 32 KiB each). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, PROFD_SCRATCH_SLOTS);

@@ -103,6 +103,7 @@ int BPF_PROG(profd_proc_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	proc_event(PROFD_EVENT_PROC_EXIT, p);
+	unwind_proc_exit(pid);
 	if (cfg_follow_children) {
 		/* samples may follow this event: user space deletes it later */
 		__u8 *v = bpf_map_lookup_elem(&pid_filter, &pid);
@@ -116,7 +117,8 @@ int BPF_PROG(profd_proc_exit, struct task_struct *p)
 /*
  * A new process: its ld.so hook calls are dlopens from the start (no
  * start-up to skip, see profd_dl_event), and under `profd exec` a child
- * of a process in the filter joins it, so the whole tree is profiled.
+ * of a process in the filter joins it, so the whole tree is profiled; the
+ * child inherits its parent's unwind ranges (unwind_proc_inherit()).
  * Threads (same tgid) need nothing.
  */
 SEC("tp_btf/sched_process_fork")
@@ -130,14 +132,17 @@ int BPF_PROG(profd_proc_fork, struct task_struct *parent,
 		return 0;	/* a thread */
 	/* a forked child's ld.so is past start-up: its dlopens count (gpu.bpf.h) */
 	bpf_map_update_elem(&dl_events, &pid, &two, BPF_ANY);
-	if (!cfg_follow_children)
-		return 0;
-	if (!bpf_map_lookup_elem(&pid_filter, &ppid)) {
-		/* the PID of an exited child, reused by another process */
-		bpf_map_delete_elem(&pid_filter, &pid);
-		return 0;
+	if (cfg_follow_children) {
+		if (!bpf_map_lookup_elem(&pid_filter, &ppid)) {
+			/* the PID of an exited child, reused by another process */
+			bpf_map_delete_elem(&pid_filter, &pid);
+			return 0;
+		}
+		if (!bpf_map_update_elem(&pid_filter, &pid, &one, BPF_ANY))
+			count(PROFD_CNT_FOLLOWED_CHILDREN);
 	}
-	if (!bpf_map_update_elem(&pid_filter, &pid, &one, BPF_ANY))
-		count(PROFD_CNT_FOLLOWED_CHILDREN);
+	/* the child maps what its parent did: its tables from the start */
+	if (cfg_dwarf_unwinding && pid_wanted(pid))
+		unwind_proc_inherit(ppid, pid);
 	return 0;
 }

@@ -30,6 +30,9 @@
 #define PROFD_MAX_RECORD_SLOTS	(PROFD_MAX_IPS + 2 * PROFD_MAX_INTERP_FRAMES)
 /* Scratch slots: a power of two >= PROFD_MAX_RECORD_SLOTS, so BPF can mask indices. */
 #define PROFD_SCRATCH_IPS	1024
+/* The scratch record area: IPs, then a stack copy and a page of slack. */
+#define PROFD_SCRATCH_WORDS	(PROFD_SCRATCH_IPS + \
+				 (sizeof(struct profd_stack_copy) + PROFD_STACK_COPY_MAX + 4096) / 8)
 /* Frames one frame-pointer program invocation walks before tail-calling itself. */
 #define PROFD_FP_FRAMES_PER_PROG	64
 
@@ -95,8 +98,28 @@ struct profd_sample {
 	__u16 interp_len;	/* runtime frames (two __u64 each) */
 	__u16 runtime;		/* enum profd_runtime_id of those frames; 0: none */
 	char comm[PROFD_TASK_COMM_LEN];	/* thread name (task->comm) */
-	/* followed by __u64 ips[kernel_len + user_len + 2 * interp_len] */
+	__u32 stack_len;	/* bytes of user stack copied (0: none) */
+	__u32 _pad;
+	/*
+	 * followed by __u64 ips[kernel_len + user_len + 2 * interp_len],
+	 * then, when stack_len, struct profd_stack_copy and stack_len bytes
+	 */
 };
+
+/*
+ * The user registers at a sample whose unwind tables were not in BPF yet
+ * (PROFD_SAMPLE_UNWIND_MISSING, or every sample under --check-unwinder),
+ * followed by stack_len bytes of its user stack from sp up: user space
+ * walks them with the same rows once they are loaded (src/unwind/walk.c).
+ */
+struct profd_stack_copy {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+};
+
+/* Most bytes of user stack one sample carries (--stack-copy-bytes). */
+#define PROFD_STACK_COPY_MAX	16384
 
 /*
  * Values in pid_filter: a PID profiled, and one that exited under `profd
@@ -116,6 +139,19 @@ struct profd_proc_event {
 };
 
 /*
+ * The registers a user walk carries from a frame to its caller's (the
+ * steps of unwind_step.h and the FP walker).
+ */
+struct unwind_frame {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 pc_exact;	/* ip is where the CPU was (leaf, signal frame),
+			 * not a return address: look it up as is */
+	__u32 flags;	/* PROFD_SAMPLE_* the steps raised */
+};
+
+/*
  * Per-CPU scratch state of one stack capture. The entry program fills the
  * header and regs, each unwinder in the chain appends frames and tail-calls
  * the next one, and the emit program copies the finished record to the
@@ -124,14 +160,10 @@ struct profd_proc_event {
  */
 struct profd_unwind_state {
 	__u64 owner;		/* the capture holding this slot (scratch_take()) */
-	/* user registers where the user walk resumes */
-	__u64 ip;
-	__u64 sp;
-	__u64 bp;
+	struct unwind_frame f;	/* user registers where the user walk resumes */
+	struct unwind_frame start;	/* the user registers at the sample */
 	__u32 tail_calls;	/* unwinder tail calls taken so far */
 	__u32 max_user_frames;	/* depth limit for this capture */
-	__u32 pc_exact;		/* ip is where the CPU was (leaf, signal frame),
-				 * not a return address: look it up as is */
 	__u32 native_tail_calls;/* self tail calls the native walkers may take
 				 * (less when a runtime walker follows) */
 	/* runtime walk: set by capture_stack() when runtime_procs has the pid */
@@ -140,8 +172,8 @@ struct profd_unwind_state {
 	__u64 rt_cursor;	/* the walker's position (0: walk not started) */
 	__u64 rt_state[PROFD_RUNTIME_STATE_SIZE / 8];	/* runtime_procs state */
 	__u8 rt_buf[PROFD_RUNTIME_BUF + 8];	/* the walker's memory reads */
-	struct profd_sample sample;	/* 64 bytes: ips[] follows directly */
-	__u64 ips[PROFD_SCRATCH_IPS];
+	struct profd_sample sample;	/* ips[] follows directly */
+	__u64 ips[PROFD_SCRATCH_WORDS];
 };
 
 /*
@@ -201,6 +233,11 @@ enum profd_counter {
 					 * CPU's scratch */
 	PROFD_CNT_SCRATCH_LOST,		/* capture dropped: its scratch was taken over
 					 * while it was preempted */
+	PROFD_CNT_DWARF_UNFOLLOWABLE,	/* CFI rule we cannot follow in code that keeps
+					 * no frame pointer: walk cut, truncated */
+	PROFD_CNT_STACK_COPIES,		/* samples that carried a stack copy (not a loss) */
+	PROFD_CNT_STACK_COPY_FAULT,	/* stack copy wanted but its first page
+					 * was unreadable: none carried */
 	PROFD_CNT_RUNTIME_FIRST,	/* then PROFD_RUNTIME_COUNTERS per runtime */
 	PROFD_CNT_MAX = PROFD_CNT_RUNTIME_FIRST +
 			PROFD_RUNTIME_COUNT * PROFD_RUNTIME_COUNTERS,

@@ -65,10 +65,13 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 	st->sample.user_len = 0;
 	st->sample.interp_len = 0;
 	st->sample.runtime = 0;
+	st->sample.stack_len = 0;
 	bpf_get_current_comm(st->sample.comm, sizeof(st->sample.comm));
 	st->tail_calls = 0;
 	st->native_tail_calls = PROFD_DWARF_MAX_TAIL_CALLS;
-	st->pc_exact = 1;
+	st->f.pc_exact = 1;
+	st->f.flags = 0;
+	st->start.sp = 0;
 	st->max_user_frames = cfg_max_user_frames;
 	if (st->max_user_frames > PROFD_MAX_USER_FRAMES)
 		st->max_user_frames = PROFD_MAX_USER_FRAMES;
@@ -99,9 +102,10 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 	}
 	/* The user registers saved at kernel entry (interrupt or syscall). */
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	st->ip = BPF_CORE_READ(regs, ip);
-	st->sp = BPF_CORE_READ(regs, sp);
-	st->bp = BPF_CORE_READ(regs, bp);
+	st->f.ip = BPF_CORE_READ(regs, ip);
+	st->f.sp = BPF_CORE_READ(regs, sp);
+	st->f.bp = BPF_CORE_READ(regs, bp);
+	st->start = st->f;
 
 	/* a runtime's walker follows the native walk: 33 tail calls in all */
 	runtime_begin(st, pid, PROFD_DWARF_MAX_TAIL_CALLS);
@@ -147,19 +151,19 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 			done = true;
 			break;
 		}
-		put_ip(st, idx, st->ip);
+		put_ip(st, idx, st->f.ip);
 		n++;
-		if (!st->bp) {
+		if (!st->f.bp) {
 			done = true;
 			break;
 		}
-		if (bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp)) {
+		if (bpf_probe_read_user(frame, sizeof(frame), (void *)st->f.bp)) {
 			st->sample.flags |= PROFD_SAMPLE_USER_ERROR;
 			count(PROFD_CNT_USER_READ_ERR);
 			done = true;
 			break;
 		}
-		if (!frame[1] || (frame[0] && frame[0] <= st->bp)) {
+		if (!frame[1] || (frame[0] && frame[0] <= st->f.bp)) {
 			/* bottom reached: keep the last return address */
 			idx = base + n;
 			if (frame[1] && n < st->max_user_frames &&
@@ -170,9 +174,9 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 			done = true;
 			break;
 		}
-		st->ip = frame[1];
-		st->sp = st->bp + 16;
-		st->bp = frame[0];
+		st->f.ip = frame[1];
+		st->f.sp = st->f.bp + 16;
+		st->f.bp = frame[0];
 	}
 	st->sample.user_len = n;
 	if (!done && st->tail_calls < PROFD_FP_MAX_TAIL_CALLS &&
@@ -181,6 +185,54 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 		bpf_tail_call(ctx, progs, PROFD_PROG_UNWIND_FP);
 	}
 	return runtime_dispatch(ctx, progs, st);
+}
+
+/*
+ * copy_stack - append the sample's user registers (struct
+ * profd_stack_copy) and up to cfg_stack_copy_bytes of its user stack from
+ * sp up to the record in scratch, after its @nips IPs, page by page: a
+ * fault (the top of a thread's stack) ends the copy. A main thread's copy
+ * ends a little above mm->start_stack (argc: nothing of the walk lies
+ * higher). Sets sample.stack_len; returns the bytes added to the record.
+ */
+static __always_inline __u64 copy_stack(struct profd_unwind_state *st, __u64 nips)
+{
+	__u64 sp = st->start.sp, len = cfg_stack_copy_bytes, got = 0, top, want;
+	struct task_struct *task;
+	__u8 *dst;
+
+	if (st->sample.tid == st->sample.pid) {
+		task = bpf_get_current_task_btf();
+		top = BPF_CORE_READ(task, mm, start_stack);
+		if (top > sp && top - sp + 64 < len)
+			len = (top - sp + 64 + 7) & ~7ULL;
+	}
+	if (len > PROFD_STACK_COPY_MAX)
+		len = PROFD_STACK_COPY_MAX;
+	if (nips > PROFD_MAX_RECORD_SLOTS)
+		return 0;
+	st->ips[nips] = st->start.ip;
+	st->ips[nips + 1] = st->start.sp;
+	st->ips[nips + 2] = st->start.bp;
+	dst = (__u8 *)&st->ips[nips + 3];
+	for (int i = 0; i < PROFD_STACK_COPY_MAX / 4096 + 1; i++) {
+		want = 4096 - ((sp + got) & 4095);
+		if (want > len - got)
+			want = len - got;
+		if (!want || got > PROFD_STACK_COPY_MAX || want > 4096)
+			break;
+		barrier_var(got);
+		if (bpf_probe_read_user(dst + got, want, (void *)(sp + got)))
+			break;
+		got += want;
+	}
+	if (!got) {
+		count(PROFD_CNT_STACK_COPY_FAULT);
+		return 0;
+	}
+	count(PROFD_CNT_STACK_COPIES);
+	st->sample.stack_len = got;
+	return sizeof(struct profd_stack_copy) + got;
 }
 
 /* Pending bytes above which every record wakes the reader. */
@@ -218,6 +270,10 @@ static __always_inline int emit_sample(__u32 slot)
 	if (nips > PROFD_MAX_RECORD_SLOTS)
 		nips = PROFD_MAX_RECORD_SLOTS;
 	size = sizeof(struct profd_sample) + nips * sizeof(__u64);
+	if (cfg_stack_copy_bytes && st->start.sp &&
+	    !(st->sample.flags & PROFD_SAMPLE_NO_USER) &&
+	    (cfg_stack_copy_always || (st->sample.flags & PROFD_SAMPLE_UNWIND_MISSING)))
+		size += copy_stack(st, nips);
 	/*
 	 * Forced: the adaptive wakeup (flags 0) only fires when the reader has
 	 * consumed everything before this record, which NO_WAKEUP records

@@ -94,10 +94,17 @@ struct unwind_mapping {
 	__u32 _pad;
 };
 
+/*
+ * The entry is a forked child's copy of its parent's, made by BPF at the
+ * fork (the child maps what the parent did): deleted by BPF at its exit
+ * unless user space wrote the child's own entry meanwhile (flags 0).
+ */
+#define UNWIND_PROC_INHERITED	1u
+
 /* Value of `unwind_procs` (key: tgid): the process's ranges, sorted by start. */
 struct unwind_proc {
 	__u32 nmappings;
-	__u32 _pad;
+	__u32 flags;		/* UNWIND_PROC_* */
 	/*
 	 * CLOCK_MONOTONIC ns the maps were read at: an entry read before the
 	 * process's last exec (exec_times) describes the old image and is

@@ -95,6 +95,12 @@ struct agent {
 	bool objects_stuck;		/* its worker could not be stopped: leave what it uses */
 	struct runtimes *rts;		/* language runtimes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
+	struct unwind_walker *walker;	/* stack copies' walker; NULL: none */
+	uint64_t *walk_ips;		/* reader scratch: a walked copy's record */
+	struct held_sample *held_head, *held_tail;	/* reader: samples waiting
+					 * for their unwind tables (stack_copy.c) */
+	size_t held_bytes;
+	struct callsite_cache *callsites;	/* reader only: return-address verdicts */
 	uint64_t launch_ips[MERGED_USER_MAX];	/* reader scratch: trimmed launch stack */
 	struct kallsyms *ksyms;
 	char kernel_build_id[128];
@@ -249,6 +255,59 @@ void *agent_reader_main(void *arg);
  * (polling goes on). Reader thread, or setup's drain before it starts.
  */
 int agent_on_event(void *ctx, const void *data, size_t size);
+
+/*
+ * agent_sample_process - the process side of sample @s (user IPs at
+ * @ips + s->kernel_len): look up (or read) its process, open every user
+ * frame's object while it lives, ask for its maps again when BPF had no
+ * unwind info (PROFD_SAMPLE_UNWIND_MISSING). Returns the process or NULL.
+ * Reader thread.
+ */
+struct process *agent_sample_process(struct agent *ag, const struct profd_sample *s,
+				     const uint64_t *ips, uint64_t now);
+
+/*
+ * agent_handle_sample - the record path of one CPU or probe sample @s with
+ * its IPs (kernel, user, runtime frames) at @ips: agent_sample_process(),
+ * the runtime merge, then the aggregation of its interval or the GPU
+ * correlation. Reader thread.
+ */
+void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
+			 const uint64_t *ips, uint64_t now);
+
+/* stack_copy.c: samples that carry their user stack (reader thread) */
+
+/*
+ * agent_stack_copies_init - the walker of stack copies, when DWARF
+ * unwinding and --stack-copy-bytes are on. 0 or -ENOMEM. Setup.
+ */
+int agent_stack_copies_init(struct agent *ag);
+
+/* agent_stack_copies_free - drop held samples, free the walker. */
+void agent_stack_copies_free(struct agent *ag);
+
+/*
+ * agent_stack_copy_take - sample record @s (@size bytes, checked up to
+ * its runtime frames) carries a stack copy: one without unwind tables in
+ * BPF is held (its process read now, its maps asked for) and true
+ * returned; under --check-unwinder one that BPF walked is walked again
+ * from the copy and compared (counted), and false returned: the caller
+ * handles the record as BPF walked it, as it does one without a copy or
+ * with a malformed one.
+ */
+bool agent_stack_copy_take(struct agent *ag, const struct profd_sample *s, size_t size,
+			   uint64_t now);
+
+/*
+ * agent_stack_copies_poll - walk the held samples whose tables are loaded
+ * now and hand them down the record path; those held HOLD_MAX_NS, or all
+ * when @all, go as BPF walked them (counted stack_copy_unwalked) unless
+ * they can be walked.
+ */
+void agent_stack_copies_poll(struct agent *ag, uint64_t now, bool all);
+
+/* agent_stack_copies_pending_before - a held sample was taken before @ktime_ns. */
+bool agent_stack_copies_pending_before(const struct agent *ag, uint64_t ktime_ns);
 
 /*
  * agent_defer_workers - hold back (@on) or let go the object and unwind

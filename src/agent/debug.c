@@ -63,12 +63,14 @@ static const char *runtime_name(const struct profd_sample *s)
 }
 
 /* The flags that are not the unwinder's name, comma-separated. */
-static void flags_str(const struct profd_sample *s, char *buf, size_t len)
+static void flags_str(const struct profd_sample *s, bool cut, char *buf, size_t len)
 {
 	uint32_t flags = s->flags;
 	size_t n = 0;
 
 	buf[0] = '\0';
+	if (cut)	/* ends in [truncated], as the walk's own cut does */
+		n += snprintf(buf, len, "unverified_caller");
 	for (size_t i = 0; i < sizeof(flag_names) / sizeof(flag_names[0]); i++) {
 		bool interp = flag_names[i].bit & (PROFD_SAMPLE_INTERP_TRUNCATED |
 						   PROFD_SAMPLE_INTERP_ERROR);
@@ -166,14 +168,14 @@ static void user_frame(struct agent *ag, FILE *f, uint32_t i, uint64_t raw,
 
 void agent_debug_sample(struct agent *ag, const struct profd_sample *s,
 			const uint64_t *ips, uint32_t nuser,
-			struct proc_snapshot *snap)
+			struct proc_snapshot *snap, bool cut)
 {
 	char comm[PROFD_TASK_COMM_LEN + 1], flags[256], unwinder[64];
 	uint32_t nk = s->kernel_len;
 
 	memcpy(comm, s->comm, PROFD_TASK_COMM_LEN);
 	comm[PROFD_TASK_COMM_LEN] = '\0';
-	flags_str(s, flags, sizeof(flags));
+	flags_str(s, cut, flags, sizeof(flags));
 	unwinder_str(s, unwinder, sizeof(unwinder));
 	flockfile(stderr);
 	fprintf(stderr, "profd: debug: sample pid=%u tid=%u comm=%s cpu=%u "

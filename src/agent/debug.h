@@ -27,10 +27,12 @@ bool agent_debug_wanted(const struct agent *ag, pid_t pid);
  * merge): index, kernel/user/RUNTIME, address, and the kernel symbol, the
  * mapping path + file offset in @snap (may be NULL) and the symbol when
  * its ELF file is open already (takes ag->sym_lock), or the runtime's frame.
+ * @cut: the stack was cut at an unverified caller (unwind/callsite.h):
+ * flags show "unverified_caller" and @nuser is what was kept.
  * Nothing is allocated; stdio errors are ignored.
  */
 void agent_debug_sample(struct agent *ag, const struct profd_sample *s,
 			const uint64_t *ips, uint32_t nuser,
-			struct proc_snapshot *snap);
+			struct proc_snapshot *snap, bool cut);
 
 #endif /* PROFD_AGENT_DEBUG_H */

@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent_internal.h"
 #include "agent/debug.h"
@@ -36,6 +37,7 @@
 #include "runtime/runtime.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
+#include "unwind/callsite.h"
 #include "util/clock.h"
 
 /* The reader's own counters: records and samples it could not use. */
@@ -58,6 +60,10 @@ COUNTER_DEFINE(exited_unidentified, COUNTER_LOST,
 #define READER_POLL_SLOW_MS 100	/* otherwise, and while probabilistic profiling is off */
 #define READER_BATCH 4096	/* records per poll before the loop runs again */
 #define READER_DRAIN_NS (500ULL * 1000 * 1000)	/* the last drain, at most */
+/* The last wait for held samples' unwind tables, at most. */
+#define READER_HELD_DRAIN_NS (300ULL * 1000 * 1000)
+/* The poll timeout while samples wait for their tables (ms). */
+#define HELD_POLL_MS 5
 
 /*
  * Leading user frames of a launch stack that are the profiler's own (the
@@ -87,17 +93,14 @@ static uint16_t trim_profiler_frames(const struct proc_snapshot *snap,
 	return i < nuser ? i : 0;
 }
 
-static void handle_sample(struct agent *ag, const struct profd_sample *s,
-			  const uint64_t *ips, uint64_t now)
+struct process *agent_sample_process(struct agent *ag, const struct profd_sample *s,
+				     const uint64_t *ips, uint64_t now)
 {
 	struct proc_snapshot *snap;
 	/* the leader's comm is the process's name: no /proc read for it */
 	struct process *p = process_get(ag->procs, s->pid, now,
 					s->flags & PROFD_SAMPLE_EXITING,
 					s->tid == s->pid ? s->comm : NULL);
-	struct aggregate *table;
-	const char *comm;
-	uint32_t nuser;
 
 	if (p) {
 		uint64_t read_at = p->refreshed_ns;
@@ -127,6 +130,20 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 			unwind_async_touch(ag->unwind, s->pid, now);
 		}
 	}
+	return p;
+}
+
+void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
+			 const uint64_t *ips, uint64_t now)
+{
+	struct process *p = agent_sample_process(ag, s, ips, now);
+	struct proc_snapshot *snap;
+	struct aggregate *table;
+	const char *comm;
+	uint32_t nuser, verified;
+	uint32_t flags = s->flags;
+	bool cut = false;
+
 	snap = p ? p->snap : NULL;
 	if (p && p->exited && (s->flags & PROFD_SAMPLE_EXITING) &&
 	    !(s->flags & PROFD_SAMPLE_NO_USER) &&
@@ -171,6 +188,13 @@ static void handle_sample(struct agent *ag, const struct profd_sample *s,
 	}
 	ips = ag->merged;
 add:
+	/* a caller not after a call instruction ends the stack (callsite.h) */
+	verified = callsite_verify(ag->callsites, snap, ips + s->kernel_len, nuser);
+	if (verified < nuser) {
+		nuser = verified;
+		flags |= PROFD_SAMPLE_USER_TRUNCATED;
+		cut = true;
+	}
 	if (s->origin == PROFD_ORIGIN_PROBE) {
 		/* a GPU launch: its stack waits for the kernels it launched */
 		pthread_mutex_unlock(&ag->agg_lock);
@@ -181,7 +205,7 @@ add:
 			struct gpu_launch_info l = {
 				.pid = s->pid, .tid = s->tid, .comm = comm,
 				.thread_name = s->comm, .snap = snap,
-				.flags = s->flags & PROFD_SAMPLE_USER_TRUNCATED,
+				.flags = flags & PROFD_SAMPLE_USER_TRUNCATED,
 				.correlation_id = s->cookie, .ips = ips + trim,
 				.nkernel = s->kernel_len, .nuser = nuser - trim,
 			};
@@ -208,13 +232,13 @@ add:
 	table = agent_sample_table(ag, s->ktime_ns);
 	/* only flags the profile shows are part of a stack's identity */
 	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
-				   s->flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
+				   flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
 				   s->kernel_len, nuser))
 		counter_inc(&counter_aggregation_full);
 	pthread_mutex_unlock(&ag->agg_lock);
 
 	if (agent_debug_wanted(ag, s->pid))
-		agent_debug_sample(ag, s, ips, nuser, snap);
+		agent_debug_sample(ag, s, ips, nuser, snap, cut);
 }
 
 /*
@@ -285,7 +309,9 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 		    s->user_len > PROFD_MAX_USER_FRAMES ||
 		    s->interp_len > PROFD_MAX_INTERP_FRAMES)
 			goto malformed;
-		handle_sample(ag, s, (const uint64_t *)(s + 1), now);
+		if (agent_stack_copy_take(ag, s, size, now))
+			return 0;	/* held until its tables are loaded */
+		agent_handle_sample(ag, s, (const uint64_t *)(s + 1), now);
 		return 0;
 	}
 	case PROFD_EVENT_PROC_EXEC:
@@ -504,7 +530,8 @@ void *agent_reader_main(void *arg)
 		uint64_t now;
 
 		ag->batch_records = 0;
-		n = tracer_poll(ag->tracer, soon ? READER_POLL_MS : READER_POLL_SLOW_MS);
+		n = tracer_poll(ag->tracer, ag->held_head ? HELD_POLL_MS :
+				    soon ? READER_POLL_MS : READER_POLL_SLOW_MS);
 
 		agent_defer_workers(ag, false, 0);
 		if (n < 0) {
@@ -530,9 +557,16 @@ void *agent_reader_main(void *arg)
 				runtimes_reap_tick(ag);
 			agent_memory_tick(now);	/* give back what exited processes freed */
 		}
+		if (ag->held_head)
+			agent_stack_copies_poll(ag, now, false);
 		agent_publish_stats(ag);
-		/* every record committed before @sync was consumed above */
-		__atomic_store_n(&ag->reader_sync_done, sync, __ATOMIC_RELEASE);
+		/*
+		 * every record committed before @sync was consumed above, and
+		 * the interval that ends gets its held samples first
+		 */
+		if (!agent_stack_copies_pending_before(ag, __atomic_load_n(
+				&ag->next_start_mono, __ATOMIC_ACQUIRE)))
+			__atomic_store_n(&ag->reader_sync_done, sync, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&ag->reader_exited, 1, __ATOMIC_RELEASE);
 	/*
@@ -545,6 +579,11 @@ void *agent_reader_main(void *arg)
 			break;
 	}
 	agent_defer_workers(ag, false, 0);
+	/* held samples: their tables may be a build away */
+	for (uint64_t t0 = clock_mono_ns(); ag->held_head &&
+	     clock_mono_ns() - t0 < READER_HELD_DRAIN_NS; usleep(5000))
+		agent_stack_copies_poll(ag, clock_mono_ns(), false);
+	agent_stack_copies_poll(ag, clock_mono_ns(), true);
 	if (ag->gpu)
 		gpu_finish(ag->gpu);	/* nothing more will join: count the rest */
 	agent_publish_stats(ag);

@@ -42,8 +42,16 @@
 #include "tracer/preflight.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
+#include "unwind/callsite.h"
 #include "unwind/loader.h"
 #include "util/clock.h"
+
+/*
+ * Return-address verdicts the reader keeps (32 bytes each: 512 KiB): far
+ * more distinct call sites than hot stacks hold; past it, evictions are
+ * counted (stat.unwind_callsite_evictions) and the sites read again.
+ */
+#define CALLSITE_CACHE_SLOTS 16384
 
 /*
  * The injection library profd attaches to at start: --inject-library, or
@@ -282,6 +290,8 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 		.gpu_ringbuf_bytes = cfg->gpu ? 8u << 20 : 4096,
 		.verbose = cfg->verbose,
 		.dwarf_unwinding = cfg->dwarf_unwinding,
+		.stack_copy_bytes = cfg->stack_copy_bytes,
+		.stack_copy_always = cfg->check_unwinder && cfg->stack_copy_bytes,
 		.max_processes = cfg->max_processes,
 		.verifier_log_level = cfg->bpf_verifier_log_level,
 		.start_disabled = !ag->sampling_on,
@@ -382,11 +392,16 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 			return -1;
 		}
 	}
+	ag->callsites = callsite_cache_new(CALLSITE_CACHE_SLOTS);
+	if (!ag->callsites) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
 	if (cfg->dwarf_unwinding) {
-		int shards_fd, procs_fd;
+		int shards_fd, procs_fd, exec_fd;
 		struct unwind_loader *l;
 
-		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd);
+		tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd, &exec_fd);
 		l = unwind_loader_new(shards_fd, procs_fd, unwind_mib << 20);
 		ag->unwind = l ? unwind_async_new(l) : NULL;
 		if (!ag->unwind) {
@@ -394,6 +409,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 			fprintf(stderr, "profd: error: out of memory\n");
 			return -1;
 		}
+	}
+	if (agent_stack_copies_init(ag)) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
 	}
 	if (ag->unwind || ag->rts)
 		agent_listen_processes(ag);
@@ -413,6 +432,7 @@ void agent_teardown(struct agent *ag)
 	/* before the BPF maps it writes are closed; one stuck in a read is left */
 	if (!ag->objects_stuck)
 		unwind_async_free(ag->unwind, UNWIND_STOP_WAIT_NS);
+	agent_stack_copies_free(ag);	/* its shards mapped: before the maps go */
 	tracer_close(ag->tracer);
 	if (!ag->objects_stuck)
 		runtimes_free(ag->rts);
@@ -420,6 +440,7 @@ void agent_teardown(struct agent *ag)
 	sinks_close(&ag->sinks);	/* before the exporter the OTLP sink uses */
 	agent_export_free(ag->exp);
 	free(ag->merged);
+	callsite_cache_free(ag->callsites);
 	free(ag->counter_prev);
 	ag->counter_prev = NULL;
 	aggregate_free(ag->cur);

@@ -29,6 +29,8 @@ struct agent_config {
 	unsigned int max_stack_depth;	/* --max-stack-depth, user frames */
 	bool check_kernel_version;	/* !--no-kernel-version-check */
 	bool dwarf_unwinding;		/* !--no-dwarf-unwinding */
+	unsigned int stack_copy_bytes;	/* --stack-copy-bytes */
+	bool check_unwinder;		/* --check-unwinder */
 	bool python_unwinding;		/* !--no-python-unwinding */
 	unsigned int unwind_memory_mib;	/* --unwind-memory-limit: shard memory cap */
 	unsigned int symbol_cache_mib;	/* --symbol-cache-limit: symbolizer heap budget */

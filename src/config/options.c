@@ -59,6 +59,13 @@ static const struct option_def table[] = {
 	  "Do not refuse kernels older than 5.15" },
 	{ "no-dwarf-unwinding", OPT_NO_DWARF, NULL, OPTION_FLAG, true, 2,
 	  "Walk user stacks with frame pointers only (no .eh_frame tables)" },
+	{ "stack-copy-bytes", OPT_STACK_COPY, "BYTES", OPTION_VALUE, true, 2,
+	  "User stack a sample carries when its process's unwind tables are not "
+	  "loaded yet, walked once they are: 0-16384 (default 16384; 0: such "
+	  "samples keep a frame-pointer walk, checked)" },
+	{ "check-unwinder", OPT_CHECK_UNWINDER, NULL, OPTION_FLAG, true, 3,
+	  "Diagnostic: every sample carries its stack, and user space walks it "
+	  "too and compares (counters unwinder_check_match / _mismatch)" },
 	{ "no-python-unwinding", OPT_NO_PYTHON, NULL, OPTION_FLAG, true, 2,
 	  "Show CPython processes' native frames only (no Python functions)" },
 	{ "bpf-map-scale-factor", OPT_MAP_SCALE, "N", OPTION_VALUE, true, 2,
@@ -163,6 +170,7 @@ void options_init(struct options *o)
 		.max_stack_depth = 256,
 		.check_kernel_version = true,
 		.dwarf_unwinding = true,
+		.stack_copy_bytes = 16384,
 		.python_unwinding = true,
 		.unwind_memory_mib = 64,
 		.symbol_cache_mib = 32,
@@ -622,6 +630,16 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 		break;
 	case OPT_NO_DWARF:
 		c->dwarf_unwinding = !b;
+		break;
+	case OPT_STACK_COPY:
+		v = parse_uint(value, 0, PROFD_STACK_COPY_MAX);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 0-%d, got '%s'",
+				    PROFD_STACK_COPY_MAX, value);
+		c->stack_copy_bytes = v;
+		break;
+	case OPT_CHECK_UNWINDER:
+		c->check_unwinder = b;
 		break;
 	case OPT_NO_PYTHON:
 		c->python_unwinding = !b;

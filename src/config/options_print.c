@@ -144,6 +144,11 @@ static void emit_value(struct emitter *em, const struct options *o,
 		return emit_scalar(em, c->check_kernel_version ? "false" : "true", true);
 	case OPT_NO_DWARF:
 		return emit_scalar(em, c->dwarf_unwinding ? "false" : "true", true);
+	case OPT_STACK_COPY:
+		snprintf(buf, sizeof(buf), "%u", c->stack_copy_bytes);
+		break;
+	case OPT_CHECK_UNWINDER:
+		return emit_scalar(em, c->check_unwinder ? "true" : "false", true);
 	case OPT_NO_PYTHON:
 		return emit_scalar(em, c->python_unwinding ? "false" : "true", true);
 	case OPT_MAP_SCALE:

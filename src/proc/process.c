@@ -482,6 +482,10 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	char *exe;
 	int ret;
 
+	if (p->stale)
+		p->refreshes = 0;	/* a new image maps its libraries anew */
+	else if (p->snap)
+		p->refreshes++;
 	p->refreshed_ns = now;
 	p->stale = false;
 	if (!s)
@@ -533,6 +537,7 @@ static void reset(struct process *p)
 	p->released = false;
 	p->gone = false;
 	p->stale = false;
+	p->refreshes = 0;
 	p->comm[0] = '\0';
 }
 
@@ -698,13 +703,20 @@ static void note_sampled(struct process_table *pt, struct proc_snapshot *s,
 	queue_job(pt, JOB_RELOAD, s, idx, 0, NULL);
 }
 
+/* The least time between two maps reads of @p (see PROCESS_QUICK_REFRESHES). */
+static uint64_t refresh_gap(const struct process *p)
+{
+	return p->refreshes < PROCESS_QUICK_REFRESHES ? PROCESS_QUICK_REFRESH_NS :
+							 PROCESS_REFRESH_MIN_NS;
+}
+
 int process_find_mapping(struct process_table *pt, struct process *p,
 			 uint64_t addr, uint64_t now)
 {
 	int idx = p->stale ? -1 : lookup(p->snap, addr);
 
 	if (idx < 0 && !p->gone && !p->exited &&
-	    (p->stale || !p->snap || now - p->refreshed_ns >= PROCESS_REFRESH_MIN_NS)) {
+	    (p->stale || !p->snap || now - p->refreshed_ns >= refresh_gap(p))) {
 		refresh(pt, p, now);
 		idx = lookup(p->snap, addr);
 	}
@@ -719,8 +731,8 @@ void process_request_unwind(struct process_table *pt, struct process *p,
 			    uint64_t now)
 {
 	if (!p->snap || !pt->listener.maps_read || p->exited || p->gone ||
-	    now - p->refreshed_ns < PROCESS_REFRESH_MIN_NS ||
-	    now - p->unwind_requested_ns < PROCESS_REFRESH_MIN_NS)
+	    now - p->refreshed_ns < refresh_gap(p) ||
+	    now - p->unwind_requested_ns < refresh_gap(p))
 		return;
 	p->unwind_requested_ns = now;
 	/*

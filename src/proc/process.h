@@ -6,7 +6,8 @@
  * objects behind them, the process's metadata, exit status) and the
  * policy of when mappings are re-read: on first sight, after exec, and
  * when a sampled address lies outside every known mapping (at most once
- * per PROCESS_REFRESH_MIN_NS). The metadata (cgroup, container id,
+ * per PROCESS_REFRESH_MIN_NS; a process's first PROCESS_QUICK_REFRESHES
+ * re-reads, while ld.so maps its libraries, after PROCESS_QUICK_REFRESH_NS). The metadata (cgroup, container id,
  * executable and its build ID) is read with every maps read, so a
  * process moved to another cgroup shows it from its next re-read on.
  * With a file gate set (process_table_set_gate), every executable
@@ -42,6 +43,13 @@
 
 #define PROCESS_COMM_LEN 16
 #define PROCESS_REFRESH_MIN_NS (250ULL * 1000 * 1000)
+/*
+ * A new process maps its libraries in its first milliseconds: a read
+ * taken then lacks them, and one that waited 250 ms would come after a
+ * short-lived process (20-60 ms) is gone. Its first re-reads come sooner.
+ */
+#define PROCESS_QUICK_REFRESHES 4
+#define PROCESS_QUICK_REFRESH_NS (5ULL * 1000 * 1000)
 #define PROC_BUILD_ID_LEN 129		/* hex of the longest build ID + NUL */
 
 /*
@@ -85,6 +93,7 @@ struct process {
 	struct proc_snapshot *snap;	/* NULL until read; never NULL after a read succeeded */
 	uint64_t refreshed_ns;		/* CLOCK_MONOTONIC of the last read */
 	uint64_t unwind_requested_ns;	/* last process_request_unwind() served */
+	uint32_t refreshes;		/* maps re-reads since the first (or exec) */
 	bool stale;			/* exec seen: re-read at the next sample */
 	bool exited;			/* exit seen: reaped after the next flush */
 	uint64_t exited_ns;		/* CLOCK_MONOTONIC the exit was seen */

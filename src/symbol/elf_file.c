@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "symbol/elf_file.h"
@@ -375,6 +376,24 @@ struct elf_file *elf_file_open(const char *path, int *err)
 		return NULL;
 	}
 	return elf_file_open_fd(fd, err);
+}
+
+/* elf_file_read - see elf_file.h. */
+ssize_t elf_file_read(const struct elf_file *f, uint64_t off, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (f->fd < 0) {
+		if (!f->mem || off >= f->memsz)
+			return f->mem ? 0 : -EBADF;
+		n = (ssize_t)(len < f->memsz - off ? len : f->memsz - off);
+		memcpy(buf, (const char *)f->mem + off, (size_t)n);
+		return n;
+	}
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	n = preadv2(f->fd, &iov, 1, (off_t)off, RWF_NOWAIT);
+	return n < 0 ? -errno : n;
 }
 
 /* elf_file_free - see elf_file.h. */

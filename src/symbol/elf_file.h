@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 struct elf_file;
 
@@ -46,6 +47,17 @@ struct elf_file *elf_file_open_mem(const void *image, size_t len, int *err);
  * in-memory image, the segment list. NULL is 0.
  */
 size_t elf_file_bytes(const struct elf_file *f);
+
+/*
+ * elf_file_read - read up to @len bytes at file offset @off of the object's
+ * own file (or in-memory image) into @buf, from the descriptor it holds
+ * (a deleted or replaced file still reads as it was mapped), without
+ * waiting for storage (preadv2 RWF_NOWAIT): bytes not in the page cache
+ * are -EAGAIN, never a blocked thread (a hung mount). Returns the bytes
+ * read (fewer at the end of the file), or -errno (-EOPNOTSUPP: a file
+ * system that cannot read without waiting).
+ */
+ssize_t elf_file_read(const struct elf_file *f, uint64_t off, void *buf, size_t len);
 
 /* elf_file_free - close and free. NULL is fine. */
 void elf_file_free(struct elf_file *f);

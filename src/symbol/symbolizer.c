@@ -601,6 +601,15 @@ void sym_object_put(struct sym_object *o)
 		sym_object_destroy(o);
 }
 
+/* sym_object_read - see symbolizer.h. */
+ssize_t sym_object_read(const struct sym_object *o, uint64_t file_offset,
+			void *buf, size_t len)
+{
+	if (!o || o->err || !o->ef)
+		return -EBADF;
+	return elf_file_read(o->ef, file_offset, buf, len);
+}
+
 /* sym_object_build_id - see symbolizer.h. Owned by @o. */
 const char *sym_object_build_id(const struct sym_object *o)
 {

@@ -138,6 +138,18 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 struct sym_object *sym_object_get(struct sym_object *o);
 void sym_object_put(struct sym_object *o);
 
+/*
+ * sym_object_read - read up to @len bytes at @file_offset (runtime
+ * address - mapping start + mapping offset) of @o's file, or of the vDSO
+ * image, into @buf, from the descriptor @o holds (no path is opened; a
+ * deleted file reads as mapped), never waiting for storage (see
+ * elf_file_read(): -EAGAIN when the bytes are not in the page cache).
+ * Safe without the lock while a reference is held. Returns the bytes
+ * read, or -errno (-EBADF: no file).
+ */
+ssize_t sym_object_read(const struct sym_object *o, uint64_t file_offset,
+			void *buf, size_t len);
+
 /* sym_object_build_id - lowercase hex GNU build ID, "" if none. */
 const char *sym_object_build_id(const struct sym_object *o);
 

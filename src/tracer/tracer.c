@@ -94,6 +94,8 @@ static void configure(struct profd_bpf *skel, const struct tracer_opts *o)
 	skel->rodata->cfg_max_user_frames = o->max_stack_depth;
 	skel->rodata->cfg_dwarf_unwinding = o->dwarf_unwinding;
 	skel->rodata->cfg_follow_children = o->follow_children;
+	skel->rodata->cfg_stack_copy_bytes = o->dwarf_unwinding ? o->stack_copy_bytes : 0;
+	skel->rodata->cfg_stack_copy_always = o->stack_copy_always;
 	if (o->npids)
 		bpf_map__set_max_entries(skel->maps.pid_filter,
 					 o->follow_children ? PID_FILTER_TREE_MAX : o->npids);
@@ -422,8 +424,10 @@ int tracer_pid_forget(struct tracer *t, uint32_t pid)
 	return bpf_map_delete_elem(fd, &pid) ? -errno : 0;
 }
 
-void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd)
+void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd,
+			int *exec_fd)
 {
+	*exec_fd = bpf_map__fd(t->skel->maps.exec_times);
 	*shards_fd = bpf_map__fd(t->skel->maps.unwind_shards);
 	*procs_fd = bpf_map__fd(t->skel->maps.unwind_procs);
 }

@@ -28,6 +28,8 @@ struct tracer_opts {
 	unsigned int ringbuf_bytes;	/* power of two, >= page size */
 	int verbose;			/* 1: libbpf warnings, 2: its debug log too */
 	bool dwarf_unwinding;		/* walk with unwind tables where loaded */
+	uint32_t stack_copy_bytes;	/* stack a sample without tables carries */
+	bool stack_copy_always;		/* every sample carries its stack */
 	unsigned int max_processes;	/* entries of unwind_procs */
 	bool follow_children;		/* children of --pid processes join the filter */
 	unsigned int gpu_ringbuf_bytes;	/* cupti_events size, power of two; 0: default */
@@ -134,10 +136,12 @@ int tracer_ringbuf_usage(struct tracer *t, bool gpu, struct tracer_ringbuf_usage
 int tracer_pid_forget(struct tracer *t, uint32_t pid);
 
 /*
- * tracer_unwind_maps - fds of the `unwind_shards` (array of maps) and
- * `unwind_procs` (tgid -> struct unwind_proc) maps, owned by @t.
+ * tracer_unwind_maps - fds of the `unwind_shards` (array of maps),
+ * `unwind_procs` (tgid -> struct unwind_proc) and `exec_times` (tgid ->
+ * ns of its last exec) maps, owned by @t.
  */
-void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd);
+void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd,
+			int *exec_fd);
 
 /*
  * tracer_runtime_procs_fd - fd of the `runtime_procs` map (tgid -> struct

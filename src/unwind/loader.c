@@ -38,7 +38,11 @@ COUNTER_DEFINE(unwind_reloads, COUNTER_STAT,
 COUNTER_DEFINE_BPF(dwarf_no_row, COUNTER_STAT, PROFD_CNT_DWARF_NO_ROW,
 		   "pc in a table's range but no row: frame pointers used");
 COUNTER_DEFINE_BPF(dwarf_unsupported_rule, COUNTER_STAT, PROFD_CNT_DWARF_UNSUPPORTED,
-		   "CFA rule the BPF unwinder cannot follow: frame pointers used");
+		   "CFA rule the BPF unwinder cannot follow: frame pointers used where "
+		   "the code keeps them");
+COUNTER_DEFINE_BPF(dwarf_unfollowable, COUNTER_PARTIAL, PROFD_CNT_DWARF_UNFOLLOWABLE,
+		   "CFA rule that cannot be followed in code without a frame pointer: "
+		   "walk cut, [truncated]");
 COUNTER_DEFINE_BPF(dwarf_pc_unknown, COUNTER_STAT, PROFD_CNT_DWARF_PC_UNKNOWN,
 		   "pc outside the process's known ranges");
 COUNTER_DEFINE_BPF(dwarf_bad_frame, COUNTER_PARTIAL, PROFD_CNT_DWARF_BAD_FRAME,
@@ -71,6 +75,10 @@ struct uobj {
 	uint64_t inode;
 	bool vdso;
 	int status;		/* 0: rows loaded; < 0: no table, FP */
+	bool open_failed;	/* status: the file could not be opened through
+				 * the process that mapped it (gone, or its
+				 * root unreachable): tried again with the next
+				 * process that maps it, never cached as "no CFI" */
 	uint64_t table_base;
 	struct seg segs[MAX_SEGS];
 	uint32_t nsegs;
@@ -353,9 +361,11 @@ static void obj_load(struct unwind_loader *l, struct uobj *o, pid_t pid,
 	int fd = -1;
 
 	o->status = 0;
+	o->open_failed = false;
 	if (!o->vdso) {
 		fd = open_mapping(pid, m);
 		o->status = fd < 0 ? fd : 0;
+		o->open_failed = fd < 0;
 	}
 	if (!o->status)
 		o->status = obj_build(l, o, fd, pid, m->path);
@@ -421,6 +431,20 @@ static struct uobj *obj_get(struct unwind_loader *l, pid_t pid,
 		o->last_used = now;
 		if (o->status == -ENOSPC)
 			obj_reload(l, o, pid, m, now);
+		else if (o->open_failed) {
+			/*
+			 * The process it was first seen in was gone before its
+			 * file was opened (a short-lived one): this one may not
+			 * be. Cached as failed, the table of libc would be
+			 * lost to every process after it.
+			 */
+			l->st.objects_failed--;
+			obj_load(l, o, pid, m);
+			if (o->status)
+				l->st.objects_failed++;
+			else
+				l->st.objects++;
+		}
 		return o;
 	}
 	o = calloc(1, sizeof(*o));
@@ -511,8 +535,11 @@ static int add_mapping(struct unwind_loader *l, const struct proc_mapping *m,
 			}
 		}
 	}
-	if (!found && o && o->status == -ENOSPC) {
-		/* evicted: BPF counts it and asks for a reload */
+	if (!found && o && (o->status == -ENOSPC || o->open_failed)) {
+		/*
+		 * evicted, or not opened yet: BPF counts it and asks for the
+		 * maps again (the next update loads the table)
+		 */
 		struct unwind_mapping *e;
 
 		if (m->start >= m->end)
