@@ -29,7 +29,12 @@
 #                        counter today; a /metrics counter whose name
 #                        holds "ringbuf" and ends in _bytes_total (or
 #                        _records_total) is reported as measured when a
-#                        build has one (metric_NAME_per_s)
+#                        build has one (metric_NAME_per_s). A build with
+#                        the first-sample path (stack copies) counts the
+#                        user-stack bytes its records carried,
+#                        stat.stack_copy_bytes: added to the estimate and
+#                        reported (stack_copy_bytes_per_s, and every
+#                        other stack_copy_* counter per s)
 #   maps_reads_per_s, unwind_build_ms_per_s  /metrics deltas / s
 #   execs_per_s, storm_wall_s  what the storm achieved (on a loaded
 #                        2-CPU machine it falls well short of CS_RATE)
@@ -112,11 +117,16 @@ run_config() {
 	for name in $(awk '$1 ~ /ringbuf/ && $1 ~ /_(bytes|records)_total/ { print $1 }' "$WORK/m1"); do
 		more="$more metric_$(echo "$name" | tr -c 'a-zA-Z0-9_\n' '_')_per_s=$(awk -v d="$(mdelta "$WORK/m0" "$WORK/m1" "$name")" -v w="$wall" 'BEGIN { printf "%.0f", d / w }')"
 	done
+	# the first-sample path's counters (stat.stack_copy_*, partial.stack_copy_*)
+	for name in $(awk '$1 ~ /^profd_(events|partial)_total\{(name|reason)="stack_copy/ { print $1 }' "$WORK/m1"); do
+		more="$more $(echo "$name" | sed 's/.*="\(.*\)"}/\1/')_per_s=$(awk -v d="$(mdelta "$WORK/m0" "$WORK/m1" "$name")" -v w="$wall" 'BEGIN { printf "%.0f", d / w }')"
+	done
+	copy=$(mdelta "$WORK/m0" "$WORK/m1" 'profd_events_total{name="stack_copy_bytes"}')
 	awk -v c="$c" -v n="$execs" -v w="$wall" -v cpu=$((c1 - c0)) -v s="$samples" -v i="$idle" \
-		-v f="$frames" -v m="$maps" -v b="$build" -v more="$more" 'BEGIN {
+		-v f="$frames" -v m="$maps" -v b="$build" -v more="$more" -v copy="$copy" 'BEGIN {
 		rec = s - i
 		printf "%s %.1f %.3f %.1f %.1f %s %.0f %.1f %.1f%s\n", c, n / w, w, cpu / 1e6 / w, rec / w, f,
-			(rec * (72 + 8 * f) + 2 * n * 40) / w, m / w, b * 1000 / w, more }' >>"$WORK/runs"
+			(rec * (72 + 8 * f) + 2 * n * 40 + copy) / w, m / w, b * 1000 / w, more }' >>"$WORK/runs"
 	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$WORK/out.$RUN_N"
 }
 
