@@ -34,7 +34,8 @@
 #                        user-stack bytes its records carried,
 #                        stat.stack_copy_bytes: added to the estimate and
 #                        reported (stack_copy_bytes_per_s, and every
-#                        other stack_copy_* counter per s)
+#                        other stack_copy_* counter per s; these extra
+#                        counters: the first repetition's, not a median)
 #   maps_reads_per_s, unwind_build_ms_per_s  /metrics deltas / s
 #   execs_per_s, storm_wall_s  what the storm achieved (on a loaded
 #                        2-CPU machine it falls well short of CS_RATE)
