@@ -33,6 +33,10 @@
 #                            library, with it and no agent, and under profd (~40 s)
 #   bench/nvtx_spans.sh      NVTX spans per second end to end (library -> BPF ->
 #                            tracer -> OTLP/HTTP) without loss (~60 s)
+# truestacks (issue 16; bench/true_stacks.sh runs the same three alone):
+#   bench/exact_share.sh     exact-stack share per program, profd vs perf (~1.5 min)
+#   bench/first_exact_latency.sh  exec -> first exact sample, p50/p99 (~1 min)
+#   bench/first_sample_cost.sh    ringbuf bytes/s, agent CPU in an exec storm (~1.5 min)
 # service:
 #   bench/probabilistic.sh   agent CPU and peak RSS at 19 Hz with
 #                            --probabilistic-threshold 100 and 10 (~7 min)
@@ -95,8 +99,9 @@ for suite in $suites; do
 		names="$names dwarf_memory dwarf_first_stack dwarf_slowdown" ;;
 	gpu) names="$names gpu_throughput gpu_launch_cost" ;;
 	nvtx) names="$names nvtx_cost nvtx_spans" ;;
+	truestacks) names="$names exact_share first_exact_latency first_sample_cost" ;;
 	service) names="$names probabilistic" ;;
-	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, service)" >&2; exit 1 ;;
+	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, truestacks, service)" >&2; exit 1 ;;
 	esac
 done
 

@@ -7,11 +7,14 @@
  *
  *   profd: debug: sample pid=1234 tid=1235 comm=chain cpu=1 origin=cpu-clock
  *          unwinder=dwarf+RT flags=user_complete kernel=0 user=7 (native 6, RT 2)
+ *          ktime=123456789012
  *     #0 user   0x000055d0c0a01189 /tmp/chain+0x1189 chain_e
  *     #1 kernel 0xffffffff81e0012f [kernel] asm_sysvec_apic_timer_interrupt+0xf
  *     #2 RT     0x4100000000000012 [RT] work (stacks.rt:12)
  *
- * (the header is one line). User addresses are placed in the process's
+ * (the header is one line; ktime is the sample's bpf_ktime_get_ns(),
+ * CLOCK_MONOTONIC ns, so a benchmark can time samples against its own
+ * clock_gettime() stamps). User addresses are placed in the process's
  * maps snapshot (path and file offset); names come from kallsyms, the ELF
  * symbol tables already opened for the snapshot (under sym_lock, never
  * opening a file here) and the sample's runtime (its frame table). The block is written
@@ -177,10 +180,10 @@ void agent_debug_sample(struct agent *ag, const struct profd_sample *s,
 	flockfile(stderr);
 	fprintf(stderr, "profd: debug: sample pid=%u tid=%u comm=%s cpu=%u "
 		"origin=%s unwinder=%s flags=%s kernel=%u user=%u "
-		"(native %u, %s %u)\n", s->pid, s->tid, comm, s->cpu,
+		"(native %u, %s %u) ktime=%llu\n", s->pid, s->tid, comm, s->cpu,
 		s->origin == PROFD_ORIGIN_PROBE ? "probe" : "cpu-clock",
 		unwinder, flags, nk, nuser, s->user_len, runtime_name(s),
-		s->interp_len);
+		s->interp_len, (unsigned long long)s->ktime_ns);
 	for (uint32_t i = 0; i < nk; i++)
 		kernel_frame(ag, stderr, i, ips[i]);
 	for (uint32_t i = 0; i < nuser; i++) {
