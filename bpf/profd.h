@@ -201,6 +201,8 @@ enum profd_counter {
 					 * CPU's scratch */
 	PROFD_CNT_SCRATCH_LOST,		/* capture dropped: its scratch was taken over
 					 * while it was preempted */
+	PROFD_CNT_GO_STACK_SWITCHES,	/* Go g0 -> goroutine stack switches followed (not a loss) */
+	PROFD_CNT_GO_SWITCH_ERROR,	/* Go g/m/curg unreadable at a stack switch: walk stopped */
 	PROFD_CNT_RUNTIME_FIRST,	/* then PROFD_RUNTIME_COUNTERS per runtime */
 	PROFD_CNT_MAX = PROFD_CNT_RUNTIME_FIRST +
 			PROFD_RUNTIME_COUNT * PROFD_RUNTIME_COUNTERS,

@@ -103,6 +103,9 @@ enum dwarf_step {
 				 * came from a frame-pointer guess, drop it */
 };
 
+/* Go's stack switches: go_switch_step() (uses enum dwarf_step) */
+#include "unwind_go.bpf.h"
+
 /* x86-64 struct ucontext: uc_mcontext.gregs[] starts at byte 40. */
 #define UC_GREGS_OFF	40
 #define UC_REG_RBP	10
@@ -280,6 +283,8 @@ int dwarf_step(struct profd_unwind_state *st, const struct unwind_proc *proc)
 		break;
 	case UNWIND_CFA_SIGNAL:
 		return signal_step(st);
+	case UNWIND_CFA_GO_SWITCH:
+		return go_switch_step(st, &r);
 	case UNWIND_CFA_RA_UNDEFINED:
 		/* _start, clone3: the whole stack was walked */
 		st->sample.flags |= PROFD_SAMPLE_USER_COMPLETE;

@@ -30,6 +30,7 @@
 #include <zlib.h>
 
 #include "unwind/compile.h"
+#include "unwind/go.h"
 #include "unwind/dwarf_cfi.h"
 
 #define MAX_SECTIONS	16		/* CFI sections read per build */
@@ -550,6 +551,9 @@ int unwind_table_build_elf(struct Elf *elf, struct Elf *debug,
 		err = collect(&s, debug, false);
 	if (!err)
 		err = build(&s, out, st);
+	/* Go: stack switches, and pcsp rows where there was no CFI (go.c) */
+	if ((!err || err == -ENODATA) && !unwind_go_apply(elf, out, NULL))
+		err = 0;
 	srcs_free(&s);
 	return err;
 }

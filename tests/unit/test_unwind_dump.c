@@ -17,7 +17,9 @@
  *
  * A row prints as "VADDR CFA RBP": VADDR in hex; CFA "rsp+N", "rbp+N",
  * "plt1"/"plt2"/"plt3" (the three PLT expressions), "outer" (return
- * address undefined: outermost frame), "sig" (signal frame), "u"
+ * address undefined: outermost frame), "sig" (signal frame),
+ * "go-systemstack"/"go-mcall"/"go-morestack" (a Go stack switch; RBP then prints as
+ * "curg=N,tls=N": the row's two offsets), "u"
  * (UNSUPPORTED) or "end" (END row); RBP "u" (unchanged), "c-N" (saved
  * at CFA-N) or "x" (UNSUPPORTED). --lookup prints "VADDR -" where
  * unwind_table_find() returns NULL. Counters follow as "# stats k=v ...",
@@ -63,6 +65,13 @@ static void fmt_row(const struct unwind_row *r, char *cfa, char *rbp)
 	case UNWIND_CFA_SIGNAL:
 		strcpy(cfa, "sig");
 		break;
+	case UNWIND_CFA_GO_SWITCH:
+		/* Go stack switch: kind, m.curg offset, g's TLS offset */
+		strcpy(cfa, UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_SYSTEMSTACK ?
+		       "go-systemstack" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_MCALL ?
+		       "go-mcall" : "go-morestack");
+		sprintf(rbp, "curg=%u,tls=%d", r->cfa_off8 * 8u, r->rbp_off8 * 8);
+		return;
 	default:
 		strcpy(cfa, "u");
 	}
