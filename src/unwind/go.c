@@ -541,10 +541,19 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 	for (uint64_t i = 0; i < pt.nfunc; i++) {
 		const uint8_t *f = func_struct(&pt, i);
 		struct unwind_row r;
+		uint64_t start;
 
 		if (!f || !func_row(&pt, f, info, &r))
 			continue;
-		err = set_range(t, func_entry(&pt, i), func_entry(&pt, i + 1), r);
+		start = func_entry(&pt, i);
+		/*
+		 * The kernel "returns" to the restorer's first byte: the
+		 * walker looks up return address - 1 (as glibc's
+		 * __restore_rt FDE starts a byte early, for the same reason).
+		 */
+		if (UNWIND_ROW_CFA_TYPE(&r) == UNWIND_CFA_SIGNAL && start > pt.text)
+			start--;
+		err = set_range(t, start, func_entry(&pt, i + 1), r);
 		if (err == -ENOMEM)
 			return err;
 		if (!err) {
