@@ -134,6 +134,51 @@ def user_frames(sample, syms):
     return [syms.name(a if i == 0 else a - 1) for i, a in enumerate(addrs)]
 
 
+def table(build_dir, binary):
+    """{vaddr: (cfa, rbp)} of @binary's unwind rows (test_unwind_dump)."""
+    out = subprocess.run([os.path.join(build_dir, "tests", "unit", "test_unwind_dump"),
+                          binary], check=True, capture_output=True, text=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and not line.startswith("#"):
+            rows[int(parts[0], 16)] = (parts[1], parts[2])
+    return rows
+
+
+def test_go_rows(build_dir, go_build):
+    """The table compiler's Go rows (src/unwind/go.c), no BPF: the -s -w
+    binary's rows from the pclntab's pcsp equal the plain one's from
+    .debug_frame; systemstack, mcall, morestack get their GO_SWITCH row
+    with runtime.m's curg offset (the plain binary's from DWARF, the
+    stripped one's from the version table: the same) and g at fs-8; the
+    TOPFRAME functions an outermost row, Go's sigreturn a signal row
+    starting a byte early, sigtramp keeps its CFI."""
+    plain, stripped = (table(build_dir, go_build[v]) for v in ("plain", "stripped"))
+    assert plain == stripped
+    syms = {}
+    for line in subprocess.run(["nm", go_build["plain"]], check=True, capture_output=True,
+                               text=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            syms[parts[2]] = int(parts[0], 16)
+    version = subprocess.run([GO, "version"], capture_output=True, text=True).stdout
+    curg = {"go1.19": 192}.get(re.search(r"go1\.\d+", version).group(0))
+    for sym, kind in (("runtime.systemstack.abi0", "go-systemstack"),
+                      ("runtime.mcall", "go-mcall"),
+                      ("runtime.morestack.abi0", "go-morestack")):
+        cfa, rbp = plain[syms[sym]]
+        assert cfa == kind, (sym, cfa, rbp)
+        m = re.match(r"curg=(\d+),tls=(-?\d+)$", rbp)
+        assert m and int(m.group(2)) == -8, rbp
+        if curg:
+            assert int(m.group(1)) == curg, (version, rbp)
+    for sym in ("runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0"):
+        assert plain[syms[sym]][0] == "outer", sym
+    assert plain[syms["runtime.sigreturn.abi0"] - 1][0] == "sig"
+    assert plain[syms["runtime.sigtramp.abi0"]][0].startswith("rsp+")
+
+
 def run(profd_bin, pprof, tmp_path, binary):
     work, rc, err, paths = profile(profd_bin, tmp_path, [binary], "--no-gpu",
                                    only_workload=True, settle=True)

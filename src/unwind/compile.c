@@ -552,8 +552,10 @@ int unwind_table_build_elf(struct Elf *elf, struct Elf *debug,
 	if (!err)
 		err = build(&s, out, st);
 	/* Go: stack switches, and pcsp rows where there was no CFI (go.c) */
-	if ((!err || err == -ENODATA) && !unwind_go_apply(elf, out, NULL))
+	if ((!err || err == -ENODATA) && !unwind_go_apply(elf, out, NULL)) {
 		err = 0;
+		st->rows = out->nr_rows;
+	}
 	srcs_free(&s);
 	return err;
 }

@@ -35,6 +35,9 @@
 /* The BPF walker's counters (bpf/unwind_go.bpf.h). */
 COUNTER_DEFINE_BPF(go_stack_switches, COUNTER_STAT, PROFD_CNT_GO_STACK_SWITCHES,
 		   "Go system-stack frames continued on the goroutine's stack");
+COUNTER_DEFINE(go_switch_unknown, COUNTER_PARTIAL,
+	       "Go binaries whose stack switches are not followed (pclntab before "
+	       "Go 1.18, or m.curg's offset unknown: no DWARF, version not known)");
 COUNTER_DEFINE_BPF(go_switch_read_error, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_ERROR,
 		   "Go g, m or m.curg unreadable at a stack switch: walk stopped");
 
@@ -132,8 +135,10 @@ static int pclntab_open(Elf *elf, struct pclntab *pt)
 	pt->p = d->d_buf;
 	pt->n = d->d_size;
 	magic = (uint32_t)rd(pt->p, 4);
-	if ((magic != GO_MAGIC_118 && magic != GO_MAGIC_120) || pt->p[7] != 8)
-		return -ENOENT;	/* older layout, or not 64-bit */
+	if ((magic & 0xfffffff0u) != 0xfffffff0u || pt->p[7] != 8)
+		return -ENOENT;	/* not a pclntab, or not 64-bit */
+	if (magic != GO_MAGIC_118 && magic != GO_MAGIC_120)
+		return -EPROTONOSUPPORT;	/* Go 1.2-1.17, or newer than known */
 	pt->v120 = magic == GO_MAGIC_120;
 	pt->minlc = pt->p[6] ? pt->p[6] : 1;
 	pt->nfunc = rd(pt->p + 8, 8);
@@ -143,7 +148,8 @@ static int pclntab_open(Elf *elf, struct pclntab *pt)
 	pt->functab = rd(pt->p + 64, 8);
 	if (!pt->text && find_section(elf, ".text", &tsh))
 		pt->text = tsh.sh_addr;	/* PIE: textStart is relocated */
-	if (pt->functab > pt->n || pt->nfunc > (pt->n - pt->functab) / 8 - 1 ||
+	/* nfunc + 1 functab entries (the last: the end of the text) */
+	if (pt->functab > pt->n || pt->nfunc >= (pt->n - pt->functab) / 8 ||
 	    pt->nametab > pt->n || pt->pctab > pt->n)
 		return -EINVAL;
 	return 0;
@@ -228,7 +234,9 @@ static int pcsp_rows(const struct pclntab *pt, struct unwind_table *t,
 		int64_t val = -1;
 		bool first = true;
 
-		if (!f || entry < base || next > last || next < entry)
+		/* sorted by entry: a malformed one must not unsort the rows */
+		if (!f || entry < base || next > last || next < entry ||
+		    (n && entry - base < rows[n - 1].pc))
 			continue;
 		off = pt->pctab + rd(f + 16, 4);
 		for (;;) {
@@ -519,8 +527,10 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 		info = &local;
 	memset(info, 0, sizeof(*info));
 	err = pclntab_open(elf, &pt);
+	if (err == -EPROTONOSUPPORT)
+		counter_inc(&counter_go_switch_unknown);
 	if (err)
-		return err;
+		return err == -EPROTONOSUPPORT ? -ENOENT : err;
 	info->nfuncs = (uint32_t)pt.nfunc;
 	read_version(elf, info);
 	info->tls_g_off = tls_g_offset(elf);
@@ -538,6 +548,8 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 	if (info->tls_g_off % 8 || info->tls_g_off / 8 < INT8_MIN ||
 	    info->tls_g_off / 8 > INT8_MAX)
 		info->m_curg_off = 0;	/* not expressible: no switch rows */
+	if (!info->m_curg_off)
+		counter_inc(&counter_go_switch_unknown);
 	for (uint64_t i = 0; i < pt.nfunc; i++) {
 		const uint8_t *f = func_struct(&pt, i);
 		struct unwind_row r;
