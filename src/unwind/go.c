@@ -11,7 +11,8 @@
  * UNWIND_CFA_GO_SWITCH row each, whose walker (bpf/unwind_go.bpf.h)
  * continues at the goroutine's saved registers (m.curg.sched). The row
  * carries the two offsets that walker needs: runtime.m's curg (from the
- * binary's DWARF, else a table of Go versions checked against theirs) and
+ * table of Go versions checked against their DWARF, else the binary's
+ * DWARF) and
  * g's place in TLS (-8 from the fs base, or runtime.tlsg's offset in
  * PT_TLS when externally linked).
  *
@@ -54,7 +55,8 @@ COUNTER_DEFINE_BPF(go_switch_read_error, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_ER
 #define GO_GOBUF_BP	48
 
 /*
- * runtime.m's curg by Go version, for binaries without DWARF (-w).
+ * runtime.m's curg by Go version, asked before DWARF (which a -w binary
+ * lacks, and which costs an inflated .debug_info).
  * Only versions whose DWARF was read here: go1.19.8 (Debian golang-go).
  */
 static const struct {
@@ -339,19 +341,15 @@ static int64_t member_off(Dwarf_Die *type, const char *member)
 	return -1;
 }
 
-/*
- * dwarf_offsets - runtime.m's curg from @elf's DWARF into @info; -ENOTSUP
- * when g or gobuf differ from what the BPF walker assumes, -ENOENT when
- * the DWARF has no runtime.m.
- */
-static int dwarf_offsets(Elf *elf, struct unwind_go_info *info)
+int unwind_go_dwarf_curg(struct Elf *elf, uint32_t *curg)
 {
 	Dwarf *dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 	Dwarf_Off off = 0, next;
 	size_t hsize;
-	int found = 0, err = -ENOENT;
+	int found = 0;
 	bool bad = false;
 
+	*curg = 0;
 	if (!dw)
 		return -ENOENT;
 	while (found != 7 &&
@@ -372,7 +370,7 @@ static int dwarf_offsets(Elf *elf, struct unwind_go_info *info)
 
 					found |= 1;
 					if (v > 0 && v % 8 == 0 && v / 8 <= UINT16_MAX)
-						info->m_curg_off = (uint32_t)v;
+						*curg = (uint32_t)v;
 				} else if (!strcmp(n, "runtime.g") && !(found & 2)) {
 					found |= 2;
 					bad |= member_off(&d, "m") != GO_G_M ||
@@ -388,13 +386,11 @@ static int dwarf_offsets(Elf *elf, struct unwind_go_info *info)
 		off = next;
 	}
 	dwarf_end(dw);
-	if (bad)
+	if (bad || (*curg && found != 7)) {
+		*curg = 0;
 		return -ENOTSUP;
-	if (info->m_curg_off) {
-		info->curg_from_dwarf = 1;
-		err = 0;
 	}
-	return err;
+	return *curg ? 0 : -ENOENT;
 }
 
 /* Go's version from .go.buildinfo (inline-string format, Go 1.18+). */
@@ -521,7 +517,7 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 	struct unwind_go_info local;
 	struct pclntab pt;
 	bool changed = false;
-	int err, derr;
+	int err;
 
 	if (!info)
 		info = &local;
@@ -534,11 +530,14 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 	info->nfuncs = (uint32_t)pt.nfunc;
 	read_version(elf, info);
 	info->tls_g_off = tls_g_offset(elf);
-	derr = dwarf_offsets(elf, info);
-	if (derr == -ENOENT)
-		info->m_curg_off = unwind_go_curg_offset(info->version);
-	else if (derr == -ENOTSUP)
-		info->m_curg_off = 0;
+	/*
+	 * A verified version first: reading DWARF means inflating all of
+	 * .debug_info, hundreds of MB in a big Go binary.
+	 */
+	info->m_curg_off = unwind_go_curg_offset(info->version);
+	if (!info->m_curg_off &&
+	    !unwind_go_dwarf_curg(elf, &info->m_curg_off))
+		info->curg_from_dwarf = 1;
 	if (!t->nr_rows) {
 		err = pcsp_rows(&pt, t, info);
 		if (err)

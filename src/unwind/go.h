@@ -6,8 +6,8 @@
  * frame sizes.
  *
  * Owns: reading a Go ELF's pclntab (Go 1.18+ layout), its version
- * (.go.buildinfo), the offset of runtime.m's curg (DWARF, else a table of
- * verified versions) and where g lives in TLS; the rows it writes are
+ * (.go.buildinfo), the offset of runtime.m's curg (a table of versions
+ * verified against their DWARF, else the binary's DWARF) and where g lives in TLS; the rows it writes are
  * UNWIND_CFA_GO_SWITCH (bpf/unwind_table.h, walked by
  * bpf/unwind_go.bpf.h) and plain UNWIND_CFA_RSP rows.
  */
@@ -28,7 +28,8 @@ struct unwind_go_info {
 	uint32_t pcsp_rows;	/* rows made from pcsp (no CFI) */
 	int32_t tls_g_off;	/* g's offset from the fs base, bytes */
 	uint32_t m_curg_off;	/* runtime.m's curg, bytes (0: unknown) */
-	uint8_t curg_from_dwarf;/* m_curg_off read from DWARF, not the table */
+	uint8_t curg_from_dwarf;/* m_curg_off read from DWARF: the version
+				 * is not in the table */
 };
 
 /*
@@ -47,6 +48,15 @@ struct unwind_go_info {
  */
 int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 		    struct unwind_go_info *info);
+
+/*
+ * unwind_go_dwarf_curg - runtime.m's curg offset (bytes) from @elf's
+ * DWARF into *@curg (0 on error). Returns 0; -ENOENT no DWARF or no
+ * runtime.m in it; -ENOTSUP runtime.g's m/sched or runtime.gobuf's
+ * sp/pc/bp are not where bpf/unwind_go.bpf.h reads them (or missing).
+ * Inflates .debug_info: costly on big binaries.
+ */
+int unwind_go_dwarf_curg(struct Elf *elf, uint32_t *curg);
 
 /*
  * unwind_go_curg_offset - runtime.m's curg offset (bytes) for Go @version
