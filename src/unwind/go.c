@@ -485,7 +485,8 @@ static bool func_row(const struct pclntab *pt, const uint8_t *f,
 	int kind = -1;
 
 	memset(r, 0, sizeof(*r));
-	if (!strcmp(name, "runtime.systemstack"))
+	/* asmcgocall saves g.sched as systemstack does, then runs C on g0 */
+	if (!strcmp(name, "runtime.systemstack") || !strcmp(name, "runtime.asmcgocall"))
 		kind = UNWIND_GO_SYSTEMSTACK;
 	else if (!strcmp(name, "runtime.morestack"))
 		kind = UNWIND_GO_MORESTACK;
