@@ -270,3 +270,46 @@ def test_go_stacks(profd_bin, pprof, tmp_path, build_dir, go_build, variant):
     assert any("stat.go_stack_switches" in c for c in counters(pprof, paths)), note
     print(f"{variant}: {len(samples)} stacks, {total_ss} samples through "
           f"systemstack; per hot function: {hot_n}")
+
+
+def test_corrupt_pclntab(tmp_path, go_build):
+    """A corrupt .gopclntab (header, function table, pcsp data: bit flips,
+    random and zeroed runs) in the -s -w binary, whose rows come from it
+    alone: the compiler (built with ASan/UBSan) neither crashes nor writes
+    an unsorted table."""
+    from test_unwind_table import build_asan, readelf_sections
+    import random
+    exe = build_asan(str(tmp_path))
+    src = go_build["stripped"]
+    _addr, off, size = readelf_sections(src)[".gopclntab"]
+    with open(src, "rb") as f:
+        data = f.read()
+    rnd = random.Random(16)
+    bad = []
+    for i in range(80):
+        buf = bytearray(data)
+        kind = ("header", "flip", "bytes", "zero")[i % 4]
+        if kind == "header":
+            for _ in range(rnd.randint(1, 4)):
+                buf[off + rnd.randrange(72)] ^= 1 << rnd.randrange(8)
+        elif kind == "flip":
+            for _ in range(rnd.randint(1, 16)):
+                buf[off + rnd.randrange(size)] ^= 1 << rnd.randrange(8)
+        else:
+            at = off + rnd.randrange(size)
+            for j in range(rnd.randint(1, 256)):
+                if at + j < off + size:
+                    buf[at + j] = rnd.randrange(256) if kind == "bytes" else 0
+        path = str(tmp_path / f"v{i:02d}_{kind}")
+        with open(path, "wb") as f:
+            f.write(buf)
+        for args in (["--go", path], [path]):
+            p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+            if p.returncode not in (0, 2) or "runtime error" in p.stderr:
+                bad.append((path, args[0], p.returncode, p.stderr[-1500:]))
+                continue
+            pcs = [int(l.split()[0], 16) for l in p.stdout.splitlines()
+                   if l and not l.startswith("#") and len(l.split()) == 3]
+            if args[0] != "--go" and pcs and (pcs != sorted(set(pcs))):
+                bad.append((path, "unsorted rows", p.returncode, ""))
+    assert not bad, bad[:3]
