@@ -17,7 +17,10 @@
  * passes the calling g to fn on g0's stack (m.curg is dropped or already
  * another g when fn schedules): that g's sched. No curg (the scheduler
  * after dropg() in morestack's newstack): the stack ends there, complete,
- * like Go's traceback ends at a system-stack top.
+ * like Go's traceback ends at a system-stack top. The vDSO calls
+ * (nanotime1, time.now) move sp to g0's stack without switching g; they
+ * leave the caller's sp and pc in m.vdsoSP/m.vdsoPC for Go's profiler,
+ * and so for us.
  *
  * The row (and its offsets) comes from the table compiler
  * (src/unwind/go.c); nothing here is per process.
@@ -52,8 +55,26 @@ static __always_inline int go_switch_step(struct profd_unwind_state *st,
 	if (bpf_probe_read_user(&g, sizeof(g),
 				(void *)(fsbase + (__s64)r->rbp_off8 * 8)) ||
 	    !g || bpf_probe_read_user(&m, sizeof(m), (void *)(g + GO_G_M)) ||
-	    !m || bpf_probe_read_user(&curg, sizeof(curg),
-				      (void *)(m + (__u64)r->cfa_off8 * 8))) {
+	    !m) {
+		count(PROFD_CNT_GO_SWITCH_ERROR);
+		return DWARF_STEP_ERROR;
+	}
+	if (UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_VDSO) {
+		/* m.vdsoSP, m.vdsoPC: the caller's sp and pc (Go's sigprof) */
+		if (bpf_probe_read_user(sched, 2 * sizeof(__u64),
+					(void *)(m + (__u64)r->cfa_off8 * 8)) ||
+		    !sched[0]) {
+			count(PROFD_CNT_GO_SWITCH_ERROR);
+			return DWARF_STEP_ERROR;
+		}
+		st->sp = sched[0];
+		st->ip = sched[1];
+		st->pc_exact = 0;
+		count(PROFD_CNT_GO_STACK_SWITCHES);
+		return st->ip ? DWARF_STEP_NEXT : DWARF_STEP_DONE;
+	}
+	if (bpf_probe_read_user(&curg, sizeof(curg),
+				(void *)(m + (__u64)r->cfa_off8 * 8))) {
 		count(PROFD_CNT_GO_SWITCH_ERROR);
 		return DWARF_STEP_ERROR;
 	}

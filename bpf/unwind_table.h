@@ -62,6 +62,10 @@ enum unwind_go_switch {
 					 * called mcall, pushed on g0 at the
 					 * caller's sp) .sched.pc/sp/bp; m.curg is
 					 * nil or another g once fn scheduled */
+	UNWIND_GO_VDSO = 3,		/* nanotime1, time.now: vDSO called on g0
+					 * (g not switched): the caller at
+					 * m.vdsoPC/m.vdsoSP; cfa_off8 holds
+					 * m.vdsoSP's offset / 8, not curg's */
 };
 
 enum unwind_rbp_type {

@@ -44,6 +44,12 @@ GO = shutil.which("go", path="/usr/bin:/usr/local/go/bin:" + os.environ.get("PAT
 KERNEL_START = 0xffff800000000000
 MIN_SYSTEMSTACK = 10    # samples through systemstack a run must have
 GOEXIT_SHARE = 0.98     # of those, ending at runtime.goexit
+COMPLETE_SHARE = 0.95   # of all samples, ending at a ROOT
+# Where a Go stack ends: a goroutine's bottom, an M's g0 (sysmon,
+# scheduler without a goroutine: mcall, morestack's newstack), the main
+# thread's start.
+ROOTS = {"runtime.goexit", "runtime.mstart", "runtime.mcall", "runtime.morestack",
+         "runtime.rt0_go"}
 
 pytestmark = pytest.mark.skipif(GO is None, reason="no Go toolchain (golang-go)")
 
@@ -149,12 +155,13 @@ def table(build_dir, binary):
 def test_go_rows(build_dir, go_build):
     """The table compiler's Go rows (src/unwind/go.c), no BPF: the -s -w
     binary's rows from the pclntab's pcsp equal the plain one's from
-    .debug_frame; systemstack, mcall, morestack get their GO_SWITCH row
-    with runtime.m's curg offset and g at fs-8; the
+    .debug_frame; systemstack, mcall, morestack, asmcgocall (not its ABI
+    wrapper) get their GO_SWITCH row with runtime.m's curg offset and g at
+    fs-8, nanotime1 and time.now theirs with m.vdsoSP's; the
     TOPFRAME functions an outermost row, Go's sigreturn a signal row
     starting a byte early, sigtramp keeps its CFI. The curg offset profd
-    uses for this Go (src/unwind/go.c's version table) is checked against
-    the plain binary's DWARF."""
+    uses for this Go (src/unwind/go.c's version table), and vdsoSP's, are
+    checked against the plain binary's DWARF."""
     plain, stripped = (table(build_dir, go_build[v]) for v in ("plain", "stripped"))
     syms = {}
     for line in subprocess.run(["nm", go_build["plain"]], check=True, capture_output=True,
@@ -167,7 +174,9 @@ def test_go_rows(build_dir, go_build):
     assert info["version"] in version.split(), (info, version)
     # the offset profd uses (its version table, or DWARF) is the DWARF's
     assert int(info["dwarf_curg"]) > 0 and info["curg"] == info["dwarf_curg"], info
-    assert info["tls_g_off"] == "-8" and info["switch_funcs"] == "3", info
+    assert int(info["dwarf_vdso_sp"]) > 0 and info["vdso_sp"] == info["dwarf_vdso_sp"], info
+    assert info["tls_g_off"] == "-8", info
+    vdso_sp = int(info["vdso_sp"])
     curg = int(info["curg"])
     stripped_info = go_info(build_dir, go_build["stripped"])
     assert stripped_info["dwarf_result"] != "0", stripped_info
@@ -181,6 +190,11 @@ def test_go_rows(build_dir, go_build):
         assert cfa == kind, (sym, cfa, rbp)
         m = re.match(r"curg=(\d+),tls=(-?\d+)$", rbp)
         assert m and int(m.group(2)) == -8 and int(m.group(1)) == curg, rbp
+    for sym in ("runtime.nanotime1.abi0", "time.now"):
+        assert plain[syms[sym]] == ("go-vdso", f"curg={vdso_sp},tls=-8"), sym
+    # the ABI wrapper named like asmcgocall is no switch
+    assert plain[syms["runtime.asmcgocall.abi0"]][0] == "go-systemstack"
+    assert plain[syms["runtime.asmcgocall"]][0].startswith("rsp+")
     for sym in ("runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0"):
         assert plain[syms[sym]][0] == "outer", sym
     assert plain[syms["runtime.sigreturn.abi0"] - 1][0] == "sig"
@@ -228,9 +242,13 @@ def test_go_stacks(profd_bin, pprof, tmp_path, build_dir, go_build, variant):
     through_ss, ss_bad_caller, ss_no_goexit = {}, {}, {}
     hot_bad, hot_n = {}, dict.fromkeys(chains, 0)
     sha_bad, sha_n = {}, 0
+    incomplete, total = {}, 0
     for s in samples:
         frames = user_frames(s, syms)
         key = tuple(frames)
+        total += s["value"]
+        if not frames or frames[-1] not in ROOTS:
+            incomplete[key] = incomplete.get(key, 0) + s["value"]
         if "runtime.systemstack" in frames:
             through_ss[key] = through_ss.get(key, 0) + s["value"]
             i = frames.index("runtime.systemstack")
@@ -267,9 +285,13 @@ def test_go_stacks(profd_bin, pprof, tmp_path, build_dir, go_build, variant):
     assert not hot_bad, (
         f"{variant}: stacks through a hot function whose chain is not Go's; "
         f"Go's: {chains}\n{show(hot_bad)}" + note)
+    assert sum(incomplete.values()) <= (1 - COMPLETE_SHARE) * total, (
+        f"{variant}: {sum(incomplete.values())}/{total} samples not ending at one "
+        f"of {sorted(ROOTS)}:\n{show(incomplete)}" + note)
     assert any("stat.go_stack_switches" in c for c in counters(pprof, paths)), note
     print(f"{variant}: {len(samples)} stacks, {total_ss} samples through "
-          f"systemstack; per hot function: {hot_n}")
+          f"systemstack, {sum(incomplete.values())}/{total} incomplete; "
+          f"per hot function: {hot_n}")
 
 
 def test_corrupt_pclntab(tmp_path, go_build):

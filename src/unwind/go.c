@@ -46,6 +46,8 @@ COUNTER_DEFINE_BPF(go_switch_read_error, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_ER
 #define GO_MAGIC_120	0xfffffff1u
 #define GO_TLS_G_OFF	(-8)	/* internal linking, linux/amd64 */
 #define GO_FUNCFLAG_TOPFRAME	1	/* _func.flag: funcFlag_TOPFRAME */
+#define GO_FUNCFLAG_SPWRITE	2	/* funcFlag_SPWRITE: writes sp */
+#define GO_FUNCFLAG_ASM		4	/* funcFlag_ASM: assembly */
 
 /* Offsets bpf/unwind_go.bpf.h takes as constant; checked against DWARF. */
 #define GO_G_M		48
@@ -61,9 +63,10 @@ COUNTER_DEFINE_BPF(go_switch_read_error, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_ER
  */
 static const struct {
 	const char *prefix;	/* "go1.19" matches go1.19, go1.19.x */
-	uint32_t curg;
+	uint32_t curg;		/* runtime.m.curg */
+	uint32_t vdso_sp;	/* runtime.m.vdsoSP (vdsoPC follows it) */
 } curg_by_version[] = {
-	{ "go1.19", 192 },
+	{ "go1.19", 192, 800 },
 };
 
 struct pclntab {
@@ -341,7 +344,7 @@ static int64_t member_off(Dwarf_Die *type, const char *member)
 	return -1;
 }
 
-int unwind_go_dwarf_curg(struct Elf *elf, uint32_t *curg)
+int unwind_go_dwarf_offsets(struct Elf *elf, uint32_t *curg, uint32_t *vdso_sp)
 {
 	Dwarf *dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 	Dwarf_Off off = 0, next;
@@ -349,7 +352,7 @@ int unwind_go_dwarf_curg(struct Elf *elf, uint32_t *curg)
 	int found = 0;
 	bool bad = false;
 
-	*curg = 0;
+	*curg = *vdso_sp = 0;
 	if (!dw)
 		return -ENOENT;
 	while (found != 7 &&
@@ -367,10 +370,14 @@ int unwind_go_dwarf_curg(struct Elf *elf, uint32_t *curg)
 					continue;
 				if (!strcmp(n, "runtime.m") && !(found & 1)) {
 					int64_t v = member_off(&d, "curg");
+					int64_t sp = member_off(&d, "vdsoSP");
 
 					found |= 1;
 					if (v > 0 && v % 8 == 0 && v / 8 <= UINT16_MAX)
 						*curg = (uint32_t)v;
+					if (sp > 0 && sp % 8 == 0 && sp / 8 <= UINT16_MAX &&
+					    member_off(&d, "vdsoPC") == sp + 8)
+						*vdso_sp = (uint32_t)sp;
 				} else if (!strcmp(n, "runtime.g") && !(found & 2)) {
 					found |= 2;
 					bad |= member_off(&d, "m") != GO_G_M ||
@@ -387,7 +394,7 @@ int unwind_go_dwarf_curg(struct Elf *elf, uint32_t *curg)
 	}
 	dwarf_end(dw);
 	if (bad || (*curg && found != 7)) {
-		*curg = 0;
+		*curg = *vdso_sp = 0;
 		return -ENOTSUP;
 	}
 	return *curg ? 0 : -ENOENT;
@@ -456,16 +463,19 @@ static int32_t tls_g_offset(Elf *elf)
 	return GO_TLS_G_OFF;
 }
 
-uint32_t unwind_go_curg_offset(const char *version)
+uint32_t unwind_go_curg_offset(const char *version, uint32_t *vdso_sp)
 {
 	for (size_t i = 0; i < sizeof(curg_by_version) / sizeof(curg_by_version[0]); i++) {
 		size_t l = strlen(curg_by_version[i].prefix);
 
 		/* "go1.19" matches "go1.19" and "go1.19.8", not "go1.190" */
 		if (!strncmp(version, curg_by_version[i].prefix, l) &&
-		    (version[l] == 0 || version[l] == '.' || version[l] == ' '))
+		    (version[l] == 0 || version[l] == '.' || version[l] == ' ')) {
+			*vdso_sp = curg_by_version[i].vdso_sp;
 			return curg_by_version[i].curg;
+		}
 	}
+	*vdso_sp = 0;
 	return 0;
 }
 
@@ -492,9 +502,20 @@ static bool func_row(const struct pclntab *pt, const uint8_t *f,
 		kind = UNWIND_GO_MORESTACK;
 	else if (!strcmp(name, "runtime.mcall"))
 		kind = UNWIND_GO_MCALL;
-	if (kind >= 0 && info->m_curg_off) {
+	else if (!strcmp(name, "runtime.nanotime1") || !strcmp(name, "time.now") ||
+		 !strcmp(name, "runtime.walltime"))
+		kind = UNWIND_GO_VDSO;	/* asm that calls the vDSO on g0 (1.17+) */
+	/*
+	 * The assembly function writes sp (funcFlag_SPWRITE, 1.17+; ASM,
+	 * 1.19+), not the ABI wrapper of the same name that calls it.
+	 */
+	if (!(flag & (GO_FUNCFLAG_SPWRITE | GO_FUNCFLAG_ASM)))
+		kind = -1;
+	if (kind >= 0 && info->m_curg_off &&
+	    (kind != UNWIND_GO_VDSO || info->m_vdso_sp_off)) {
 		r->rules = UNWIND_ROW_RULES(UNWIND_CFA_GO_SWITCH, kind);
-		r->cfa_off8 = (uint16_t)(info->m_curg_off / 8);
+		r->cfa_off8 = (uint16_t)((kind == UNWIND_GO_VDSO ? info->m_vdso_sp_off :
+					  info->m_curg_off) / 8);
 		r->rbp_off8 = (int8_t)(info->tls_g_off / 8);
 		return true;
 	}
@@ -535,9 +556,9 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 	 * A verified version first: reading DWARF means inflating all of
 	 * .debug_info, hundreds of MB in a big Go binary.
 	 */
-	info->m_curg_off = unwind_go_curg_offset(info->version);
+	info->m_curg_off = unwind_go_curg_offset(info->version, &info->m_vdso_sp_off);
 	if (!info->m_curg_off &&
-	    !unwind_go_dwarf_curg(elf, &info->m_curg_off))
+	    !unwind_go_dwarf_offsets(elf, &info->m_curg_off, &info->m_vdso_sp_off))
 		info->curg_from_dwarf = 1;
 	if (!t->nr_rows) {
 		err = pcsp_rows(&pt, t, info);

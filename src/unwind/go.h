@@ -28,6 +28,7 @@ struct unwind_go_info {
 	uint32_t pcsp_rows;	/* rows made from pcsp (no CFI) */
 	int32_t tls_g_off;	/* g's offset from the fs base, bytes */
 	uint32_t m_curg_off;	/* runtime.m's curg, bytes (0: unknown) */
+	uint32_t m_vdso_sp_off;	/* runtime.m's vdsoSP, bytes (0: unknown) */
 	uint8_t curg_from_dwarf;/* m_curg_off read from DWARF: the version
 				 * is not in the table */
 };
@@ -36,8 +37,9 @@ struct unwind_go_info {
  * unwind_go_apply - when @elf is a Go executable (has a .gopclntab of Go
  * 1.18 or later), make @t Go-aware: with an empty @t (no CFI: -s -w),
  * rows from each function's pcsp table first (CFA = rsp + spdelta + 8);
- * then the ranges of runtime.systemstack, runtime.mcall and
- * runtime.morestack become one UNWIND_CFA_GO_SWITCH row each (when the
+ * then the ranges of runtime.systemstack, runtime.mcall,
+ * runtime.morestack, runtime.asmcgocall and the vDSO callers
+ * (runtime.nanotime1, time.now) become one UNWIND_CFA_GO_SWITCH row each (when the
  * offset of m.curg is known), Go's signal restorer (runtime.sigreturn,
  * sigreturn__sigaction) a SIGNAL row, and functions flagged TOPFRAME
  * (goexit, mstart, rt0_go) an RA_UNDEFINED row. @t's rows are replaced (caller still frees
@@ -50,19 +52,20 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 		    struct unwind_go_info *info);
 
 /*
- * unwind_go_dwarf_curg - runtime.m's curg offset (bytes) from @elf's
- * DWARF into *@curg (0 on error). Returns 0; -ENOENT no DWARF or no
+ * unwind_go_dwarf_offsets - runtime.m's curg and vdsoSP offsets (bytes)
+ * from @elf's DWARF into *@curg and *@vdso_sp (0 on error; vdsoSP also 0
+ * when vdsoPC does not follow it). Returns 0; -ENOENT no DWARF or no
  * runtime.m in it; -ENOTSUP runtime.g's m/sched or runtime.gobuf's
  * sp/pc/bp are not where bpf/unwind_go.bpf.h reads them (or missing).
  * Inflates .debug_info: costly on big binaries.
  */
-int unwind_go_dwarf_curg(struct Elf *elf, uint32_t *curg);
+int unwind_go_dwarf_offsets(struct Elf *elf, uint32_t *curg, uint32_t *vdso_sp);
 
 /*
  * unwind_go_curg_offset - runtime.m's curg offset (bytes) for Go @version
- * ("go1.19.8"), from the table of versions checked against their DWARF;
- * 0 when not in the table.
+ * ("go1.19.8"), from the table of versions checked against their DWARF,
+ * and its vdsoSP offset into *@vdso_sp; 0 (both) when not in the table.
  */
-uint32_t unwind_go_curg_offset(const char *version);
+uint32_t unwind_go_curg_offset(const char *version, uint32_t *vdso_sp);
 
 #endif /* PROFD_UNWIND_GO_H */

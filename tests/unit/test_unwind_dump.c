@@ -19,8 +19,8 @@
  * A row prints as "VADDR CFA RBP": VADDR in hex; CFA "rsp+N", "rbp+N",
  * "plt1"/"plt2"/"plt3" (the three PLT expressions), "outer" (return
  * address undefined: outermost frame), "sig" (signal frame),
- * "go-systemstack"/"go-mcall"/"go-morestack" (a Go stack switch; RBP then prints as
- * "curg=N,tls=N": the row's two offsets), "u"
+ * "go-systemstack"/"go-mcall"/"go-morestack"/"go-vdso" (a Go stack switch; RBP then prints as
+ * "curg=N,tls=N": the row's two offsets; curg= is m.vdsoSP's for go-vdso), "u"
  * (UNSUPPORTED) or "end" (END row); RBP "u" (unchanged), "c-N" (saved
  * at CFA-N) or "x" (UNSUPPORTED). --lookup prints "VADDR -" where
  * unwind_table_find() returns NULL. Counters follow as "# stats k=v ...",
@@ -75,7 +75,8 @@ static void fmt_row(const struct unwind_row *r, char *cfa, char *rbp)
 		/* Go stack switch: kind, m.curg offset, g's TLS offset */
 		strcpy(cfa, UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_SYSTEMSTACK ?
 		       "go-systemstack" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_MCALL ?
-		       "go-mcall" : "go-morestack");
+		       "go-mcall" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_VDSO ?
+		       "go-vdso" : "go-morestack");
 		sprintf(rbp, "curg=%u,tls=%d", r->cfa_off8 * 8u, r->rbp_off8 * 8);
 		return;
 	default:
@@ -219,7 +220,7 @@ static int do_go(const char *path)
 {
 	struct unwind_table t = { 0 };
 	struct unwind_go_info info;
-	uint32_t dwarf_curg;
+	uint32_t dwarf_curg, dwarf_vdso_sp;
 	int fd = open(path, O_RDONLY), ret, dret;
 	Elf *elf;
 
@@ -229,12 +230,13 @@ static int do_go(const char *path)
 		return 1;
 	}
 	ret = unwind_go_apply(elf, &t, &info);
-	dret = unwind_go_dwarf_curg(elf, &dwarf_curg);
+	dret = unwind_go_dwarf_offsets(elf, &dwarf_curg, &dwarf_vdso_sp);
 	printf("version=%s nfuncs=%u switch_funcs=%u special_funcs=%u pcsp_rows=%u "
-	       "tls_g_off=%d curg=%u curg_from_dwarf=%u dwarf_curg=%u dwarf_result=%d "
-	       "result=%d\n", info.version[0] ? info.version : "-", info.nfuncs,
+	       "tls_g_off=%d curg=%u vdso_sp=%u curg_from_dwarf=%u dwarf_curg=%u "
+	       "dwarf_vdso_sp=%u dwarf_result=%d result=%d\n", info.version[0] ? info.version : "-", info.nfuncs,
 	       info.switch_funcs, info.special_funcs, info.pcsp_rows, info.tls_g_off,
-	       info.m_curg_off, info.curg_from_dwarf, dwarf_curg, dret, ret);
+	       info.m_curg_off, info.m_vdso_sp_off, info.curg_from_dwarf, dwarf_curg,
+	       dwarf_vdso_sp, dret, ret);
 	unwind_table_free(&t);
 	elf_end(elf);
 	close(fd);
