@@ -567,7 +567,7 @@ def test_programs(progs):
 
 # Rows src/unwind/go.c writes over a Go binary's CFI (stack switches,
 # Go's sigreturn, TOPFRAME functions): checked by tests/test_go_unwind.py.
-GO_ROWS = {"go-systemstack", "go-mcall", "go-morestack", "sig", "outer"}
+GO_ROWS = {"go-systemstack", "go-mcall", "go-morestack", "go-vdso", "sig", "outer"}
 
 
 def is_go(path):
