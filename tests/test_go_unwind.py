@@ -335,3 +335,50 @@ def test_corrupt_pclntab(tmp_path, go_build):
             if args[0] != "--go" and pcs and (pcs != sorted(set(pcs))):
                 bad.append((path, "unsorted rows", p.returncode, ""))
     assert not bad, bad[:3]
+
+
+CGO_PROG = """package main
+
+/*
+static int add(int a, int b) { return a + b; }
+*/
+import "C"
+
+import "fmt"
+
+func main() { fmt.Println(C.add(1, 2)) }
+"""
+
+
+def test_cgo_rows(build_dir, tmp_path):
+    """A cgo binary linked with -s -w keeps the .eh_frame of its C code
+    and nothing for its Go code: go.c fills the gaps from the pcsp
+    tables, so its rows equal those of the same program with
+    .debug_frame; asmcgocall (C on g0) is a switch row."""
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc for cgo")
+    (tmp_path / "main.go").write_text(CGO_PROG)
+    (tmp_path / "go.mod").write_text("module cgorows\n\ngo 1.19\n")
+    env = dict(os.environ, GOCACHE=str(tmp_path / "cache"), CGO_ENABLED="1",
+               GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    for name, flags in (("plain", []), ("stripped", ["-ldflags=-s -w"])):
+        subprocess.run([GO, "build", *flags, "-o", name, "."], cwd=tmp_path, env=env,
+                       check=True)
+    plain, stripped = (str(tmp_path / n) for n in ("plain", "stripped"))
+    assert ".eh_frame" in readelf_sections(stripped)
+    assert ".debug_frame" not in readelf_sections(stripped)
+    rows = table(build_dir, plain)
+    assert rows == table(build_dir, stripped)
+    syms = {}
+    for line in subprocess.run(["nm", plain], check=True, capture_output=True,
+                               text=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            syms[parts[2]] = int(parts[0], 16)
+    if go_info(build_dir, stripped)["curg"] != "0":
+        assert rows[syms["runtime.asmcgocall.abi0"]][0] == "go-systemstack"
+
+
+def readelf_sections(path):
+    from test_unwind_table import readelf_sections as sections
+    return sections(path)

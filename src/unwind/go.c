@@ -6,15 +6,17 @@
  * linked with -w), which compile.c reads like any CFI, and the pclntab
  * (.gopclntab, always present: the runtime needs it), whose pcsp table
  * gives each pc's stack-pointer delta, that is CFA = rsp + spdelta + 8.
- * Neither says where runtime.systemstack / mcall / morestack switch to
- * the system stack (g0); those functions' ranges get one
+ * Neither says where runtime.systemstack / mcall / morestack /
+ * asmcgocall switch to the system stack (g0), nor where nanotime1 and
+ * time.now run the vDSO on it; those functions' ranges get one
  * UNWIND_CFA_GO_SWITCH row each, whose walker (bpf/unwind_go.bpf.h)
- * continues at the goroutine's saved registers (m.curg.sched). The row
- * carries the two offsets that walker needs: runtime.m's curg (from the
- * table of Go versions checked against their DWARF, else the binary's
- * DWARF) and
- * g's place in TLS (-8 from the fs base, or runtime.tlsg's offset in
- * PT_TLS when externally linked).
+ * continues at the goroutine's saved registers (m.curg.sched, or
+ * m.vdsoPC/vdsoSP). The row carries the two offsets that walker needs:
+ * runtime.m's curg or vdsoSP (from the table of Go versions checked
+ * against their DWARF, else the binary's DWARF) and g's place in TLS (-8
+ * from the fs base, or runtime.tlsg's offset in PT_TLS when externally
+ * linked). Go's signal restorer gets a SIGNAL row, the functions Go
+ * flags TOPFRAME (goexit, mstart, rt0_go) an RA_UNDEFINED one.
  *
  * pclntab layout (Go 1.18+, src/runtime/symtab.go pcHeader and _func;
  * magic 0xfffffff0 for 1.18-1.19, 0xfffffff1 for 1.20+, which adds
@@ -280,6 +282,72 @@ static int pcsp_rows(const struct pclntab *pt, struct unwind_table *t,
 	t->rows = rows;
 	info->pcsp_rows = n;
 	return 0;
+}
+
+/* The row of @t in effect at absolute @pc (END outside @t), index in *@i. */
+static struct unwind_row row_at(const struct unwind_table *t, uint64_t pc, uint32_t *i)
+{
+	static const struct unwind_row end = {
+		.rules = UNWIND_ROW_RULES(UNWIND_CFA_END, UNWIND_RBP_UNCHANGED),
+	};
+
+	while (*i < t->nr_rows && t->base + t->rows[*i].pc <= pc)
+		(*i)++;
+	return *i && pc >= t->base ? t->rows[*i - 1] : end;
+}
+
+/*
+ * fill_gaps - @t (CFI) with @p's rows (pcsp) wherever @t has none: a cgo
+ * binary's .eh_frame covers its C code only. One pass over both; @p is
+ * freed. -ERANGE when the two do not fit one 4 GiB table.
+ */
+static int fill_gaps(struct unwind_table *t, struct unwind_table *p)
+{
+	uint64_t base = t->base < p->base ? t->base : p->base;
+	uint32_t it = 0, ip = 0, jt = 0, jp = 0, n = 0;
+	struct unwind_row *rows;
+	int err = 0;
+
+	rows = malloc((t->nr_rows + p->nr_rows + 1) * sizeof(*rows));
+	if (!rows) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (jt < t->nr_rows || jp < p->nr_rows) {
+		/* the next breakpoint of either table */
+		uint64_t a = jt < t->nr_rows ? t->base + t->rows[jt].pc : UINT64_MAX;
+		uint64_t b = jp < p->nr_rows ? p->base + p->rows[jp].pc : UINT64_MAX;
+		uint64_t pc = a < b ? a : b;
+		struct unwind_row r = row_at(t, pc, &it);
+
+		if (pc - base > UINT32_MAX) {
+			err = -ERANGE;
+			free(rows);
+			goto out;
+		}
+		if (UNWIND_ROW_CFA_TYPE(&r) == UNWIND_CFA_END)
+			r = row_at(p, pc, &ip);
+		r.pc = (uint32_t)(pc - base);
+		push_row(rows, &n, r);
+		jt += a == pc;
+		jp += b == pc;
+	}
+	free(t->rows);
+	t->rows = rows;
+	t->nr_rows = n;
+	t->base = base;
+out:
+	unwind_table_free(p);
+	return err;
+}
+
+/* Has @t no row at some function's entry? */
+static bool has_gaps(const struct pclntab *pt, const struct unwind_table *t)
+{
+	for (uint64_t i = 0; i < pt->nfunc; i++)
+		if (!unwind_table_find(t, func_entry(pt, i)))
+			return true;
+	return false;
 }
 
 /*
@@ -565,6 +633,15 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 		if (err)
 			return err;
 		changed = true;
+	} else if (has_gaps(&pt, t)) {
+		struct unwind_table p = { 0 };
+
+		err = pcsp_rows(&pt, &p, info);
+		if (!err)
+			err = fill_gaps(t, &p);
+		if (err == -ENOMEM)
+			return err;
+		changed |= !err;
 	}
 	if (info->tls_g_off % 8 || info->tls_g_off / 8 < INT8_MIN ||
 	    info->tls_g_off / 8 > INT8_MAX)
@@ -588,7 +665,7 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 			start--;
 		err = set_range(t, start, func_entry(&pt, i + 1), r);
 		if (err == -ENOMEM)
-			return err;
+			return changed ? 0 : err;	/* @t stays usable */
 		if (!err) {
 			info->special_funcs++;
 			info->switch_funcs += UNWIND_ROW_CFA_TYPE(&r) == UNWIND_CFA_GO_SWITCH;

@@ -35,8 +35,9 @@ struct unwind_go_info {
 
 /*
  * unwind_go_apply - when @elf is a Go executable (has a .gopclntab of Go
- * 1.18 or later), make @t Go-aware: with an empty @t (no CFI: -s -w),
- * rows from each function's pcsp table first (CFA = rsp + spdelta + 8);
+ * 1.18 or later), make @t Go-aware: where @t has no rows (no CFI: -s -w;
+ * a cgo binary's .eh_frame covers only its C code), rows from each
+ * function's pcsp table first (CFA = rsp + spdelta + 8);
  * then the ranges of runtime.systemstack, runtime.mcall,
  * runtime.morestack, runtime.asmcgocall and the vDSO callers
  * (runtime.nanotime1, time.now) become one UNWIND_CFA_GO_SWITCH row each (when the
