@@ -30,8 +30,8 @@
 #include <zlib.h>
 
 #include "unwind/compile.h"
-#include "unwind/go.h"
 #include "unwind/dwarf_cfi.h"
+#include "unwind/go.h"
 
 #define MAX_SECTIONS	16		/* CFI sections read per build */
 #define INFLATE_MAX	(1ull << 30)	/* bytes: bound on a decompressed section */
