@@ -238,6 +238,8 @@ enum profd_counter {
 	PROFD_CNT_STACK_COPIES,		/* samples that carried a stack copy (not a loss) */
 	PROFD_CNT_STACK_COPY_FAULT,	/* stack copy wanted but its first page
 					 * was unreadable: none carried */
+	PROFD_CNT_GO_STACK_SWITCHES,	/* Go g0 -> goroutine stack switches followed (not a loss) */
+	PROFD_CNT_GO_SWITCH_ERROR,	/* Go g/m/curg unreadable at a stack switch: walk stopped */
 	PROFD_CNT_RUNTIME_FIRST,	/* then PROFD_RUNTIME_COUNTERS per runtime */
 	PROFD_CNT_MAX = PROFD_CNT_RUNTIME_FIRST +
 			PROFD_RUNTIME_COUNT * PROFD_RUNTIME_COUNTERS,

@@ -50,6 +50,16 @@ enum dwarf_step {
 				 * ends here, truncated (counted) */
 };
 
+/*
+ * unwind_go_switch - the step of a UNWIND_CFA_GO_SWITCH row (Go's
+ * systemstack, mcall, morestack, asmcgocall, vDSO callers): from g0's
+ * stack back to the goroutine's. Defined by the includer: BPF follows the
+ * switch through the thread's g (unwind_go.bpf.h); a stack copy holds
+ * only one stack, so user space ends the walk there (DWARF_STEP_CUT).
+ */
+static inline int unwind_go_switch(struct unwind_frame *f, const struct unwind_row *r
+				   UNWIND_ENV_PARAM);
+
 /* x86-64 struct ucontext: uc_mcontext.gregs[] starts at byte 40. */
 #define UC_GREGS_OFF	40
 #define UC_REG_RBP	10
@@ -222,6 +232,8 @@ int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV
 		break;
 	case UNWIND_CFA_SIGNAL:
 		return signal_step(f UNWIND_ENV_ARG);
+	case UNWIND_CFA_GO_SWITCH:
+		return unwind_go_switch(f, &r UNWIND_ENV_ARG);
 	case UNWIND_CFA_RA_UNDEFINED:
 		/* _start, clone3: the whole stack was walked */
 		f->flags |= PROFD_SAMPLE_USER_COMPLETE;

@@ -39,6 +39,33 @@ enum unwind_cfa_type {
 	UNWIND_CFA_RA_UNDEFINED = 7,	/* DW_CFA_undefined rip: outermost frame (_start, clone) */
 	/* IBT lazy .plt of binutils >= 2.40 (endbr64; push; jmp): lit9 */
 	UNWIND_CFA_PLT3 = 8,		/* CFA = rsp + 8 + ((rip & 15) >= 9 ? 8 : 0) */
+	/*
+	 * Go's stack switches (runtime.systemstack, mcall, morestack): on
+	 * the system stack (g0) the caller is on the goroutine's stack, at
+	 * m.curg.sched (bpf/unwind_go.bpf.h). The row's fields mean:
+	 *   rbp_type  enum unwind_go_switch (where the caller is)
+	 *   cfa_off8  offset of runtime.m's curg / 8
+	 *   rbp_off8  offset of g from the thread pointer (fs base) / 8
+	 * Still on the goroutine's stack (g == m.curg: before the switch):
+	 * CFA = rsp + 8, rbp unchanged (these functions have no frame).
+	 */
+	UNWIND_CFA_GO_SWITCH = 9,
+};
+
+/* Where a UNWIND_CFA_GO_SWITCH row's caller is (its rbp_type). */
+enum unwind_go_switch {
+	UNWIND_GO_SYSTEMSTACK = 0,	/* systemstack: return address at
+					 * curg.sched.sp (as Go's traceback) */
+	UNWIND_GO_MORESTACK = 1,	/* morestack: at curg.sched.pc/sp/bp
+					 * (pc: a return address) */
+	UNWIND_GO_MCALL = 2,		/* mcall(fn): fn's argument (the g that
+					 * called mcall, pushed on g0 at the
+					 * caller's sp) .sched.pc/sp/bp; m.curg is
+					 * nil or another g once fn scheduled */
+	UNWIND_GO_VDSO = 3,		/* nanotime1, time.now: vDSO called on g0
+					 * (g not switched): the caller at
+					 * m.vdsoPC/m.vdsoSP; cfa_off8 holds
+					 * m.vdsoSP's offset / 8, not curg's */
 };
 
 enum unwind_rbp_type {

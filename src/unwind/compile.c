@@ -31,6 +31,7 @@
 
 #include "unwind/compile.h"
 #include "unwind/dwarf_cfi.h"
+#include "unwind/go.h"
 
 #define MAX_SECTIONS	16		/* CFI sections read per build */
 #define INFLATE_MAX	(1ull << 30)	/* bytes: bound on a decompressed section */
@@ -550,6 +551,11 @@ int unwind_table_build_elf(struct Elf *elf, struct Elf *debug,
 		err = collect(&s, debug, false);
 	if (!err)
 		err = build(&s, out, st);
+	/* Go: stack switches, and pcsp rows where there was no CFI (go.c) */
+	if ((!err || err == -ENODATA) && !unwind_go_apply(elf, out, NULL)) {
+		err = 0;
+		st->rows = out->nr_rows;
+	}
 	srcs_free(&s);
 	return err;
 }

@@ -87,7 +87,9 @@ struct unwind_build_stats {
  * an error, not SIGBUS; @fd stays the caller's and its offset is not
  * used). Reads every .eh_frame and .debug_frame (SHF_COMPRESSED zlib
  * ones and legacy .zdebug_frame included); without section headers,
- * .eh_frame is found through PT_GNU_EH_FRAME.
+ * .eh_frame is found through PT_GNU_EH_FRAME. A Go executable's table
+ * then gets src/unwind/go.c's rows (go.h: stack switches; pcsp rows
+ * where its CFI has none, so it builds even without CFI).
  * @out: receives the table (caller frees with unwind_table_free());
  *	zeroed on every error.
  * @st: counters (may be NULL).

@@ -82,6 +82,16 @@ static const struct unwind_row *walker_rows(struct unwind_walker *w, uint32_t i)
 #define unwind_shard_rows(shard)	walker_rows(env->w, (shard))
 #include "bpf/unwind_step.h"
 
+/* A stack copy holds one stack: a Go stack switch ends the walk (cut). */
+static inline int unwind_go_switch(struct unwind_frame *f, const struct unwind_row *r,
+				   struct walk_env *env)
+{
+	(void)f;
+	(void)r;
+	(void)env;
+	return DWARF_STEP_CUT;
+}
+
 struct unwind_walker *unwind_walker_new(int procs_fd, int shards_fd, int exec_fd)
 {
 	struct unwind_walker *w = calloc(1, sizeof(*w));

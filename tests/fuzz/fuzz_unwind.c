@@ -16,7 +16,8 @@
  * Build (tests/test_unwind_table.py does):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I. \
  *     tests/fuzz/fuzz_unwind.c src/unwind/compile.c \
- *     src/unwind/dwarf_cfi.c src/unwind/cfa_interp.c -lelf -lz
+ *     src/unwind/dwarf_cfi.c src/unwind/cfa_interp.c src/unwind/go.c \
+ *     -ldw -lelf -lz
  */
 #include <stdint.h>
 #include <stdlib.h>

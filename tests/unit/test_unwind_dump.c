@@ -7,6 +7,7 @@
  *   test_unwind_dump --lookup [--debug DBG] [--mem] FILE VADDR...
  *   test_unwind_dump --stats [--debug DBG] [--mem] FILE
  *   test_unwind_dump --time FILE [N]                 build time
+ *   test_unwind_dump --go FILE                       Go: version, offsets
  *
  * --debug: also read DBG's .debug_frame (unwind_table_build_fds());
  * --mem: read FILE into memory and use unwind_table_build_mem() (the
@@ -17,11 +18,15 @@
  *
  * A row prints as "VADDR CFA RBP": VADDR in hex; CFA "rsp+N", "rbp+N",
  * "plt1"/"plt2"/"plt3" (the three PLT expressions), "outer" (return
- * address undefined: outermost frame), "sig" (signal frame), "u"
+ * address undefined: outermost frame), "sig" (signal frame),
+ * "go-systemstack"/"go-mcall"/"go-morestack"/"go-vdso" (a Go stack switch; RBP then prints as
+ * "curg=N,tls=N": the row's two offsets; curg= is m.vdsoSP's for go-vdso), "u"
  * (UNSUPPORTED) or "end" (END row); RBP "u" (unchanged), "c-N" (saved
  * at CFA-N) or "x" (UNSUPPORTED). --lookup prints "VADDR -" where
  * unwind_table_find() returns NULL. Counters follow as "# stats k=v ...",
- * the build's result as "# result N". Exit 0 on success, 2 when the
+ * the build's result as "# result N". --go prints one line of key=value:
+ * what unwind_go_apply() found (on an empty table: pcsp rows) and the
+ * curg offset unwind_go_dwarf_curg() reads from the DWARF. Exit 0 on success, 2 when the
  * build failed (counters still printed), 1 on usage or I/O errors.
  */
 #include <errno.h>
@@ -34,7 +39,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libelf.h>
+
 #include "unwind/compile.h"
+#include "unwind/go.h"
 
 static void fmt_row(const struct unwind_row *r, char *cfa, char *rbp)
 {
@@ -63,6 +71,14 @@ static void fmt_row(const struct unwind_row *r, char *cfa, char *rbp)
 	case UNWIND_CFA_SIGNAL:
 		strcpy(cfa, "sig");
 		break;
+	case UNWIND_CFA_GO_SWITCH:
+		/* Go stack switch: kind, m.curg offset, g's TLS offset */
+		strcpy(cfa, UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_SYSTEMSTACK ?
+		       "go-systemstack" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_MCALL ?
+		       "go-mcall" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_VDSO ?
+		       "go-vdso" : "go-morestack");
+		sprintf(rbp, "curg=%u,tls=%d", r->cfa_off8 * 8u, r->rbp_off8 * 8);
+		return;
 	default:
 		strcpy(cfa, "u");
 	}
@@ -199,6 +215,34 @@ static int do_time(const char *path, int n)
 	return ret ? 2 : 0;
 }
 
+/* --go: what unwind_go_apply() finds in a Go binary, and its DWARF's curg. */
+static int do_go(const char *path)
+{
+	struct unwind_table t = { 0 };
+	struct unwind_go_info info;
+	uint32_t dwarf_curg, dwarf_vdso_sp;
+	int fd = open(path, O_RDONLY), ret, dret;
+	Elf *elf;
+
+	if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE ||
+	    !(elf = elf_begin(fd, ELF_C_READ, NULL))) {
+		perror(path);
+		return 1;
+	}
+	ret = unwind_go_apply(elf, &t, &info);
+	dret = unwind_go_dwarf_offsets(elf, &dwarf_curg, &dwarf_vdso_sp);
+	printf("version=%s nfuncs=%u switch_funcs=%u special_funcs=%u pcsp_rows=%u "
+	       "tls_g_off=%d curg=%u vdso_sp=%u curg_from_dwarf=%u dwarf_curg=%u "
+	       "dwarf_vdso_sp=%u dwarf_result=%d result=%d\n", info.version[0] ? info.version : "-", info.nfuncs,
+	       info.switch_funcs, info.special_funcs, info.pcsp_rows, info.tls_g_off,
+	       info.m_curg_off, info.m_vdso_sp_off, info.curg_from_dwarf, dwarf_curg,
+	       dwarf_vdso_sp, dret, ret);
+	unwind_table_free(&t);
+	elf_end(elf);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *debug = NULL, *path;
@@ -208,6 +252,8 @@ int main(int argc, char **argv)
 	char cfa[32], rbp[32];
 	uint32_t k;
 
+	if (argc == 3 && !strcmp(argv[1], "--go"))
+		return do_go(argv[2]);
 	if (argc >= 3 && !strcmp(argv[1], "--time"))
 		return do_time(argv[2], argc > 3 ? atoi(argv[3]) : 1);
 	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {

@@ -1,0 +1,676 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * go.c - Go binaries in the unwind tables (see go.h).
+ *
+ * A Go executable describes its functions twice: .debug_frame (unless
+ * linked with -w), which compile.c reads like any CFI, and the pclntab
+ * (.gopclntab, always present: the runtime needs it), whose pcsp table
+ * gives each pc's stack-pointer delta, that is CFA = rsp + spdelta + 8.
+ * Neither says where runtime.systemstack / mcall / morestack /
+ * asmcgocall switch to the system stack (g0), nor where nanotime1 and
+ * time.now run the vDSO on it; those functions' ranges get one
+ * UNWIND_CFA_GO_SWITCH row each, whose walker (bpf/unwind_go.bpf.h)
+ * continues at the goroutine's saved registers (m.curg.sched, or
+ * m.vdsoPC/vdsoSP). The row carries the two offsets that walker needs:
+ * runtime.m's curg or vdsoSP (from the table of Go versions checked
+ * against their DWARF, else the binary's DWARF) and g's place in TLS (-8
+ * from the fs base, or runtime.tlsg's offset in PT_TLS when externally
+ * linked). Go's signal restorer gets a SIGNAL row, the functions Go
+ * flags TOPFRAME (goexit, mstart, rt0_go) an RA_UNDEFINED one.
+ *
+ * pclntab layout (Go 1.18+, src/runtime/symtab.go pcHeader and _func;
+ * magic 0xfffffff0 for 1.18-1.19, 0xfffffff1 for 1.20+, which adds
+ * _func.startLine): older pclntabs are left alone (-ENOENT).
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/profd.h"
+#include "counters/counters.h"
+#include "unwind/go.h"
+
+/* The BPF walker's counters (bpf/unwind_go.bpf.h). */
+COUNTER_DEFINE_BPF(go_stack_switches, COUNTER_STAT, PROFD_CNT_GO_STACK_SWITCHES,
+		   "Go system-stack frames continued on the goroutine's stack");
+COUNTER_DEFINE(go_switch_unknown, COUNTER_PARTIAL,
+	       "Go binaries whose stack switches are not followed (pclntab before "
+	       "Go 1.18, or m.curg's offset unknown: no DWARF, version not known)");
+COUNTER_DEFINE_BPF(go_switch_read_error, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_ERROR,
+		   "Go g, m or m.curg unreadable at a stack switch: walk stopped");
+
+#define GO_MAGIC_118	0xfffffff0u
+#define GO_MAGIC_120	0xfffffff1u
+#define GO_TLS_G_OFF	(-8)	/* internal linking, linux/amd64 */
+#define GO_FUNCFLAG_TOPFRAME	1	/* _func.flag: funcFlag_TOPFRAME */
+#define GO_FUNCFLAG_SPWRITE	2	/* funcFlag_SPWRITE: writes sp */
+#define GO_FUNCFLAG_ASM		4	/* funcFlag_ASM: assembly */
+
+/* Offsets bpf/unwind_go.bpf.h takes as constant; checked against DWARF. */
+#define GO_G_M		48
+#define GO_G_SCHED	56
+#define GO_GOBUF_SP	0
+#define GO_GOBUF_PC	8
+#define GO_GOBUF_BP	48
+
+/*
+ * runtime.m's curg by Go version, asked before DWARF (which a -w binary
+ * lacks, and which costs an inflated .debug_info).
+ * Only versions whose DWARF was read here: go1.19.8 (Debian golang-go).
+ */
+static const struct {
+	const char *prefix;	/* "go1.19" matches go1.19, go1.19.x */
+	uint32_t curg;		/* runtime.m.curg */
+	uint32_t vdso_sp;	/* runtime.m.vdsoSP (vdsoPC follows it) */
+} curg_by_version[] = {
+	{ "go1.19", 192, 800 },
+};
+
+struct pclntab {
+	const uint8_t *p;
+	size_t n;
+	bool v120;		/* _func has startLine */
+	uint8_t minlc;
+	uint64_t nfunc;
+	uint64_t text;		/* entry offsets are from here */
+	uint64_t nametab, pctab, functab;	/* offsets in p */
+};
+
+static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+static uint64_t rd(const uint8_t *p, int size)
+{
+	uint64_t v = 0;
+
+	for (int i = size - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* uvarint at *@off of @p[0..@n): false when it runs past the end. */
+static bool uvarint(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (int shift = 0; shift < 64 && *off < n; shift += 7) {
+		uint8_t b = p[(*off)++];
+
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int pclntab_open(Elf *elf, struct pclntab *pt)
+{
+	GElf_Shdr sh, tsh;
+	Elf_Scn *scn = find_section(elf, ".gopclntab", &sh);
+	Elf_Data *d;
+	uint32_t magic;
+
+	memset(pt, 0, sizeof(*pt));
+	if (!scn || sh.sh_type == SHT_NOBITS)
+		return -ENOENT;
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size < 72)
+		return -ENOENT;
+	pt->p = d->d_buf;
+	pt->n = d->d_size;
+	magic = (uint32_t)rd(pt->p, 4);
+	if ((magic & 0xfffffff0u) != 0xfffffff0u || pt->p[7] != 8)
+		return -ENOENT;	/* not a pclntab, or not 64-bit */
+	if (magic != GO_MAGIC_118 && magic != GO_MAGIC_120)
+		return -EPROTONOSUPPORT;	/* Go 1.2-1.17, or newer than known */
+	pt->v120 = magic == GO_MAGIC_120;
+	pt->minlc = pt->p[6] ? pt->p[6] : 1;
+	pt->nfunc = rd(pt->p + 8, 8);
+	pt->text = rd(pt->p + 24, 8);
+	pt->nametab = rd(pt->p + 32, 8);
+	pt->pctab = rd(pt->p + 56, 8);
+	pt->functab = rd(pt->p + 64, 8);
+	if (!pt->text && find_section(elf, ".text", &tsh))
+		pt->text = tsh.sh_addr;	/* PIE: textStart is relocated */
+	/* nfunc + 1 functab entries (the last: the end of the text) */
+	if (pt->functab > pt->n || pt->nfunc >= (pt->n - pt->functab) / 8 ||
+	    pt->nametab > pt->n || pt->pctab > pt->n)
+		return -EINVAL;
+	return 0;
+}
+
+/* Function @i's entry vaddr (i == nfunc: the end of the last one). */
+static uint64_t func_entry(const struct pclntab *pt, uint64_t i)
+{
+	return pt->text + rd(pt->p + pt->functab + i * 8, 4);
+}
+
+/* Function @i's _func, or NULL when out of bounds. */
+static const uint8_t *func_struct(const struct pclntab *pt, uint64_t i)
+{
+	uint64_t off = pt->functab + rd(pt->p + pt->functab + i * 8 + 4, 4);
+
+	return off + 44 <= pt->n ? pt->p + off : NULL;
+}
+
+static const char *func_name(const struct pclntab *pt, const uint8_t *f)
+{
+	uint64_t off = pt->nametab + rd(f + 4, 4);
+
+	if (off >= pt->n || !memchr(pt->p + off, 0, pt->n - off))
+		return "";
+	return (const char *)pt->p + off;
+}
+
+static void push_row(struct unwind_row *rows, uint32_t *n, struct unwind_row r)
+{
+	if (*n && rows[*n - 1].rules == r.rules &&
+	    rows[*n - 1].cfa_off8 == r.cfa_off8 &&
+	    rows[*n - 1].rbp_off8 == r.rbp_off8)
+		return;
+	if (*n && rows[*n - 1].pc == r.pc) {
+		rows[*n - 1] = r;
+		return;
+	}
+	rows[(*n)++] = r;
+}
+
+/* The row of a pcsp value: CFA = rsp + spdelta + 8, rbp as it is. */
+static struct unwind_row spdelta_row(uint32_t pc, int64_t val)
+{
+	struct unwind_row r = { .pc = pc };
+
+	if (val < 0 || val % 8 || (val + 8) / 8 > UINT16_MAX) {
+		r.rules = UNWIND_ROW_RULES(UNWIND_CFA_UNSUPPORTED, UNWIND_RBP_UNCHANGED);
+	} else {
+		r.rules = UNWIND_ROW_RULES(UNWIND_CFA_RSP, UNWIND_RBP_UNCHANGED);
+		r.cfa_off8 = (uint16_t)((val + 8) / 8);
+	}
+	return r;
+}
+
+/*
+ * pcsp_rows - @t from the pcsp table of every function (src/runtime/
+ * symtab.go pcvalue/step: zigzag value deltas from -1, pc deltas times
+ * minLC, ended by a zero value delta after the first pair).
+ */
+static int pcsp_rows(const struct pclntab *pt, struct unwind_table *t,
+		     struct unwind_go_info *info)
+{
+	const struct unwind_row end = {
+		.rules = UNWIND_ROW_RULES(UNWIND_CFA_END, UNWIND_RBP_UNCHANGED),
+	};
+	uint64_t base = func_entry(pt, 0), last = func_entry(pt, pt->nfunc);
+	uint32_t n = 0, cap = 1024;
+	struct unwind_row *rows = malloc(cap * sizeof(*rows)), r;
+
+	if (!rows)
+		return -ENOMEM;
+	if (last < base || last - base > UINT32_MAX) {
+		free(rows);
+		return -EINVAL;
+	}
+	for (uint64_t i = 0; i < pt->nfunc; i++) {
+		const uint8_t *f = func_struct(pt, i);
+		uint64_t entry = func_entry(pt, i), next = func_entry(pt, i + 1);
+		uint64_t pc = entry, uv, pcd;
+		size_t off;
+		int64_t val = -1;
+		bool first = true;
+
+		/* sorted by entry: a malformed one must not unsort the rows */
+		if (!f || entry < base || next > last || next < entry ||
+		    (n && entry - base < rows[n - 1].pc))
+			continue;
+		off = pt->pctab + rd(f + 16, 4);
+		for (;;) {
+			if (n + 2 >= cap) {
+				struct unwind_row *nr = realloc(rows, 2 * cap * sizeof(*rows));
+
+				if (!nr) {
+					free(rows);
+					return -ENOMEM;
+				}
+				rows = nr;
+				cap *= 2;
+			}
+			if (!uvarint(pt->p, pt->n, &off, &uv) || (!uv && !first))
+				break;
+			val += (int64_t)(uv & 1 ? ~(uv >> 1) : uv >> 1);
+			if (!uvarint(pt->p, pt->n, &off, &pcd))
+				break;
+			if (pc >= next)
+				break;
+			push_row(rows, &n, spdelta_row((uint32_t)(pc - base), val));
+			pc += pcd * pt->minlc;
+			first = false;
+		}
+		if (pc < next) {
+			r = end;
+			r.pc = (uint32_t)(pc - base);
+			push_row(rows, &n, r);
+		}
+	}
+	r = end;
+	r.pc = (uint32_t)(last - base);
+	push_row(rows, &n, r);
+	t->base = base;
+	t->nr_rows = n;
+	t->rows = rows;
+	info->pcsp_rows = n;
+	return 0;
+}
+
+/* The row of @t in effect at absolute @pc (END outside @t), index in *@i. */
+static struct unwind_row row_at(const struct unwind_table *t, uint64_t pc, uint32_t *i)
+{
+	static const struct unwind_row end = {
+		.rules = UNWIND_ROW_RULES(UNWIND_CFA_END, UNWIND_RBP_UNCHANGED),
+	};
+
+	while (*i < t->nr_rows && t->base + t->rows[*i].pc <= pc)
+		(*i)++;
+	return *i && pc >= t->base ? t->rows[*i - 1] : end;
+}
+
+/*
+ * fill_gaps - @t (CFI) with @p's rows (pcsp) wherever @t has none: a cgo
+ * binary's .eh_frame covers its C code only. One pass over both; @p is
+ * freed. -ERANGE when the two do not fit one 4 GiB table.
+ */
+static int fill_gaps(struct unwind_table *t, struct unwind_table *p)
+{
+	uint64_t base = t->base < p->base ? t->base : p->base;
+	uint32_t it = 0, ip = 0, jt = 0, jp = 0, n = 0;
+	struct unwind_row *rows;
+	int err = 0;
+
+	rows = malloc((t->nr_rows + p->nr_rows + 1) * sizeof(*rows));
+	if (!rows) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (jt < t->nr_rows || jp < p->nr_rows) {
+		/* the next breakpoint of either table */
+		uint64_t a = jt < t->nr_rows ? t->base + t->rows[jt].pc : UINT64_MAX;
+		uint64_t b = jp < p->nr_rows ? p->base + p->rows[jp].pc : UINT64_MAX;
+		uint64_t pc = a < b ? a : b;
+		struct unwind_row r = row_at(t, pc, &it);
+
+		if (pc - base > UINT32_MAX) {
+			err = -ERANGE;
+			free(rows);
+			goto out;
+		}
+		if (UNWIND_ROW_CFA_TYPE(&r) == UNWIND_CFA_END)
+			r = row_at(p, pc, &ip);
+		r.pc = (uint32_t)(pc - base);
+		push_row(rows, &n, r);
+		jt += a == pc;
+		jp += b == pc;
+	}
+	free(t->rows);
+	t->rows = rows;
+	t->nr_rows = n;
+	t->base = base;
+out:
+	unwind_table_free(p);
+	return err;
+}
+
+/* Has @t no row at some function's entry? */
+static bool has_gaps(const struct pclntab *pt, const struct unwind_table *t)
+{
+	for (uint64_t i = 0; i < pt->nfunc; i++)
+		if (!unwind_table_find(t, func_entry(pt, i)))
+			return true;
+	return false;
+}
+
+/*
+ * set_range - @t's rows for [@start, @end) replaced by @r; the rule that
+ * applied at @end still applies from there. -ERANGE outside @t's base.
+ */
+static int set_range(struct unwind_table *t, uint64_t start, uint64_t end,
+		     struct unwind_row r)
+{
+	struct unwind_row *rows, after;
+	uint32_t s, e, n = 0, i;
+	bool at_end = false;
+
+	if (start < t->base || end <= start || end - t->base > UINT32_MAX)
+		return -ERANGE;
+	s = (uint32_t)(start - t->base);
+	e = (uint32_t)(end - t->base);
+	rows = malloc((t->nr_rows + 2) * sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	after = (struct unwind_row){
+		.rules = UNWIND_ROW_RULES(UNWIND_CFA_END, UNWIND_RBP_UNCHANGED),
+	};
+	for (i = 0; i < t->nr_rows && t->rows[i].pc <= e; i++) {
+		after = t->rows[i];
+		at_end = t->rows[i].pc == e;
+	}
+	for (i = 0; i < t->nr_rows && t->rows[i].pc < s; i++)
+		rows[n++] = t->rows[i];
+	r.pc = s;
+	rows[n++] = r;
+	if (!at_end) {
+		after.pc = e;
+		rows[n++] = after;
+	}
+	for (; i < t->nr_rows; i++)
+		if (t->rows[i].pc >= e)
+			rows[n++] = t->rows[i];
+	free(t->rows);
+	t->rows = rows;
+	t->nr_rows = n;
+	return 0;
+}
+
+/* The DWARF member offset of @member in @type, or -1. */
+static int64_t member_off(Dwarf_Die *type, const char *member)
+{
+	Dwarf_Die c;
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+
+	if (dwarf_child(type, &c))
+		return -1;
+	do {
+		const char *n = dwarf_diename(&c);
+
+		if (dwarf_tag(&c) == DW_TAG_member && n && !strcmp(n, member) &&
+		    dwarf_attr(&c, DW_AT_data_member_location, &a) &&
+		    !dwarf_formudata(&a, &v))
+			return (int64_t)v;
+	} while (!dwarf_siblingof(&c, &c));
+	return -1;
+}
+
+int unwind_go_dwarf_offsets(struct Elf *elf, uint32_t *curg, uint32_t *vdso_sp)
+{
+	Dwarf *dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	int found = 0;
+	bool bad = false;
+
+	*curg = *vdso_sp = 0;
+	if (!dw)
+		return -ENOENT;
+	while (found != 7 &&
+	       !dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL)) {
+		Dwarf_Die cu, d;
+
+		if (dwarf_offdie(dw, off + hsize, &cu) && !dwarf_child(&cu, &d)) {
+			do {
+				const char *n;
+
+				if (dwarf_tag(&d) != DW_TAG_structure_type)
+					continue;
+				n = dwarf_diename(&d);
+				if (!n)
+					continue;
+				if (!strcmp(n, "runtime.m") && !(found & 1)) {
+					int64_t v = member_off(&d, "curg");
+					int64_t sp = member_off(&d, "vdsoSP");
+
+					found |= 1;
+					if (v > 0 && v % 8 == 0 && v / 8 <= UINT16_MAX)
+						*curg = (uint32_t)v;
+					if (sp > 0 && sp % 8 == 0 && sp / 8 <= UINT16_MAX &&
+					    member_off(&d, "vdsoPC") == sp + 8)
+						*vdso_sp = (uint32_t)sp;
+				} else if (!strcmp(n, "runtime.g") && !(found & 2)) {
+					found |= 2;
+					bad |= member_off(&d, "m") != GO_G_M ||
+					       member_off(&d, "sched") != GO_G_SCHED;
+				} else if (!strcmp(n, "runtime.gobuf") && !(found & 4)) {
+					found |= 4;
+					bad |= member_off(&d, "sp") != GO_GOBUF_SP ||
+					       member_off(&d, "pc") != GO_GOBUF_PC ||
+					       member_off(&d, "bp") != GO_GOBUF_BP;
+				}
+			} while (found != 7 && !dwarf_siblingof(&d, &d));
+		}
+		off = next;
+	}
+	dwarf_end(dw);
+	if (bad || (*curg && found != 7)) {
+		*curg = *vdso_sp = 0;
+		return -ENOTSUP;
+	}
+	return *curg ? 0 : -ENOENT;
+}
+
+/* Go's version from .go.buildinfo (inline-string format, Go 1.18+). */
+static void read_version(Elf *elf, struct unwind_go_info *info)
+{
+	static const char magic[] = "\xff Go buildinf:";
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section(elf, ".go.buildinfo", &sh);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	const uint8_t *p;
+	size_t off = 32;
+	uint64_t len;
+
+	if (!d || !d->d_buf || d->d_size < 33)
+		return;
+	p = d->d_buf;
+	if (memcmp(p, magic, 14) || !(p[15] & 2))
+		return;	/* pointer format (before 1.18): not read */
+	if (!uvarint(p, d->d_size, &off, &len) || len >= sizeof(info->version) ||
+	    off + len > d->d_size)
+		return;
+	memcpy(info->version, p + off, len);
+	info->version[len] = 0;
+}
+
+/*
+ * tls_g_offset - g's offset from the fs base: runtime.tlsg's place in
+ * the executable's TLS block (variant II: the block ends at the thread
+ * pointer) when the binary has both, else Go's internal-linking -8.
+ */
+static int32_t tls_g_offset(Elf *elf)
+{
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+	GElf_Sym sym;
+	Elf_Scn *scn = find_section(elf, ".symtab", &sh);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	uint64_t memsz = 0, align = 1;
+	size_t nph, i;
+	bool tls = false;
+
+	if (!d || elf_getphdrnum(elf, &nph))
+		return GO_TLS_G_OFF;
+	for (i = 0; i < nph; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_TLS) {
+			memsz = ph.p_memsz;
+			align = ph.p_align ? ph.p_align : 1;
+			tls = true;
+		}
+	if (!tls || !sh.sh_entsize)
+		return GO_TLS_G_OFF;
+	for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+		const char *n;
+
+		if (!gelf_getsym(d, (int)i, &sym) ||
+		    GELF_ST_TYPE(sym.st_info) != STT_TLS)
+			continue;
+		n = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (n && !strcmp(n, "runtime.tlsg"))
+			return (int32_t)((int64_t)sym.st_value -
+					 (int64_t)((memsz + align - 1) / align * align));
+	}
+	return GO_TLS_G_OFF;
+}
+
+uint32_t unwind_go_curg_offset(const char *version, uint32_t *vdso_sp)
+{
+	for (size_t i = 0; i < sizeof(curg_by_version) / sizeof(curg_by_version[0]); i++) {
+		size_t l = strlen(curg_by_version[i].prefix);
+
+		/* "go1.19" matches "go1.19" and "go1.19.8", not "go1.190" */
+		if (!strncmp(version, curg_by_version[i].prefix, l) &&
+		    (version[l] == 0 || version[l] == '.' || version[l] == ' ')) {
+			*vdso_sp = curg_by_version[i].vdso_sp;
+			return curg_by_version[i].curg;
+		}
+	}
+	*vdso_sp = 0;
+	return 0;
+}
+
+/*
+ * func_row - the one row a whole function gets, or false: Go's stack
+ * switches (GO_SWITCH with the offsets in @info); the restorer Go puts
+ * in its sigactions (the kernel's signal frame is at its sp: SIGNAL);
+ * functions flagged TOPFRAME (goexit, mstart, rt0_go: nothing called
+ * them, Go's traceback ends there: RA_UNDEFINED) but the signal
+ * handlers' entries (sigtramp: the signal frame follows).
+ */
+static bool func_row(const struct pclntab *pt, const uint8_t *f,
+		     const struct unwind_go_info *info, struct unwind_row *r)
+{
+	const char *name = func_name(pt, f);
+	uint8_t flag = f[pt->v120 ? 41 : 37];
+	int kind = -1;
+
+	memset(r, 0, sizeof(*r));
+	/* asmcgocall saves g.sched as systemstack does, then runs C on g0 */
+	if (!strcmp(name, "runtime.systemstack") || !strcmp(name, "runtime.asmcgocall"))
+		kind = UNWIND_GO_SYSTEMSTACK;
+	else if (!strcmp(name, "runtime.morestack"))
+		kind = UNWIND_GO_MORESTACK;
+	else if (!strcmp(name, "runtime.mcall"))
+		kind = UNWIND_GO_MCALL;
+	else if (!strcmp(name, "runtime.nanotime1") || !strcmp(name, "time.now") ||
+		 !strcmp(name, "runtime.walltime"))
+		kind = UNWIND_GO_VDSO;	/* asm that calls the vDSO on g0 (1.17+) */
+	/*
+	 * The assembly function writes sp (funcFlag_SPWRITE, 1.17+; ASM,
+	 * 1.19+), not the ABI wrapper of the same name that calls it.
+	 */
+	if (!(flag & (GO_FUNCFLAG_SPWRITE | GO_FUNCFLAG_ASM)))
+		kind = -1;
+	if (kind >= 0 && info->m_curg_off &&
+	    (kind != UNWIND_GO_VDSO || info->m_vdso_sp_off)) {
+		r->rules = UNWIND_ROW_RULES(UNWIND_CFA_GO_SWITCH, kind);
+		r->cfa_off8 = (uint16_t)((kind == UNWIND_GO_VDSO ? info->m_vdso_sp_off :
+					  info->m_curg_off) / 8);
+		r->rbp_off8 = (int8_t)(info->tls_g_off / 8);
+		return true;
+	}
+	if (!strcmp(name, "runtime.sigreturn") ||
+	    !strcmp(name, "runtime.sigreturn__sigaction")) {
+		r->rules = UNWIND_ROW_RULES(UNWIND_CFA_SIGNAL, UNWIND_RBP_UNCHANGED);
+		return true;
+	}
+	/* a signal handler's entry is TOPFRAME too: walk on to its frame */
+	if ((flag & GO_FUNCFLAG_TOPFRAME) && !strstr(name, "igtramp") &&
+	    !strstr(name, "sigprofNonGo")) {
+		r->rules = UNWIND_ROW_RULES(UNWIND_CFA_RA_UNDEFINED, UNWIND_RBP_UNCHANGED);
+		return true;
+	}
+	return false;
+}
+
+int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
+		    struct unwind_go_info *info)
+{
+	struct unwind_go_info local;
+	struct pclntab pt;
+	bool changed = false;
+	int err;
+
+	if (!info)
+		info = &local;
+	memset(info, 0, sizeof(*info));
+	err = pclntab_open(elf, &pt);
+	if (err == -EPROTONOSUPPORT)
+		counter_inc(&counter_go_switch_unknown);
+	if (err)
+		return err == -EPROTONOSUPPORT ? -ENOENT : err;
+	info->nfuncs = (uint32_t)pt.nfunc;
+	read_version(elf, info);
+	info->tls_g_off = tls_g_offset(elf);
+	/*
+	 * A verified version first: reading DWARF means inflating all of
+	 * .debug_info, hundreds of MB in a big Go binary.
+	 */
+	info->m_curg_off = unwind_go_curg_offset(info->version, &info->m_vdso_sp_off);
+	if (!info->m_curg_off &&
+	    !unwind_go_dwarf_offsets(elf, &info->m_curg_off, &info->m_vdso_sp_off))
+		info->curg_from_dwarf = 1;
+	if (!t->nr_rows) {
+		err = pcsp_rows(&pt, t, info);
+		if (err)
+			return err;
+		changed = true;
+	} else if (has_gaps(&pt, t)) {
+		struct unwind_table p = { 0 };
+
+		err = pcsp_rows(&pt, &p, info);
+		if (!err)
+			err = fill_gaps(t, &p);
+		if (err == -ENOMEM)
+			return err;
+		changed |= !err;
+	}
+	if (info->tls_g_off % 8 || info->tls_g_off / 8 < INT8_MIN ||
+	    info->tls_g_off / 8 > INT8_MAX)
+		info->m_curg_off = 0;	/* not expressible: no switch rows */
+	if (!info->m_curg_off)
+		counter_inc(&counter_go_switch_unknown);
+	for (uint64_t i = 0; i < pt.nfunc; i++) {
+		const uint8_t *f = func_struct(&pt, i);
+		struct unwind_row r;
+		uint64_t start;
+
+		if (!f || !func_row(&pt, f, info, &r))
+			continue;
+		start = func_entry(&pt, i);
+		/*
+		 * The kernel "returns" to the restorer's first byte: the
+		 * walker looks up return address - 1 (as glibc's
+		 * __restore_rt FDE starts a byte early, for the same reason).
+		 */
+		if (UNWIND_ROW_CFA_TYPE(&r) == UNWIND_CFA_SIGNAL && start > pt.text)
+			start--;
+		err = set_range(t, start, func_entry(&pt, i + 1), r);
+		if (err == -ENOMEM)
+			return changed ? 0 : err;	/* @t stays usable */
+		if (!err) {
+			info->special_funcs++;
+			info->switch_funcs += UNWIND_ROW_CFA_TYPE(&r) == UNWIND_CFA_GO_SWITCH;
+			changed = true;
+		}
+	}
+	return changed ? 0 : -ENOTSUP;
+}

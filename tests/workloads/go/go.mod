@@ -1,0 +1,3 @@
+module goworkload
+
+go 1.19
