@@ -189,7 +189,8 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 	ips = ag->merged;
 add:
 	/* a caller not after a call instruction ends the stack (callsite.h) */
-	verified = callsite_verify(ag->callsites, snap, ips + s->kernel_len, nuser);
+	verified = callsite_verify(ag->callsites, snap, ips + s->kernel_len, nuser,
+				   s->flags & PROFD_SAMPLE_USER_COMPLETE);
 	if (verified < nuser) {
 		nuser = verified;
 		flags |= PROFD_SAMPLE_USER_TRUNCATED;

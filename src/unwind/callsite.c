@@ -261,7 +261,7 @@ static enum verdict check(struct callsite_cache *c, const struct proc_snapshot *
 
 /* callsite_verify - see callsite.h. */
 uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *snap,
-			 const uint64_t *ips, uint32_t nuser)
+			 const uint64_t *ips, uint32_t nuser, bool outermost)
 {
 	for (uint32_t i = 1; i < nuser; i++) {
 		uint64_t ip = ips[i];
@@ -273,8 +273,11 @@ uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *s
 			counter_inc(&counter_unwind_callsite_unchecked);
 			continue;
 		}
-		if (ip & PROFD_IP_EXACT) {
-			/* no call before it, but code all the same */
+		if ((ip & PROFD_IP_EXACT) || (outermost && i == nuser - 1)) {
+			/*
+			 * no call before it (an interrupted pc; a bottom frame
+			 * the tables call outermost), but code all the same
+			 */
 			m = proc_maps_find(&snap->maps, ip & ~PROFD_IP_EXACT);
 			if (m && m->executable)
 				continue;

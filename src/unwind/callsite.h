@@ -86,9 +86,13 @@ void callsite_cache_free(struct callsite_cache *c);
  * mapping, a return address when it passes the check above. The caller keeps that many frames and marks the stack
  * truncated when fewer than @nuser (this counts the cut). With no
  * snapshot nothing can be checked: @nuser (frames counted unchecked).
+ * @outermost: the walk ended because the unwind tables call the last
+ * frame's code outermost (PROFD_SAMPLE_USER_COMPLETE: _start, clone3,
+ * Go's TOPFRAME runtime.goexit whose planted return address follows no
+ * call): that last IP needs only lie in executable code.
  * Reads the process's files (pread) and memory; never opens a file.
  */
 uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *snap,
-			 const uint64_t *ips, uint32_t nuser);
+			 const uint64_t *ips, uint32_t nuser, bool outermost);
 
 #endif /* PROFD_UNWIND_CALLSITE_H */
