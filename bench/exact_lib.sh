@@ -152,16 +152,22 @@ profd_debug_stacks() {
 # "C E M A": C samples of PID in NAME's chain (a NAME_l* frame anywhere:
 # the program's own work, not ld.so's start-up), E of them exactly
 # EXPECTED, M of them EXPECTED at least from the leaf to main (the libc
-# start frames above main may be missing), A all of PID's samples.
+# start frames above main may be missing), A all of PID's samples. The
+# user stack is judged: kernel frames above EXPECTED's leaf (an interrupt
+# or a system call entered from it) are left out, for both tools alike.
 share_of() {
 	awk -v pid="$2" -v name="$3_l" -v want="$4" '
-		BEGIN { m = want; sub(/;__libc_start_call_main.*/, "", m); lm = length(m) }
+		BEGIN { m = want; sub(/;__libc_start_call_main.*/, "", m); lm = length(m)
+			leaf = want; sub(/;.*/, "", leaf) }
 		$2 == pid {
 		a += $1
 		if (index($3, name)) {
 			c += $1
-			if ($3 == want) e += $1
-			if (substr($3, 1, lm) == m && (length($3) == lm || substr($3, lm + 1, 1) == ";"))
+			u = $3
+			i = index(";" u ";", ";" leaf ";")
+			if (i > 1) u = substr(u, i)
+			if (u == want) e += $1
+			if (substr(u, 1, lm) == m && (length(u) == lm || substr(u, lm + 1, 1) == ";"))
 				mm += $1
 		} }
 		END { printf "%d %d %d %d\n", c, e, mm, a }' "$1"

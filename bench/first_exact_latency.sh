@@ -126,11 +126,15 @@ for tool in profd perf; do
 		want=$(expected_stack "$name" "$(exact_depth "$k")")
 		main_ns=$(awk -v p="$pid" '$1 == p && $2 == "main" { print $3; exit }' "$WORK/spawn.parsed")
 		# "time exact to_main" per sample in the program's own frames
+		# (the user stack: kernel frames above the leaf left out, as share_of does)
 		awk -v pid="$pid" -v name="${name}_l" -v want="$want" '
-			BEGIN { m = want; sub(/;__libc_start_call_main.*/, "", m); lm = length(m) }
+			BEGIN { m = want; sub(/;__libc_start_call_main.*/, "", m); lm = length(m)
+				leaf = want; sub(/;.*/, "", leaf) }
 			$2 == pid && index($3, name) {
-				print $4, ($3 == want),
-					(substr($3, 1, lm) == m && (length($3) == lm || substr($3, lm + 1, 1) == ";")) }' \
+				u = $3; i = index(";" u ";", ";" leaf ";")
+				if (i > 1) u = substr(u, i)
+				print $4, (u == want),
+					(substr(u, 1, lm) == m && (length(u) == lm || substr(u, lm + 1, 1) == ";")) }' \
 			"$WORK/$tool.stacks" |
 			sort -g | awk -v tool="$tool" -v pid="$pid" -v nm="$name" -v t0="$t0" -v mn="${main_ns:-0}" '
 			function ms(t) { return sprintf("%.1f", (t * 1e9 - t0) / 1e6) }
