@@ -100,7 +100,7 @@ struct process *agent_sample_process(struct agent *ag, const struct profd_sample
 	/* the leader's comm is the process's name: no /proc read for it */
 	struct process *p = process_get(ag->procs, s->pid, now,
 					s->flags & PROFD_SAMPLE_EXITING,
-					s->tid == s->pid ? s->comm : NULL);
+					s->tid == s->pid ? s->comm : NULL, s->ktime_ns);
 
 	if (p) {
 		uint64_t read_at = p->refreshed_ns;
@@ -141,7 +141,9 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 	struct aggregate *table;
 	const char *comm;
 	uint32_t nuser, verified;
-	uint32_t flags = s->flags;
+	/* a walk stopped by a read error was cut short: it ends in [truncated] */
+	uint32_t flags = s->flags | (s->flags & PROFD_SAMPLE_USER_ERROR ?
+				     PROFD_SAMPLE_USER_TRUNCATED : 0);
 	bool cut = false;
 
 	snap = p ? p->snap : NULL;
@@ -326,7 +328,7 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 		if (type == PROFD_EVENT_PROC_EXEC) {
 			process_exec(ag->procs, e->pid, comm);
 		} else {
-			process_exit(ag->procs, e->pid, now);
+			process_exit(ag->procs, e->pid, now, e->ktime_ns);
 			agent_exit_seen(ag, e->pid, now);
 			if (ag->gpu)
 				gpu_process_exit(ag->gpu, e->pid, now);
@@ -353,7 +355,7 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 		if (!ag->gpu)
 			return 0;
 		memcpy(comm, l->comm, PROFD_TASK_COMM_LEN);
-		p = process_get(ag->procs, l->pid, now, false, NULL);
+		p = process_get(ag->procs, l->pid, now, false, NULL, 0);
 		struct gpu_launch_info li = {
 			.pid = l->pid, .tid = l->tid,
 			.comm = p && p->comm[0] ? p->comm : comm,

@@ -32,8 +32,12 @@ COUNTER_DEFINE(unwinder_check_match, COUNTER_STAT,
 COUNTER_DEFINE(unwinder_check_mismatch, COUNTER_PARTIAL,
 	       "--check-unwinder: stacks the user-space walk of the copy disagreed on");
 
-/* How long a sample waits for its tables (a maps read, a table build). */
-#define HOLD_MAX_NS	(500ULL * 1000 * 1000)
+/*
+ * How long a sample waits for its tables (a maps read, a table build):
+ * less than an exited process's grace (EXIT_GRACE_NS, interval.c), so
+ * its entry and snapshot are still there.
+ */
+#define HOLD_MAX_NS	(400ULL * 1000 * 1000)
 /* Most bytes of held records (the rest are finalized at once, counted). */
 #define HOLD_MAX_BYTES	(16u << 20)
 
@@ -52,7 +56,8 @@ int agent_stack_copies_init(struct agent *ag)
 	if (!ag->unwind || !ag->cfg->stack_copy_bytes)
 		return 0;
 	tracer_unwind_maps(ag->tracer, &shards_fd, &procs_fd, &exec_fd);
-	ag->walker = unwind_walker_new(procs_fd, shards_fd, exec_fd);
+	ag->walker = unwind_walker_new(procs_fd, shards_fd, exec_fd,
+				       ag->cfg->stack_copy_bytes);
 	/* a record: header, kernel and user IPs, runtime frames */
 	ag->walk_ips = calloc(sizeof(struct profd_sample) / 8 + PROFD_MAX_RECORD_SLOTS + 1,
 			      sizeof(uint64_t));

@@ -496,8 +496,20 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 		free(s);
 		pt->stats.maps_read_errors++;
 		counter_inc(&counter_maps_read_error);
-		if (ret == -ENOENT || ret == -ESRCH)
+		if ((ret == -ENOENT || ret == -ESRCH) && p->snap && !p->exited) {
+			/*
+			 * Read once, gone now: it exited (its exit event is on
+			 * the way). It stays, with the snapshot its samples are
+			 * named by, for the grace an exit gets; dropped as
+			 * "gone", samples still held for it (stack copies)
+			 * would find nothing.
+			 */
+			p->exited = true;
+			p->exited_ns = now;
+			p->exit_event_ns = now;
+		} else if (ret == -ENOENT || ret == -ESRCH) {
 			p->gone = true;
+		}
 		return ret;
 	}
 	s->objs = calloc(s->maps.n ? s->maps.n : 1, sizeof(*s->objs));
@@ -534,6 +546,7 @@ static void reset(struct process *p)
 	p->snap = NULL;
 	p->exited = false;
 	p->exited_ns = 0;
+	p->exit_event_ns = 0;
 	p->released = false;
 	p->gone = false;
 	p->stale = false;
@@ -593,12 +606,14 @@ void process_drop_remains(struct process_table *pt, struct process *p)
 }
 
 struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
-			    bool exiting, const char *comm)
+			    bool exiting, const char *comm, uint64_t sample_ns)
 {
 	struct process **pp = slot_of(pt, pid), *p = *pp;
 
 	if (p && !p->exited)
 		return p;
+	if (p && sample_ns && sample_ns < p->exit_event_ns)
+		return p;	/* taken before the exit, read after it */
 	if (p && exiting) {
 		/* after the exit event, before the task stopped: the same process */
 		pt->stats.samples_after_exit++;
@@ -755,13 +770,14 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 	p->stale = true;
 }
 
-void process_exit(struct process_table *pt, pid_t pid, uint64_t now)
+void process_exit(struct process_table *pt, pid_t pid, uint64_t now, uint64_t event_ns)
 {
 	struct process *p = *slot_of(pt, pid);
 
 	if (p && !p->exited) {
 		p->exited = true;
 		p->exited_ns = now;
+		p->exit_event_ns = event_ns;
 	}
 }
 

@@ -97,6 +97,7 @@ struct process {
 	bool stale;			/* exec seen: re-read at the next sample */
 	bool exited;			/* exit seen: reaped after the next flush */
 	uint64_t exited_ns;		/* CLOCK_MONOTONIC the exit was seen */
+	uint64_t exit_event_ns;		/* ... and when it happened (the event's time) */
 	bool released;			/* exited: the listener was told (removed()) */
 	bool gone;			/* /proc/PID vanished before we read it */
 	uint64_t last_sample_ns;
@@ -186,10 +187,14 @@ void process_table_free(struct process_table *pt);
  * snapshot (gone; counted as a maps read error) rather than its remains'
  * metadata (cgroup "/"). @comm: the process's name (its leader thread's
  * comm, e.g. from a sample of the leader), or NULL to read it from /proc.
+ * @sample_ns: when the sample was taken (CLOCK_MONOTONIC; 0: now): one
+ * taken before the exit (a sample held for its unwind tables) belongs
+ * to the exited entry too.
  * NULL on OOM.
  */
 struct process *process_get(struct process_table *pt, pid_t pid,
-			    uint64_t now_ns, bool exiting, const char *comm);
+			    uint64_t now_ns, bool exiting, const char *comm,
+			    uint64_t sample_ns);
 
 /*
  * process_find_mapping - index of the mapping of @p containing @addr,
@@ -228,11 +233,13 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm);
 void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len);
 
 /*
- * process_exit - exit seen at @now_ns (CLOCK_MONOTONIC): the entry stays
- * for the samples that follow the exit event and is removed by
+ * process_exit - exit seen at @now_ns (CLOCK_MONOTONIC), the exit event
+ * taken at @event_ns: the entry stays for the samples that follow the
+ * exit event and those taken before it but read after, and is removed by
  * process_table_reap().
  */
-void process_exit(struct process_table *pt, pid_t pid, uint64_t now_ns);
+void process_exit(struct process_table *pt, pid_t pid, uint64_t now_ns,
+		  uint64_t event_ns);
 
 /*
  * process_table_reap - for processes whose exit was seen before

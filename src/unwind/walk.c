@@ -24,9 +24,12 @@ COUNTER_DEFINE(stack_copy_short, COUNTER_PARTIAL,
 	       "stack copies that ended before the stack did: walk truncated");
 
 #define SHARD_BYTES ((size_t)UNWIND_SHARD_ROWS * sizeof(struct unwind_row))
+/* A read this close past the copy's end is the stack going on. */
+#define SHORT_READ_SLACK (1u << 20)
 
 struct unwind_walker {
 	int procs_fd, shards_fd, exec_fd;
+	uint32_t copy_bytes;	/* --stack-copy-bytes */
 	const struct unwind_row *rows[UNWIND_MAX_SHARDS];	/* mapped lazily */
 	struct unwind_proc proc;	/* the entry of the walk in hand */
 };
@@ -42,7 +45,7 @@ struct walk_env {
 static int env_read(struct walk_env *e, void *dst, uint64_t size, uint64_t addr)
 {
 	if (addr < e->lo || addr > e->hi || size > e->hi - addr) {
-		if (addr >= e->hi)
+		if (addr >= e->hi && addr - e->hi < SHORT_READ_SLACK)
 			e->short_read = true;
 		return -1;
 	}
@@ -92,7 +95,8 @@ static inline int unwind_go_switch(struct unwind_frame *f, const struct unwind_r
 	return DWARF_STEP_CUT;
 }
 
-struct unwind_walker *unwind_walker_new(int procs_fd, int shards_fd, int exec_fd)
+struct unwind_walker *unwind_walker_new(int procs_fd, int shards_fd, int exec_fd,
+					uint32_t copy_bytes)
 {
 	struct unwind_walker *w = calloc(1, sizeof(*w));
 
@@ -101,6 +105,7 @@ struct unwind_walker *unwind_walker_new(int procs_fd, int shards_fd, int exec_fd
 	w->procs_fd = procs_fd;
 	w->shards_fd = shards_fd;
 	w->exec_fd = exec_fd;
+	w->copy_bytes = copy_bytes;
 	return w;
 }
 
@@ -162,7 +167,12 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 	flags |= f.flags;
 	if ((flags & PROFD_SAMPLE_UNWIND_MISSING) && w->proc.maps_read_ns < s->ktime_ns)
 		return UNWIND_WALK_NOT_READY;
-	if (env.short_read) {
+	/*
+	 * A read just past a copy cut at --stack-copy-bytes: the stack went
+	 * on. Past a shorter copy (the stack's top, a main thread's argv) or
+	 * far past it, the address is garbage: an error, as in BPF.
+	 */
+	if (env.short_read && s->stack_len >= w->copy_bytes) {
 		/* the stack went on past the copy: cut, not an error */
 		flags = (flags & ~PROFD_SAMPLE_USER_ERROR) | PROFD_SAMPLE_USER_TRUNCATED;
 		counter_inc(&counter_stack_copy_short);

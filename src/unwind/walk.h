@@ -22,9 +22,12 @@ struct unwind_walker;
 /*
  * unwind_walker_new - a walker over the BPF maps @procs_fd (unwind_procs),
  * @shards_fd (unwind_shards) and @exec_fd (exec_times); the fds stay the
- * caller's. NULL on out of memory.
+ * caller's; @copy_bytes: --stack-copy-bytes (a copy that size was cut by
+ * it, one shorter ended where the stack or its mapping did). NULL on out
+ * of memory.
  */
-struct unwind_walker *unwind_walker_new(int procs_fd, int shards_fd, int exec_fd);
+struct unwind_walker *unwind_walker_new(int procs_fd, int shards_fd, int exec_fd,
+					uint32_t copy_bytes);
 
 /* unwind_walker_free - unmap the shards and free @w (NULL: nothing). */
 void unwind_walker_free(struct unwind_walker *w);

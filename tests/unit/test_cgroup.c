@@ -295,7 +295,7 @@ static void check_child_in_cgroup(const char *what, const char *mount,
 	ret = child > 0 ? write_pid(dir, child) : -errno;
 	CHECK(ret == 0, "%s: child %d moved into %s: %d", what, (int)child, rel, ret);
 	if (!ret) {
-		p = process_get(pt, child, mono_ns(), false, NULL);
+		p = process_get(pt, child, mono_ns(), false, NULL, 0);
 		CHECK(p && p->snap, "%s: process read", what);
 		if (p && p->snap) {
 			const struct proc_meta *m = &p->snap->meta;

@@ -126,7 +126,7 @@ static void test_table(void)
 	main_thread = pthread_self();
 	process_table_set_listener(pt, &l);
 	process_table_set_loader(pt, ol);
-	p = process_get(pt, getpid(), t, false, NULL);
+	p = process_get(pt, getpid(), t, false, NULL, 0);
 	CHECK(p && p->snap, "own process read");
 	if (!p || !p->snap)
 		return;
@@ -152,7 +152,7 @@ static void test_table(void)
 	}
 	CHECK(maps_read_calls >= 1 && maps_read_off_main == maps_read_calls,
 	      "maps_read() on the loader's thread (%d calls)", maps_read_calls);
-	process_exit(pt, getpid(), t + 1);
+	process_exit(pt, getpid(), t + 1, t + 1);
 	process_table_reap(pt, t + 2, ~0ULL, t + 2, t + 2);
 	CHECK(!object_loader_wait(ol, 5000000000ULL) && removed_after_read,
 	      "removed() after maps_read(), in order");

@@ -85,13 +85,13 @@ int main(void)
 
 	/* exit event, then a sample of the exiting task: the same entry */
 	child = sleeper();
-	p = process_get(pt, child, t, false, NULL);
+	p = process_get(pt, child, t, false, NULL, 0);
 	CHECK(p && p->snap && p->snap->meta.executable, "live process read");
 	snap = p ? p->snap : NULL;
-	process_exit(pt, child, t + 10);
+	process_exit(pt, child, t + 10, t + 10);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
-	q = process_get(pt, child, t + 20, true, NULL);
+	q = process_get(pt, child, t + 20, true, NULL, 0);
 	CHECK(q == p && q->snap == snap && q->exited,
 	      "exiting sample after the exit event: the exited entry, its snapshot");
 	process_table_stats(pt, &st);
@@ -103,7 +103,7 @@ int main(void)
 	CHECK(removed_calls == 0, "not released before the grace");
 	process_table_reap(pt, t + 40, ~0ULL, t + 11, t);
 	CHECK(removed_calls == 1 && removed_pid == child, "released: listener told");
-	q = process_get(pt, child, t + 45, true, NULL);
+	q = process_get(pt, child, t + 45, true, NULL, 0);
 	CHECK(q == p, "still there for late samples");
 	process_table_reap(pt, t + 50, ~0ULL, t + 11, t);
 	CHECK(removed_calls == 1, "listener told once");
@@ -119,9 +119,14 @@ int main(void)
 
 	/* PID reuse: a sample without the exiting mark is a new process */
 	child = sleeper();
-	p = process_get(pt, child, t + 100, false, NULL);
-	process_exit(pt, child, t + 110);
-	q = process_get(pt, child, t + 120, false, NULL);
+	p = process_get(pt, child, t + 100, false, NULL, 0);
+	process_exit(pt, child, t + 110, t + 105);
+	snap = p ? p->snap : NULL;
+	q = process_get(pt, child, t + 115, false, NULL, t + 104);
+	CHECK(q == p && q->exited && q->snap == snap,
+	      "a sample taken before the exit, read after it (held for its "
+	      "unwind tables): the exited entry and its snapshot");
+	q = process_get(pt, child, t + 120, false, NULL, 0);
 	CHECK(q == p && !q->exited && q->snap && q->snap->meta.executable,
 	      "non-exiting sample of an exited PID: a new process, read again");
 	kill(child, SIGKILL);
@@ -129,13 +134,13 @@ int main(void)
 
 	/* a zombie read: no snapshot, so no cgroup "/" and no executable */
 	z = zombie();
-	p = process_get(pt, z, t + 200, false, NULL);
+	p = process_get(pt, z, t + 200, false, NULL, 0);
 	CHECK(p && !p->snap && p->gone, "zombie: no snapshot, gone");
 	waitpid(z, NULL, 0);
 
 	/* first seen exiting: marked exited (reaped after the swap) */
 	z = zombie();
-	p = process_get(pt, z, t + 300, true, NULL);
+	p = process_get(pt, z, t + 300, true, NULL, 0);
 	CHECK(p && p->exited && p->exited_ns == t + 300, "first seen exiting: exited");
 	waitpid(z, NULL, 0);
 
