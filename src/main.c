@@ -203,12 +203,6 @@ int main(int argc, char **argv)
 	}
 	if (argp_parse(&argp, argc, argv, flags, NULL, &o))
 		return 64;
-	if (o.cfg.check_unwinder && (!o.cfg.dwarf_unwinding || !o.cfg.stack_copy_bytes)) {
-		fprintf(stderr, "profd: error: --check-unwinder compares the DWARF walk with a "
-			"stack copy's: it needs DWARF unwinding and --stack-copy-bytes > 0\n");
-		options_free(&o);
-		return 64;
-	}
 	if (o.print_config) {
 		ret = options_print_yaml(&o, stdout);
 		if (ret || fflush(stdout)) {

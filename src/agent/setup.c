@@ -410,6 +410,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 			return -1;
 		}
 	}
+	if (cfg->check_unwinder && (!cfg->dwarf_unwinding || !cfg->stack_copy_bytes))
+		fprintf(stderr, "profd: warning: --check-unwinder does nothing here: it compares "
+			"the DWARF walk with a stack copy's (needs DWARF unwinding and "
+			"--stack-copy-bytes > 0)\n");
 	if (agent_stack_copies_init(ag)) {
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;

@@ -38,8 +38,12 @@ COUNTER_DEFINE(unwinder_check_mismatch, COUNTER_PARTIAL,
  * its entry and snapshot are still there.
  */
 #define HOLD_MAX_NS	(400ULL * 1000 * 1000)
-/* Most bytes of held records (the rest are finalized at once, counted). */
-#define HOLD_MAX_BYTES	(16u << 20)
+/*
+ * Most bytes of held records (the rest are walked or delivered at once):
+ * part of --memory-limit's fixed base. A new process's first samples
+ * carry a few KiB each (a main thread's copy ends at its argv).
+ */
+#define HOLD_MAX_BYTES	(4u << 20)
 
 struct held_sample {
 	struct held_sample *next;

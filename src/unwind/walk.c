@@ -30,7 +30,14 @@ COUNTER_DEFINE(stack_copy_short, COUNTER_PARTIAL,
 struct unwind_walker {
 	int procs_fd, shards_fd, exec_fd;
 	uint32_t copy_bytes;	/* --stack-copy-bytes */
-	const struct unwind_row *rows[UNWIND_MAX_SHARDS];	/* mapped lazily */
+	/*
+	 * Shards mapped during the walk in hand (lazily), unmapped at its
+	 * end: a mapped BPF array is resident in full (1 MiB each), so they
+	 * are not kept.
+	 */
+	const struct unwind_row *rows[UNWIND_MAX_SHARDS];
+	uint32_t mapped[UNWIND_MAX_SHARDS];
+	uint32_t nmapped;
 	struct unwind_proc proc;	/* the entry of the walk in hand */
 };
 
@@ -53,7 +60,7 @@ static int env_read(struct walk_env *e, void *dst, uint64_t size, uint64_t addr)
 	return 0;
 }
 
-/* Shard @i's rows, mapped read-only on first use (shards are never freed). */
+/* Shard @i's rows, mapped read-only on first use in this walk. */
 static const struct unwind_row *walker_rows(struct unwind_walker *w, uint32_t i)
 {
 	uint32_t id;
@@ -74,7 +81,18 @@ static const struct unwind_row *walker_rows(struct unwind_walker *w, uint32_t i)
 	if (map == MAP_FAILED)
 		return NULL;
 	w->rows[i] = map;
+	w->mapped[w->nmapped++] = i;
 	return map;
+}
+
+/* Unmap the shards the last walk mapped. */
+static void walker_unmap(struct unwind_walker *w)
+{
+	for (uint32_t k = 0; k < w->nmapped; k++) {
+		munmap((void *)w->rows[w->mapped[k]], SHARD_BYTES);
+		w->rows[w->mapped[k]] = NULL;
+	}
+	w->nmapped = 0;
 }
 
 #define UNWIND_ENV_PARAM		, struct walk_env *env
@@ -113,9 +131,7 @@ void unwind_walker_free(struct unwind_walker *w)
 {
 	if (!w)
 		return;
-	for (uint32_t i = 0; i < UNWIND_MAX_SHARDS; i++)
-		if (w->rows[i])
-			munmap((void *)w->rows[i], SHARD_BYTES);
+	walker_unmap(w);
 	free(w);
 }
 
@@ -164,6 +180,7 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 			n--;
 		break;
 	}
+	walker_unmap(w);
 	flags |= f.flags;
 	if ((flags & PROFD_SAMPLE_UNWIND_MISSING) && w->proc.maps_read_ns < s->ktime_ns)
 		return UNWIND_WALK_NOT_READY;
