@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * unwind_ruby.h - the contract between the BPF CRuby unwinder and user
+ * space (src/ruby/).
+ *
+ * User space recognises a CRuby interpreter in a process by its symbols
+ * (libruby.so or a static ruby: `ruby_current_vm_ptr`, `rb_vm_exec`,
+ * `ruby_version`), picks the struct offsets of its version (data:
+ * src/ruby/offsets.c, checked against the live process) and writes one
+ * `runtime_procs` entry (bpf/runtime.h) of runtime PROFD_RUNTIME_CRUBY
+ * whose state is a struct profd_ruby_proc.
+ *
+ * The unwinder finds the sampled thread's rb_thread_t (the thread whose
+ * `tid` is the sampled task's pid, searched in the main ractor's thread
+ * list and cached in `runtime_threads`), follows thread->ec (the running
+ * fiber's execution context) to ec->cfp, and walks the control frames
+ * from cfp up to the end of the VM stack (vm_stack + vm_stack_size
+ * VALUEs). It appends to the sample, after the user IPs,
+ * sample.interp_len frames of two __u64 each, leaf first:
+ *
+ *   Ruby frame (cfp->iseq set, not a C frame):
+ *     [0] iseq address (rb_iseq_t *) | PROFD_RB_GROUP_END if the frame
+ *         has VM_FRAME_FLAG_FINISH (the outermost frame its rb_vm_exec()
+ *         call runs)
+ *     [1] cfp->pc as read (an address in the iseq's encoded instructions;
+ *         user space checks that it lies inside the iseq it names, which
+ *         also tells an iseq from another later allocated at its address)
+ *   C frame (VM_FRAME_MAGIC_CFUNC):
+ *     [0] method entry address (ep[VM_ENV_DATA_INDEX_ME_CREF]) |
+ *         PROFD_RB_CFUNC | (PROFD_RB_GROUP_END as above)
+ *     [1] 0
+ *
+ * Frames without an iseq that are not C frames (dummy frames) are
+ * skipped. User space names each frame and puts each group (frames up to
+ * and including one with PROFD_RB_GROUP_END) where its rb_vm_exec()
+ * native frame is in the native stack (src/ruby/).
+ */
+#ifndef PROFD_BPF_UNWIND_RUBY_H
+#define PROFD_BPF_UNWIND_RUBY_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#include "runtime.h"
+
+/* Ruby frames kept per sample (deeper stacks are flagged truncated). */
+#define PROFD_MAX_RUBY_FRAMES		PROFD_MAX_INTERP_FRAMES
+/* Control frames one program invocation walks before tail-calling itself. */
+#define PROFD_RB_FRAMES_PER_PROG	32
+/* Self tail calls the Ruby walker may take. */
+#define PROFD_RB_MAX_TAIL_CALLS \
+	(PROFD_MAX_RUBY_FRAMES / PROFD_RB_FRAMES_PER_PROG - 1)
+/* Threads of the main ractor looked at when searching for a thread. */
+#define PROFD_RB_MAX_THREAD_SCAN	256
+/* Bytes read of an rb_thread_t: its offsets must lie below this - 8. */
+#define PROFD_RB_THREAD_BUF		128
+
+#define PROFD_RB_GROUP_END		(1ULL << 63)
+#define PROFD_RB_CFUNC			(1ULL << 62)
+
+/* The runtime_procs state of a CRuby process (src/ruby/offsets.h fills it). */
+struct profd_ruby_proc {
+	__u64 vm_ptr_addr;		/* runtime address of ruby_current_vm_ptr */
+	__u16 vm_main_ractor;		/* rb_vm_t.ractor.main_ractor */
+	__u16 ractor_threads;		/* rb_ractor_t.threads.set (list head) */
+	__u16 thread_lt_node;		/* rb_thread_t.lt_node (list node) */
+	__u16 thread_ec;		/* rb_thread_t.ec; < PROFD_RB_THREAD_BUF - 8 */
+	__u16 thread_tid;		/* rb_thread_t.tid (int); < PROFD_RB_THREAD_BUF - 4 */
+	__u16 ec_vm_stack;		/* rb_execution_context_t.vm_stack */
+	__u16 ec_vm_stack_size;		/* .vm_stack_size (VALUEs) */
+	__u16 ec_cfp;			/* .cfp */
+	__u16 cfp_size;			/* sizeof(rb_control_frame_t), <= 128 */
+	__u16 cfp_pc;			/* rb_control_frame_t.pc */
+	__u16 cfp_iseq;			/* .iseq */
+	__u16 cfp_ep;			/* .ep */
+	__s16 ep_flags;			/* VM_ENV_DATA_INDEX_FLAGS * 8 (bytes from ep) */
+	__s16 ep_me_cref;		/* VM_ENV_DATA_INDEX_ME_CREF * 8 */
+	__u32 frame_magic_mask;		/* VM_FRAME_MAGIC_MASK */
+	__u32 frame_magic_cfunc;	/* VM_FRAME_MAGIC_CFUNC */
+	__u32 frame_flag_finish;	/* VM_FRAME_FLAG_FINISH */
+	__u32 _pad;
+};
+
+/* The CRuby walker's counters (slots of bpf/profd.h's `counters`). */
+#define PROFD_CNT_RB_SAMPLES \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CRUBY, 0)	/* samples walked (not a loss) */
+#define PROFD_CNT_RB_NO_THREAD \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CRUBY, 1)	/* thread without an rb_thread_t */
+#define PROFD_CNT_RB_READ_ERR \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CRUBY, 2)	/* frame unreadable: walk ended */
+#define PROFD_CNT_RB_TRUNCATED \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CRUBY, 3)	/* more frames than kept */
+#define PROFD_CNT_RB_BAD_STACK \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_CRUBY, 4)	/* cfp outside its VM stack: walk refused */
+
+_Static_assert(sizeof(struct profd_ruby_proc) <= PROFD_RUNTIME_STATE_SIZE,
+	       "CRuby's state fits runtime_procs");
+_Static_assert(PROFD_RB_THREAD_BUF <= PROFD_RUNTIME_BUF,
+	       "CRuby's reads fit the scratch buffer");
+_Static_assert(PROFD_RB_MAX_TAIL_CALLS <= PROFD_RUNTIME_TAIL_CALLS,
+	       "the native walk leaves CRuby its tail calls");
+
+#endif /* PROFD_BPF_UNWIND_RUBY_H */
