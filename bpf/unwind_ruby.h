@@ -18,15 +18,21 @@
  * VALUEs). It appends to the sample, after the user IPs,
  * sample.interp_len frames of two __u64 each, leaf first:
  *
- *   Ruby frame (cfp->iseq set, not a C frame):
- *     [0] iseq address (rb_iseq_t *) | PROFD_RB_GROUP_END if the frame
- *         has VM_FRAME_FLAG_FINISH (the outermost frame its rb_vm_exec()
- *         call runs)
+ *   Ruby method frame (VM_FRAME_MAGIC_METHOD):
+ *     [0] ep[VM_ENV_DATA_INDEX_ME_CREF] (the method entry, or an svar
+ *         holding it; user space follows it to the method's iseq and its
+ *         owner, for "Owner#method") | PROFD_RB_METHOD |
+ *         PROFD_RB_GROUP_END if the frame has VM_FRAME_FLAG_FINISH (the
+ *         outermost frame its rb_vm_exec() call runs)
  *     [1] cfp->pc as read (an address in the iseq's encoded instructions;
  *         user space checks that it lies inside the iseq it names, which
  *         also tells an iseq from another later allocated at its address)
+ *   Other Ruby frame (cfp->iseq set: block, class body, top, main, eval,
+ *   rescue, ensure):
+ *     [0] iseq address (rb_iseq_t *) | (PROFD_RB_GROUP_END as above)
+ *     [1] cfp->pc as read
  *   C frame (VM_FRAME_MAGIC_CFUNC):
- *     [0] method entry address (ep[VM_ENV_DATA_INDEX_ME_CREF]) |
+ *     [0] ep[VM_ENV_DATA_INDEX_ME_CREF] (the method entry) |
  *         PROFD_RB_CFUNC | (PROFD_RB_GROUP_END as above)
  *     [1] 0
  *
@@ -58,6 +64,8 @@
 
 #define PROFD_RB_GROUP_END		(1ULL << 63)
 #define PROFD_RB_CFUNC			(1ULL << 62)
+#define PROFD_RB_METHOD			(1ULL << 61)
+#define PROFD_RB_ADDR_MASK		((1ULL << 56) - 1)
 
 /* The runtime_procs state of a CRuby process (src/ruby/offsets.h fills it). */
 struct profd_ruby_proc {
@@ -78,8 +86,8 @@ struct profd_ruby_proc {
 	__s16 ep_me_cref;		/* VM_ENV_DATA_INDEX_ME_CREF * 8 */
 	__u32 frame_magic_mask;		/* VM_FRAME_MAGIC_MASK */
 	__u32 frame_magic_cfunc;	/* VM_FRAME_MAGIC_CFUNC */
+	__u32 frame_magic_method;	/* VM_FRAME_MAGIC_METHOD */
 	__u32 frame_flag_finish;	/* VM_FRAME_FLAG_FINISH */
-	__u32 _pad;
 };
 
 /* The CRuby walker's counters (slots of bpf/profd.h's `counters`). */

@@ -56,6 +56,7 @@ int main(void)
 	F("ep_me_cref", VM_ENV_DATA_INDEX_ME_CREF);
 	F("frame_magic_mask", VM_FRAME_MAGIC_MASK);
 	F("frame_magic_cfunc", VM_FRAME_MAGIC_CFUNC);
+	F("frame_magic_method", VM_FRAME_MAGIC_METHOD);
 	F("frame_magic_ifunc", VM_FRAME_MAGIC_IFUNC);
 	F("frame_flag_finish", VM_FRAME_FLAG_FINISH);
 	F("frame_flag_cframe", VM_FRAME_FLAG_CFRAME);
@@ -96,6 +97,8 @@ int main(void)
 	F("imemo_mask", IMEMO_MASK);
 	F("imemo_ment", imemo_ment);
 	F("imemo_iseq", imemo_iseq);
+	F("imemo_svar", imemo_svar);
+	O("svar_cref_or_me", struct vm_svar, cref_or_me);
 	O("cme_def", rb_callable_method_entry_t, def);
 	O("cme_called_id", rb_callable_method_entry_t, called_id);
 	O("cme_owner", rb_callable_method_entry_t, owner);

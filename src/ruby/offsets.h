@@ -51,6 +51,7 @@ struct rb_offsets {
 	int8_t ep_me_cref;		/* VM_ENV_DATA_INDEX_ME_CREF */
 	uint32_t frame_magic_mask;	/* VM_FRAME_MAGIC_MASK */
 	uint32_t frame_magic_cfunc;	/* VM_FRAME_MAGIC_CFUNC */
+	uint32_t frame_magic_method;	/* VM_FRAME_MAGIC_METHOD */
 	uint32_t frame_magic_ifunc;	/* VM_FRAME_MAGIC_IFUNC */
 	uint32_t frame_flag_finish;	/* VM_FRAME_FLAG_FINISH */
 	uint32_t frame_flag_cframe;	/* VM_FRAME_FLAG_CFRAME */
@@ -89,7 +90,8 @@ struct rb_offsets {
 	uint32_t rarray_embed_len_mask;
 	uint8_t rarray_embed_len_shift;
 	uint8_t t_mask, t_string, t_array, t_imemo;	/* RUBY_T_* */
-	uint8_t imemo_shift, imemo_mask, imemo_ment, imemo_iseq;	/* imemo type in flags */
+	uint8_t imemo_shift, imemo_mask, imemo_ment, imemo_iseq, imemo_svar;	/* imemo type in flags */
+	uint16_t svar_cref_or_me;	/* struct vm_svar.cref_or_me */
 
 	/* rb_callable_method_entry_t, rb_method_definition_t */
 	uint16_t cme_def;
