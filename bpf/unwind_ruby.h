@@ -36,7 +36,9 @@
  *         PROFD_RB_CFUNC | (PROFD_RB_GROUP_END as above)
  *     [1] 0
  *
- * Frames without an iseq that are not C frames (dummy frames) are
+ * As in Ruby's own backtraces (vm_backtrace.c), the outermost control
+ * frame (the top frame below the main script's) is not walked, and frames
+ * without an iseq that are not C frames, or with an iseq but no pc, are
  * skipped. User space names each frame and puts each group (frames up to
  * and including one with PROFD_RB_GROUP_END) where its rb_vm_exec()
  * native frame is in the native stack (src/ruby/).

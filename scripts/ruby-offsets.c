@@ -106,6 +106,7 @@ int main(void)
 	F("def_type", 0);
 	O("def_original_id", rb_method_definition_t, original_id);
 	O("def_cfunc_func", rb_method_definition_t, body.cfunc.func);
+	O("def_iseqptr", rb_method_definition_t, body.iseq.iseqptr);
 	F("method_type_cfunc", VM_METHOD_TYPE_CFUNC);
 	F("method_type_iseq", VM_METHOD_TYPE_ISEQ);
 	O("symbols_last_id", rb_symbols_t, last_id);

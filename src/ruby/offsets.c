@@ -91,6 +91,7 @@ static const struct rb_offsets rb_table[] = {
 		.def_type = 0,
 		.def_original_id = 32,
 		.def_cfunc_func = 8,
+		.def_iseqptr = 8,
 		.method_type_cfunc = 1,
 		.method_type_iseq = 0,
 		.symbols_last_id = 0,

@@ -101,6 +101,7 @@ struct rb_offsets {
 	uint16_t def_type;		/* bits 0-3 of the first int (BITFIELD type : 4) */
 	uint16_t def_original_id;
 	uint16_t def_cfunc_func;	/* body.cfunc.func */
+	uint16_t def_iseqptr;		/* body.iseq.iseqptr (an ISEQ method's iseq) */
 	uint8_t method_type_cfunc, method_type_iseq;
 
 	/* rb_symbols_t ruby_global_symbols, ID -> String (symbol.c) */
