@@ -50,9 +50,7 @@ struct entry {
 	uint64_t encoded;	/* ISEQ: iseq_encoded */
 	uint32_t iseq_size;	/* ISEQ: in VALUEs */
 	uint64_t iseq;		/* ME of a Ruby method: its iseq */
-	uint32_t nlines;	/* ISEQ: line table entries (0: lines unknown) */
-	uint32_t *pos;		/* ISEQ: first instruction of each entry */
-	int32_t *line;		/* ISEQ: its line */
+	struct rv_lines lines;	/* ISEQ: its line table */
 };
 
 struct rb_iseq_cache {
@@ -72,30 +70,13 @@ struct ctx {
 	struct rv_reader rv;
 };
 
-static uint64_t u64_at(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
-static uint32_t u32_at(const uint8_t *b, size_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
 static void entry_free(struct addr_entry *ae)
 {
 	struct entry *e = (struct entry *)ae;
 
 	free(e->name);
 	free(e->path);
-	free(e->pos);
-	free(e->line);
+	rv_lines_free(&e->lines);
 	free(e);
 }
 
@@ -104,7 +85,7 @@ static size_t entry_bytes(const struct entry *e)
 	return heap_cost(sizeof(*e)) +
 	       (e->name ? heap_cost(strlen(e->name) + 1) : 0) +
 	       (e->path ? heap_cost(strlen(e->path) + 1) : 0) +
-	       (e->pos ? 2 * heap_cost((size_t)e->nlines * 4) : 0);
+	       (e->lines.pos ? 2 * heap_cost((size_t)e->lines.n * 4) : 0);
 }
 
 struct rb_iseq_cache *rb_iseq_cache_new(struct remote_reader *reader,
@@ -192,97 +173,29 @@ static int iseq_header(struct ctx *x, uint64_t iseq, uint8_t body[BODY_MAX],
 	err = rv_read(&x->rv, iseq, hdr, sizeof(hdr));
 	if (err)
 		return err;
-	if (rv_imemo_type(off, u64_at(hdr, 0)) != off->imemo_iseq)
+	if (rv_imemo_type(off, rv_u64(hdr, 0)) != off->imemo_iseq)
 		return -EINVAL;
-	b = u64_at(hdr, off->iseq_body);
+	b = rv_u64(hdr, off->iseq_body);
 	if (!rv_is_obj(b))
 		return -EINVAL;
 	err = rv_read(&x->rv, b, body, blen);
 	if (err)
 		return err;
-	size = u32_at(body, off->body_iseq_size);
-	if (u32_at(body, off->body_type) > off->iseq_type_plain || !size ||
-	    size > RB_ISEQ_SIZE_MAX || !rv_is_obj(u64_at(body, off->body_iseq_encoded)))
+	size = rv_u32(body, off->body_iseq_size);
+	if (rv_u32(body, off->body_type) > off->iseq_type_plain || !size ||
+	    size > RB_ISEQ_SIZE_MAX || !rv_is_obj(rv_u64(body, off->body_iseq_encoded)))
 		return -EINVAL;
-	print[0] = type_bits(off, u64_at(hdr, 0));
+	print[0] = type_bits(off, rv_u64(hdr, 0));
 	print[1] = b;
-	print[2] = (uint64_t)u32_at(body, off->body_type) << 32 | size;
-	print[3] = u64_at(body, off->body_iseq_encoded);
-	print[4] = u64_at(body, off->body_location_pathobj);
-	print[5] = u64_at(body, off->body_location_label);
-	print[6] = u64_at(body, off->body_location_first_lineno);
-	print[7] = u64_at(body, off->body_insns_info_body);
-	print[8] = u64_at(body, off->body_insns_info_positions) ^
-		   u64_at(body, off->body_insns_info_succ_index_table);
-	print[9] = u32_at(body, off->body_insns_info_size);
-	return 0;
-}
-
-/* The iseq's line table: entries' lines and first instructions. */
-static int iseq_lines(struct ctx *x, const uint8_t *body, struct entry *e)
-{
-	const struct rb_offsets *off = x->off;
-	uint32_t n = u32_at(body, off->body_insns_info_size);
-	uint64_t infos = u64_at(body, off->body_insns_info_body);
-	uint64_t positions = u64_at(body, off->body_insns_info_positions);
-	uint64_t succ = u64_at(body, off->body_insns_info_succ_index_table);
-	size_t esz = off->insn_info_entry_size, tlen;
-	uint8_t *buf;
-	int err, got;
-
-	if (!n)
-		return 0;	/* no lines: 0 */
-	if (n > e->iseq_size + 1u || !rv_is_obj(infos) || esz < 4 ||
-	    off->insn_info_line_no + 4u > esz)
-		return -EINVAL;
-	if (n > RB_LINES_MAX)
-		return 0;	/* too big to read: lines unknown */
-	e->pos = calloc(n, sizeof(*e->pos));
-	e->line = calloc(n, sizeof(*e->line));
-	buf = malloc((size_t)n * esz);
-	if (!e->pos || !e->line || !buf) {
-		free(buf);
-		return -ENOMEM;
-	}
-	err = rv_read(&x->rv, infos, buf, (size_t)n * esz);
-	for (uint32_t i = 0; !err && i < n; i++)
-		memcpy(&e->line[i], buf + (size_t)i * esz + off->insn_info_line_no, 4);
-	free(buf);
-	if (err)
-		return err;
-	if (n == 1) {
-		e->nlines = 1;	/* get_insn_info(): the one entry, wherever pc is */
-		return 0;
-	}
-	if (positions) {	/* not encoded (yet): the positions themselves */
-		if (!rv_is_obj(positions))
-			return -EINVAL;
-		err = rv_read(&x->rv, positions, e->pos, (size_t)n * 4);
-		if (err)
-			return err;
-		for (uint32_t i = 1; i < n; i++)
-			if (e->pos[i] <= e->pos[i - 1])
-				return -EINVAL;
-		e->nlines = n;
-		return 0;
-	}
-	tlen = rv_succ_table_len(e->iseq_size, off->succ_immediate_table_size);
-	if (!rv_is_obj(succ))
-		return -EINVAL;
-	if (tlen > SUCC_MAX)
-		return 0;	/* too big to read: lines unknown */
-	buf = malloc(tlen ? tlen : 1);
-	if (!buf)
-		return -ENOMEM;
-	err = rv_read(&x->rv, succ, buf, tlen);
-	got = err ? err : rv_succ_positions(buf, tlen, e->iseq_size,
-					    off->succ_immediate_table_size, e->pos, n);
-	free(buf);
-	if (got < 0)
-		return got;
-	if ((uint32_t)got != n)
-		return -EINVAL;	/* the table and the body disagree */
-	e->nlines = n;
+	print[2] = (uint64_t)rv_u32(body, off->body_type) << 32 | size;
+	print[3] = rv_u64(body, off->body_iseq_encoded);
+	print[4] = rv_u64(body, off->body_location_pathobj);
+	print[5] = rv_u64(body, off->body_location_label);
+	print[6] = rv_u64(body, off->body_location_first_lineno);
+	print[7] = rv_u64(body, off->body_insns_info_body);
+	print[8] = rv_u64(body, off->body_insns_info_positions) ^
+		   rv_u64(body, off->body_insns_info_succ_index_table);
+	print[9] = rv_u32(body, off->body_insns_info_size);
 	return 0;
 }
 
@@ -296,17 +209,17 @@ static int iseq_decode(struct ctx *x, uint64_t iseq, struct entry *e)
 	err = iseq_header(x, iseq, body, e->print);
 	if (err)
 		return err;
-	e->encoded = u64_at(body, off->body_iseq_encoded);
-	e->iseq_size = u32_at(body, off->body_iseq_size);
-	first = u64_at(body, off->body_location_first_lineno);
+	e->encoded = rv_u64(body, off->body_iseq_encoded);
+	e->iseq_size = rv_u32(body, off->body_iseq_size);
+	first = rv_u64(body, off->body_location_first_lineno);
 	if (!(first & 1))
 		return -EINVAL;	/* not a Fixnum */
 	e->first_line = (int)((int64_t)first >> 1);
-	err = rv_string(&x->rv, off, u64_at(body, off->body_location_label), &e->name);
+	err = rv_string(&x->rv, off, rv_u64(body, off->body_location_label), &e->name);
 	if (err)
 		return err;
 	/* rb_iseq_path(): a String, or [path, realpath] */
-	pathobj = u64_at(body, off->body_location_pathobj);
+	pathobj = rv_u64(body, off->body_location_pathobj);
 	err = rv_string(&x->rv, off, pathobj, &e->path);
 	if (err == -EINVAL) {
 		uint64_t p;
@@ -319,32 +232,17 @@ static int iseq_decode(struct ctx *x, uint64_t iseq, struct entry *e)
 	}
 	if (err)
 		return err;
-	return iseq_lines(x, body, e);
+	return rv_iseq_lines(&x->rv, off, body, e->iseq_size, SUCC_MAX, &e->lines);
 }
 
 /* The line of the instruction before @pc (calc_pos(), vm_backtrace.c). */
 static int line_at(const struct entry *e, uint64_t pc)
 {
 	uint64_t pos = (pc - e->encoded) / 8;
-	uint32_t lo = 0, hi;
 
 	if (!pc)
 		return e->first_line;
-	if (pos)
-		pos--;	/* pc points past the instruction running */
-	if (!e->nlines)
-		return 0;
-	/* the last entry whose first instruction is <= pos */
-	hi = e->nlines;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (e->pos[mid] <= pos)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return e->line[lo];
+	return rv_lines_at(&e->lines, pos ? pos - 1 : 0);	/* pc is past the instruction */
 }
 
 /* ------------------------------------------------------------------ */
@@ -369,11 +267,11 @@ static int me_header(struct ctx *x, uint64_t addr, uint8_t cme[ME_HDR],
 	err = rv_read(&x->rv, addr, cme, ME_HDR);
 	if (err)
 		return err;
-	t = rv_imemo_type(off, u64_at(cme, 0));
-	print[0] = type_bits(off, u64_at(cme, 0));
+	t = rv_imemo_type(off, rv_u64(cme, 0));
+	print[0] = type_bits(off, rv_u64(cme, 0));
 	print[1] = 0;
 	if (t == off->imemo_svar) {
-		uint64_t me = u64_at(cme, off->svar_cref_or_me);
+		uint64_t me = rv_u64(cme, off->svar_cref_or_me);
 
 		print[1] = me;
 		if (!rv_is_obj(me))
@@ -381,23 +279,23 @@ static int me_header(struct ctx *x, uint64_t addr, uint8_t cme[ME_HDR],
 		err = rv_read(&x->rv, me, cme, ME_HDR);
 		if (err)
 			return err;
-		t = rv_imemo_type(off, u64_at(cme, 0));
+		t = rv_imemo_type(off, rv_u64(cme, 0));
 	}
 	if (t != off->imemo_ment)
 		return -EINVAL;
-	d = u64_at(cme, off->cme_def);
+	d = rv_u64(cme, off->cme_def);
 	if (!rv_is_obj(d))
 		return -EINVAL;
 	err = rv_read(&x->rv, d, def, DEF_HDR);
 	if (err)
 		return err;
-	print[2] = type_bits(off, u64_at(cme, 0));
+	print[2] = type_bits(off, rv_u64(cme, 0));
 	print[3] = d;
-	print[4] = u64_at(cme, off->cme_owner);
-	print[5] = u64_at(cme, off->cme_called_id);
-	print[6] = u32_at(def, off->def_type) & 0xf;
-	print[7] = u64_at(def, off->def_original_id);
-	print[8] = u64_at(def, off->def_iseq_ptr);
+	print[4] = rv_u64(cme, off->cme_owner);
+	print[5] = rv_u64(cme, off->cme_called_id);
+	print[6] = rv_u32(def, off->def_type) & 0xf;
+	print[7] = rv_u64(def, off->def_original_id);
+	print[8] = rv_u64(def, off->def_iseq_ptr);
 	return 0;
 }
 
@@ -432,8 +330,8 @@ static int id_decode(struct ctx *x, uint64_t id, struct entry *e)
 	err = rv_read(&x->rv, gs, hdr, sizeof(hdr));
 	if (err)
 		return err;
-	last = u32_at(hdr, off->symbols_last_id);
-	ids = u64_at(hdr, off->symbols_ids);
+	last = rv_u32(hdr, off->symbols_last_id);
+	ids = rv_u64(hdr, off->symbols_ids);
 	if (!serial || serial > last)
 		return -ENOENT;
 	err = rv_array_at(&x->rv, off, ids, serial / off->id_entry_unit, &chunk);
@@ -562,10 +460,10 @@ static int me_decode(struct ctx *x, uint64_t addr, struct entry *e)
 	err = me_header(x, addr, cme, def, e->print);
 	if (err)
 		return err;
-	owner = u64_at(cme, off->cme_owner);
-	e->def_type = u32_at(def, off->def_type) & 0xf;
+	owner = rv_u64(cme, off->cme_owner);
+	e->def_type = rv_u32(def, off->def_type) & 0xf;
 	if (e->def_type == off->method_type_iseq) {
-		e->iseq = u64_at(def, off->def_iseq_ptr);
+		e->iseq = rv_u64(def, off->def_iseq_ptr);
 		if (!rv_is_obj(e->iseq))
 			return -EINVAL;
 		return owner_prefix(x, owner, &e->name);
@@ -573,12 +471,12 @@ static int me_decode(struct ctx *x, uint64_t addr, struct entry *e)
 	if (e->def_type != off->method_type_cfunc)
 		return -EINVAL;
 	{
-		uint64_t id = u64_at(def, off->def_original_id);
+		uint64_t id = rv_u64(def, off->def_original_id);
 		const char *mname;
 		char *name;
 
 		if (!id)
-			id = u64_at(cme, off->cme_called_id);
+			id = rv_u64(cme, off->cme_called_id);
 		mname = id_name(x, id, &err);
 		if (!mname) {
 			if (err == -EAGAIN)
@@ -694,12 +592,8 @@ static struct entry *get(struct ctx *x, enum kind k, uint64_t addr, int *err)
 	if (ret) {
 		free(e->name);
 		free(e->path);
-		free(e->pos);
-		free(e->line);
 		e->name = e->path = NULL;
-		e->pos = NULL;
-		e->line = NULL;
-		e->nlines = 0;
+		rv_lines_free(&e->lines);
 	}
 	e->failed = ret;
 	e->checked_ns = x->now;

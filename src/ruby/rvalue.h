@@ -6,8 +6,9 @@
  * Owns: the bounded, type-checked readers of the few object shapes that
  * naming a frame needs: String (embedded or heap), an Array's element,
  * an imemo's type, a class's ivar (its iv table, an st_table keyed by
- * ID), and the decoding of an iseq's succinct line index table
- * (iseq.c's succ_index_table) back into instruction positions. Every
+ * ID), and an iseq's line table: its entries, and the decoding of its
+ * succinct index table (iseq.c's succ_index_table) back into instruction
+ * positions. Every
  * read goes through struct rv_reader: charged to the sample's byte
  * budget, through remote.h (reads that time out rather than hang).
  * Nothing here trusts a length or a pointer read from the process.
@@ -30,6 +31,30 @@ struct rv_reader {
 	pid_t pid;
 	size_t *budget;		/* bytes left to this sample; reads are charged */
 	uint64_t *timeouts;	/* reads that timed out (may be NULL) */
+};
+
+/* Little-endian loads from bytes read (unaligned). */
+static inline uint64_t rv_u64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static inline uint32_t rv_u32(const uint8_t *b, size_t off)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* An iseq's line table: entry i covers the instructions from pos[i]. */
+struct rv_lines {
+	uint32_t n;		/* entries; 0: lines unknown */
+	uint32_t *pos;		/* first instruction of each entry (ascending) */
+	int32_t *line;		/* its line */
 };
 
 /* Entries of an iv table scanned for one ivar (class tables are small). */
@@ -103,6 +128,32 @@ int rv_class_ivars(struct rv_reader *r, const struct rb_offsets *off,
  */
 int rv_succ_positions(const uint8_t *table, size_t len, uint32_t max_pos,
 		      unsigned int imm_table_size, uint32_t *pos, uint32_t cap);
+
+/*
+ * rv_iseq_lines - read the line table of the iseq whose body header is
+ * @body (bytes read at the body's address, holding the insns_info
+ * fields) and which has @iseq_size instructions into *@out (malloc'ed
+ * arrays; free with rv_lines_free(), also after an error): the entries'
+ * lines (insns_info.body) and first instructions (insns_info.positions,
+ * or the succinct index table once Ruby encoded them). A table of more
+ * than RB_LINES_MAX entries, or a succinct table over @succ_max bytes, is
+ * not read (lines unknown, 0). Returns 0, -EINVAL (malformed: sizes,
+ * pointers, positions that do not rise, a table that disagrees with the
+ * body), -ENOMEM, or rv_read()'s errors.
+ */
+int rv_iseq_lines(struct rv_reader *r, const struct rb_offsets *off,
+		  const uint8_t *body, uint32_t iseq_size, size_t succ_max,
+		  struct rv_lines *out);
+
+/*
+ * rv_lines_at - the line of instruction @pos (get_insn_info(), iseq.c:
+ * the entry of the last first instruction <= @pos; the only entry when
+ * there is one), 0 when unknown.
+ */
+int rv_lines_at(const struct rv_lines *l, uint64_t pos);
+
+/* rv_lines_free - free @l's arrays and zero it. */
+void rv_lines_free(struct rv_lines *l);
 
 /* rv_succ_table_len - bytes of the succinct table of an iseq of @max_pos
  * instructions (succ_index_table_create()'s allocation). */
