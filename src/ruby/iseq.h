@@ -20,6 +20,11 @@
  * The object readers are src/ruby/rvalue.h; where the ID table is,
  * src/ruby/symbols.h.
  *
+ * Not here: which control frames to name (the walker's; note that the
+ * main thread's outermost control frame, th_init()'s dummy frame, holds
+ * the toplevel "<main>" iseq at its first instruction, line 0, and Ruby's
+ * backtraces leave it out).
+ *
  * Threads: the reader thread only (like the Python code cache).
  */
 #ifndef PROFD_RUBY_ISEQ_H
@@ -47,8 +52,10 @@ struct remote_reader;
 
 /* Where one process keeps what naming needs (found by detect.c). */
 struct rb_proc_addrs {
-	uint64_t global_symbols;	/* &ruby_global_symbols; 0: unknown (C
-					 * frames named by address only) */
+	uint64_t global_symbols;	/* runtime &ruby_global_symbols
+					 * (rb_global_symbols_find_fd() + the load
+					 * bias); 0: unknown (C frames are
+					 * RB_CFUNC_UNNAMED, methods unowned) */
 };
 
 /* A named frame, owned by the cache (valid until the cache's next call). */
