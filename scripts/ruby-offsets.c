@@ -21,6 +21,8 @@
 #include "internal/string.h"
 #include "internal/array.h"
 #include "internal/imemo.h"
+#include "internal/class.h"
+#include "ruby/st.h"
 #include "symbol.h"
 #include "ruby/version.h"
 #include "version.h"
@@ -106,7 +108,19 @@ int main(void)
 	F("def_type", 0);
 	O("def_original_id", rb_method_definition_t, original_id);
 	O("def_cfunc_func", rb_method_definition_t, body.cfunc.func);
-	O("def_iseqptr", rb_method_definition_t, body.iseq.iseqptr);
+	O("def_iseq_ptr", rb_method_definition_t, body.iseq.iseqptr);
+	O("rbasic_klass", struct RBasic, klass);
+	O("rclass_ext", struct RClass, ptr);	/* !USE_RVARGC: checked below */
+	O("classext_iv_tbl", rb_classext_t, iv_tbl);
+	O("st_entries_start", st_table, entries_start);
+	O("st_entries_bound", st_table, entries_bound);
+	O("st_entries", st_table, entries);
+	F("t_class", RUBY_T_CLASS);
+	F("t_module", RUBY_T_MODULE);
+	F("t_iclass", RUBY_T_ICLASS);
+	F("fl_singleton", RUBY_FL_SINGLETON);
+	if (USE_RVARGC)
+		fprintf(stderr, "USE_RVARGC: RCLASS_EXT follows struct RClass, not .ptr\n");
 	F("method_type_cfunc", VM_METHOD_TYPE_CFUNC);
 	F("method_type_iseq", VM_METHOD_TYPE_ISEQ);
 	O("symbols_last_id", rb_symbols_t, last_id);

@@ -12,6 +12,7 @@
 #include "counters/counters.h"
 #include "python/code.h"
 #include "proc/remote.h"
+#include "runtime/addr_cache.h"
 #include "util/heap_cost.h"
 
 COUNTER_DEFINE(python_read_timeout, COUNTER_PARTIAL,
@@ -20,23 +21,16 @@ COUNTER_DEFINE(python_read_timeout, COUNTER_PARTIAL,
 #define HDR_MAX 256
 
 struct entry {
-	pid_t pid;
-	uint64_t gen, addr;
+	struct addr_entry ae;	/* first: the key (pid, gen, addr) and links */
 	struct py_code code;
-	size_t bytes;
 	uint64_t checked_ns;
 	int failed;		/* < 0: reading it failed (cached like a success) */
 	uint32_t bpf_print;	/* fingerprint BPF saw (0: none) */
 	uint64_t print[7];	/* the fields read: compared on recheck */
-	struct entry *hnext;		/* hash chain */
-	struct entry *prev, *next;	/* LRU list, most recent first */
 };
 
 struct py_code_cache {
-	struct entry **buckets;
-	size_t nbuckets;
-	struct entry *head, *tail;
-	size_t max_entries, max_bytes;
+	struct addr_cache *lru;		/* src/runtime/addr_cache.h */
 	struct remote_reader *remote;	/* reads that cannot hang us */
 	struct py_code_stats st;
 };
@@ -272,115 +266,45 @@ static uint32_t code_print(const struct py_offsets *off, const uint8_t *hdr)
 				    get_u64(hdr, off->code_filename));
 }
 
+static void entry_free(struct addr_entry *ae)
+{
+	struct entry *e = (struct entry *)ae;
+
+	code_clear(&e->code);
+	free(e);
+}
+
 struct py_code_cache *py_code_cache_new(size_t max_entries, size_t max_bytes)
 {
 	struct py_code_cache *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
-	c->nbuckets = 4096;
-	while (c->nbuckets < max_entries)
-		c->nbuckets *= 2;
-	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	c->lru = addr_cache_new(max_entries, max_bytes, entry_free);
 	c->remote = remote_reader_new();
 	if (c->remote)
 		remote_reader_count_timeouts(c->remote, &counter_python_read_timeout);
-	if (!c->buckets || !c->remote) {
-		free(c->buckets);
+	if (!c->lru || !c->remote) {
+		addr_cache_free(c->lru);
 		remote_reader_free(c->remote);
 		free(c);
 		return NULL;
 	}
-	c->max_entries = max_entries;
-	c->max_bytes = max_bytes;
 	return c;
-}
-
-static size_t bucket(const struct py_code_cache *c, pid_t pid, uint64_t gen,
-		     uint64_t addr)
-{
-	uint64_t h = (addr >> 4) ^ ((uint64_t)pid << 40) ^ (gen * 0x9e3779b97f4a7c15ULL);
-
-	h *= 0xff51afd7ed558ccdULL;
-	return (h ^ (h >> 32)) & (c->nbuckets - 1);
-}
-
-static void lru_unlink(struct py_code_cache *c, struct entry *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_push(struct py_code_cache *c, struct entry *e)
-{
-	e->prev = NULL;
-	e->next = c->head;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
-}
-
-static void entry_remove(struct py_code_cache *c, struct entry *e)
-{
-	struct entry **pp = &c->buckets[bucket(c, e->pid, e->gen, e->addr)];
-
-	while (*pp && *pp != e)
-		pp = &(*pp)->hnext;
-	if (*pp)
-		*pp = e->hnext;
-	lru_unlink(c, e);
-	c->st.entries--;
-	c->st.bytes -= e->bytes;
-	code_clear(&e->code);
-	free(e);
 }
 
 void py_code_cache_free(struct py_code_cache *c)
 {
 	if (!c)
 		return;
-	while (c->head)
-		entry_remove(c, c->head);
-	free(c->buckets);
+	addr_cache_free(c->lru);
 	remote_reader_free(c->remote);
 	free(c);
 }
 
-static bool gen_in(const uint64_t *gens, size_t n, uint64_t gen)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (gens[mid] == gen)
-			return true;
-		if (gens[mid] < gen)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 void py_code_forget(struct py_code_cache *c, const uint64_t *gens, size_t n)
 {
-	struct entry *e = c->head, *next;
-
-	for (; e && n; e = next) {
-		next = e->next;
-		if (gen_in(gens, n, e->gen))
-			entry_remove(c, e);
-	}
+	addr_cache_forget(c->lru, gens, n);
 }
 
 /* Heap an entry holds: itself, its names and line table, as malloc keeps them. */
@@ -392,32 +316,11 @@ static size_t code_bytes(const struct py_code *k)
 	       (k->linetable ? heap_cost(k->linetable_len ? k->linetable_len : 1) : 0);
 }
 
-/* Add @e (filled) to the cache, evicting the least recently used. */
-static void entry_insert(struct py_code_cache *c, struct entry *e, size_t b)
-{
-	e->bytes = code_bytes(&e->code);
-	e->hnext = c->buckets[b];
-	c->buckets[b] = e;
-	lru_push(c, e);
-	c->st.entries++;
-	c->st.bytes += e->bytes;
-	while (c->tail && c->tail != e &&
-	       (c->st.entries > c->max_entries || c->st.bytes > c->max_bytes)) {
-		entry_remove(c, c->tail);
-		c->st.evictions++;
-	}
-}
-
 /* The cached entry of (@pid, @gen, @addr), or NULL. */
 static struct entry *lookup(struct py_code_cache *c, pid_t pid, uint64_t gen,
 			    uint64_t addr)
 {
-	struct entry *e;
-
-	for (e = c->buckets[bucket(c, pid, gen, addr)]; e; e = e->hnext)
-		if (e->addr == addr && e->pid == pid && e->gen == gen)
-			return e;
-	return NULL;
+	return (struct entry *)addr_cache_lookup(c->lru, pid, gen, 0, addr);
 }
 
 const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
@@ -427,7 +330,6 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 				  const struct py_types *types, uint32_t print_bpf,
 				  uint64_t now_ns, size_t *budget, int *err)
 {
-	size_t b = bucket(c, pid, gen, addr);
 	uint32_t hlen = header_len(off);
 	uint64_t print[NFIELDS] = { 0 };
 	uint8_t hdr[HDR_MAX];
@@ -452,15 +354,14 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		e = lookup(c, pid, gen, addr);	/* may have been evicted */
 	}
 	if (e && print_bpf && e->bpf_print != print_bpf) {
-		entry_remove(c, e);	/* another object now lives there */
+		addr_cache_remove(c->lru, &e->ae);	/* another object now lives there */
 		e = NULL;
 	}
 	/* with a fingerprint to match, a good entry needs no re-check */
 	if (e && ((print_bpf && !e->failed) ||
 		  now_ns - e->checked_ns < PY_CODE_RECHECK_NS)) {
 		c->st.hits++;
-		lru_unlink(c, e);
-		lru_push(c, e);
+		addr_cache_touch(c->lru, &e->ae);
 		if (e->failed) {
 			c->st.errors++;
 			*err = e->failed;
@@ -484,12 +385,11 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		 * keep what was read before) */
 		c->st.rechecks++;
 		e->checked_ns = now_ns;
-		lru_unlink(c, e);
-		lru_push(c, e);
+		addr_cache_touch(c->lru, &e->ae);
 		return &e->code;
 	}
 	if (e)
-		entry_remove(c, e);
+		addr_cache_remove(c->lru, &e->ae);
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		ret = -ENOMEM;
@@ -502,16 +402,16 @@ const struct py_code *py_code_get(struct py_code_cache *c, pid_t pid,
 		c->st.reads++;
 	}
 	e->bpf_print = print_bpf;
-	e->pid = pid;
-	e->gen = gen;
-	e->addr = addr;
+	e->ae.pid = pid;
+	e->ae.gen = gen;
+	e->ae.addr = addr;
 	e->checked_ns = now_ns;
 	e->failed = ret;
 	memcpy(e->print, print, sizeof(print));
-	entry_insert(c, e, b);
+	addr_cache_insert(c->lru, &e->ae, code_bytes(&e->code));
 	if (ret)
 		goto fail;
-	*budget = *budget > e->bytes ? *budget - e->bytes : 0;
+	*budget = *budget > e->ae.bytes ? *budget - e->ae.bytes : 0;
 	return &e->code;
 fail:
 	c->st.errors++;
@@ -521,6 +421,12 @@ fail:
 
 void py_code_cache_stats(const struct py_code_cache *c, struct py_code_stats *out)
 {
+	struct addr_cache_counts n;
+
+	addr_cache_counts(c->lru, &n);
 	*out = c->st;
+	out->entries = n.entries;
+	out->bytes = n.bytes;
+	out->evictions = n.evictions;
 	out->timeouts = remote_reader_timeouts(c->remote);
 }

@@ -101,8 +101,20 @@ struct rb_offsets {
 	uint16_t def_type;		/* bits 0-3 of the first int (BITFIELD type : 4) */
 	uint16_t def_original_id;
 	uint16_t def_cfunc_func;	/* body.cfunc.func */
-	uint16_t def_iseqptr;		/* body.iseq.iseqptr (an ISEQ method's iseq) */
+	uint16_t def_iseq_ptr;		/* body.iseq.iseqptr */
 	uint8_t method_type_cfunc, method_type_iseq;
+
+	/* classes: a class's path is its `__classpath__` ivar (variable.c),
+	 * a singleton's object its `__attached__` ivar, both in the class's
+	 * iv table: RCLASS_IV_TBL(), an st_table keyed by ID */
+	uint16_t rbasic_klass;		/* RBasic.klass (an iclass's module) */
+	uint16_t rclass_ext;		/* RClass.ptr (rb_classext_t *) */
+	uint16_t classext_iv_tbl;	/* rb_classext_t.iv_tbl (st_table *) */
+	uint16_t st_entries_start;	/* st_table.entries_start (st_index_t) */
+	uint16_t st_entries_bound;	/* st_table.entries_bound */
+	uint16_t st_entries;		/* st_table.entries: {hash, key, record} */
+	uint8_t t_class, t_module, t_iclass;	/* RUBY_T_* */
+	uint32_t fl_singleton;		/* RUBY_FL_SINGLETON */
 
 	/* rb_symbols_t ruby_global_symbols, ID -> String (symbol.c) */
 	uint16_t symbols_last_id;	/* rb_id_serial_t (uint32) */

@@ -234,7 +234,7 @@ def walk(locs)
         me = method_entry(me_cref)
         defn = me && M.u64(me + o['cme_def'])
         check('method frame entry leads to its iseq',
-              defn && M.u64(defn + o['def_iseqptr']) == iseq)
+              defn && M.u64(defn + o['def_iseq_ptr']) == iseq)
         info[:method] = true
       end
       frames << [:rb, info]
