@@ -38,7 +38,7 @@ def help_text(profd_bin):
 
 
 def tracer_names(profd_bin):
-    m = re.search(r"Which unwinders run, of ([a-z0-9_,]+)", help_text(profd_bin))
+    m = re.search(r"Which unwinders run, of\s+([a-z0-9_,]+)", help_text(profd_bin))
     return m.group(1).split(",") if m else []
 
 

@@ -28,7 +28,7 @@ def run(profd_bin, *args, timeout=20):
 def tracer_names(profd_bin):
     """The names --help lists for --tracers ("native,python,...")."""
     out = run(profd_bin, "--help").stdout
-    m = re.search(r"--tracers=\S+\s+Which unwinders run, of ([a-z0-9_,]+)", out)
+    m = re.search(r"--tracers=\S+\s+Which unwinders run, of\s+([a-z0-9_,]+)", out)
     assert m, out
     return m.group(1).split(",")
 
