@@ -48,3 +48,55 @@ def comments(pprof, path):
     out = subprocess.run([pprof, "-raw", "-symbolize=none", path], check=True,
                          capture_output=True, text=True).stdout
     return out
+
+
+_RAW_LOC = re.compile(r"^\s*(\d+): 0x([0-9a-f]+)(?: M=(\d+))? ?(.*)$")
+_RAW_LINE = re.compile(r"^(.*) (\S*):(-?\d+) s=-?\d+(?:\(.*\))?$")
+_RAW_MAP = re.compile(r"^\s*(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S*)")
+_RAW_SAMPLE = re.compile(r"^\s*(-?\d+(?:\s+-?\d+)*):((?:\s+\d+)*)\s*$")
+
+
+def pprof_raw_samples(pprof, path):
+    """Samples of profile @path as `pprof -raw` prints them, with each
+    frame's mapping: {"labels": {...}, "value": count, "frames": [leaf,
+    ..., root]}, a frame {"function", "file", "line", "mapping"} (the
+    mapping's file name, e.g. "[python]"; an inlined location gives one
+    frame per line, innermost first; an unsymbolized one function None)."""
+    out = subprocess.run([pprof, "-raw", "-symbolize=none", path], check=True,
+                         capture_output=True, text=True).stdout
+    locs, maps, raw, section, last = {}, {}, [], None, None
+    for line in out.splitlines():
+        if line in ("Samples:", "Locations", "Mappings"):
+            section = line
+            continue
+        if section == "Samples:":
+            m = _RAW_SAMPLE.match(line)
+            if m:
+                raw.append(([int(x) for x in m.group(2).split()],
+                            int(m.group(1).split()[0]), {}))
+            elif raw:
+                for key, val in re.findall(r"([\w.]+):\[([^\]]*)\]", line):
+                    raw[-1][2][key] = val
+        elif section == "Locations":
+            m = _RAW_LOC.match(line)
+            text = m.group(4) if m else line.strip()
+            if m:
+                last = locs[int(m.group(1))] = {"mapping": int(m.group(3) or 0), "lines": []}
+            fm = _RAW_LINE.match(text)
+            if last is not None and (fm or m):
+                last["lines"].append((fm.group(1), fm.group(2), int(fm.group(3)))
+                                     if fm else (None, "", 0))
+        elif section == "Mappings":
+            m = _RAW_MAP.match(line)
+            if m:
+                maps[int(m.group(1))] = m.group(2)
+    samples = []
+    for ids, value, labels in raw:
+        frames = []
+        for i in ids:
+            loc = locs[i]
+            for fn, file, no in loc["lines"] or [(None, "", 0)]:
+                frames.append({"function": fn, "file": file, "line": no,
+                               "mapping": maps.get(loc["mapping"], "")})
+        samples.append({"labels": labels, "value": value, "frames": frames})
+    return samples

@@ -32,6 +32,9 @@ struct agent_config {
 	unsigned int stack_copy_bytes;	/* --stack-copy-bytes */
 	bool check_unwinder;		/* --check-unwinder */
 	bool python_unwinding;		/* !--no-python-unwinding */
+	uint32_t tracers;		/* --tracers: bit (1 << id) per unwinder named
+					 * (enum profd_runtime_id; bit 0: native, always) */
+	bool tracers_set;		/* --tracers given (not the default: all) */
 	unsigned int unwind_memory_mib;	/* --unwind-memory-limit: shard memory cap */
 	unsigned int symbol_cache_mib;	/* --symbol-cache-limit: symbolizer heap budget */
 	unsigned int memory_limit_mib;	/* --memory-limit: RSS ceiling (memory.h budgets) */

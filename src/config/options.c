@@ -15,6 +15,7 @@
 #include "bpf/profd.h"
 #include "config/options.h"
 #include "config/options_internal.h"
+#include "config/runtimes.h"
 #include "export/otlp.h"
 #include "metrics/http.h"
 #include "output/retention.h"
@@ -66,8 +67,13 @@ static const struct option_def table[] = {
 	{ "check-unwinder", OPT_CHECK_UNWINDER, NULL, OPTION_FLAG, true, 3,
 	  "Diagnostic: every sample carries its stack, and user space walks it "
 	  "too and compares (counters unwinder_check_match / _mismatch)" },
+	{ "tracers", OPT_TRACERS, "NAME[,NAME...]", OPTION_LIST, true, 2,
+	  "Which unwinders run, of " CONFIG_TRACER_NAMES " (default: all); "
+	  "native always runs, so `native` alone shows every process's native "
+	  "frames only. Repeatable; --no-python-unwinding still turns python off" },
 	{ "no-python-unwinding", OPT_NO_PYTHON, NULL, OPTION_FLAG, true, 2,
-	  "Show CPython processes' native frames only (no Python functions)" },
+	  "Show CPython processes' native frames only (no Python functions); "
+	  "the same as leaving python out of --tracers" },
 	{ "bpf-map-scale-factor", OPT_MAP_SCALE, "N", OPTION_VALUE, true, 2,
 	  "BPF map sizes (ringbufs, process and thread tables, the defaults of "
 	  "--unwind-memory-limit and --max-processes) x 2^N, 0-8 (default 0); a "
@@ -172,6 +178,7 @@ void options_init(struct options *o)
 		.dwarf_unwinding = true,
 		.stack_copy_bytes = 16384,
 		.python_unwinding = true,
+		.tracers = config_tracers_all(),
 		.unwind_memory_mib = 64,
 		.symbol_cache_mib = 32,
 		.memory_limit_mib = 128,
@@ -408,6 +415,8 @@ static void list_source(struct options *o, const struct option_def *d,
 			c->ndebug_pids = 0;
 		else if (d->key == OPT_LABEL)
 			c->nlabels = 0;
+		else if (d->key == OPT_TRACERS)
+			c->tracers_set = false;
 	}
 	o->from_file[idx] = src == OPTION_FROM_FILE;
 }
@@ -487,6 +496,48 @@ int option_set_label(struct options *o, const char *key, size_t klen,
 {
 	list_source(o, option_by_key(OPT_LABEL), src);
 	return set_label(o, key, klen, value, vlen, err, len);
+}
+
+/*
+ * --tracers NAME[,NAME...] added to the run's tracers: the first value
+ * replaces the default (all), later ones add. Names are the registry's
+ * (config_tracer_id()); spaces around a name are allowed (a file's
+ * `tracers: native, python`), an empty one is not.
+ */
+static int set_tracers(struct agent_config *c, const char *value, char *err, size_t len)
+{
+	uint32_t mask = 1u << PROFD_RUNTIME_NONE;	/* native always runs */
+	const char *p = value;
+
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		int id;
+
+		while (n && *p == ' ')
+			p++, n--;
+		while (n && p[n - 1] == ' ')
+			n--;
+		if (!n)
+			return fail(err, len, OPTION_EUSAGE, "takes NAME[,NAME...] of %s, "
+				    "got '%s'", CONFIG_TRACER_NAMES, value);
+		id = config_tracer_id(p, n);
+		if (id < 0 && has_control(p, n))
+			return fail(err, len, OPTION_EUSAGE, "names an unknown tracer: known are %s",
+				    CONFIG_TRACER_NAMES);
+		if (id < 0)
+			return fail(err, len, OPTION_EUSAGE, "names an unknown tracer '%.*s': "
+				    "known are %s", (int)(n > 64 ? 64 : n), p, CONFIG_TRACER_NAMES);
+		mask |= 1u << id;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	if (!c->tracers_set)
+		c->tracers = 0;
+	c->tracers |= mask;
+	c->tracers_set = true;
+	return 0;
 }
 
 /* true/false from the config file for a flag. */
@@ -644,6 +695,8 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 	case OPT_NO_PYTHON:
 		c->python_unwinding = !b;
 		break;
+	case OPT_TRACERS:
+		return set_tracers(c, value, err, len);
 	case OPT_MAP_SCALE:
 		v = parse_uint(value, 0, 8);
 		if (v < 0)

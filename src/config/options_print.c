@@ -12,6 +12,7 @@
 
 #include "config/options.h"
 #include "config/options_internal.h"
+#include "config/runtimes.h"
 
 struct emitter {
 	yaml_emitter_t e;
@@ -151,6 +152,15 @@ static void emit_value(struct emitter *em, const struct options *o,
 		return emit_scalar(em, c->check_unwinder ? "true" : "false", true);
 	case OPT_NO_PYTHON:
 		return emit_scalar(em, c->python_unwinding ? "false" : "true", true);
+	case OPT_TRACERS:
+		/* unset: "" (all: a runtime added later is on too) */
+		if (!c->tracers_set)
+			return emit_scalar(em, "", false);
+		emit_seq_start(em);
+		for (unsigned int id = 0; config_tracer_name(id); id++)
+			if (c->tracers & (1u << id))
+				emit_scalar(em, config_tracer_name(id), true);
+		return emit_seq_end(em);
 	case OPT_MAP_SCALE:
 		snprintf(buf, sizeof(buf), "%u", c->bpf_map_scale_factor);
 		break;
