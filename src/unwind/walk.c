@@ -22,6 +22,9 @@ COUNTER_DEFINE_BPF(stack_copy_fault, COUNTER_PARTIAL, PROFD_CNT_STACK_COPY_FAULT
 		   "samples whose stack could not be copied (first page unreadable)");
 COUNTER_DEFINE(stack_copy_short, COUNTER_PARTIAL,
 	       "stack copies that ended before the stack did: walk truncated");
+COUNTER_DEFINE(go_switch_stack_copy, COUNTER_PARTIAL,
+	       "Go stack switches met walking a stack copy (one stack, no thread "
+	       "state to find the other): walk truncated");
 
 #define SHARD_BYTES ((size_t)UNWIND_SHARD_ROWS * sizeof(struct unwind_row))
 /* A read this close past the copy's end is the stack going on. */
@@ -101,17 +104,20 @@ static void walker_unmap(struct unwind_walker *w)
 #define unwind_read(dst, size, addr)	env_read(env, (dst), (size), (addr))
 #define unwind_count(c)			((void)0)
 #define unwind_shard_rows(shard)	walker_rows(env->w, (shard))
-#include "bpf/unwind_step.h"
+/*
+ * Go's switches (bpf/unwind_go.h): a copy holds one stack and not the
+ * thread's registers, so its g is unknown and the walk is cut there.
+ */
+#define unwind_go_thread_g(g, off)	go_no_thread()
+#define UNWIND_GO_NO_THREAD		DWARF_STEP_CUT
 
-/* A stack copy holds one stack: a Go stack switch ends the walk (cut). */
-static inline int unwind_go_switch(struct unwind_frame *f, const struct unwind_row *r,
-				   struct walk_env *env)
+static inline int go_no_thread(void)
 {
-	(void)f;
-	(void)r;
-	(void)env;
-	return DWARF_STEP_CUT;
+	counter_inc(&counter_go_switch_stack_copy);
+	return -1;
 }
+
+#include "bpf/unwind_step.h"
 
 struct unwind_walker *unwind_walker_new(int procs_fd, int shards_fd, int exec_fd,
 					uint32_t copy_bytes)
