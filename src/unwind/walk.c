@@ -50,6 +50,7 @@ struct walk_env {
 	uint64_t lo, hi;	/* the copy covers user addresses [lo, hi) */
 	const uint8_t *bytes;
 	bool short_read;	/* a read past the copy's end */
+	bool go_cut;		/* cut at a Go stack switch */
 };
 
 static int env_read(struct walk_env *e, void *dst, uint64_t size, uint64_t addr)
@@ -108,12 +109,12 @@ static void walker_unmap(struct unwind_walker *w)
  * Go's switches (bpf/unwind_go.h): a copy holds one stack and not the
  * thread's registers, so its g is unknown and the walk is cut there.
  */
-#define unwind_go_thread_g(g, off)	go_no_thread()
+#define unwind_go_thread_g(g, off)	go_no_thread(env)
 #define UNWIND_GO_NO_THREAD		DWARF_STEP_CUT
 
-static inline int go_no_thread(void)
+static inline int go_no_thread(struct walk_env *env)
 {
-	counter_inc(&counter_go_switch_stack_copy);
+	env->go_cut = true;	/* counted once the walk is kept */
 	return -1;
 }
 
@@ -146,7 +147,7 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 					   const struct profd_stack_copy *regs,
 					   const uint8_t *stack, uint64_t *ips,
 					   uint32_t max, uint32_t *n_out,
-					   uint32_t *flags_out)
+					   uint32_t *flags_out, bool count)
 {
 	struct walk_env env = {
 		.w = w, .lo = regs->sp, .hi = regs->sp + s->stack_len,
@@ -198,8 +199,11 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 	if (env.short_read && s->stack_len >= w->copy_bytes) {
 		/* the stack went on past the copy: cut, not an error */
 		flags = (flags & ~PROFD_SAMPLE_USER_ERROR) | PROFD_SAMPLE_USER_TRUNCATED;
-		counter_inc(&counter_stack_copy_short);
+		if (count)
+			counter_inc(&counter_stack_copy_short);
 	}
+	if (env.go_cut && count)
+		counter_inc(&counter_go_switch_stack_copy);
 	*n_out = n;
 	*flags_out = flags;
 	return UNWIND_WALK_OK;
