@@ -149,6 +149,14 @@ struct unwind_frame {
 	__u32 pc_exact;	/* ip is where the CPU was (leaf, signal frame),
 			 * not a return address: look it up as is */
 	__u32 flags;	/* PROFD_SAMPLE_* the steps raised */
+	/*
+	 * Go (bpf/unwind_go.h): the goroutine the walk follows, set where it
+	 * switched to one (0: the thread's m.curg); g0's sp where the next
+	 * cgo callback out (a cgocallback frame on that goroutine's stack)
+	 * has its caller (0: m.g0.sched.sp)
+	 */
+	__u64 go_g;
+	__u64 go_g0_sp;
 };
 
 /*
@@ -240,6 +248,10 @@ enum profd_counter {
 					 * was unreadable: none carried */
 	PROFD_CNT_GO_STACK_SWITCHES,	/* Go g0 -> goroutine stack switches followed (not a loss) */
 	PROFD_CNT_GO_SWITCH_ERROR,	/* Go g/m/curg unreadable at a stack switch: walk stopped */
+	PROFD_CNT_GO_SWITCH_MID,	/* Go sampled inside asmcgocall on g0, mid-switch:
+					 * the goroutine's frame unknown, walk cut */
+	PROFD_CNT_GO_SWITCH_BAD_SP,	/* Go cgo switch whose saved sp or g failed its
+					 * check (outside its stack): walk cut */
 	PROFD_CNT_RUNTIME_FIRST,	/* then PROFD_RUNTIME_COUNTERS per runtime */
 	PROFD_CNT_MAX = PROFD_CNT_RUNTIME_FIRST +
 			PROFD_RUNTIME_COUNT * PROFD_RUNTIME_COUNTERS,

@@ -71,6 +71,8 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 	st->native_tail_calls = PROFD_DWARF_MAX_TAIL_CALLS;
 	st->f.pc_exact = 1;
 	st->f.flags = 0;
+	st->f.go_g = 0;
+	st->f.go_g0_sp = 0;
 	st->start.sp = 0;
 	st->max_user_frames = cfg_max_user_frames;
 	if (st->max_user_frames > PROFD_MAX_USER_FRAMES)

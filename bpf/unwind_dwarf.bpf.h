@@ -144,9 +144,9 @@ static __always_inline void unwind_proc_exit(__u32 pid)
 #define unwind_read(dst, size, addr)	bpf_probe_read_user((dst), (size), (void *)(addr))
 #define unwind_count(c)			count(c)
 #define unwind_shard_rows(shard)	shard_rows(shard)
-#include "unwind_step.h"
-/* Go's stack switches: unwind_go_switch() (declared by unwind_step.h) */
+/* Go's stack switches: the thread's g for unwind_go.h's rules */
 #include "unwind_go.bpf.h"
+#include "unwind_step.h"
 
 /*
  * unwind_dwarf_step - walk up to PROFD_DWARF_FRAMES_PER_PROG frames with

@@ -17,7 +17,9 @@
  *   unwind_count(c)                    count enum profd_counter @c;
  *   unwind_shard_rows(shard)           the rows of shard @shard, or NULL;
  *   UNWIND_GLOBAL                      the linkage of the searches and of
- *       dwarf_step() (BPF: global noinline functions, verified once).
+ *       dwarf_step() (BPF: global noinline functions, verified once);
+ *   unwind_go_thread_g(), UNWIND_GO_NO_THREAD  the thread's Go g
+ *       (unwind_go.h).
  *
  * The rules, frame by frame:
  *   - a pc in a range with rows: the row's CFA rule; the return address
@@ -32,7 +34,9 @@
  *     space checks each return address for a call before it;
  *   - a pc outside every range: the leaf (where the CPU was) steps by
  *     frame pointer, a return address is dropped (DWARF_STEP_BOGUS); both
- *     ask user space for the process's maps (PROFD_SAMPLE_UNWIND_MISSING).
+ *     ask user space for the process's maps (PROFD_SAMPLE_UNWIND_MISSING);
+ *   - a Go stack switch: to the stack the frame was entered from, through
+ *     the thread's g (unwind_go.h); cut where that cannot be done safely.
  */
 #ifndef PROFD_BPF_UNWIND_STEP_H
 #define PROFD_BPF_UNWIND_STEP_H
@@ -51,14 +55,11 @@ enum dwarf_step {
 };
 
 /*
- * unwind_go_switch - the step of a UNWIND_CFA_GO_SWITCH row (Go's
- * systemstack, mcall, morestack, asmcgocall, vDSO callers): from g0's
- * stack back to the goroutine's. Defined by the includer: BPF follows the
- * switch through the thread's g (unwind_go.bpf.h); a stack copy holds
- * only one stack, so user space ends the walk there (DWARF_STEP_CUT).
+ * Go's stack switches (a UNWIND_CFA_GO_SWITCH row: systemstack, mcall,
+ * morestack, asmcgocall, cgocallback, the vDSO callers): unwind_go_switch()
+ * and its rules, with the includer's two Go hooks (unwind_go.h).
  */
-static inline int unwind_go_switch(struct unwind_frame *f, const struct unwind_row *r
-				   UNWIND_ENV_PARAM);
+#include "unwind_go.h"
 
 /* x86-64 struct ucontext: uc_mcontext.gregs[] starts at byte 40. */
 #define UC_GREGS_OFF	40

@@ -40,11 +40,13 @@ enum unwind_cfa_type {
 	/* IBT lazy .plt of binutils >= 2.40 (endbr64; push; jmp): lit9 */
 	UNWIND_CFA_PLT3 = 8,		/* CFA = rsp + 8 + ((rip & 15) >= 9 ? 8 : 0) */
 	/*
-	 * Go's stack switches (runtime.systemstack, mcall, morestack): on
-	 * the system stack (g0) the caller is on the goroutine's stack, at
-	 * m.curg.sched (bpf/unwind_go.bpf.h). The row's fields mean:
+	 * Go's stack switches (runtime.systemstack, mcall, morestack,
+	 * asmcgocall, cgocallback): on the system stack (g0) the caller is
+	 * on the goroutine's stack, or the other way round
+	 * (bpf/unwind_go.h). The row's fields mean:
 	 *   rbp_type  enum unwind_go_switch (where the caller is)
-	 *   cfa_off8  offset of runtime.m's curg / 8
+	 *   cfa_off8  offset of runtime.m's curg / 8 (but see
+	 *             UNWIND_GO_VDSO and UNWIND_GO_CGOCALLBACK)
 	 *   rbp_off8  offset of g from the thread pointer (fs base) / 8
 	 * Still on the goroutine's stack (g == m.curg: before the switch):
 	 * CFA = rsp + 8, rbp unchanged (these functions have no frame).
@@ -66,7 +68,31 @@ enum unwind_go_switch {
 					 * (g not switched): the caller at
 					 * m.vdsoPC/m.vdsoSP; cfa_off8 holds
 					 * m.vdsoSP's offset / 8, not curg's */
+	UNWIND_GO_ASMCGOCALL = 4,	/* asmcgocall(fn, arg): C on g0; its g0
+					 * frame holds the calling g at sp + 48
+					 * and that g's stack.hi - its sp at
+					 * sp + 40 (nil g: the sp itself, the
+					 * call made on g0), as asmcgocall
+					 * restores them; curg.sched is not used
+					 * (a cgo callback's Go code overwrites
+					 * it) */
+	UNWIND_GO_CGOCALLBACK = 5,	/* cgocallback: C called Go back; on
+					 * the goroutine's stack (sp within
+					 * curg's) its frame is a copy, the
+					 * caller (crosscall2) is on g0 at the g0
+					 * sp cgocallback saved in m.g0.sched.sp
+					 * (an inner callback's frame keeps the
+					 * outer one's at its sp); elsewhere a
+					 * plain frame. cfa_off8: m.curg / 8 in
+					 * its low byte, the frame's CFA offset
+					 * (rsp + N) / 8 at this pc in its high
+					 * byte */
 };
+
+/* A UNWIND_GO_CGOCALLBACK row's cfa_off8: m.curg / 8, CFA offset / 8. */
+#define UNWIND_GO_CB_PACK(curg8, cfa8)	((__u16)((curg8) | (cfa8) << 8))
+#define UNWIND_GO_CB_CURG8(r)		((r)->cfa_off8 & 0xff)
+#define UNWIND_GO_CB_CFA8(r)		((r)->cfa_off8 >> 8)
 
 enum unwind_rbp_type {
 	UNWIND_RBP_UNCHANGED = 0,	/* rbp keeps its value (same value / undefined) */

@@ -193,7 +193,7 @@ def test_go_rows(build_dir, go_build):
     for sym in ("runtime.nanotime1.abi0", "time.now"):
         assert plain[syms[sym]] == ("go-vdso", f"curg={vdso_sp},tls=-8"), sym
     # the ABI wrapper named like asmcgocall is no switch
-    assert plain[syms["runtime.asmcgocall.abi0"]][0] == "go-systemstack"
+    assert plain[syms["runtime.asmcgocall.abi0"]] == ("go-asmcgocall", f"curg={curg},tls=-8")
     assert plain[syms["runtime.asmcgocall"]][0].startswith("rsp+")
     for sym in ("runtime.goexit.abi0", "runtime.mstart.abi0", "runtime.rt0_go.abi0"):
         assert plain[syms[sym]][0] == "outer", sym
@@ -354,7 +354,9 @@ def test_cgo_rows(build_dir, tmp_path):
     """A cgo binary linked with -s -w keeps the .eh_frame of its C code
     and nothing for its Go code: go.c fills the gaps from the pcsp
     tables, so its rows equal those of the same program with
-    .debug_frame; asmcgocall (C on g0) is a switch row."""
+    .debug_frame; asmcgocall (C on g0) and cgocallback (C calling Go
+    back) are switch rows, crosscall2 (called by C) restores rbp (saved
+    at CFA-16 once its prologue stored it)."""
     if not shutil.which("gcc"):
         pytest.skip("no gcc for cgo")
     (tmp_path / "main.go").write_text(CGO_PROG)
@@ -375,8 +377,18 @@ def test_cgo_rows(build_dir, tmp_path):
         parts = line.split()
         if len(parts) == 3:
             syms[parts[2]] = int(parts[0], 16)
-    if go_info(build_dir, stripped)["curg"] != "0":
-        assert rows[syms["runtime.asmcgocall.abi0"]][0] == "go-systemstack"
+    curg = go_info(build_dir, stripped)["curg"]
+    if curg != "0":
+        assert rows[syms["runtime.asmcgocall.abi0"]][0] == "go-asmcgocall"
+        # cgocallback's rows keep their CFA offsets (entry, frame, ret)
+        cb = [r for a, r in sorted(rows.items())
+              if syms["runtime.cgocallback.abi0"] <= a < syms["runtime.cgocallback.abi0"] + 0x120]
+        assert cb[0] == ("go-cgocallback", f"curg={curg},tls=-8,cfa=8"), cb
+        assert ("go-cgocallback", f"curg={curg},tls=-8,cfa=40") in cb, cb
+    cc2 = [r for a, r in sorted(rows.items())
+           if syms["crosscall2"] <= a < syms["crosscall2"] + 0x60]
+    assert cc2[0] == ("rsp+8", "u") and cc2[1][1] == "u", cc2
+    assert ("rsp+56", "c-16") in cc2, cc2
 
 
 def readelf_sections(path):

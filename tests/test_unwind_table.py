@@ -67,7 +67,7 @@ FUZZ_SECONDS = int(os.environ.get("PROFD_FUZZ_SECONDS", "20"))
 
 # the compiler's sources, built here with sanitizers (corrupt input, fuzzing)
 SRC_FILES = ["src/unwind/compile.c", "src/unwind/dwarf_cfi.c", "src/unwind/cfa_interp.c",
-             "src/unwind/go.c"]
+             "src/unwind/go.c", "src/unwind/go_cgo.c"]
 
 PLT_EXPR = {
     "DW_OP_breg7 (rsp): 8; DW_OP_breg16 (rip): 0; DW_OP_lit15; DW_OP_and; "
@@ -567,7 +567,8 @@ def test_programs(progs):
 
 # Rows src/unwind/go.c writes over a Go binary's CFI (stack switches,
 # Go's sigreturn, TOPFRAME functions): checked by tests/test_go_unwind.py.
-GO_ROWS = {"go-systemstack", "go-mcall", "go-morestack", "go-vdso", "sig", "outer"}
+GO_ROWS = {"go-systemstack", "go-mcall", "go-morestack", "go-vdso", "go-asmcgocall",
+           "go-cgocallback", "sig", "outer"}
 
 
 def is_go(path):

@@ -95,11 +95,12 @@ static const struct profd_stack_copy *copy_of(const struct profd_sample *s)
 /*
  * Walk @s's copy; on success build the record with the walk's user frames
  * in ag->walk_ips (header, kernel IPs, user IPs, runtime frames) and
- * return it, else NULL with *@st saying why.
+ * return it, else NULL with *@st saying why. @count: the walk's stack is
+ * the one kept (its cuts are counted).
  */
 static const struct profd_sample *walk_record(struct agent *ag,
 					      const struct profd_sample *s,
-					      enum unwind_walk_status *st)
+					      enum unwind_walk_status *st, bool count)
 {
 	const struct profd_stack_copy *c = copy_of(s);
 	const uint64_t *ips = (const uint64_t *)(s + 1);
@@ -110,7 +111,7 @@ static const struct profd_sample *walk_record(struct agent *ag,
 	if (max > PROFD_MAX_IPS - (uint32_t)s->kernel_len)
 		max = PROFD_MAX_IPS - (uint32_t)s->kernel_len;
 	*st = unwind_walker_walk(ag->walker, s, c, (const uint8_t *)(c + 1),
-				 oips + s->kernel_len, max, &n, &flags);
+				 oips + s->kernel_len, max, &n, &flags, count);
 	if (*st != UNWIND_WALK_OK)
 		return NULL;
 	*out = *s;
@@ -146,7 +147,7 @@ static void deliver(struct agent *ag, const struct profd_sample *s,
 static void check(struct agent *ag, const struct profd_sample *s)
 {
 	enum unwind_walk_status st;
-	const struct profd_sample *w = walk_record(ag, s, &st);
+	const struct profd_sample *w = walk_record(ag, s, &st, false);
 	const uint64_t *a = (const uint64_t *)(s + 1) + s->kernel_len;
 	const uint64_t *b = w ? (const uint64_t *)(w + 1) + s->kernel_len : NULL;
 	uint32_t n;
@@ -202,7 +203,7 @@ bool agent_stack_copy_take(struct agent *ag, const struct profd_sample *s, size_
 	if (!h) {
 		enum unwind_walk_status st;
 
-		deliver(ag, s, walk_record(ag, s, &st), now);
+		deliver(ag, s, walk_record(ag, s, &st, true), now);
 		return true;
 	}
 	h->next = NULL;
@@ -227,7 +228,7 @@ void agent_stack_copies_poll(struct agent *ag, uint64_t now, bool all)
 	while ((h = *pp)) {
 		const struct profd_sample *s = (const void *)h->rec;
 		enum unwind_walk_status st;
-		const struct profd_sample *w = walk_record(ag, s, &st);
+		const struct profd_sample *w = walk_record(ag, s, &st, true);
 
 		if (!w && st == UNWIND_WALK_NOT_READY && !all &&
 		    now - h->arrived_ns < HOLD_MAX_NS) {

@@ -9,9 +9,11 @@
  * Neither says where runtime.systemstack / mcall / morestack /
  * asmcgocall switch to the system stack (g0), nor where nanotime1 and
  * time.now run the vDSO on it; those functions' ranges get one
- * UNWIND_CFA_GO_SWITCH row each, whose walker (bpf/unwind_go.bpf.h)
- * continues at the goroutine's saved registers (m.curg.sched, or
- * m.vdsoPC/vdsoSP). The row carries the two offsets that walker needs:
+ * UNWIND_CFA_GO_SWITCH row each, whose walker (bpf/unwind_go.h)
+ * continues at the goroutine's saved registers (m.curg.sched, mcall's
+ * g's, asmcgocall's saved sp, or m.vdsoPC/vdsoSP); runtime.cgocallback,
+ * where C calls Go back, gets switch rows with its frame's CFA offsets
+ * (go_cgo.c). The row carries the two offsets that walker needs:
  * runtime.m's curg or vdsoSP (from the table of Go versions checked
  * against their DWARF, else the binary's DWARF) and g's place in TLS (-8
  * from the fs base, or runtime.tlsg's offset in PT_TLS when externally
@@ -34,15 +36,22 @@
 #include "bpf/profd.h"
 #include "counters/counters.h"
 #include "unwind/go.h"
+#include "unwind/go_internal.h"
 
-/* The BPF walker's counters (bpf/unwind_go.bpf.h). */
+/* The walkers' counters (bpf/unwind_go.h). */
 COUNTER_DEFINE_BPF(go_stack_switches, COUNTER_STAT, PROFD_CNT_GO_STACK_SWITCHES,
 		   "Go system-stack frames continued on the goroutine's stack");
 COUNTER_DEFINE(go_switch_unknown, COUNTER_PARTIAL,
 	       "Go binaries whose stack switches are not followed (pclntab before "
 	       "Go 1.18, or m.curg's offset unknown: no DWARF, version not known)");
 COUNTER_DEFINE_BPF(go_switch_read_error, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_ERROR,
-		   "Go g, m or m.curg unreadable at a stack switch: walk stopped");
+		   "Go g, m, m.curg or g0 unreadable at a stack switch: walk stopped");
+COUNTER_DEFINE_BPF(go_switch_mid, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_MID,
+		   "Go sampled in asmcgocall on the system stack, mid-switch (the "
+		   "goroutine's frame not known for sure): walk truncated");
+COUNTER_DEFINE_BPF(go_switch_bad_sp, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_BAD_SP,
+		   "Go cgo stack switch whose saved g or sp failed its check (not "
+		   "m.curg, outside its stack): walk truncated");
 
 #define GO_MAGIC_118	0xfffffff0u
 #define GO_MAGIC_120	0xfffffff1u
@@ -51,7 +60,9 @@ COUNTER_DEFINE_BPF(go_switch_read_error, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_ER
 #define GO_FUNCFLAG_SPWRITE	2	/* funcFlag_SPWRITE: writes sp */
 #define GO_FUNCFLAG_ASM		4	/* funcFlag_ASM: assembly */
 
-/* Offsets bpf/unwind_go.bpf.h takes as constant; checked against DWARF. */
+/* Offsets bpf/unwind_go.h takes as constant; checked against DWARF. */
+#define GO_G_STACK	0	/* g.stack: stack.lo at 0, stack.hi at 8 */
+#define GO_M_G0		0
 #define GO_G_M		48
 #define GO_G_SCHED	56
 #define GO_GOBUF_SP	0
@@ -350,46 +361,11 @@ static bool has_gaps(const struct pclntab *pt, const struct unwind_table *t)
 	return false;
 }
 
-/*
- * set_range - @t's rows for [@start, @end) replaced by @r; the rule that
- * applied at @end still applies from there. -ERANGE outside @t's base.
- */
+/* @t's rows for [@start, @end) replaced by the one row @r (go_set_rows). */
 static int set_range(struct unwind_table *t, uint64_t start, uint64_t end,
 		     struct unwind_row r)
 {
-	struct unwind_row *rows, after;
-	uint32_t s, e, n = 0, i;
-	bool at_end = false;
-
-	if (start < t->base || end <= start || end - t->base > UINT32_MAX)
-		return -ERANGE;
-	s = (uint32_t)(start - t->base);
-	e = (uint32_t)(end - t->base);
-	rows = malloc((t->nr_rows + 2) * sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	after = (struct unwind_row){
-		.rules = UNWIND_ROW_RULES(UNWIND_CFA_END, UNWIND_RBP_UNCHANGED),
-	};
-	for (i = 0; i < t->nr_rows && t->rows[i].pc <= e; i++) {
-		after = t->rows[i];
-		at_end = t->rows[i].pc == e;
-	}
-	for (i = 0; i < t->nr_rows && t->rows[i].pc < s; i++)
-		rows[n++] = t->rows[i];
-	r.pc = s;
-	rows[n++] = r;
-	if (!at_end) {
-		after.pc = e;
-		rows[n++] = after;
-	}
-	for (; i < t->nr_rows; i++)
-		if (t->rows[i].pc >= e)
-			rows[n++] = t->rows[i];
-	free(t->rows);
-	t->rows = rows;
-	t->nr_rows = n;
-	return 0;
+	return go_set_rows(t, start, end, &r, &start, 1);
 }
 
 /* The DWARF member offset of @member in @type, or -1. */
@@ -423,7 +399,7 @@ int unwind_go_dwarf_offsets(struct Elf *elf, uint32_t *curg, uint32_t *vdso_sp)
 	*curg = *vdso_sp = 0;
 	if (!dw)
 		return -ENOENT;
-	while (found != 7 &&
+	while (found != 15 &&
 	       !dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL)) {
 		Dwarf_Die cu, d;
 
@@ -441,6 +417,7 @@ int unwind_go_dwarf_offsets(struct Elf *elf, uint32_t *curg, uint32_t *vdso_sp)
 					int64_t sp = member_off(&d, "vdsoSP");
 
 					found |= 1;
+					bad |= member_off(&d, "g0") != GO_M_G0;
 					if (v > 0 && v % 8 == 0 && v / 8 <= UINT16_MAX)
 						*curg = (uint32_t)v;
 					if (sp > 0 && sp % 8 == 0 && sp / 8 <= UINT16_MAX &&
@@ -449,19 +426,24 @@ int unwind_go_dwarf_offsets(struct Elf *elf, uint32_t *curg, uint32_t *vdso_sp)
 				} else if (!strcmp(n, "runtime.g") && !(found & 2)) {
 					found |= 2;
 					bad |= member_off(&d, "m") != GO_G_M ||
-					       member_off(&d, "sched") != GO_G_SCHED;
+					       member_off(&d, "sched") != GO_G_SCHED ||
+					       member_off(&d, "stack") != GO_G_STACK;
 				} else if (!strcmp(n, "runtime.gobuf") && !(found & 4)) {
 					found |= 4;
 					bad |= member_off(&d, "sp") != GO_GOBUF_SP ||
 					       member_off(&d, "pc") != GO_GOBUF_PC ||
 					       member_off(&d, "bp") != GO_GOBUF_BP;
+				} else if (!strcmp(n, "runtime.stack") && !(found & 8)) {
+					found |= 8;
+					bad |= member_off(&d, "lo") != 0 ||
+					       member_off(&d, "hi") != 8;
 				}
-			} while (found != 7 && !dwarf_siblingof(&d, &d));
+			} while (found != 15 && !dwarf_siblingof(&d, &d));
 		}
 		off = next;
 	}
 	dwarf_end(dw);
-	if (bad || (*curg && found != 7)) {
+	if (bad || (*curg && found != 15)) {
 		*curg = *vdso_sp = 0;
 		return -ENOTSUP;
 	}
@@ -563,9 +545,10 @@ static bool func_row(const struct pclntab *pt, const uint8_t *f,
 	int kind = -1;
 
 	memset(r, 0, sizeof(*r));
-	/* asmcgocall saves g.sched as systemstack does, then runs C on g0 */
-	if (!strcmp(name, "runtime.systemstack") || !strcmp(name, "runtime.asmcgocall"))
+	if (!strcmp(name, "runtime.systemstack"))
 		kind = UNWIND_GO_SYSTEMSTACK;
+	else if (!strcmp(name, "runtime.asmcgocall"))
+		kind = UNWIND_GO_ASMCGOCALL;	/* runs C on g0 */
 	else if (!strcmp(name, "runtime.morestack"))
 		kind = UNWIND_GO_MORESTACK;
 	else if (!strcmp(name, "runtime.mcall"))
@@ -599,6 +582,36 @@ static bool func_row(const struct pclntab *pt, const uint8_t *f,
 		return true;
 	}
 	return false;
+}
+
+/*
+ * cgo_rows - the rows of @f ([@start, @end) of @t) when it is one of the
+ * cgo callback path's functions (go_cgo.c): runtime.cgocallback's switch
+ * rows, crosscall2's saved rbp. 0 when changed; -ENOENT another
+ * function; -ENOTSUP not as expected (@t unchanged); -ENOMEM.
+ */
+static int cgo_rows(Elf *elf, const struct pclntab *pt, const uint8_t *f,
+		    struct unwind_table *t, uint64_t start, uint64_t end,
+		    struct unwind_go_info *info)
+{
+	const char *name = func_name(pt, f);
+	uint8_t flag = f[pt->v120 ? 41 : 37];
+	int err;
+
+	/* the assembly function, not an ABI wrapper of the same name */
+	if (!(flag & (GO_FUNCFLAG_SPWRITE | GO_FUNCFLAG_ASM)) && strcmp(name, "crosscall2"))
+		return -ENOENT;
+	if (!strcmp(name, "runtime.cgocallback"))
+		err = go_cgocallback_rows(t, start, end, info);
+	else if (!strcmp(name, "crosscall2"))
+		err = go_crosscall2_rows(elf, t, start, end);
+	else
+		return -ENOENT;
+	if (!err) {
+		info->special_funcs++;
+		info->switch_funcs += !strcmp(name, "runtime.cgocallback");
+	}
+	return err;
 }
 
 int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
@@ -653,6 +666,13 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 		struct unwind_row r;
 		uint64_t start;
 
+		if (f && info->m_curg_off) {
+			err = cgo_rows(elf, &pt, f, t, func_entry(&pt, i),
+				       func_entry(&pt, i + 1), info);
+			if (err == -ENOMEM)
+				return changed ? 0 : err;
+			changed |= !err;
+		}
 		if (!f || !func_row(&pt, f, info, &r))
 			continue;
 		start = func_entry(&pt, i);

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * go.h - Go binaries in the unwind-table compiler: the rows where Go
- * switches stacks (runtime.systemstack, mcall, morestack) and, for
- * binaries without .debug_frame (-ldflags=-w), rows from the pclntab's
- * frame sizes.
+ * switches stacks (runtime.systemstack, mcall, morestack, asmcgocall,
+ * cgocallback) and, for binaries without .debug_frame (-ldflags=-w), rows
+ * from the pclntab's frame sizes.
  *
  * Owns: reading a Go ELF's pclntab (Go 1.18+ layout), its version
  * (.go.buildinfo), the offset of runtime.m's curg (a table of versions
  * verified against their DWARF, else the binary's DWARF) and where g lives in TLS; the rows it writes are
- * UNWIND_CFA_GO_SWITCH (bpf/unwind_table.h, walked by
- * bpf/unwind_go.bpf.h) and plain UNWIND_CFA_RSP rows.
+ * UNWIND_CFA_GO_SWITCH (bpf/unwind_table.h, walked by bpf/unwind_go.h)
+ * and plain UNWIND_CFA_RSP rows (crosscall2's with rbp saved: go_cgo.c).
  */
 #ifndef PROFD_UNWIND_GO_H
 #define PROFD_UNWIND_GO_H
@@ -41,7 +41,9 @@ struct unwind_go_info {
  * then the ranges of runtime.systemstack, runtime.mcall,
  * runtime.morestack, runtime.asmcgocall and the vDSO callers
  * (runtime.nanotime1, time.now) become one UNWIND_CFA_GO_SWITCH row each (when the
- * offset of m.curg is known), Go's signal restorer (runtime.sigreturn,
+ * offset of m.curg is known), runtime.cgocallback's rows switch rows
+ * that keep its frame's CFA offsets, crosscall2's rows restore rbp
+ * (C calls it), Go's signal restorer (runtime.sigreturn,
  * sigreturn__sigaction) a SIGNAL row, and functions flagged TOPFRAME
  * (goexit, mstart, rt0_go) an RA_UNDEFINED row. @t's rows are replaced (caller still frees
  * with unwind_table_free()). @info may be NULL.
@@ -56,8 +58,9 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
  * unwind_go_dwarf_offsets - runtime.m's curg and vdsoSP offsets (bytes)
  * from @elf's DWARF into *@curg and *@vdso_sp (0 on error; vdsoSP also 0
  * when vdsoPC does not follow it). Returns 0; -ENOENT no DWARF or no
- * runtime.m in it; -ENOTSUP runtime.g's m/sched or runtime.gobuf's
- * sp/pc/bp are not where bpf/unwind_go.bpf.h reads them (or missing).
+ * runtime.m in it; -ENOTSUP runtime.g's stack/m/sched, runtime.m's g0,
+ * runtime.stack's lo/hi or runtime.gobuf's sp/pc/bp are not where
+ * bpf/unwind_go.h reads them (or missing).
  * Inflates .debug_info: costly on big binaries.
  */
 int unwind_go_dwarf_offsets(struct Elf *elf, uint32_t *curg, uint32_t *vdso_sp);

@@ -22,6 +22,9 @@ COUNTER_DEFINE_BPF(stack_copy_fault, COUNTER_PARTIAL, PROFD_CNT_STACK_COPY_FAULT
 		   "samples whose stack could not be copied (first page unreadable)");
 COUNTER_DEFINE(stack_copy_short, COUNTER_PARTIAL,
 	       "stack copies that ended before the stack did: walk truncated");
+COUNTER_DEFINE(go_switch_stack_copy, COUNTER_PARTIAL,
+	       "Go stack switches met walking a stack copy (one stack, no thread "
+	       "state to find the other): walk truncated");
 
 #define SHARD_BYTES ((size_t)UNWIND_SHARD_ROWS * sizeof(struct unwind_row))
 /* A read this close past the copy's end is the stack going on. */
@@ -47,6 +50,7 @@ struct walk_env {
 	uint64_t lo, hi;	/* the copy covers user addresses [lo, hi) */
 	const uint8_t *bytes;
 	bool short_read;	/* a read past the copy's end */
+	bool go_cut;		/* cut at a Go stack switch */
 };
 
 static int env_read(struct walk_env *e, void *dst, uint64_t size, uint64_t addr)
@@ -101,17 +105,20 @@ static void walker_unmap(struct unwind_walker *w)
 #define unwind_read(dst, size, addr)	env_read(env, (dst), (size), (addr))
 #define unwind_count(c)			((void)0)
 #define unwind_shard_rows(shard)	walker_rows(env->w, (shard))
-#include "bpf/unwind_step.h"
+/*
+ * Go's switches (bpf/unwind_go.h): a copy holds one stack and not the
+ * thread's registers, so its g is unknown and the walk is cut there.
+ */
+#define unwind_go_thread_g(g, off)	go_no_thread(env)
+#define UNWIND_GO_NO_THREAD		DWARF_STEP_CUT
 
-/* A stack copy holds one stack: a Go stack switch ends the walk (cut). */
-static inline int unwind_go_switch(struct unwind_frame *f, const struct unwind_row *r,
-				   struct walk_env *env)
+static inline int go_no_thread(struct walk_env *env)
 {
-	(void)f;
-	(void)r;
-	(void)env;
-	return DWARF_STEP_CUT;
+	env->go_cut = true;	/* counted once the walk is kept */
+	return -1;
 }
+
+#include "bpf/unwind_step.h"
 
 struct unwind_walker *unwind_walker_new(int procs_fd, int shards_fd, int exec_fd,
 					uint32_t copy_bytes)
@@ -140,7 +147,7 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 					   const struct profd_stack_copy *regs,
 					   const uint8_t *stack, uint64_t *ips,
 					   uint32_t max, uint32_t *n_out,
-					   uint32_t *flags_out)
+					   uint32_t *flags_out, bool count)
 {
 	struct walk_env env = {
 		.w = w, .lo = regs->sp, .hi = regs->sp + s->stack_len,
@@ -192,8 +199,11 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 	if (env.short_read && s->stack_len >= w->copy_bytes) {
 		/* the stack went on past the copy: cut, not an error */
 		flags = (flags & ~PROFD_SAMPLE_USER_ERROR) | PROFD_SAMPLE_USER_TRUNCATED;
-		counter_inc(&counter_stack_copy_short);
+		if (count)
+			counter_inc(&counter_stack_copy_short);
 	}
+	if (env.go_cut && count)
+		counter_inc(&counter_go_switch_stack_copy);
 	*n_out = n;
 	*flags_out = flags;
 	return UNWIND_WALK_OK;

@@ -13,6 +13,7 @@
 #ifndef PROFD_UNWIND_WALK_H
 #define PROFD_UNWIND_WALK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bpf/profd.h"
@@ -51,13 +52,15 @@ enum unwind_walk_status {
  * the copy ended before the stack did; USER_ERROR; USER_COMPLETE; DWARF).
  * NOT_READY while the process has no unwind_procs entry for its image, or
  * the walk met a pc outside the entry's ranges and the entry is older
- * than the sample (maps read since will have it).
+ * than the sample (maps read since will have it). @count: count the
+ * walk's cuts (stack_copy_short, go_switch_stack_copy): false for a walk
+ * whose stack is not the one kept (--check-unwinder's).
  */
 enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 					   const struct profd_sample *s,
 					   const struct profd_stack_copy *regs,
 					   const uint8_t *stack, uint64_t *ips,
 					   uint32_t max, uint32_t *n,
-					   uint32_t *flags);
+					   uint32_t *flags, bool count);
 
 #endif /* PROFD_UNWIND_WALK_H */

@@ -19,8 +19,10 @@
  * A row prints as "VADDR CFA RBP": VADDR in hex; CFA "rsp+N", "rbp+N",
  * "plt1"/"plt2"/"plt3" (the three PLT expressions), "outer" (return
  * address undefined: outermost frame), "sig" (signal frame),
- * "go-systemstack"/"go-mcall"/"go-morestack"/"go-vdso" (a Go stack switch; RBP then prints as
- * "curg=N,tls=N": the row's two offsets; curg= is m.vdsoSP's for go-vdso), "u"
+ * "go-systemstack"/"go-mcall"/"go-morestack"/"go-vdso"/"go-asmcgocall"/
+ * "go-cgocallback" (a Go stack switch; RBP then prints as "curg=N,tls=N":
+ * the row's two offsets; curg= is m.vdsoSP's for go-vdso; go-cgocallback
+ * adds ",cfa=N", the frame's CFA offset from rsp), "u"
  * (UNSUPPORTED) or "end" (END row); RBP "u" (unchanged), "c-N" (saved
  * at CFA-N) or "x" (UNSUPPORTED). --lookup prints "VADDR -" where
  * unwind_table_find() returns NULL. Counters follow as "# stats k=v ...",
@@ -76,8 +78,14 @@ static void fmt_row(const struct unwind_row *r, char *cfa, char *rbp)
 		strcpy(cfa, UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_SYSTEMSTACK ?
 		       "go-systemstack" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_MCALL ?
 		       "go-mcall" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_VDSO ?
-		       "go-vdso" : "go-morestack");
-		sprintf(rbp, "curg=%u,tls=%d", r->cfa_off8 * 8u, r->rbp_off8 * 8);
+		       "go-vdso" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_ASMCGOCALL ?
+		       "go-asmcgocall" : UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_CGOCALLBACK ?
+		       "go-cgocallback" : "go-morestack");
+		if (UNWIND_ROW_RBP_TYPE(r) == UNWIND_GO_CGOCALLBACK)
+			sprintf(rbp, "curg=%u,tls=%d,cfa=%u", UNWIND_GO_CB_CURG8(r) * 8u,
+				r->rbp_off8 * 8, UNWIND_GO_CB_CFA8(r) * 8u);
+		else
+			sprintf(rbp, "curg=%u,tls=%d", r->cfa_off8 * 8u, r->rbp_off8 * 8);
 		return;
 	default:
 		strcpy(cfa, "u");

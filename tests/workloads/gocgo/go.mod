@@ -1,0 +1,3 @@
+module gocgoworkload
+
+go 1.19
