@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * detect.c - CRuby interpreters: recognised by symbols, their version,
+ * and the attach check against a live process (see detect.h).
+ *
+ * Owns: nothing past one call. Files are read through libelf with
+ * ELF_C_READ (pread: a file truncated under us is a read error, never a
+ * SIGBUS), as src/python/detect.c does; the cheap reject of a file that is
+ * not Ruby is a memmem of its symbol string tables.
+ *
+ * Symbols: defined ones only (st_shndx != SHN_UNDEF), so an extension
+ * that imports ruby_current_vm_ptr is not an interpreter. .dynsym first,
+ * .symtab fills what it lacks (a static ruby may export nothing).
+ *
+ * Version: `ruby_version` is `const char ruby_version[]` = RUBY_VERSION
+ * ("3.1.2"), read from the file image of the section holding it and
+ * parsed strictly ("N.N.N" and its NUL within the symbol's size).
+ *
+ * ruby_global_symbols is static in symbol.c; rb_sym_immortal_count()
+ * returns its first field, so its code (a rip-relative load) gives the
+ * address (rb_global_symbols_find(), the naming code's).
+ *
+ * Input is untrusted: sizes and offsets of the file go through libelf's
+ * checked accessors and are checked again before use; the attach check
+ * reads the process with remote_read() (a hung mapping cannot hang us).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bpf/unwind_ruby.h"
+#include "proc/remote.h"
+#include "ruby/detect.h"
+#include "ruby/iseq.h"
+
+enum rb_sym {
+	SYM_VM_PTR,
+	SYM_VM_EXEC,
+	SYM_VERSION,
+	SYM_IMMORTAL,
+	NSYMS
+};
+
+#define SYM_NAME(s)	{ s, sizeof(s) - 1 }
+
+static const struct {
+	const char *name;
+	size_t len;
+} sym_names[NSYMS] = {
+	[SYM_VM_PTR]	= SYM_NAME("ruby_current_vm_ptr"),
+	[SYM_VM_EXEC]	= SYM_NAME("rb_vm_exec"),
+	[SYM_VERSION]	= SYM_NAME("ruby_version"),
+	[SYM_IMMORTAL]	= SYM_NAME("rb_sym_immortal_count"),
+};
+
+struct sym {
+	uint64_t value, size;
+	bool found;
+};
+
+#define VERSION_MAX	16	/* "NNN.NNN.NNN" and its NUL */
+#define CODE_SCAN	16	/* bytes of rb_sym_immortal_count() decoded */
+#define MAX_THREAD_CHECK	PROFD_RB_MAX_THREAD_SCAN
+
+/* The string table of the symbol table whose header is @sh, or NULL. */
+static Elf_Data *symtab_strings(Elf *elf, const GElf_Shdr *sh)
+{
+	Elf_Scn *scn = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr ssh;
+	Elf_Data *d;
+
+	if (!scn || !gelf_getshdr(scn, &ssh) || ssh.sh_type != SHT_STRTAB)
+		return NULL;
+	d = elf_getdata(scn, NULL);
+	return d && d->d_buf && d->d_size ? d : NULL;
+}
+
+/* Record in @syms the wanted symbols table @scn defines that none before gave. */
+static void scan_symbols(Elf *elf, Elf_Scn *scn, const Elf_Data *strs, struct sym *syms)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	const char *str = strs->d_buf;
+	size_t strsz = strs->d_size, entsz, n;
+
+	entsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!d || !entsz)
+		return;
+	n = d->d_size / entsz;
+	if (n > INT_MAX)
+		n = INT_MAX;
+	for (size_t i = 1; i < n; i++) {
+		const char *name;
+		GElf_Sym sym;
+
+		if (!gelf_getsym(d, (int)i, &sym))
+			break;
+		if (sym.st_shndx == SHN_UNDEF || sym.st_name >= strsz)
+			continue;
+		name = str + sym.st_name;
+		if (name[0] != 'r')
+			continue;
+		for (int k = 0; k < NSYMS; k++) {
+			size_t len = sym_names[k].len;
+
+			if (syms[k].found || strsz - sym.st_name < len + 1 ||
+			    memcmp(name, sym_names[k].name, len + 1))
+				continue;
+			syms[k].value = sym.st_value;
+			syms[k].size = sym.st_size;
+			syms[k].found = true;
+			break;
+		}
+	}
+}
+
+/* Fill @syms from .dynsym, then .symtab, each only if its strings hold the needle. */
+static void find_symbols(Elf *elf, struct sym *syms)
+{
+	static const char needle[] = "ruby_current_vm_ptr";	/* with its NUL */
+	Elf_Scn *scn = NULL, *tabs[2] = { NULL, NULL };
+	GElf_Shdr shs[2], sh;
+	Elf_Data *strs;
+
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_DYNSYM && !tabs[0]) {
+			tabs[0] = scn;
+			shs[0] = sh;
+		} else if (sh.sh_type == SHT_SYMTAB && !tabs[1]) {
+			tabs[1] = scn;
+			shs[1] = sh;
+		}
+	}
+	for (int t = 0; t < 2; t++)
+		if (tabs[t] && (strs = symtab_strings(elf, &shs[t])) &&
+		    memmem(strs->d_buf, strs->d_size, needle, sizeof(needle)))
+			scan_symbols(elf, tabs[t], strs, syms);
+}
+
+/*
+ * Copy up to @len bytes at virtual address @addr from the file image of
+ * the allocated section holding it (cut at the section's end). Returns
+ * the bytes copied, -ENOENT (no such section with file data), -EIO.
+ */
+static ssize_t read_vaddr(Elf *elf, uint64_t addr, void *buf, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		uint64_t rel, off;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) ||
+		    sh.sh_type == SHT_NOBITS)
+			continue;
+		if (addr < sh.sh_addr || addr - sh.sh_addr >= sh.sh_size)
+			continue;
+		rel = addr - sh.sh_addr;
+		if (len > sh.sh_size - rel)
+			len = sh.sh_size - rel;
+		off = sh.sh_offset + rel;
+		if (off < sh.sh_offset || off > INT64_MAX)
+			return -EIO;
+		d = elf_getdata_rawchunk(elf, (int64_t)off, len, ELF_T_BYTE);
+		if (!d || !d->d_buf || d->d_size < len)
+			return -EIO;
+		memcpy(buf, d->d_buf, len);
+		return (ssize_t)len;
+	}
+	return -ENOENT;
+}
+
+/* 1 to 3 digits at @s[*i] (< @n), advancing *i. */
+static bool parse_num(const char *s, size_t n, size_t *i, unsigned int *v)
+{
+	size_t start = *i;
+
+	*v = 0;
+	while (*i < n && s[*i] >= '0' && s[*i] <= '9' && *i - start < 3)
+		*v = *v * 10 + (unsigned int)(s[(*i)++] - '0');
+	return *i > start;
+}
+
+/* Is @s[0..@n) "MAJOR.MINOR.TEENY" and a NUL? */
+static bool parse_version(const char *s, size_t n, struct rb_binary *out)
+{
+	size_t i = 0;
+
+	if (!parse_num(s, n, &i, &out->major) || i >= n || s[i++] != '.' ||
+	    !parse_num(s, n, &i, &out->minor) || i >= n || s[i++] != '.' ||
+	    !parse_num(s, n, &i, &out->teeny))
+		return false;
+	return i < n && s[i] == '\0' && out->major >= 1;
+}
+
+static bool read_version(Elf *elf, const struct sym *s, struct rb_binary *out)
+{
+	char buf[VERSION_MAX];
+	size_t len = s->size && s->size < sizeof(buf) ? s->size : sizeof(buf);
+	ssize_t n = read_vaddr(elf, s->value, buf, len);
+
+	if (n > 0 && parse_version(buf, (size_t)n, out))
+		return true;
+	out->major = out->minor = out->teeny = 0;
+	return false;
+}
+
+static void read_global_symbols(Elf *elf, const struct sym *s, struct rb_binary *out)
+{
+	const struct rb_offsets *off = rb_offsets_find(out->major, out->minor, out->teeny);
+	uint8_t code[CODE_SCAN];
+	ssize_t n;
+
+	if (!off || !s->found)
+		return;
+	n = read_vaddr(elf, s->value, code, s->size && s->size < sizeof(code) ?
+					    s->size : sizeof(code));
+	if (n <= 0 || rb_global_symbols_find(code, (size_t)n, s->value, off,
+					      &out->global_symbols))
+		out->global_symbols = 0;
+}
+
+static int detect_elf(Elf *elf, struct rb_binary *out)
+{
+	struct sym syms[NSYMS] = { 0 };
+	GElf_Ehdr eh;
+
+	if (elf_kind(elf) != ELF_K_ELF)
+		return 0;
+	if (!gelf_getehdr(elf, &eh))
+		return -ENOEXEC;
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+		return 0;
+	find_symbols(elf, syms);
+	if (!syms[SYM_VM_PTR].found || !syms[SYM_VM_EXEC].found ||
+	    !syms[SYM_VERSION].found || !syms[SYM_VM_EXEC].size)
+		return 0;
+	out->vm_ptr = syms[SYM_VM_PTR].value;
+	out->exec_start = syms[SYM_VM_EXEC].value;
+	out->exec_end = out->exec_start + syms[SYM_VM_EXEC].size;
+	if (!read_version(elf, &syms[SYM_VERSION], out))
+		return -ENOTSUP;
+	read_global_symbols(elf, &syms[SYM_IMMORTAL], out);
+	return 1;
+}
+
+int rb_detect_fd(int fd, struct rb_binary *out)
+{
+	unsigned char magic[SELFMAG];
+	struct stat st;
+	ssize_t n;
+	Elf *elf;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	n = pread(fd, magic, sizeof(magic), 0);
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(magic) || memcmp(magic, ELFMAG, SELFMAG))
+		return 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	ret = detect_elf(elf, out);
+	elf_end(elf);
+	return ret;
+}
+
+int rb_detect_path(const char *path, struct rb_binary *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0) {
+		memset(out, 0, sizeof(*out));
+		return -errno;
+	}
+	ret = rb_detect_fd(fd, out);
+	close(fd);
+	return ret;
+}
+
+bool rb_offsets_walkable(const struct rb_offsets *off)
+{
+	return off->cfp_size >= 24 && off->cfp_size <= 128 && !(off->cfp_size & 7) &&
+	       off->thread_lt_node <= PROFD_RB_THREAD_BUF - 8 &&
+	       off->ec_vm_stack <= 56 && off->ec_vm_stack_size <= 56 && off->ec_cfp <= 56 &&
+	       off->ep_flags >= -2 && off->ep_flags <= 0 &&
+	       off->ep_me_cref >= -2 && off->ep_me_cref <= 0;
+}
+
+static int read_u64(struct remote_reader *r, pid_t pid, uint64_t addr, uint64_t *v)
+{
+	return remote_read(r, pid, addr, v, sizeof(*v));
+}
+
+/* Is @tid a thread of process @pid? */
+static bool thread_of(pid_t pid, int tid)
+{
+	char path[64];
+
+	if (tid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, tid);
+	return access(path, F_OK) == 0;
+}
+
+/* Is @th on the main ractor of @vm's thread list? 0, -EPROTO, or a read error. */
+static int on_thread_list(struct remote_reader *r, pid_t pid, const struct rb_offsets *off,
+			  uint64_t vm, uint64_t th)
+{
+	uint64_t ractor, head, node;
+	int err;
+
+	if ((err = read_u64(r, pid, vm + off->vm_main_ractor, &ractor)))
+		return err;
+	if (!ractor)
+		return -EPROTO;
+	head = ractor + off->ractor_threads;
+	if ((err = read_u64(r, pid, head, &node)))
+		return err;
+	for (int i = 0; i < MAX_THREAD_CHECK && node && node != head; i++) {
+		if (node - off->thread_lt_node == th)
+			return 0;
+		if ((err = read_u64(r, pid, node, &node)))	/* lt_node.next */
+			return err;
+	}
+	return -EPROTO;
+}
+
+int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_offsets *off,
+		    uint64_t vm_ptr_addr, uint64_t *vm_out)
+{
+	uint64_t vm, th, th_vm, ec, ec_th, stack, size, cfp, end;
+	int32_t tid;
+	int err;
+
+	if ((err = read_u64(reader, pid, vm_ptr_addr, &vm)))
+		return err;
+	if (!vm)
+		return -EAGAIN;
+	if ((err = read_u64(reader, pid, vm + off->vm_main_thread, &th)))
+		return err;
+	if (!th)
+		return -EAGAIN;
+	if ((err = read_u64(reader, pid, th + off->thread_vm, &th_vm)) ||
+	    (err = read_u64(reader, pid, th + off->thread_ec, &ec)) ||
+	    (err = remote_read(reader, pid, th + off->thread_tid, &tid, sizeof(tid))))
+		return err;
+	if (th_vm != vm)
+		return -EPROTO;
+	if (!ec || !tid)
+		return -EAGAIN;
+	if (!thread_of(pid, tid))
+		return -EPROTO;
+	if ((err = on_thread_list(reader, pid, off, vm, th)))
+		return err;
+	if ((err = read_u64(reader, pid, ec + off->ec_thread_ptr, &ec_th)) ||
+	    (err = read_u64(reader, pid, ec + off->ec_vm_stack, &stack)) ||
+	    (err = read_u64(reader, pid, ec + off->ec_vm_stack_size, &size)) ||
+	    (err = read_u64(reader, pid, ec + off->ec_cfp, &cfp)))
+		return err;
+	end = stack + size * 8;
+	if (ec_th != th || !stack || !size || size > (1ULL << 28) ||
+	    cfp < stack || cfp >= end || (end - cfp) % off->cfp_size)
+		return -EPROTO;
+	*vm_out = vm;
+	return 0;
+}
