@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * unwind_ruby.bpf.h - the CRuby unwinder (3.1; layouts: src/ruby/offsets.c).
+ *
+ * Owns: the step that appends the sampled thread's Ruby control frames to
+ * the sample (format: unwind_ruby.h), reading the process's
+ * `runtime_procs` state (where ruby_current_vm_ptr is and the struct
+ * offsets, written by src/ruby/) and caching each thread's rb_thread_t in
+ * `runtime_threads`. Included by runtime.bpf.h (the registry), after
+ * those maps.
+ *
+ * Finding the thread: rb_thread_t.tid is the kernel's thread id (CRuby
+ * sets it from gettid() in native_thread_init()), so the cached thread is
+ * checked against the sampled task's tid on every sample (one read, which
+ * also gives th->ec); on a mismatch the unwinder scans the main ractor's
+ * thread list (vm->ractor.main_ractor->threads.set, a ccan list_head whose
+ * nodes are rb_thread_t.lt_node, ended by the head's own address). A
+ * thread that is not a Ruby thread (the timer thread, a thread of a C
+ * library) is remembered for 100 ms so it is not scanned each sample. A
+ * thread's entry is deleted when it exits (profd.bpf.c), and an exiting
+ * thread's sample never inserts one.
+ *
+ * The walk: th->ec is the running fiber's execution context; its control
+ * frames lie at the top of its VM stack, from ec->cfp (the innermost) up
+ * to vm_stack + vm_stack_size VALUEs (exclusive), cfp_size bytes apart.
+ * A cfp outside that stack, or not on a frame boundary, is refused
+ * (PROFD_CNT_RB_BAD_STACK: the memory is torn or not a Ruby thread's).
+ * The outermost control frame is left out, as CRuby's own backtraces do
+ * (vm_backtrace.c): it is the dummy frame every execution context starts
+ * with (th_init, rb_ec_initialize_vm_stack), and on the main thread it
+ * holds a "<main>" iseq and VM_FRAME_FLAG_FINISH that no rb_vm_exec()
+ * call runs (Init_VM).
+ * Per frame: the control frame (pc, iseq, ep) and ep[-2..0] (method
+ * entry or cref, specval, flags): two reads. Frames that Ruby's own
+ * backtraces leave out (no iseq or no pc, and not a C frame: dummy and
+ * IFUNC frames) are skipped.
+ */
+#ifndef PROFD_BPF_UNWIND_RUBY_BPF_H
+#define PROFD_BPF_UNWIND_RUBY_BPF_H
+
+#include "maps.bpf.h"
+#include "unwind_ruby.h"
+
+#define PROFD_RB_NEGATIVE_TTL_NS	(100ULL * 1000 * 1000)
+
+/* The CRuby state of the capture's process (copied from runtime_procs). */
+#define RB(st) ((const struct profd_ruby_proc *)(st)->rt_state)
+
+/*
+ * Where the walker keeps things in st->rt_buf: a thread or a control
+ * frame is read at 0 (< 128 bytes), an execution context's first 64
+ * bytes or a frame's ep[-2..0] at RB_BUF_EP, the end of the VM stack
+ * being walked at RB_BUF_END (across tail calls).
+ */
+#define RB_BUF_EP	128
+#define RB_EC_READ	64
+#define RB_EP_READ	24	/* ep[-2], ep[-1], ep[0] */
+#define RB_CFP_BUF	128
+#define RB_BUF_END	(PROFD_RUNTIME_BUF - 8)
+/* A VM stack larger than this (VALUEs) is torn memory (CRuby's: 128 KiB). */
+#define RB_MAX_VM_STACK	(1ULL << 28)
+
+/* The 8 bytes at @off of the read buffer (its slack covers off 255). */
+static __always_inline __u64 rb_buf_u64(struct profd_unwind_state *st, __u32 off)
+{
+	barrier_var(off);
+	return *(__u64 *)&st->rt_buf[off & (PROFD_RUNTIME_BUF - 1)];
+}
+
+static __always_inline __u32 rb_buf_u32(struct profd_unwind_state *st, __u32 off)
+{
+	barrier_var(off);
+	return *(__u32 *)&st->rt_buf[off & (PROFD_RUNTIME_BUF - 1)];
+}
+
+static __always_inline __u64 rb_read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* Read rb_thread_t @th's first PROFD_RB_THREAD_BUF bytes into st->rt_buf. */
+static __always_inline int rb_read_thread(struct profd_unwind_state *st, __u64 th)
+{
+	return bpf_probe_read_user(st->rt_buf, PROFD_RB_THREAD_BUF, (void *)th);
+}
+
+/*
+ * rb_scan_threads - the rb_thread_t of the main ractor whose tid is
+ * @tid (its fields left in st->rt_buf), or 0. A global function, so the
+ * verifier checks the loop once.
+ */
+__attribute__((noinline))
+__u64 rb_scan_threads(struct profd_unwind_state *st, __u32 tid)
+{
+	__u64 vm, ractor, head, node, th;
+
+	if (!st)
+		return 0;
+	vm = rb_read_ptr(RB(st)->vm_ptr_addr);
+	if (!vm)
+		return 0;
+	ractor = rb_read_ptr(vm + RB(st)->vm_main_ractor);
+	if (!ractor)
+		return 0;
+	head = ractor + RB(st)->ractor_threads;
+	node = rb_read_ptr(head);	/* head.n.next */
+	for (int i = 0; i < PROFD_RB_MAX_THREAD_SCAN; i++) {
+		if (!node || node == head)
+			return 0;
+		th = node - RB(st)->thread_lt_node;
+		if (rb_read_thread(st, th))
+			return 0;
+		if (rb_buf_u32(st, RB(st)->thread_tid) == tid)
+			return th;
+		node = rb_buf_u64(st, RB(st)->thread_lt_node);	/* lt_node.next */
+	}
+	return 0;
+}
+
+/*
+ * rb_start - find the thread, its execution context and the innermost
+ * control frame, and keep the VM stack's end at RB_BUF_END. Returns the
+ * frame's address, or 0 when there is nothing to walk (counted; a
+ * refused or unreadable context also flags the sample).
+ */
+__attribute__((noinline))
+__u64 rb_start(struct profd_unwind_state *st)
+{
+	struct profd_runtime_thread *cached, fresh = {};
+	__u64 th = 0, ec, stack, size, cfp, end, csize;
+	__u32 tid;
+
+	if (!st)
+		return 0;
+	tid = st->sample.tid;
+	cached = bpf_map_lookup_elem(&runtime_threads, &tid);
+	if (cached && cached->thread) {
+		if (!rb_read_thread(st, cached->thread) &&
+		    rb_buf_u32(st, RB(st)->thread_tid) == tid &&
+		    rb_buf_u64(st, RB(st)->thread_ec))
+			th = cached->thread;
+	} else if (cached &&
+		   bpf_ktime_get_ns() - cached->checked_ns < PROFD_RB_NEGATIVE_TTL_NS) {
+		count(PROFD_CNT_RB_NO_THREAD);
+		return 0;
+	}
+	if (!th) {
+		th = rb_scan_threads(st, tid);
+		fresh.thread = th;
+		fresh.checked_ns = bpf_ktime_get_ns();
+		/* an exiting thread's entry was deleted at its exit: keep it so */
+		if (!(st->sample.flags & PROFD_SAMPLE_EXITING))
+			bpf_map_update_elem(&runtime_threads, &tid, &fresh, BPF_ANY);
+		if (!th) {
+			count(PROFD_CNT_RB_NO_THREAD);
+			return 0;
+		}
+	}
+	ec = rb_buf_u64(st, RB(st)->thread_ec);
+	if (!ec) {
+		count(PROFD_CNT_RB_NO_THREAD);	/* not started, or finished */
+		return 0;
+	}
+	if (bpf_probe_read_user(&st->rt_buf[RB_BUF_EP], RB_EC_READ, (void *)ec)) {
+		st->sample.flags |= PROFD_SAMPLE_INTERP_ERROR;
+		count(PROFD_CNT_RB_READ_ERR);
+		return 0;
+	}
+	stack = rb_buf_u64(st, RB_BUF_EP + RB(st)->ec_vm_stack);
+	size = rb_buf_u64(st, RB_BUF_EP + RB(st)->ec_vm_stack_size);
+	cfp = rb_buf_u64(st, RB_BUF_EP + RB(st)->ec_cfp);
+	csize = RB(st)->cfp_size;
+	end = stack + size * 8;
+	if (!stack || !size || size > RB_MAX_VM_STACK || end < stack ||
+	    cfp < stack || cfp >= end || !csize || (end - cfp) % csize) {
+		st->sample.flags |= PROFD_SAMPLE_INTERP_ERROR;
+		count(PROFD_CNT_RB_BAD_STACK);
+		return 0;
+	}
+	/* the outermost frame is the thread's dummy (backtraces skip it too) */
+	*(__u64 *)&st->rt_buf[RB_BUF_END] = end - csize;
+	return cfp;
+}
+
+enum rb_step_result {
+	RB_STEP_NEXT = 0,
+	RB_STEP_DONE = 1,	/* the end of the VM stack */
+	RB_STEP_FULL = 2,	/* PROFD_MAX_RUBY_FRAMES kept */
+	RB_STEP_ERROR = 3,	/* frame unreadable */
+};
+
+/*
+ * rb_frame_step - read control frame st->rt_cursor and its ep[-2..0],
+ * append it (unless Ruby's backtraces skip it) and move to its caller.
+ * A global function: the verifier checks it once.
+ */
+__attribute__((noinline))
+int rb_frame_step(struct profd_unwind_state *st)
+{
+	__u64 cfp, end, pc, iseq, ep, flags, me, w0, w1;
+	__u32 n, idx, size, magic;
+
+	if (!st)
+		return RB_STEP_ERROR;
+	cfp = st->rt_cursor;
+	end = *(__u64 *)&st->rt_buf[RB_BUF_END];
+	if (cfp >= end)
+		return RB_STEP_DONE;
+	n = st->sample.interp_len;
+	if (n >= PROFD_MAX_RUBY_FRAMES)
+		return RB_STEP_FULL;
+	size = RB(st)->cfp_size;
+	if (size > RB_CFP_BUF)
+		size = RB_CFP_BUF;
+	if (bpf_probe_read_user(st->rt_buf, size, (void *)cfp))
+		goto unreadable;
+	pc = rb_buf_u64(st, RB(st)->cfp_pc);
+	iseq = rb_buf_u64(st, RB(st)->cfp_iseq);
+	ep = rb_buf_u64(st, RB(st)->cfp_ep);
+	st->rt_cursor = cfp + RB(st)->cfp_size;
+	if (bpf_probe_read_user(&st->rt_buf[RB_BUF_EP], RB_EP_READ, (void *)(ep - 16)))
+		goto unreadable;
+	flags = rb_buf_u64(st, RB_BUF_EP + 16 + RB(st)->ep_flags);
+	me = rb_buf_u64(st, RB_BUF_EP + 16 + RB(st)->ep_me_cref);
+	magic = (__u32)flags & RB(st)->frame_magic_mask;
+	if (magic == RB(st)->frame_magic_cfunc) {
+		w0 = (me & PROFD_RB_ADDR_MASK) | PROFD_RB_CFUNC;
+		w1 = 0;
+	} else if (!iseq || !pc) {
+		return RB_STEP_NEXT;	/* dummy or IFUNC frame */
+	} else if (magic == RB(st)->frame_magic_method) {
+		w0 = (me & PROFD_RB_ADDR_MASK) | PROFD_RB_METHOD;
+		w1 = pc;
+	} else {
+		w0 = iseq & PROFD_RB_ADDR_MASK;
+		w1 = pc;
+	}
+	if (flags & RB(st)->frame_flag_finish)
+		w0 |= PROFD_RB_GROUP_END;
+	idx = (__u32)st->sample.kernel_len + st->sample.user_len + 2 * n;
+	put_ip(st, idx, w0);
+	put_ip(st, idx + 1, w1);
+	st->sample.interp_len = n + 1;
+	return RB_STEP_NEXT;
+unreadable:
+	st->sample.flags |= PROFD_SAMPLE_INTERP_ERROR;
+	count(PROFD_CNT_RB_READ_ERR);
+	return RB_STEP_ERROR;
+}
+
+/*
+ * unwind_ruby_step - walk up to PROFD_RB_FRAMES_PER_PROG control frames,
+ * then tail-call itself or emit. A frame that cannot be read ends the
+ * walk (PROFD_SAMPLE_INTERP_ERROR: user space adds an error frame).
+ */
+static __always_inline int unwind_ruby_step(void *ctx, void *progs, __u32 slot)
+{
+	struct profd_unwind_state *st = unwind_state(slot);
+	int ret = RB_STEP_NEXT;
+
+	if (!st)
+		return 0;
+	if (!st->rt_cursor) {
+		count(PROFD_CNT_RB_SAMPLES);
+		st->sample.flags |= PROFD_SAMPLE_INTERP;
+		st->rt_cursor = rb_start(st);
+		if (!st->rt_cursor)
+			goto emit;
+	}
+	for (int i = 0; i < PROFD_RB_FRAMES_PER_PROG; i++) {
+		ret = rb_frame_step(st);
+		if (ret != RB_STEP_NEXT)
+			break;
+	}
+	if (ret == RB_STEP_NEXT && st->rt_cursor < *(__u64 *)&st->rt_buf[RB_BUF_END] &&
+	    st->rt_tail_calls < PROFD_RB_MAX_TAIL_CALLS) {
+		st->rt_tail_calls++;
+		bpf_tail_call(ctx, progs, PROFD_PROG_RUNTIME + PROFD_RUNTIME_CRUBY - 1);
+	}
+	if ((ret == RB_STEP_NEXT || ret == RB_STEP_FULL) &&
+	    st->rt_cursor < *(__u64 *)&st->rt_buf[RB_BUF_END]) {
+		st->sample.flags |= PROFD_SAMPLE_INTERP_TRUNCATED;
+		count(PROFD_CNT_RB_TRUNCATED);
+	}
+emit:
+	bpf_tail_call(ctx, progs, PROFD_PROG_EMIT);
+	return chain_broken(st);
+}
+
+#endif /* PROFD_BPF_UNWIND_RUBY_BPF_H */

@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ruby.c - CRuby processes: the process table, attaching, the
+ * runtime_procs entries and their lifecycle (see ruby.h). Naming and the
+ * merge are merge.c's.
+ *
+ * A process's life here: its maps show an interpreter (detect.c, once
+ * per file) -> PENDING (the layout of its version is known) -> the attach
+ * check against its memory (rb_attach_check(); without the lock) ->
+ * ATTACHED (its entry written: BPF walks it) or REFUSED (counted), or
+ * still PENDING while its VM is not set up (tried again at the next maps
+ * read and at the reader's ticks, RB_RETRY_NS apart). A version without
+ * a layout is UNSUPPORTED (counted). Each attach gets a new generation:
+ * the naming cache's key, so an exec'd or re-attached process never
+ * reuses the names of the one before. Every maps read of an ATTACHED
+ * process checks that ruby_current_vm_ptr still holds its VM (an exec of
+ * the same binary at the same place makes a new one) and writes the
+ * entry again (exec deleted it). A forked child is attached on its own
+ * maps read (its memory is a copy of the parent's) and linked to its
+ * parent when both run the same interpreter at the same place, so a
+ * short-lived child's frames are named from the parent after it exited.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+
+#include "bpf/profd.h"
+#include "bpf/unwind_ruby.h"
+#include "counters/counters.h"
+#include "proc/remote.h"
+#include "ruby/detect.h"
+#include "ruby/ruby_internal.h"
+
+#define DETECT_CACHE_MAX	16384
+#define RUBY_BUDGET		(64u << 20)	/* when ruby_new() is given none */
+#define RB_RETRY_NS		(200ULL * 1000 * 1000)
+#define NAME_CACHE_ENTRIES	65536
+
+/*
+ * CRuby's counters: the walker's in BPF (bpf/unwind_ruby.bpf.h), this
+ * file's, and merge.c's.
+ */
+COUNTER_DEFINE_BPF(ruby_samples, COUNTER_STAT, PROFD_CNT_RB_SAMPLES,
+		   "samples of CRuby processes walked");
+COUNTER_DEFINE_BPF(ruby_no_thread, COUNTER_STAT, PROFD_CNT_RB_NO_THREAD,
+		   "samples of CRuby process threads without a Ruby thread");
+COUNTER_DEFINE_BPF(ruby_frame_read_error, COUNTER_PARTIAL, PROFD_CNT_RB_READ_ERR,
+		   "Ruby control frame or execution context unreadable: walk ended");
+COUNTER_DEFINE_BPF(ruby_stack_truncated, COUNTER_PARTIAL, PROFD_CNT_RB_TRUNCATED,
+		   "samples with more Ruby frames than kept");
+COUNTER_DEFINE_BPF(ruby_bad_stack, COUNTER_PARTIAL, PROFD_CNT_RB_BAD_STACK,
+		   "samples whose Ruby frame pointer lay outside its VM stack: walk refused");
+COUNTER_DEFINE(ruby_unsupported_version, COUNTER_STAT,
+	       "CRuby interpreters of a version without a known layout seen");
+COUNTER_DEFINE(ruby_attach_refused, COUNTER_STAT,
+	       "CRuby processes whose memory did not match their version's layout: not walked");
+COUNTER_DEFINE(ruby_attach_deferred, COUNTER_STAT,
+	       "CRuby attaches put off: the VM was not set up yet (tried again)");
+COUNTER_DEFINE(ruby_update_error, COUNTER_PARTIAL,
+	       "runtime_procs updates for CRuby processes that failed");
+COUNTER_DEFINE(ruby_read_timeout, COUNTER_PARTIAL,
+	       "reads of CRuby process memory that hung (abandoned)");
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+struct ruby *ruby_new(int procs_fd, uint64_t budget, int verbose)
+{
+	struct ruby *rb = calloc(1, sizeof(*rb));
+
+	if (!rb)
+		return NULL;
+	pthread_mutex_init(&rb->lock, NULL);
+	elf_version(EV_CURRENT);
+	rb->procs_fd = procs_fd;
+	rb->verbose = verbose;
+	if (!budget)
+		budget = RUBY_BUDGET;
+	rb->frames_bytes = budget / 4;
+	rb->loader_reader = remote_reader_new();
+	rb->reader = remote_reader_new();
+	if (!rb->loader_reader || !rb->reader)
+		goto fail;
+	remote_reader_count_timeouts(rb->loader_reader, &counter_ruby_read_timeout);
+	remote_reader_count_timeouts(rb->reader, &counter_ruby_read_timeout);
+	rb->names = rb_iseq_cache_new(rb->reader, NAME_CACHE_ENTRIES, budget / 2);
+	if (!rb->names || rb_frames_init(rb))
+		goto fail;
+	return rb;
+fail:
+	ruby_free(rb);
+	return NULL;
+}
+
+static void det_clear(struct ruby *rb)
+{
+	for (size_t b = 0; b < RB_BUCKETS; b++) {
+		struct rb_detected *d = rb->det[b], *next;
+
+		for (; d; d = next) {
+			next = d->next;
+			free(d);
+		}
+		rb->det[b] = NULL;
+	}
+	rb->ndet = 0;
+}
+
+void ruby_free(struct ruby *rb)
+{
+	if (!rb)
+		return;
+	det_clear(rb);
+	for (size_t b = 0; b < RB_BUCKETS; b++) {
+		struct rbproc *p = rb->procs[b], *next;
+
+		for (; p; p = next) {
+			next = p->next;
+			free(p);
+		}
+	}
+	rb_iseq_cache_free(rb->names);
+	remote_reader_free(rb->reader);
+	remote_reader_free(rb->loader_reader);
+	py_frames_free(rb->frames[0]);
+	py_frames_free(rb->frames[1]);
+	pthread_mutex_destroy(&rb->lock);
+	free(rb);
+}
+
+static size_t det_bucket(uint32_t maj, uint32_t min, uint64_t ino)
+{
+	uint64_t h = (ino * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)maj << 20 | min);
+
+	return (h ^ (h >> 29)) & (RB_BUCKETS - 1);
+}
+
+static void read_loads(int fd, struct rb_detected *d)
+{
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t n = 0;
+
+	if (!e)
+		return;
+	if (elf_kind(e) == ELF_K_ELF && !elf_getphdrnum(e, &n)) {
+		for (size_t i = 0; i < n && d->nloads < RB_MAX_LOADS; i++) {
+			GElf_Phdr ph;
+
+			if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			d->loads[d->nloads].offset = ph.p_offset;
+			d->loads[d->nloads].vaddr = ph.p_vaddr;
+			d->loads[d->nloads].filesz = ph.p_filesz;
+			d->nloads++;
+		}
+	}
+	elf_end(e);
+}
+
+/* The detection result of @m's file, computed on first sight (no lock: the loader's). */
+static struct rb_detected *detect(struct ruby *rb, pid_t pid, const struct proc_mapping *m)
+{
+	size_t b = det_bucket(m->dev_major, m->dev_minor, m->inode);
+	struct rb_detected *d;
+	char path[128];
+	int fd;
+
+	for (d = rb->det[b]; d; d = d->next)
+		if (d->inode == m->inode && d->dev_major == m->dev_major &&
+		    d->dev_minor == m->dev_minor)
+			return d;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;	/* gone, or no access: try again next read */
+	if (rb->ndet >= DETECT_CACHE_MAX)
+		det_clear(rb);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		close(fd);
+		return NULL;
+	}
+	d->dev_major = m->dev_major;
+	d->dev_minor = m->dev_minor;
+	d->inode = m->inode;
+	d->result = rb_detect_fd(fd, &d->bin);
+	if (d->result == 1 || d->result == -ENOTSUP)
+		read_loads(fd, d);
+	close(fd);
+	d->next = rb->det[b];
+	rb->det[b] = d;
+	rb->ndet++;
+	return d;
+}
+
+/* The load bias of the file mapped by @m (offset -> vaddr via PT_LOAD). */
+static bool load_bias(const struct rb_detected *d, const struct proc_mapping *m,
+		      uint64_t *bias)
+{
+	for (uint32_t i = 0; i < d->nloads; i++) {
+		if (m->offset >= d->loads[i].offset &&
+		    m->offset < d->loads[i].offset + d->loads[i].filesz) {
+			*bias = m->start - (d->loads[i].vaddr + (m->offset - d->loads[i].offset));
+			return true;
+		}
+	}
+	return false;
+}
+
+struct rbproc **rb_proc_slot(struct ruby *rb, pid_t pid)
+{
+	struct rbproc **pp = &rb->procs[(uint32_t)pid & (RB_BUCKETS - 1)];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Write @p's runtime_procs entry. 0 (also without BPF), or -1 (counted by the caller). */
+static int entry_write(struct ruby *rb, const struct rbproc *p)
+{
+	struct profd_runtime_proc rp = { .runtime = PROFD_RUNTIME_CRUBY };
+	struct profd_ruby_proc v;
+	__u32 key = p->pid;
+
+	if (rb->procs_fd < 0)
+		return 0;
+	if (!rb_offsets_bpf_state(p->off, p->vm_ptr_addr, &v))
+		return -1;
+	memcpy(rp.state, &v, sizeof(v));
+	return bpf_map_update_elem(rb->procs_fd, &key, &rp, BPF_ANY) ? -1 : 0;
+}
+
+/* @p stops being walked: its entry (ours) goes, its names with it. Lock held. */
+static void detach(struct ruby *rb, struct rbproc *p)
+{
+	__u32 key = p->pid;
+
+	if (p->state != RBP_ATTACHED)
+		return;
+	if (rb->procs_fd >= 0)
+		bpf_map_delete_elem(rb->procs_fd, &key);
+	if (rb->ndead < RB_DEAD_GENS_MAX)
+		rb->dead_gens[rb->ndead++] = p->gen;
+	p->state = RBP_PENDING;
+	__atomic_sub_fetch(&rb->nattached, 1, __ATOMIC_RELAXED);
+}
+
+static void proc_remove(struct ruby *rb, pid_t pid)
+{
+	struct rbproc **pp = rb_proc_slot(rb, pid), *p = *pp;
+
+	if (!p)
+		return;
+	detach(rb, p);
+	*pp = p->next;
+	free(p);
+	__atomic_sub_fetch(&rb->nprocs, 1, __ATOMIC_RELAXED);
+}
+
+/* The parent process, from /proc/PID/stat (0 if unreadable). */
+static pid_t parent_pid(pid_t pid)
+{
+	char path[64], buf[512], *close_paren;
+	ssize_t n;
+	int fd, ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	close_paren = strrchr(buf, ')');	/* comm may hold ')' */
+	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+static bool same_place(const struct rbproc *a, const struct rbproc *b)
+{
+	return a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor && a->bias == b->bias;
+}
+
+/* The outcome @err of @p's attach check (VM @vm). Lock held. */
+static void attach_done(struct ruby *rb, struct rbproc *p, int err, uint64_t vm,
+			pid_t ppid)
+{
+	struct rbproc *q = ppid > 1 ? *rb_proc_slot(rb, ppid) : NULL;
+
+	if (err == -EPROTO || err == -EFAULT) {
+		p->state = RBP_REFUSED;
+		counter_inc(&counter_ruby_attach_refused);
+		if (rb->verbose)
+			fprintf(stderr, "profd: pid %d: CRuby %u.%u.%u: memory does not match "
+				"its layout (%s): native frames only\n", (int)p->pid,
+				p->bin.major, p->bin.minor, p->bin.teeny, strerror(-err));
+		return;
+	}
+	if (err) {
+		/* not set up yet, gone, or unreadable for now: later */
+		if (err == -EAGAIN)
+			counter_inc(&counter_ruby_attach_deferred);
+		p->retry_ns = now_ns() + RB_RETRY_NS;
+		return;
+	}
+	p->vm = vm;
+	p->gen = ++rb->next_gen;
+	p->state = RBP_ATTACHED;
+	p->parent = 0;
+	p->parent_gen = 0;
+	if (q && q->state == RBP_ATTACHED && same_place(p, q) && q->vm == vm) {
+		p->parent = q->pid;
+		p->parent_gen = q->gen;
+	}
+	__atomic_add_fetch(&rb->nattached, 1, __ATOMIC_RELAXED);
+	if (rb->verbose)
+		fprintf(stderr, "profd: pid %d: CRuby %u.%u.%u attached\n", (int)p->pid,
+			p->bin.major, p->bin.minor, p->bin.teeny);
+	if (entry_write(rb, p))
+		counter_inc(&counter_ruby_update_error);
+}
+
+/*
+ * Try to attach @pid (PENDING) with @reader: the check reads the
+ * process without the lock; its outcome applies only if the process
+ * is still what it was.
+ */
+static void try_attach(struct ruby *rb, struct remote_reader *reader, pid_t pid)
+{
+	struct rbproc *p;
+	const struct rb_offsets *off;
+	uint64_t ident, addr, vm = 0;
+	pid_t ppid;
+	int err;
+
+	pthread_mutex_lock(&rb->lock);
+	p = *rb_proc_slot(rb, pid);
+	if (!p || p->state != RBP_PENDING) {
+		pthread_mutex_unlock(&rb->lock);
+		return;
+	}
+	ident = p->ident;
+	off = p->off;
+	addr = p->vm_ptr_addr;
+	pthread_mutex_unlock(&rb->lock);
+	err = rb_attach_check(reader, pid, off, addr, &vm);
+	ppid = err ? 0 : parent_pid(pid);
+	pthread_mutex_lock(&rb->lock);
+	p = *rb_proc_slot(rb, pid);
+	if (p && p->ident == ident && p->state == RBP_PENDING)
+		attach_done(rb, p, err, vm, ppid);
+	pthread_mutex_unlock(&rb->lock);
+}
+
+/*
+ * An ATTACHED process's maps were read again: is ruby_current_vm_ptr
+ * still its VM? Yes (or unreadable): its entry is written again (an exec
+ * deleted it). No: a new VM (exec of the same binary): detached, to be
+ * attached anew. Returns true when it is to be attached.
+ */
+static bool recheck(struct ruby *rb, pid_t pid)
+{
+	struct rbproc *p;
+	uint64_t ident, addr, vm = 0;
+	bool again = false;
+	int err;
+
+	pthread_mutex_lock(&rb->lock);
+	p = *rb_proc_slot(rb, pid);
+	ident = p->ident;
+	addr = p->vm_ptr_addr;
+	pthread_mutex_unlock(&rb->lock);
+	err = remote_read(rb->loader_reader, pid, addr, &vm, sizeof(vm));
+	pthread_mutex_lock(&rb->lock);
+	p = *rb_proc_slot(rb, pid);
+	if (p && p->ident == ident && p->state == RBP_ATTACHED) {
+		if (err || vm == p->vm) {
+			if (entry_write(rb, p))
+				counter_inc(&counter_ruby_update_error);
+		} else {
+			detach(rb, p);
+			p->ident = ++rb->next_ident;
+			again = true;
+		}
+	}
+	pthread_mutex_unlock(&rb->lock);
+	return again;
+}
+
+/* (Re)set @p to interpreter @d mapped by @m at @bias. Lock held. */
+static void proc_init(struct ruby *rb, struct rbproc *p, const struct rb_detected *d,
+		      const struct proc_mapping *m, uint64_t bias)
+{
+	const struct rb_offsets *off = d->result == 1 ?
+		rb_offsets_find(d->bin.major, d->bin.minor, d->bin.teeny) : NULL;
+
+	detach(rb, p);
+	p->ident = ++rb->next_ident;
+	p->dev_major = m->dev_major;
+	p->dev_minor = m->dev_minor;
+	p->inode = m->inode;
+	p->bias = bias;
+	p->bin = d->bin;
+	p->vm_ptr_addr = d->bin.vm_ptr + bias;
+	p->exec_start = d->bin.exec_start + bias;
+	p->exec_end = d->bin.exec_end + bias;
+	p->addrs.global_symbols = d->bin.global_symbols ? d->bin.global_symbols + bias : 0;
+	p->vm = 0;
+	p->retry_ns = 0;
+	if (off && !rb_offsets_walkable(off))
+		off = NULL;
+	p->off = off;
+	p->state = off ? RBP_PENDING : RBP_UNSUPPORTED;
+	if (!off) {
+		counter_inc(&counter_ruby_unsupported_version);
+		if (rb->verbose)
+			fprintf(stderr, "profd: pid %d: CRuby %u.%u.%u in %s is not supported "
+				"(3.1): native frames only\n", (int)p->pid, d->bin.major,
+				d->bin.minor, d->bin.teeny, m->path);
+	}
+}
+
+void ruby_maps_read(struct ruby *rb, pid_t pid, const struct proc_maps *maps)
+{
+	const struct proc_mapping *found = NULL;
+	struct rb_detected *d = NULL, det;
+	struct rbproc *p, probe;
+	uint64_t bias = 0;
+	bool attach;
+
+	/* detection: files read, no lock (the cache is this thread's) */
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_mapping *m = &maps->v[i];
+
+		if (!m->inode || m->special || !m->executable)
+			continue;
+		d = detect(rb, pid, m);
+		if (d && (d->result == 1 || d->result == -ENOTSUP)) {
+			found = m;
+			break;
+		}
+	}
+	pthread_mutex_lock(&rb->lock);
+	if (!found || !load_bias(d, found, &bias)) {
+		proc_remove(rb, pid);
+		pthread_mutex_unlock(&rb->lock);
+		return;
+	}
+	det = *d;
+	p = *rb_proc_slot(rb, pid);
+	probe = (struct rbproc){ .inode = found->inode, .dev_major = found->dev_major,
+				 .dev_minor = found->dev_minor, .bias = bias };
+	if (p && same_place(p, &probe)) {
+		attach = p->state == RBP_PENDING;
+		if (p->state == RBP_ATTACHED) {
+			pthread_mutex_unlock(&rb->lock);
+			attach = recheck(rb, pid);
+			pthread_mutex_lock(&rb->lock);
+		}
+	} else {
+		if (!p) {
+			p = calloc(1, sizeof(*p));
+			if (!p) {
+				pthread_mutex_unlock(&rb->lock);
+				return;
+			}
+			p->pid = pid;
+			p->next = rb->procs[(uint32_t)pid & (RB_BUCKETS - 1)];
+			rb->procs[(uint32_t)pid & (RB_BUCKETS - 1)] = p;
+			__atomic_add_fetch(&rb->nprocs, 1, __ATOMIC_RELAXED);
+		}
+		proc_init(rb, p, &det, found, bias);
+		attach = p->state == RBP_PENDING;
+	}
+	pthread_mutex_unlock(&rb->lock);
+	if (attach)
+		try_attach(rb, rb->loader_reader, pid);
+}
+
+void ruby_removed(struct ruby *rb, pid_t pid)
+{
+	pthread_mutex_lock(&rb->lock);
+	proc_remove(rb, pid);
+	pthread_mutex_unlock(&rb->lock);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void ruby_tick(struct ruby *rb)
+{
+	uint64_t gens[RB_DEAD_GENS_MAX];
+	pid_t retry[RB_RETRY_PER_TICK];
+	uint32_t n, nretry = 0;
+	uint64_t now = now_ns();
+
+	pthread_mutex_lock(&rb->lock);
+	n = rb->ndead;
+	memcpy(gens, rb->dead_gens, n * sizeof(*gens));
+	rb->ndead = 0;
+	for (size_t b = 0; b < RB_BUCKETS && nretry < RB_RETRY_PER_TICK; b++)
+		for (struct rbproc *p = rb->procs[b]; p && nretry < RB_RETRY_PER_TICK;
+		     p = p->next)
+			if (p->state == RBP_PENDING && now >= p->retry_ns)
+				retry[nretry++] = p->pid;
+	pthread_mutex_unlock(&rb->lock);
+	if (n) {
+		qsort(gens, n, sizeof(*gens), cmp_u64);
+		rb_iseq_forget(rb->names, gens, n);
+	}
+	for (uint32_t i = 0; i < nretry; i++)
+		try_attach(rb, rb->reader, retry[i]);
+}
+
+void ruby_stats(struct ruby *rb, struct ruby_stats *out)
+{
+	struct rb_iseq_stats is;
+
+	memset(out, 0, sizeof(*out));
+	out->processes = __atomic_load_n(&rb->nprocs, __ATOMIC_RELAXED);
+	out->attached = __atomic_load_n(&rb->nattached, __ATOMIC_RELAXED);
+	rb_iseq_stats(rb->names, &is);	/* racy sizes: fine for stats */
+	out->objects = is.entries;
+	out->evictions = is.evictions;
+	out->bytes = is.bytes + rb_frames_bytes(rb, &out->frames);
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ruby_internal.h - the state ruby.c (process table, attach) and merge.c
+ * (naming, frame tables, the merge) share. Not for other folders.
+ */
+#ifndef PROFD_RUBY_RUBY_INTERNAL_H
+#define PROFD_RUBY_RUBY_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "python/frames.h"
+#include "ruby/detect.h"
+#include "ruby/iseq.h"
+#include "ruby/ruby.h"
+
+#define RB_BUCKETS		1024
+#define RB_MAX_LOADS		16
+#define RB_DEAD_GENS_MAX	1024	/* exited generations awaiting rb_iseq_forget() */
+#define RB_RETRY_PER_TICK	64	/* PENDING processes tried per tick */
+
+/* Tag of a Ruby frame token (src/runtime/runtime.h) and its own bit:
+ * the id is of the second frame table generation. */
+#define RB_IP_FRAME	(RUNTIME_IP_FRAME | \
+			 (uint64_t)PROFD_RUNTIME_CRUBY << RUNTIME_IP_ID_SHIFT)
+#define RB_IP_GEN	(1ULL << 61)
+
+/* The fixed frames each frame table generation holds. */
+enum rb_fixed_frame {
+	RB_FRAME_UNREADABLE,	/* "[ruby: unreadable frame]": the walk ended on a read error */
+	RB_FRAME_TRUNCATED,	/* "[ruby: truncated]": more frames than kept */
+	RB_FRAME_UNKNOWN,	/* "[ruby: unknown frame]": could not be named or verified */
+	RB_FRAME_TABLE_FULL,	/* "[ruby: frame table full]" */
+	RB_FIXED_FRAMES,
+};
+
+/* One file, by (device, inode): is it an interpreter, and its PT_LOADs. */
+struct rb_detected {
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	int result;			/* rb_detect_fd() */
+	struct rb_binary bin;
+	uint32_t nloads;
+	struct { uint64_t offset, vaddr, filesz; } loads[RB_MAX_LOADS];
+	struct rb_detected *next;
+};
+
+enum rbproc_state {
+	RBP_UNSUPPORTED,	/* no layout for its version: never walked */
+	RBP_PENDING,		/* to be checked against its memory */
+	RBP_REFUSED,		/* its memory contradicted the layout */
+	RBP_ATTACHED,		/* its runtime_procs entry is ours */
+};
+
+/* One CRuby process. */
+struct rbproc {
+	pid_t pid;
+	enum rbproc_state state;
+	uint64_t ident;			/* new for each (re)initialisation */
+	uint64_t gen;			/* new for each attach: the naming key */
+	uint32_t dev_major, dev_minor;
+	uint64_t inode, bias;
+	struct rb_binary bin;		/* ELF addresses, version */
+	const struct rb_offsets *off;
+	uint64_t vm_ptr_addr;		/* runtime address of ruby_current_vm_ptr */
+	uint64_t exec_start, exec_end;	/* rb_vm_exec, runtime */
+	struct rb_proc_addrs addrs;	/* for naming, runtime */
+	uint64_t vm;			/* the VM attached to */
+	uint64_t retry_ns;		/* PENDING: no tick retry before */
+	pid_t parent;			/* forked from (same interpreter, same place) */
+	uint64_t parent_gen;
+	struct rbproc *next;
+};
+
+struct ruby {
+	int procs_fd;
+	int verbose;
+	struct rb_detected *det[RB_BUCKETS];	/* the object loader's */
+	uint32_t ndet;
+	pthread_mutex_t lock;		/* procs, idents, gens, dead_gens, entries */
+	struct rbproc *procs[RB_BUCKETS];
+	uint64_t next_gen, next_ident;
+	uint64_t nprocs, nattached;	/* atomics */
+	struct remote_reader *loader_reader;	/* the object loader's attaches */
+	struct remote_reader *reader;	/* the reader thread's: names, tick attaches */
+	struct rb_iseq_cache *names;	/* the reader's */
+	/* two generations of interned frames: ids carry RB_IP_GEN for [1] */
+	struct py_frames *frames[2];
+	uint32_t fixed[2][RB_FIXED_FRAMES];
+	int cur;
+	uint64_t frames_bytes;		/* bound of each generation */
+	uint32_t since_renewal;
+	uint64_t dead_gens[RB_DEAD_GENS_MAX];
+	uint32_t ndead;
+};
+
+/* rb_proc_slot - where @pid's entry is or would go. Lock held. */
+struct rbproc **rb_proc_slot(struct ruby *rb, pid_t pid);
+
+/* rb_frames_init - both frame table generations with their fixed frames. 0 or -ENOMEM. */
+int rb_frames_init(struct ruby *rb);
+
+/* rb_frames_bytes - heap of both generations; *@frames: those in the current one. */
+uint64_t rb_frames_bytes(struct ruby *rb, uint64_t *frames);
+
+#endif /* PROFD_RUBY_RUBY_INTERNAL_H */
