@@ -9,7 +9,8 @@
  * check against its memory (rb_attach_check(); without the lock) ->
  * ATTACHED (its entry written: BPF walks it) or REFUSED (counted), or
  * still PENDING while its VM is not set up (tried again at the next maps
- * read and at the reader's ticks, RB_RETRY_NS apart). A version without
+ * read and by this file's retry thread, every RB_RETRY_NS at first: a
+ * ruby started under profd is attached within ~50 ms of its VM). A version without
  * a layout is UNSUPPORTED (counted). Each attach gets a new generation:
  * the naming cache's key, so an exec'd or re-attached process never
  * reuses the names of the one before. Every maps read of an ATTACHED
@@ -41,7 +42,11 @@
 
 #define DETECT_CACHE_MAX	16384
 #define RUBY_BUDGET		(64u << 20)	/* when ruby_new() is given none */
-#define RB_RETRY_NS		(200ULL * 1000 * 1000)
+/* PENDING processes are tried every RB_RETRY_NS for RB_RETRY_FAST_NS,
+ * then every RB_RETRY_SLOW_NS */
+#define RB_RETRY_NS		(50ULL * 1000 * 1000)
+#define RB_RETRY_FAST_NS	(10ULL * 1000 * 1000 * 1000)
+#define RB_RETRY_SLOW_NS	(1000ULL * 1000 * 1000)
 #define NAME_CACHE_ENTRIES	65536
 
 /*
@@ -69,6 +74,8 @@ COUNTER_DEFINE(ruby_update_error, COUNTER_PARTIAL,
 COUNTER_DEFINE(ruby_read_timeout, COUNTER_PARTIAL,
 	       "reads of CRuby process memory that hung (abandoned)");
 
+static void *retry_main(void *arg);
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -84,6 +91,7 @@ struct ruby *ruby_new(int procs_fd, uint64_t budget, int verbose)
 	if (!rb)
 		return NULL;
 	pthread_mutex_init(&rb->lock, NULL);
+	pthread_cond_init(&rb->retry_cond, NULL);
 	elf_version(EV_CURRENT);
 	rb->procs_fd = procs_fd;
 	rb->verbose = verbose;
@@ -92,13 +100,18 @@ struct ruby *ruby_new(int procs_fd, uint64_t budget, int verbose)
 	rb->frames_bytes = budget / 4;
 	rb->loader_reader = remote_reader_new();
 	rb->reader = remote_reader_new();
-	if (!rb->loader_reader || !rb->reader)
+	rb->retry_reader = remote_reader_new();
+	if (!rb->loader_reader || !rb->reader || !rb->retry_reader)
 		goto fail;
 	remote_reader_count_timeouts(rb->loader_reader, &counter_ruby_read_timeout);
 	remote_reader_count_timeouts(rb->reader, &counter_ruby_read_timeout);
+	remote_reader_count_timeouts(rb->retry_reader, &counter_ruby_read_timeout);
 	rb->names = rb_iseq_cache_new(rb->reader, NAME_CACHE_ENTRIES, budget / 2);
 	if (!rb->names || rb_frames_init(rb))
 		goto fail;
+	if (pthread_create(&rb->retry_thread, NULL, retry_main, rb))
+		goto fail;
+	rb->retry_started = true;
 	return rb;
 fail:
 	ruby_free(rb);
@@ -123,6 +136,13 @@ void ruby_free(struct ruby *rb)
 {
 	if (!rb)
 		return;
+	if (rb->retry_started) {
+		pthread_mutex_lock(&rb->lock);
+		rb->stopping = true;
+		pthread_cond_signal(&rb->retry_cond);
+		pthread_mutex_unlock(&rb->lock);
+		pthread_join(rb->retry_thread, NULL);
+	}
 	det_clear(rb);
 	for (size_t b = 0; b < RB_BUCKETS; b++) {
 		struct rbproc *p = rb->procs[b], *next;
@@ -135,6 +155,8 @@ void ruby_free(struct ruby *rb)
 	rb_iseq_cache_free(rb->names);
 	remote_reader_free(rb->reader);
 	remote_reader_free(rb->loader_reader);
+	remote_reader_free(rb->retry_reader);
+	pthread_cond_destroy(&rb->retry_cond);
 	py_frames_free(rb->frames[0]);
 	py_frames_free(rb->frames[1]);
 	pthread_mutex_destroy(&rb->lock);
@@ -319,7 +341,12 @@ static void attach_done(struct ruby *rb, struct rbproc *p, int err, uint64_t vm,
 		/* not set up yet, gone, or unreadable for now: later */
 		if (err == -EAGAIN)
 			counter_inc(&counter_ruby_attach_deferred);
+		if (rb->verbose > 1)
+			fprintf(stderr, "profd: pid %d: CRuby not attached yet: %s\n",
+				(int)p->pid, strerror(-err));
 		p->retry_ns = now_ns() + RB_RETRY_NS;
+		rb->retry_wanted = true;
+		pthread_cond_signal(&rb->retry_cond);
 		return;
 	}
 	p->vm = vm;
@@ -399,6 +426,7 @@ static bool recheck(struct ruby *rb, pid_t pid)
 		} else {
 			detach(rb, p);
 			p->ident = ++rb->next_ident;
+			p->pending_since = now_ns();
 			again = true;
 		}
 	}
@@ -426,6 +454,7 @@ static void proc_init(struct ruby *rb, struct rbproc *p, const struct rb_detecte
 	p->addrs.global_symbols = d->bin.global_symbols ? d->bin.global_symbols + bias : 0;
 	p->vm = 0;
 	p->retry_ns = 0;
+	p->pending_since = now_ns();
 	if (off && !rb_offsets_walkable(off))
 		off = NULL;
 	p->off = off;
@@ -513,26 +542,69 @@ static int cmp_u64(const void *a, const void *b)
 void ruby_tick(struct ruby *rb)
 {
 	uint64_t gens[RB_DEAD_GENS_MAX];
-	pid_t retry[RB_RETRY_PER_TICK];
-	uint32_t n, nretry = 0;
-	uint64_t now = now_ns();
+	uint32_t n;
 
 	pthread_mutex_lock(&rb->lock);
 	n = rb->ndead;
 	memcpy(gens, rb->dead_gens, n * sizeof(*gens));
 	rb->ndead = 0;
-	for (size_t b = 0; b < RB_BUCKETS && nretry < RB_RETRY_PER_TICK; b++)
-		for (struct rbproc *p = rb->procs[b]; p && nretry < RB_RETRY_PER_TICK;
-		     p = p->next)
-			if (p->state == RBP_PENDING && now >= p->retry_ns)
-				retry[nretry++] = p->pid;
 	pthread_mutex_unlock(&rb->lock);
 	if (n) {
 		qsort(gens, n, sizeof(*gens), cmp_u64);
 		rb_iseq_forget(rb->names, gens, n);
 	}
-	for (uint32_t i = 0; i < nretry; i++)
-		try_attach(rb, rb->reader, retry[i]);
+}
+
+/*
+ * The retry thread: while processes are PENDING (their VM not set up
+ * when their maps were read: a ruby starting), try them every
+ * RB_RETRY_NS, after RB_RETRY_FAST_NS every RB_RETRY_SLOW_NS; asleep
+ * otherwise. Its own reader (a remote_reader has one caller).
+ */
+static void *retry_main(void *arg)
+{
+	struct ruby *rb = arg;
+	pid_t retry[RB_RETRY_MAX];
+
+	pthread_mutex_lock(&rb->lock);
+	while (!rb->stopping) {
+		uint64_t now = now_ns();
+		uint32_t nretry = 0;
+		bool pending = false;
+		struct timespec until;
+
+		for (size_t b = 0; b < RB_BUCKETS; b++)
+			for (struct rbproc *p = rb->procs[b]; p; p = p->next) {
+				if (p->state != RBP_PENDING)
+					continue;
+				pending = true;
+				if (now >= p->retry_ns && nretry < RB_RETRY_MAX) {
+					retry[nretry++] = p->pid;
+					p->retry_ns = now + (now - p->pending_since < RB_RETRY_FAST_NS ?
+							     RB_RETRY_NS : RB_RETRY_SLOW_NS);
+				}
+			}
+		if (!pending && !rb->retry_wanted) {
+			pthread_cond_wait(&rb->retry_cond, &rb->lock);
+			continue;
+		}
+		rb->retry_wanted = false;
+		pthread_mutex_unlock(&rb->lock);
+		for (uint32_t i = 0; i < nretry; i++)
+			try_attach(rb, rb->retry_reader, retry[i]);
+		pthread_mutex_lock(&rb->lock);
+		if (rb->stopping)
+			break;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += (long)RB_RETRY_NS;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&rb->retry_cond, &rb->lock, &until);
+	}
+	pthread_mutex_unlock(&rb->lock);
+	return NULL;
 }
 
 void ruby_stats(struct ruby *rb, struct ruby_stats *out)

@@ -12,12 +12,12 @@
  * (interpreters are recognised by symbols, detect.h, cached per file by
  * device and inode); a process is attached once its live memory matches
  * the layout (rb_attach_check(); a VM not set up yet is tried again at
- * later maps reads and ticks); the reader turns each sample's Ruby frames
+ * later maps reads and by a retry thread of this module's); the reader turns each sample's Ruby frames
  * into frame ids and splices them into the native stack with
  * ruby_merge_stack(); writers name the ids with ruby_frame().
  *
  * Threads: ruby_maps_read() and ruby_removed() on the object loader's
- * thread (in order), ruby_merge_stack(), ruby_new_interval() and
+ * thread (in order), attach retries on the module's own thread, ruby_merge_stack(), ruby_new_interval() and
  * ruby_tick() on the reader, ruby_frame() and ruby_stats() on any. The
  * process table and the runtime_procs entries are changed under a lock
  * ruby_merge_stack() holds while it runs; files and process memory are
@@ -88,10 +88,7 @@ int ruby_frame(struct ruby *rb, uint64_t token, struct py_frame *out);
  */
 void ruby_new_interval(struct ruby *rb);
 
-/*
- * ruby_tick - the reader's tick: drop the naming cache of exited
- * processes and try again to attach processes whose VM was not set up.
- */
+/* ruby_tick - the reader's tick: drop the naming cache of exited processes. */
 void ruby_tick(struct ruby *rb);
 
 /* ruby_stats - gauges and counts (any thread). */

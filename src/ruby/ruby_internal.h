@@ -19,7 +19,7 @@
 #define RB_BUCKETS		1024
 #define RB_MAX_LOADS		16
 #define RB_DEAD_GENS_MAX	1024	/* exited generations awaiting rb_iseq_forget() */
-#define RB_RETRY_PER_TICK	64	/* PENDING processes tried per tick */
+#define RB_RETRY_MAX		64	/* PENDING processes tried per round */
 
 /* Tag of a Ruby frame token (src/runtime/runtime.h) and its own bit:
  * the id is of the second frame table generation. */
@@ -68,7 +68,8 @@ struct rbproc {
 	uint64_t exec_start, exec_end;	/* rb_vm_exec, runtime */
 	struct rb_proc_addrs addrs;	/* for naming, runtime */
 	uint64_t vm;			/* the VM attached to */
-	uint64_t retry_ns;		/* PENDING: no tick retry before */
+	uint64_t retry_ns;		/* PENDING: no retry before */
+	uint64_t pending_since;		/* PENDING: since (CLOCK_MONOTONIC ns) */
 	pid_t parent;			/* forked from (same interpreter, same place) */
 	uint64_t parent_gen;
 	struct rbproc *next;
@@ -86,6 +87,11 @@ struct ruby {
 	struct remote_reader *loader_reader;	/* the object loader's attaches */
 	struct remote_reader *reader;	/* the reader thread's: names, tick attaches */
 	struct rb_iseq_cache *names;	/* the reader's */
+	/* the retry thread: attaches PENDING processes (lock, cond) */
+	pthread_t retry_thread;
+	pthread_cond_t retry_cond;
+	bool retry_started, retry_wanted, stopping;
+	struct remote_reader *retry_reader;	/* the retry thread's */
 	/* two generations of interned frames: ids carry RB_IP_GEN for [1] */
 	struct py_frames *frames[2];
 	uint32_t fixed[2][RB_FIXED_FRAMES];
