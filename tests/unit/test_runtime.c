@@ -88,16 +88,18 @@ int main(void)
 	      "a CPython token named by CPython (%s)", f.function ? f.function : "(null)");
 	CHECK(runtimes_frame(rts, bogus, &f) == -ENOENT, "a bogus IP is named by no runtime");
 	{
-		struct runtime_stats st;
-		uint64_t budget;
+		/* runtimes_fast_poll() reads one entry per registered runtime */
+		struct runtime_stats st[PROFD_RUNTIME_COUNT];
+		uint64_t budget, other;
 
-		runtimes_stats(rts, 0, &st, &budget);
-		CHECK(budget == env.budget && st.processes == 0,
+		for (unsigned int i = 0; i < runtimes_count(); i++)
+			runtimes_stats(rts, i, &st[i], i ? &other : &budget);
+		CHECK(budget == env.budget && st[0].processes == 0,
 		      "the one enabled runtime gets the whole budget (%llu), no process",
 		      (unsigned long long)budget);
-		CHECK(!runtimes_fast_poll(&st), "no process known: no fast poll");
-		st.processes = 1;
-		CHECK(runtimes_fast_poll(&st) == runtimes_ops(PROFD_RUNTIME_CPYTHON)->fast_poll,
+		CHECK(!runtimes_fast_poll(st), "no process known: no fast poll");
+		st[0].processes = 1;
+		CHECK(runtimes_fast_poll(st) == runtimes_ops(PROFD_RUNTIME_CPYTHON)->fast_poll,
 		      "a process of CPython known: its fast_poll");
 	}
 	runtimes_free(rts);
