@@ -49,8 +49,9 @@ enum profd_runtime_id {
 #define PROFD_RUNTIME_TAIL_CALLS	3
 /* Bytes of a runtime's per-process state (runtime_procs value). */
 #define PROFD_RUNTIME_STATE_SIZE	64
-/* Bytes of the read buffer in the scratch state: a power of two (masks). */
-#define PROFD_RUNTIME_BUF		256
+/* Bytes of the read buffer in the scratch state: a power of two (masks).
+ * CRuby reads its control frames 14 at a time into it. */
+#define PROFD_RUNTIME_BUF		1024
 /* BPF counter slots each runtime may use (bpf/profd.h, PROFD_CNT_RUNTIME). */
 #define PROFD_RUNTIME_COUNTERS		8
 

@@ -30,8 +30,8 @@
  * with (th_init, rb_ec_initialize_vm_stack), and on the main thread it
  * holds a "<main>" iseq and VM_FRAME_FLAG_FINISH that no rb_vm_exec()
  * call runs (Init_VM).
- * Per frame: the control frame (pc, iseq, ep) and ep[-2..0] (method
- * entry or cref, specval, flags): two reads. Frames that Ruby's own
+ * Per frame: the control frame (pc, iseq, ep; read 14 at a time) and
+ * ep[-2..0] (method entry or cref, specval, flags): ~1.07 reads a frame. Frames that Ruby's own
  * backtraces leave out (no iseq or no pc, and not a C frame: dummy and
  * IFUNC frames) are skipped.
  */
@@ -47,16 +47,21 @@
 #define RB(st) ((const struct profd_ruby_proc *)(st)->rt_state)
 
 /*
- * Where the walker keeps things in st->rt_buf: a thread or a control
- * frame is read at 0 (< 128 bytes), an execution context's first 64
- * bytes or a frame's ep[-2..0] at RB_BUF_EP, the end of the VM stack
- * being walked at RB_BUF_END (across tail calls).
+ * Where the walker keeps things in st->rt_buf: a thread, or a batch of
+ * up to RB_BATCH_BYTES of consecutive control frames (one read for up to
+ * 14 frames: they are contiguous), at 0; an execution context's first 64
+ * bytes or a frame's ep[-2..0] at RB_BUF_EP; across tail calls the end
+ * of the VM stack being walked (RB_BUF_END) and the batch held (its
+ * address, RB_BUF_BATCH, and bytes, RB_BUF_BATCH_LEN).
  */
-#define RB_BUF_EP	128
+#define RB_BATCH_BYTES	896
+#define RB_BUF_EP	896
 #define RB_EC_READ	64
 #define RB_EP_READ	24	/* ep[-2], ep[-1], ep[0] */
-#define RB_CFP_BUF	128
+#define RB_BUF_BATCH_LEN	(PROFD_RUNTIME_BUF - 24)
+#define RB_BUF_BATCH	(PROFD_RUNTIME_BUF - 16)
 #define RB_BUF_END	(PROFD_RUNTIME_BUF - 8)
+_Static_assert(RB_BUF_EP + RB_EC_READ <= RB_BUF_BATCH_LEN, "CRuby's buffer layout");
 /* A VM stack larger than this (VALUEs) is torn memory (CRuby's: 128 KiB). */
 #define RB_MAX_VM_STACK	(1ULL << 28)
 
@@ -183,6 +188,8 @@ __u64 rb_start(struct profd_unwind_state *st)
 	}
 	/* the outermost frame is the thread's dummy (backtraces skip it too) */
 	*(__u64 *)&st->rt_buf[RB_BUF_END] = end - csize;
+	*(__u64 *)&st->rt_buf[RB_BUF_BATCH] = 0;
+	*(__u64 *)&st->rt_buf[RB_BUF_BATCH_LEN] = 0;
 	return cfp;
 }
 
@@ -201,8 +208,8 @@ enum rb_step_result {
 __attribute__((noinline))
 int rb_frame_step(struct profd_unwind_state *st)
 {
-	__u64 cfp, end, pc, iseq, ep, flags, me, w0, w1;
-	__u32 n, idx, size, magic;
+	__u64 cfp, end, base, len, size, pc, iseq, ep, flags, me, w0, w1;
+	__u32 n, idx, magic, rel;
 
 	if (!st)
 		return RB_STEP_ERROR;
@@ -213,14 +220,26 @@ int rb_frame_step(struct profd_unwind_state *st)
 	n = st->sample.interp_len;
 	if (n >= PROFD_MAX_RUBY_FRAMES)
 		return RB_STEP_FULL;
-	size = RB(st)->cfp_size;
-	if (size > RB_CFP_BUF)
-		size = RB_CFP_BUF;
-	if (bpf_probe_read_user(st->rt_buf, size, (void *)cfp))
-		goto unreadable;
-	pc = rb_buf_u64(st, RB(st)->cfp_pc);
-	iseq = rb_buf_u64(st, RB(st)->cfp_iseq);
-	ep = rb_buf_u64(st, RB(st)->cfp_ep);
+	base = *(__u64 *)&st->rt_buf[RB_BUF_BATCH];
+	len = *(__u64 *)&st->rt_buf[RB_BUF_BATCH_LEN];
+	if (cfp < base || cfp - base >= len) {
+		/* the next frames, as many as fit, up to the end */
+		size = RB_BATCH_BYTES - RB_BATCH_BYTES % RB(st)->cfp_size;
+		if (size > end - cfp)
+			size = end - cfp;
+		if (size > RB_BATCH_BYTES)
+			size = RB_BATCH_BYTES;
+		barrier_var(size);
+		if (!size || bpf_probe_read_user(st->rt_buf, size & 1023, (void *)cfp))
+			goto unreadable;
+		base = cfp;
+		*(__u64 *)&st->rt_buf[RB_BUF_BATCH] = cfp;
+		*(__u64 *)&st->rt_buf[RB_BUF_BATCH_LEN] = size;
+	}
+	rel = (__u32)(cfp - base);	/* < RB_BATCH_BYTES; the frame's fields below it */
+	pc = rb_buf_u64(st, rel + RB(st)->cfp_pc);
+	iseq = rb_buf_u64(st, rel + RB(st)->cfp_iseq);
+	ep = rb_buf_u64(st, rel + RB(st)->cfp_ep);
 	st->rt_cursor = cfp + RB(st)->cfp_size;
 	if (bpf_probe_read_user(&st->rt_buf[RB_BUF_EP], RB_EP_READ, (void *)(ep - 16)))
 		goto unreadable;
