@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * runtime.h - the seam language runtimes (CPython today; Ruby, HotSpot,
+ * runtime.h - the seam language runtimes (CPython, CRuby; HotSpot,
  * V8 next) plug into, on the user-space side.
  *
  * Owns: struct runtime_ops, what one runtime's module offers the hub, and
