@@ -16,7 +16,10 @@
  * thread list (vm->ractor.main_ractor->threads.set, a ccan list_head whose
  * nodes are rb_thread_t.lt_node, ended by the head's own address). A
  * thread that is not a Ruby thread (the timer thread, a thread of a C
- * library) is remembered for 100 ms so it is not scanned each sample. A
+ * library) is remembered for 100 ms so it is not scanned each sample.
+ * In a forked child CRuby 3.1 leaves the main thread's tid its parent's:
+ * user space flags that (PROFD_RB_PROC_STALE_MAIN_TID) and the child's
+ * thread-group leader is taken to run vm->ractor.main_thread. A
  * thread's entry is deleted when it exits (profd.bpf.c), and an exiting
  * thread's sample never inserts one.
  *
@@ -137,15 +140,18 @@ __u64 rb_start(struct profd_unwind_state *st)
 {
 	struct profd_runtime_thread *cached, fresh = {};
 	__u64 th = 0, ec, stack, size, cfp, end, csize;
+	bool leader;
 	__u32 tid;
 
 	if (!st)
 		return 0;
 	tid = st->sample.tid;
+	/* a forked child's leader runs the main thread, whose tid is stale */
+	leader = (RB(st)->flags & PROFD_RB_PROC_STALE_MAIN_TID) && tid == st->sample.pid;
 	cached = bpf_map_lookup_elem(&runtime_threads, &tid);
 	if (cached && cached->thread) {
 		if (!rb_read_thread(st, cached->thread) &&
-		    rb_buf_u32(st, RB(st)->thread_tid) == tid &&
+		    (rb_buf_u32(st, RB(st)->thread_tid) == tid || leader) &&
 		    rb_buf_u64(st, RB(st)->thread_ec))
 			th = cached->thread;
 	} else if (cached &&
@@ -155,6 +161,11 @@ __u64 rb_start(struct profd_unwind_state *st)
 	}
 	if (!th) {
 		th = rb_scan_threads(st, tid);
+		if (!th && leader) {
+			th = rb_read_ptr(rb_read_ptr(RB(st)->vm_ptr_addr) + RB(st)->vm_main_thread);
+			if (th && rb_read_thread(st, th))
+				th = 0;
+		}
 		fresh.thread = th;
 		fresh.checked_ns = bpf_ktime_get_ns();
 		/* an exiting thread's entry was deleted at its exit: keep it so */

@@ -90,7 +90,16 @@ struct profd_ruby_proc {
 	__u32 frame_magic_cfunc;	/* VM_FRAME_MAGIC_CFUNC */
 	__u32 frame_magic_method;	/* VM_FRAME_MAGIC_METHOD */
 	__u32 frame_flag_finish;	/* VM_FRAME_FLAG_FINISH */
+	__u16 vm_main_thread;		/* rb_vm_t.ractor.main_thread */
+	__u16 flags;			/* PROFD_RB_PROC_* */
 };
+
+/*
+ * flags: the main thread's rb_thread_t.tid is stale: a forked child
+ * (CRuby 3.1 sets tid at thread start only, so the child's main thread
+ * keeps its parent's), whose thread-group leader is the main thread.
+ */
+#define PROFD_RB_PROC_STALE_MAIN_TID	1
 
 /* The CRuby walker's counters (slots of bpf/profd.h's `counters`). */
 #define PROFD_CNT_RB_SAMPLES \

@@ -236,3 +236,24 @@ def test_fake_context_at_attach_is_refused(profd_bin, pprof, ruby, tmp_path):
     assert counter(raw, "ruby_samples") == 0, raw
     assert not any(f.startswith("[ruby:") or norm(f).startswith("rc_")
                    for s in samples for f in s["frames"])
+
+
+def test_forked_child_has_ruby_stacks(profd_bin, pprof, ruby, tmp_path):
+    """A forked child (its main thread's tid is its parent's in CRuby 3.1)
+    is attached on its own and its Ruby frames replace rb_vm_exec."""
+    r = subprocess.run([profd_bin, "exec", "--no-gpu", "--sampling-frequency", FREQ,
+                        "--output-dir", str(tmp_path / "out"), "--",
+                        ruby, os.path.join(RBDIR, "core_fork.rb"), "4"],
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    samples, raw = samples_of(pprof, tmp_path / "out")
+    for fn in ("rc_child_work", "rc_parent_work"):
+        pids = {s["labels"].get("pid") for s in samples
+                if fn in [norm(f) for f in s["frames"]]}
+        assert len(pids) == 1, (fn, pids)
+        mine = [s for s in samples if s["labels"].get("pid") in pids]
+        good = sum(s["value"] for s in mine if fn in [norm(f) for f in s["frames"]])
+        unmerged = sum(s["value"] for s in mine if "rb_vm_exec" in s["frames"])
+        assert good >= 30, (fn, good)
+        assert unmerged <= 0.1 * good, (fn, unmerged, good)
+    assert counter(raw, "ruby_attach_refused") == 0, raw

@@ -320,11 +320,35 @@ static bool thread_of(pid_t pid, int tid)
 	return access(path, F_OK) == 0;
 }
 
-/* Is @th on the main ractor of @vm's thread list? 0, -EPROTO, or a read error. */
-static int on_thread_list(struct remote_reader *r, pid_t pid, const struct rb_offsets *off,
-			  uint64_t vm, uint64_t th)
+pid_t rb_parent_pid(pid_t pid)
 {
-	uint64_t ractor, head, node;
+	char path[64], buf[512], *paren;
+	int fd, ppid = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	paren = strrchr(buf, ')');	/* comm may hold ')' */
+	if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/*
+ * Is @th on the main ractor of @vm's thread list? 0, -EPROTO, or a read
+ * error; *@alone: it is the only one.
+ */
+static int on_thread_list(struct remote_reader *r, pid_t pid, const struct rb_offsets *off,
+			  uint64_t vm, uint64_t th, bool *alone)
+{
+	uint64_t ractor, head, node, next;
 	int err;
 
 	if ((err = read_u64(r, pid, vm + off->vm_main_ractor, &ractor)))
@@ -335,18 +359,22 @@ static int on_thread_list(struct remote_reader *r, pid_t pid, const struct rb_of
 	if ((err = read_u64(r, pid, head, &node)))
 		return err;
 	for (int i = 0; i < MAX_THREAD_CHECK && node && node != head; i++) {
-		if (node - off->thread_lt_node == th)
-			return 0;
-		if ((err = read_u64(r, pid, node, &node)))	/* lt_node.next */
+		if ((err = read_u64(r, pid, node, &next)))	/* lt_node.next */
 			return err;
+		if (node - off->thread_lt_node == th) {
+			*alone = i == 0 && next == head;
+			return 0;
+		}
+		node = next;
 	}
 	return -EPROTO;
 }
 
 int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_offsets *off,
-		    uint64_t vm_ptr_addr, uint64_t *vm_out)
+		    uint64_t vm_ptr_addr, uint64_t *vm_out, bool *stale_main_tid)
 {
 	uint64_t vm, th, th_vm, ec, ec_th, stack, size, cfp, end;
+	bool alone = false;
 	int32_t tid;
 	int err;
 
@@ -366,10 +394,12 @@ int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_off
 		return -EPROTO;
 	if (!ec || !tid)
 		return -EAGAIN;
-	if (!thread_of(pid, tid))
-		return -EPROTO;
-	if ((err = on_thread_list(reader, pid, off, vm, th)))
+	if ((err = on_thread_list(reader, pid, off, vm, th, &alone)))
 		return err;
+	/* a forked child's main thread keeps its parent's tid */
+	*stale_main_tid = !thread_of(pid, tid);
+	if (*stale_main_tid && !(alone && thread_of(rb_parent_pid(pid), tid)))
+		return -EPROTO;
 	if ((err = read_u64(reader, pid, ec + off->ec_thread_ptr, &ec_th)) ||
 	    (err = read_u64(reader, pid, ec + off->ec_vm_stack, &stack)) ||
 	    (err = read_u64(reader, pid, ec + off->ec_vm_stack_size, &size)) ||

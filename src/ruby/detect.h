@@ -15,6 +15,7 @@
 #ifndef PROFD_RUBY_DETECT_H
 #define PROFD_RUBY_DETECT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -61,11 +62,17 @@ bool rb_offsets_walkable(const struct rb_offsets *off);
  * @reader: *ruby_current_vm_ptr non-NULL, vm->ractor.main_thread's vm is
  * vm, it is on the main ractor's thread list, its tid is a thread of
  * @pid, its ec's thread_ptr is it and the ec's cfp lies in its VM stack.
+ * A main thread whose tid is no thread of @pid is accepted when it is the
+ * only thread on the list and @pid's leader forked from a ruby (a forked
+ * child: CRuby 3.1 keeps the parent's tid), with *@stale_main_tid set.
  * Returns 0 with the VM's address in *@vm, -EAGAIN when the VM is not set
  * up yet (try again later), -EPROTO when memory contradicts the layout,
  * or remote_read()'s error (-ESRCH: gone, -EFAULT, -ETIMEDOUT, ...).
  */
 int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_offsets *off,
-		    uint64_t vm_ptr_addr, uint64_t *vm);
+		    uint64_t vm_ptr_addr, uint64_t *vm, bool *stale_main_tid);
+
+/* rb_parent_pid - the parent of process @pid (/proc/PID/stat), 0 if unknown. */
+pid_t rb_parent_pid(pid_t pid);
 
 #endif /* PROFD_RUBY_DETECT_H */

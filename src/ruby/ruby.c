@@ -263,6 +263,8 @@ static int entry_write(struct ruby *rb, const struct rbproc *p)
 		return 0;
 	if (!rb_offsets_bpf_state(p->off, p->vm_ptr_addr, &v))
 		return -1;
+	v.vm_main_thread = p->off->vm_main_thread;
+	v.flags = p->stale_main_tid ? PROFD_RB_PROC_STALE_MAIN_TID : 0;
 	memcpy(rp.state, &v, sizeof(v));
 	return bpf_map_update_elem(rb->procs_fd, &key, &rp, BPF_ANY) ? -1 : 0;
 }
@@ -294,28 +296,6 @@ static void proc_remove(struct ruby *rb, pid_t pid)
 	__atomic_sub_fetch(&rb->nprocs, 1, __ATOMIC_RELAXED);
 }
 
-/* The parent process, from /proc/PID/stat (0 if unreadable). */
-static pid_t parent_pid(pid_t pid)
-{
-	char path[64], buf[512], *close_paren;
-	ssize_t n;
-	int fd, ppid = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	close_paren = strrchr(buf, ')');	/* comm may hold ')' */
-	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return ppid;
-}
-
 static bool same_place(const struct rbproc *a, const struct rbproc *b)
 {
 	return a->inode == b->inode && a->dev_major == b->dev_major &&
@@ -324,7 +304,7 @@ static bool same_place(const struct rbproc *a, const struct rbproc *b)
 
 /* The outcome @err of @p's attach check (VM @vm). Lock held. */
 static void attach_done(struct ruby *rb, struct rbproc *p, int err, uint64_t vm,
-			pid_t ppid)
+			bool stale_main_tid, pid_t ppid)
 {
 	struct rbproc *q = ppid > 1 ? *rb_proc_slot(rb, ppid) : NULL;
 
@@ -350,6 +330,7 @@ static void attach_done(struct ruby *rb, struct rbproc *p, int err, uint64_t vm,
 		return;
 	}
 	p->vm = vm;
+	p->stale_main_tid = stale_main_tid;
 	p->gen = ++rb->next_gen;
 	p->state = RBP_ATTACHED;
 	p->parent = 0;
@@ -376,6 +357,7 @@ static void try_attach(struct ruby *rb, struct remote_reader *reader, pid_t pid)
 	struct rbproc *p;
 	const struct rb_offsets *off;
 	uint64_t ident, addr, vm = 0;
+	bool stale = false;
 	pid_t ppid;
 	int err;
 
@@ -389,12 +371,12 @@ static void try_attach(struct ruby *rb, struct remote_reader *reader, pid_t pid)
 	off = p->off;
 	addr = p->vm_ptr_addr;
 	pthread_mutex_unlock(&rb->lock);
-	err = rb_attach_check(reader, pid, off, addr, &vm);
-	ppid = err ? 0 : parent_pid(pid);
+	err = rb_attach_check(reader, pid, off, addr, &vm, &stale);
+	ppid = err ? 0 : rb_parent_pid(pid);
 	pthread_mutex_lock(&rb->lock);
 	p = *rb_proc_slot(rb, pid);
 	if (p && p->ident == ident && p->state == RBP_PENDING)
-		attach_done(rb, p, err, vm, ppid);
+		attach_done(rb, p, err, vm, stale, ppid);
 	pthread_mutex_unlock(&rb->lock);
 }
 
