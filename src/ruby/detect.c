@@ -39,6 +39,7 @@
 #include "proc/remote.h"
 #include "ruby/detect.h"
 #include "ruby/iseq.h"
+#include "ruby/symbols.h"
 
 enum rb_sym {
 	SYM_VM_PTR,
@@ -224,8 +225,8 @@ static void read_global_symbols(Elf *elf, const struct sym *s, struct rb_binary 
 		return;
 	n = read_vaddr(elf, s->value, code, s->size && s->size < sizeof(code) ?
 					    s->size : sizeof(code));
-	if (n <= 0 || rb_global_symbols_find(code, (size_t)n, s->value, off,
-					      &out->global_symbols))
+	if (n <= 0 || rb_global_symbols_from_code(code, (size_t)n, s->value, off,
+						   &out->global_symbols) != 1)
 		out->global_symbols = 0;
 }
 
