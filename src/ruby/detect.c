@@ -344,10 +344,10 @@ pid_t rb_parent_pid(pid_t pid)
 
 /*
  * Is @th on the main ractor of @vm's thread list? 0, -EPROTO, or a read
- * error; *@alone: it is the only one.
+ * error.
  */
 static int on_thread_list(struct remote_reader *r, pid_t pid, const struct rb_offsets *off,
-			  uint64_t vm, uint64_t th, bool *alone)
+			  uint64_t vm, uint64_t th)
 {
 	uint64_t ractor, head, node, next;
 	int err;
@@ -362,10 +362,8 @@ static int on_thread_list(struct remote_reader *r, pid_t pid, const struct rb_of
 	for (int i = 0; i < MAX_THREAD_CHECK && node && node != head; i++) {
 		if ((err = read_u64(r, pid, node, &next)))	/* lt_node.next */
 			return err;
-		if (node - off->thread_lt_node == th) {
-			*alone = i == 0 && next == head;
+		if (node - off->thread_lt_node == th)
 			return 0;
-		}
 		node = next;
 	}
 	return -EPROTO;
@@ -375,7 +373,6 @@ int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_off
 		    uint64_t vm_ptr_addr, uint64_t *vm_out, bool *stale_main_tid)
 {
 	uint64_t vm, th, th_vm, ec, ec_th, stack, size, cfp, end;
-	bool alone = false;
 	int32_t tid;
 	int err;
 
@@ -395,11 +392,15 @@ int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_off
 		return -EPROTO;
 	if (!ec || !tid)
 		return -EAGAIN;
-	if ((err = on_thread_list(reader, pid, off, vm, th, &alone)))
+	if ((err = on_thread_list(reader, pid, off, vm, th)))
 		return err;
-	/* a forked child's main thread keeps its parent's tid */
+	/*
+	 * A forked child's main thread keeps the tid of the parent's thread
+	 * that forked (CRuby 3.1 never updates it); threads the child starts
+	 * have their own. The main thread is then the child's leader.
+	 */
 	*stale_main_tid = !thread_of(pid, tid);
-	if (*stale_main_tid && !(alone && thread_of(rb_parent_pid(pid), tid)))
+	if (*stale_main_tid && !thread_of(rb_parent_pid(pid), tid))
 		return -EPROTO;
 	if ((err = read_u64(reader, pid, ec + off->ec_thread_ptr, &ec_th)) ||
 	    (err = read_u64(reader, pid, ec + off->ec_vm_stack, &stack)) ||
