@@ -267,13 +267,11 @@ def test_oracle_matching_rules():
 
 # --- native only: no Ruby frames ----------------------------------------------------
 
-@pytest.mark.parametrize("flags", [["--tracers", "native"], ["--no-ruby-unwinding"]],
-                         ids=["tracers-native", "no-ruby-unwinding"])
+@pytest.mark.parametrize("flags", [["--tracers", "native"], ["--tracers", "native,python"]],
+                         ids=["native", "native-python"])
 def test_native_only_has_no_ruby_frames(profd_bin, pprof, ruby, tmp_path, flags):
-    """--tracers native (and --no-ruby-unwinding, where that switch exists):
-    no frame under [ruby], and the native stacks keep rb_vm_exec."""
-    if flags[0] == "--no-ruby-unwinding" and "--no-ruby-unwinding" not in help_text(profd_bin):
-        pytest.skip("profd has no --no-ruby-unwinding switch (--tracers replaces it)")
+    """--tracers without ruby: no frame under [ruby], and the native
+    stacks keep rb_vm_exec."""
     reports, samples, _ = run_workload(profd_bin, pprof, tmp_path, "callbacks.rb",
                                        secs=2, profd_args=flags)
     pid = str(one(reports, "fiber")["pid"])
