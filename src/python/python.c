@@ -71,7 +71,7 @@ struct python {
 	uint64_t next_gen;
 	struct py_code_cache *codes;
 	/* two generations of interned frames: ids carry PY_IP_GEN for [1] */
-	struct py_frames *frames[2];
+	struct rt_frames *frames[2];
 	int cur;			/* the generation new frames go to */
 	uint64_t frames_bytes;		/* bound of each generation */
 	uint32_t since_renewal;		/* python_new_interval() calls */
@@ -92,8 +92,8 @@ struct python {
 
 /*
  * Python's counters: the unwinder's in BPF (bpf/unwind_python.bpf.h) and
- * this file's; python_frames_full is frames.c's, python_read_timeout
- * code.c's.
+ * this file's (python_frames_full: counted by src/runtime/frames.c for
+ * Python's tables); python_read_timeout is code.c's.
  */
 COUNTER_DEFINE_BPF(python_samples, COUNTER_STAT, PROFD_CNT_PY_SAMPLES,
 		   "samples of CPython processes walked");
@@ -111,6 +111,24 @@ COUNTER_DEFINE(python_update_error, COUNTER_PARTIAL,
 	       "python_procs map updates that failed");
 COUNTER_DEFINE(python_frame_table_rotations, COUNTER_STAT,
 	       "Python frame tables started afresh");
+COUNTER_DEFINE(python_frames_full, COUNTER_PARTIAL,
+	       "Python frames not named: the frame table was full");
+
+static const char *const py_fixed_names[PY_FIXED_FRAMES + 1] = {
+	[PY_FRAME_UNREADABLE] = "[python: unreadable frame]",
+	[PY_FRAME_BAD_CODE] = "[python: unknown code object]",
+	[PY_FRAME_TRUNCATED] = "[python: truncated]",
+	[PY_FRAME_TABLE_FULL] = "[python: frame table full]",
+};
+
+/* Python's frame tables: its tokens, fixed frames and counter. */
+static const struct rt_frames_kind py_frame_kind = {
+	.tag = PY_IP_FRAME,
+	.fixed = py_fixed_names,
+	.nfixed = PY_FIXED_FRAMES,
+	.full_id = PY_FRAME_TABLE_FULL,
+	.full = &counter_python_frames_full,
+};
 
 struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 {
@@ -126,8 +144,8 @@ struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 		budget = PYTHON_BUDGET;
 	py->frames_bytes = budget / 4;
 	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES, budget / 2);
-	py->frames[0] = py_frames_new(py->frames_bytes);
-	py->frames[1] = py_frames_new(py->frames_bytes);
+	py->frames[0] = rt_frames_new(&py_frame_kind, py->frames_bytes);
+	py->frames[1] = rt_frames_new(&py_frame_kind, py->frames_bytes);
 	if (!py->codes || !py->frames[0] || !py->frames[1]) {
 		python_free(py);
 		return NULL;
@@ -163,8 +181,8 @@ void python_free(struct python *py)
 		}
 	}
 	py_code_cache_free(py->codes);
-	py_frames_free(py->frames[0]);
-	py_frames_free(py->frames[1]);
+	rt_frames_free(py->frames[0]);
+	rt_frames_free(py->frames[1]);
 	pthread_mutex_destroy(&py->procs_lock);
 	free(py);
 }
@@ -555,7 +573,7 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 		line = py_linetable_line(o->linetable_format, c->linetable,
 					 c->linetable_len, c->first_line,
 					 (uint32_t)units * 2);
-	return py_frames_intern(py->frames[py->cur], c->name, c->file, line > 0 ? line : 0,
+	return rt_frames_intern(py->frames[py->cur], c->name, c->file, line > 0 ? line : 0,
 				c->first_line);
 }
 
@@ -692,9 +710,9 @@ static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	return n;
 }
 
-int python_frame(struct python *py, uint64_t token, struct py_frame *out)
+int python_frame(struct python *py, uint64_t token, struct rt_frame *out)
 {
-	return py_frames_get(py->frames[(token & PY_IP_GEN) ? 1 : 0],
+	return rt_frames_get(py->frames[(token & PY_IP_GEN) ? 1 : 0],
 			    (uint32_t)token, out);
 }
 
@@ -724,21 +742,21 @@ void python_forget_exited(struct python *py)
 void python_new_interval(struct python *py)
 {
 	uint64_t n, full;
-	struct py_frames *fresh;
+	struct rt_frames *fresh;
 
 	py->since_renewal++;
-	if (!py_frames_half_full(py->frames[py->cur]) &&
+	if (!rt_frames_half_full(py->frames[py->cur]) &&
 	    (py->since_renewal < PY_FRAMES_RENEW_INTERVALS ||
-	     (py_frames_empty(py->frames[py->cur]) &&
-	      py_frames_empty(py->frames[!py->cur]))))
+	     (rt_frames_empty(py->frames[py->cur]) &&
+	      rt_frames_empty(py->frames[!py->cur]))))
 		return;
-	fresh = py_frames_new(py->frames_bytes);
+	fresh = rt_frames_new(&py_frame_kind, py->frames_bytes);
 	if (!fresh)
 		return;
 	/* the other generation was last used two or more intervals ago */
-	py_frames_stats(py->frames[!py->cur], &n, &full);
+	rt_frames_stats(py->frames[!py->cur], &n, &full);
 	__atomic_add_fetch(&py->full_before, full, __ATOMIC_RELAXED);
-	py_frames_free(py->frames[!py->cur]);
+	rt_frames_free(py->frames[!py->cur]);
 	py->frames[!py->cur] = fresh;
 	py->cur = !py->cur;
 	py->since_renewal = 0;
@@ -758,9 +776,9 @@ void python_stats(struct python *py, struct python_stats *out)
 	out->code_evictions = cs.evictions;
 	out->code_objects = cs.entries;
 	out->read_timeouts = cs.timeouts;
-	py_frames_stats(py->frames[py->cur], &out->frames, &out->frames_full);
+	rt_frames_stats(py->frames[py->cur], &out->frames, &out->frames_full);
 	out->frames_full += __atomic_load_n(&py->full_before, __ATOMIC_RELAXED);
 	out->frame_rotations = __atomic_load_n(&py->st.frame_rotations, __ATOMIC_RELAXED);
-	out->bytes = cs.bytes + py_frames_bytes(py->frames[0]) +
-		     py_frames_bytes(py->frames[1]);
+	out->bytes = cs.bytes + rt_frames_bytes(py->frames[0]) +
+		     rt_frames_bytes(py->frames[1]);
 }

@@ -29,7 +29,23 @@
 #include <sys/types.h>
 
 #include "proc/maps.h"
-#include "python/frames.h"
+#include "runtime/frames.h"
+
+/* Tag of a user "IP" that is a Python frame id, not an address (a
+ * runtime frame token of CPython, see src/runtime/runtime.h). */
+#define PY_IP_FRAME	(RUNTIME_IP_FRAME | \
+			 (uint64_t)PROFD_RUNTIME_CPYTHON << RUNTIME_IP_ID_SHIFT)
+/* With PY_IP_FRAME: the id is of the second table generation. */
+#define PY_IP_GEN	RT_FRAME_GEN
+
+/* Ids of the fixed frames every Python frame table has. */
+enum py_fixed_frame {
+	PY_FRAME_UNREADABLE = 1,	/* "[python: unreadable frame]" */
+	PY_FRAME_BAD_CODE = 2,		/* "[python: unknown code object]" */
+	PY_FRAME_TRUNCATED = 3,		/* "[python: truncated]" */
+	PY_FRAME_TABLE_FULL = 4,	/* "[python: frame table full]" */
+	PY_FIXED_FRAMES = 4,
+};
 
 struct python;
 
@@ -92,7 +108,7 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
  * maybe PY_IP_GEN, and the id in the low 32 bits). Any thread. Returns 0,
  * or -ENOENT for an unknown id.
  */
-int python_frame(struct python *py, uint64_t token, struct py_frame *out);
+int python_frame(struct python *py, uint64_t token, struct rt_frame *out);
 
 /*
  * python_new_interval - a new aggregation interval starts: if the frame

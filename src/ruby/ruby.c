@@ -157,8 +157,8 @@ void ruby_free(struct ruby *rb)
 	remote_reader_free(rb->loader_reader);
 	remote_reader_free(rb->retry_reader);
 	pthread_cond_destroy(&rb->retry_cond);
-	py_frames_free(rb->frames[0]);
-	py_frames_free(rb->frames[1]);
+	rt_frames_free(rb->frames[0]);
+	rt_frames_free(rb->frames[1]);
 	pthread_mutex_destroy(&rb->lock);
 	free(rb);
 }

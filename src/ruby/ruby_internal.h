@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "python/frames.h"
+#include "runtime/frames.h"
 #include "ruby/detect.h"
 #include "ruby/iseq.h"
 #include "ruby/ruby.h"
@@ -25,15 +25,15 @@
  * the id is of the second frame table generation. */
 #define RB_IP_FRAME	(RUNTIME_IP_FRAME | \
 			 (uint64_t)PROFD_RUNTIME_CRUBY << RUNTIME_IP_ID_SHIFT)
-#define RB_IP_GEN	(1ULL << 61)
+#define RB_IP_GEN	RT_FRAME_GEN
 
-/* The fixed frames each frame table generation holds. */
+/* Ids of the fixed frames each frame table generation holds. */
 enum rb_fixed_frame {
-	RB_FRAME_UNREADABLE,	/* "[ruby: unreadable frame]": the walk ended on a read error */
-	RB_FRAME_TRUNCATED,	/* "[ruby: truncated]": more frames than kept */
-	RB_FRAME_UNKNOWN,	/* "[ruby: unknown frame]": could not be named or verified */
-	RB_FRAME_TABLE_FULL,	/* "[ruby: frame table full]" */
-	RB_FIXED_FRAMES,
+	RB_FRAME_UNREADABLE = 1,	/* "[ruby: unreadable frame]": the walk ended on a read error */
+	RB_FRAME_TRUNCATED = 2,		/* "[ruby: truncated]": more frames than kept */
+	RB_FRAME_UNKNOWN = 3,		/* "[ruby: unknown frame]": could not be named or verified */
+	RB_FRAME_TABLE_FULL = 4,	/* "[ruby: frame table full]" */
+	RB_FIXED_FRAMES = 4,
 };
 
 /* One file, by (device, inode): is it an interpreter, and its PT_LOADs. */
@@ -94,8 +94,7 @@ struct ruby {
 	bool retry_started, retry_wanted, stopping;
 	struct remote_reader *retry_reader;	/* the retry thread's */
 	/* two generations of interned frames: ids carry RB_IP_GEN for [1] */
-	struct py_frames *frames[2];
-	uint32_t fixed[2][RB_FIXED_FRAMES];
+	struct rt_frames *frames[2];
 	int cur;
 	uint64_t frames_bytes;		/* bound of each generation */
 	uint32_t since_renewal;
