@@ -6,7 +6,8 @@
  * Owns: the table of CPython processes (which object is the interpreter,
  * its load bias, its version's offsets), the `runtime_procs` BPF map
  * entries that tell the unwinder where each process's runtime is, the
- * code-object cache and the interned frame table.
+ * code-object cache, and CPython's fixed frames and "frames full" counter
+ * in the two generations of interned frames (src/runtime/frames.h).
  *
  * Data flow: the process table hands every maps read to
  * python_maps_read() (interpreters are recognised by symbols, see
@@ -113,10 +114,11 @@ int python_frame(struct python *py, uint64_t token, struct rt_frame *out);
 /*
  * python_new_interval - a new aggregation interval starts: if the frame
  * table is half full (count or bytes), or has not been renewed for
- * PY_FRAMES_RENEW_INTERVALS calls and holds frames, new frames go to a
+ * RT_FRAMES_RENEW_INTERVALS calls and holds frames, new frames go to a
  * fresh table from now on (replacing the other generation, whose ids only
- * the interval before last used). So the table never fills for good in a
- * long run, and frames no process shows any more are freed within two
+ * the interval before last used; rt_frame_gens_new_interval(), counted
+ * as python_frame_table_rotations). So the table never fills for good in
+ * a long run, and frames no process shows any more are freed within two
  * renewals. Call once per interval on the reader thread, before the
  * interval's first python_merge_stack(), and only once the profile of
  * the interval before last has been built.

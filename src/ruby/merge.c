@@ -3,12 +3,12 @@
  * merge.c - Ruby frames named and spliced into native stacks (see
  * ruby.h: ruby_merge_stack(), ruby_frame(), ruby_new_interval()).
  *
- * Owns: the two generations of interned frames (the generic table of
- * src/python/frames.h, with CRuby's own fixed frames interned first) and
- * the merge. A frame is named through src/ruby/iseq.h from the words the
- * walker wrote (bpf/unwind_ruby.h): a method frame from its method entry
- * and pc, another Ruby frame from its iseq and pc, a C frame from its
- * method entry. A frame that cannot be named, or whose pc does not lie in
+ * Owns: CRuby's kind of frame table (src/runtime/frames.h: its fixed
+ * frames, ruby_frames_full), its two generations and the merge. A frame
+ * is named through src/ruby/iseq.h from the words the walker wrote
+ * (bpf/unwind_ruby.h): a method frame from its method entry and pc,
+ * another Ruby frame from its iseq and pc, a C frame from its method
+ * entry. A frame that cannot be named, or whose pc does not lie in
  * the iseq it names, is "[ruby: unknown frame]" (counted): never a
  * guessed name. A forked child's frames that can no longer be read (it
  * exited) are named from its parent.
@@ -28,8 +28,6 @@
 #include "counters/counters.h"
 #include "ruby/ruby_internal.h"
 
-/* intervals after which a frame table that holds frames is renewed */
-#define RB_FRAMES_RENEW_INTERVALS	60
 #define MAX_GROUPS			(PROFD_MAX_RUBY_FRAMES + 2)
 
 COUNTER_DEFINE(ruby_frame_unnamed, COUNTER_PARTIAL,
@@ -56,19 +54,17 @@ static const struct rt_frames_kind rb_frame_kind = {
 	.full = &counter_ruby_frames_full,
 };
 
-int rb_frames_init(struct ruby *rb)
+int rb_frames_init(struct ruby *rb, uint64_t max_bytes)
 {
-	rb->frames[0] = rt_frames_new(&rb_frame_kind, rb->frames_bytes);
-	rb->frames[1] = rt_frames_new(&rb_frame_kind, rb->frames_bytes);
-	return rb->frames[0] && rb->frames[1] ? 0 : -ENOMEM;
+	return rt_frame_gens_init(&rb->frames, &rb_frame_kind, max_bytes);
 }
 
 uint64_t rb_frames_bytes(struct ruby *rb, uint64_t *frames)
 {
 	uint64_t full;
 
-	rt_frames_stats(rb->frames[rb->cur], frames, &full);
-	return rt_frames_bytes(rb->frames[0]) + rt_frames_bytes(rb->frames[1]);
+	rt_frame_gens_stats(&rb->frames, frames, &full);
+	return rt_frame_gens_bytes(&rb->frames);
 }
 
 /* Name raw frame (@w0, @w1) of process @pid generation @gen. 0 or -errno. */
@@ -105,8 +101,8 @@ static uint32_t frame_id(struct ruby *rb, const struct rbproc *p, uint64_t w0,
 		*unnamed = true;
 		return RB_FRAME_UNKNOWN;
 	}
-	return rt_frames_intern(rb->frames[rb->cur], nm.function, nm.file ? nm.file : "",
-				nm.line > 0 ? nm.line : 0, nm.first_line);
+	return rt_frame_gens_intern(&rb->frames, nm.function, nm.file ? nm.file : "",
+				    nm.line > 0 ? nm.line : 0, nm.first_line);
 }
 
 static bool in_exec(const struct rbproc *p, uint64_t pc)
@@ -133,7 +129,7 @@ static uint32_t merge_stack(struct ruby *rb, const struct rbproc *p, uint32_t fl
 	uint32_t gstart[MAX_GROUPS], glen[MAX_GROUPS], ng = 0, nids = 0;
 	uint32_t execs[PROFD_MAX_USER_FRAMES], nex = 0;
 	int32_t pair[PROFD_MAX_USER_FRAMES];	/* native index -> group, -1 */
-	uint64_t tag = RB_IP_FRAME | (rb->cur ? RB_IP_GEN : 0);
+	uint64_t tag = rt_frame_gens_tag(&rb->frames);
 	uint32_t n = 0, k, first_pair, last_pair;
 	size_t budget = RB_READ_BUDGET;
 	bool from_root, open = false, unnamed = false;
@@ -235,25 +231,11 @@ uint32_t ruby_merge_stack(struct ruby *rb, pid_t pid, uint32_t flags,
 
 int ruby_frame(struct ruby *rb, uint64_t token, struct rt_frame *out)
 {
-	return rt_frames_get(rb->frames[(token & RB_IP_GEN) ? 1 : 0], (uint32_t)token, out);
+	return rt_frame_gens_get(&rb->frames, token, out);
 }
 
 void ruby_new_interval(struct ruby *rb)
 {
-	struct rt_frames *fresh;
-
-	rb->since_renewal++;
-	if (!rt_frames_half_full(rb->frames[rb->cur]) &&
-	    (rb->since_renewal < RB_FRAMES_RENEW_INTERVALS ||
-	     (rt_frames_empty(rb->frames[rb->cur]) && rt_frames_empty(rb->frames[!rb->cur]))))
-		return;
-	fresh = rt_frames_new(&rb_frame_kind, rb->frames_bytes);
-	if (!fresh)
-		return;
-	/* the other generation was last used two or more intervals ago */
-	rt_frames_free(rb->frames[!rb->cur]);
-	rb->frames[!rb->cur] = fresh;
-	rb->cur = !rb->cur;
-	rb->since_renewal = 0;
-	counter_inc(&counter_ruby_frame_table_rotations);
+	if (rt_frame_gens_new_interval(&rb->frames))
+		counter_inc(&counter_ruby_frame_table_rotations);
 }

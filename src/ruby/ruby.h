@@ -84,7 +84,8 @@ int ruby_frame(struct ruby *rb, uint64_t token, struct rt_frame *out);
 
 /*
  * ruby_new_interval - an interval starts: renew the frame table when it
- * is half full or old (as python_new_interval() does).
+ * is half full or old (rt_frame_gens_new_interval(), as
+ * python_new_interval() does; counted as ruby_frame_table_rotations).
  */
 void ruby_new_interval(struct ruby *rb);
 

@@ -21,11 +21,10 @@
 #define RB_DEAD_GENS_MAX	1024	/* exited generations awaiting rb_iseq_forget() */
 #define RB_RETRY_MAX		64	/* PENDING processes tried per round */
 
-/* Tag of a Ruby frame token (src/runtime/runtime.h) and its own bit:
- * the id is of the second frame table generation. */
+/* Tag of a Ruby frame token (src/runtime/runtime.h); the id of the second
+ * frame table generation carries RT_FRAME_GEN too. */
 #define RB_IP_FRAME	(RUNTIME_IP_FRAME | \
 			 (uint64_t)PROFD_RUNTIME_CRUBY << RUNTIME_IP_ID_SHIFT)
-#define RB_IP_GEN	RT_FRAME_GEN
 
 /* Ids of the fixed frames each frame table generation holds. */
 enum rb_fixed_frame {
@@ -93,11 +92,7 @@ struct ruby {
 	pthread_cond_t retry_cond;
 	bool retry_started, retry_wanted, stopping;
 	struct remote_reader *retry_reader;	/* the retry thread's */
-	/* two generations of interned frames: ids carry RB_IP_GEN for [1] */
-	struct rt_frames *frames[2];
-	int cur;
-	uint64_t frames_bytes;		/* bound of each generation */
-	uint32_t since_renewal;
+	struct rt_frame_gens frames;	/* interned frames, two generations */
 	uint64_t dead_gens[RB_DEAD_GENS_MAX];
 	uint32_t ndead;
 };
@@ -105,8 +100,9 @@ struct ruby {
 /* rb_proc_slot - where @pid's entry is or would go. Lock held. */
 struct rbproc **rb_proc_slot(struct ruby *rb, pid_t pid);
 
-/* rb_frames_init - both frame table generations with their fixed frames. 0 or -ENOMEM. */
-int rb_frames_init(struct ruby *rb);
+/* rb_frames_init - both frame table generations with CRuby's fixed frames,
+ * each bounded by @max_bytes. 0 or -ENOMEM. */
+int rb_frames_init(struct ruby *rb, uint64_t max_bytes);
 
 /* rb_frames_bytes - heap of both generations; *@frames: those in the current one. */
 uint64_t rb_frames_bytes(struct ruby *rb, uint64_t *frames);

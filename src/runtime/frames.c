@@ -243,3 +243,60 @@ bool rt_frames_half_full(struct rt_frames *t)
 	pthread_mutex_unlock(&t->lock);
 	return half;
 }
+
+int rt_frame_gens_init(struct rt_frame_gens *g, const struct rt_frames_kind *kind,
+		       uint64_t max_bytes)
+{
+	memset(g, 0, sizeof(*g));
+	g->kind = kind;
+	g->max_bytes = max_bytes;
+	g->t[0] = rt_frames_new(kind, max_bytes);
+	g->t[1] = rt_frames_new(kind, max_bytes);
+	return g->t[0] && g->t[1] ? 0 : -ENOMEM;
+}
+
+void rt_frame_gens_fini(struct rt_frame_gens *g)
+{
+	rt_frames_free(g->t[0]);
+	rt_frames_free(g->t[1]);
+	g->t[0] = g->t[1] = NULL;
+}
+
+int rt_frame_gens_get(struct rt_frame_gens *g, uint64_t token, struct rt_frame *out)
+{
+	return rt_frames_get(g->t[(token & RT_FRAME_GEN) ? 1 : 0], (uint32_t)token, out);
+}
+
+bool rt_frame_gens_new_interval(struct rt_frame_gens *g)
+{
+	struct rt_frames *fresh;
+	uint64_t n, full;
+
+	g->since_renewal++;
+	if (!rt_frames_half_full(g->t[g->cur]) &&
+	    (g->since_renewal < RT_FRAMES_RENEW_INTERVALS ||
+	     (rt_frames_empty(g->t[g->cur]) && rt_frames_empty(g->t[!g->cur]))))
+		return false;
+	fresh = rt_frames_new(g->kind, g->max_bytes);
+	if (!fresh)
+		return false;
+	/* the other generation was last used two or more intervals ago */
+	rt_frames_stats(g->t[!g->cur], &n, &full);
+	__atomic_add_fetch(&g->full_before, full, __ATOMIC_RELAXED);
+	rt_frames_free(g->t[!g->cur]);
+	g->t[!g->cur] = fresh;
+	g->cur = !g->cur;
+	g->since_renewal = 0;
+	return true;
+}
+
+void rt_frame_gens_stats(struct rt_frame_gens *g, uint64_t *frames, uint64_t *full)
+{
+	rt_frames_stats(g->t[g->cur], frames, full);
+	*full += __atomic_load_n(&g->full_before, __ATOMIC_RELAXED);
+}
+
+uint64_t rt_frame_gens_bytes(struct rt_frame_gens *g)
+{
+	return rt_frames_bytes(g->t[0]) + rt_frames_bytes(g->t[1]);
+}

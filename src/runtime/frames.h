@@ -101,4 +101,66 @@ bool rt_frames_half_full(struct rt_frames *t);
 /* rt_frames_empty - the table holds its fixed frames only. */
 bool rt_frames_empty(struct rt_frames *t);
 
+/*
+ * struct rt_frame_gens - a runtime's two generations of tables. Tokens
+ * of the second carry RT_FRAME_GEN. The reader thread interns and renews;
+ * any thread names and reads the stats.
+ */
+struct rt_frame_gens {
+	const struct rt_frames_kind *kind;
+	struct rt_frames *t[2];
+	int cur;			/* the generation new frames go to */
+	uint64_t max_bytes;		/* bound of each generation */
+	uint32_t since_renewal;		/* rt_frame_gens_new_interval() calls */
+	uint64_t full_before;		/* refusals of retired generations (atomic) */
+};
+
+/* rt_frame_gens_init - both (empty) generations of @kind, each bounded by
+ * @max_bytes (0: RT_FRAMES_MAX_BYTES). 0, or -ENOMEM (then
+ * rt_frame_gens_fini() frees what was made). */
+int rt_frame_gens_init(struct rt_frame_gens *g, const struct rt_frames_kind *kind,
+		       uint64_t max_bytes);
+
+/* rt_frame_gens_fini - free both generations; a zeroed @g is fine. */
+void rt_frame_gens_fini(struct rt_frame_gens *g);
+
+/* rt_frame_gens_tag - the token bits of the current generation's frames:
+ * OR an id of rt_frame_gens_intern() in to make its token. Reader. */
+static inline uint64_t rt_frame_gens_tag(const struct rt_frame_gens *g)
+{
+	return g->kind->tag | (g->cur ? RT_FRAME_GEN : 0);
+}
+
+/* rt_frame_gens_intern - rt_frames_intern() into the current generation. Reader. */
+static inline uint32_t rt_frame_gens_intern(struct rt_frame_gens *g, const char *function,
+					    const char *file, int line, int first_line)
+{
+	return rt_frames_intern(g->t[g->cur], function, file, line, first_line);
+}
+
+/*
+ * rt_frame_gens_get - the frame token @token (the id in its low 32 bits,
+ * maybe RT_FRAME_GEN) stands for. Any thread. 0, or -ENOENT.
+ */
+int rt_frame_gens_get(struct rt_frame_gens *g, uint64_t token, struct rt_frame *out);
+
+/*
+ * rt_frame_gens_new_interval - an aggregation interval starts: if the
+ * current table is half full (count or bytes), or has not been renewed
+ * for RT_FRAMES_RENEW_INTERVALS calls and either generation holds
+ * frames, new frames go to a fresh table from now on (replacing the
+ * other generation, whose ids only the interval before last used).
+ * Returns whether it renewed (the runtime counts it). Call once per
+ * interval on the reader, before its first intern, and only once the
+ * profile of the interval before last has been built.
+ */
+bool rt_frame_gens_new_interval(struct rt_frame_gens *g);
+
+/* rt_frame_gens_stats - frames interned in the current generation, and
+ * interns refused by every generation so far. Any thread. */
+void rt_frame_gens_stats(struct rt_frame_gens *g, uint64_t *frames, uint64_t *full);
+
+/* rt_frame_gens_bytes - heap of both generations. Any thread. */
+uint64_t rt_frame_gens_bytes(struct rt_frame_gens *g);
+
 #endif /* PROFD_RUNTIME_FRAMES_H */
