@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_unit, unit_program
 from pprof_traces import comments, pprof_traces
 from test_profd import run_profd
 
@@ -42,6 +42,15 @@ def test_unit_runtime_seam():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "FAIL" not in r.stdout and "all passed" in r.stdout, r.stdout
+
+
+def test_unit_runtime_frames():
+    """tests/unit/test_runtime_frames.c: the runtimes' frame tables
+    (src/runtime/frames.c): each kind's fixed frames and "table full"
+    counter, and the two generations' rotation rules."""
+    unit_program("test_runtime_frames")
+    r = run_unit("test_runtime_frames", timeout=120)
+    assert "all passed" in r.stdout, r.stdout
 
 
 def need(path):

@@ -27,8 +27,6 @@
 #define MAX_LOADS		16
 #define CODE_CACHE_ENTRIES	65536
 #define PYTHON_BUDGET		(64u << 20)	/* when python_new() is given none */
-/* intervals after which a frame table that holds frames is renewed */
-#define PY_FRAMES_RENEW_INTERVALS	60
 /* exited interpreters whose code objects wait to be dropped (beyond: LRU) */
 #define DEAD_GENS_MAX		1024
 
@@ -70,12 +68,7 @@ struct python {
 	struct pyproc *procs[1024];
 	uint64_t next_gen;
 	struct py_code_cache *codes;
-	/* two generations of interned frames: ids carry PY_IP_GEN for [1] */
-	struct py_frames *frames[2];
-	int cur;			/* the generation new frames go to */
-	uint64_t frames_bytes;		/* bound of each generation */
-	uint32_t since_renewal;		/* python_new_interval() calls */
-	uint64_t full_before;		/* frames_full of retired generations */
+	struct rt_frame_gens frames;	/* interned frames, two generations */
 	/* under procs_lock: generations of processes removed since the
 	 * reader last dropped their code objects (python_forget_exited()) */
 	uint64_t dead_gens[DEAD_GENS_MAX];
@@ -92,8 +85,8 @@ struct python {
 
 /*
  * Python's counters: the unwinder's in BPF (bpf/unwind_python.bpf.h) and
- * this file's; python_frames_full is frames.c's, python_read_timeout
- * code.c's.
+ * this file's (python_frames_full: counted by src/runtime/frames.c for
+ * Python's tables); python_read_timeout is code.c's.
  */
 COUNTER_DEFINE_BPF(python_samples, COUNTER_STAT, PROFD_CNT_PY_SAMPLES,
 		   "samples of CPython processes walked");
@@ -111,6 +104,24 @@ COUNTER_DEFINE(python_update_error, COUNTER_PARTIAL,
 	       "python_procs map updates that failed");
 COUNTER_DEFINE(python_frame_table_rotations, COUNTER_STAT,
 	       "Python frame tables started afresh");
+COUNTER_DEFINE(python_frames_full, COUNTER_PARTIAL,
+	       "Python frames not named: the frame table was full");
+
+static const char *const py_fixed_names[PY_FIXED_FRAMES + 1] = {
+	[PY_FRAME_UNREADABLE] = "[python: unreadable frame]",
+	[PY_FRAME_BAD_CODE] = "[python: unknown code object]",
+	[PY_FRAME_TRUNCATED] = "[python: truncated]",
+	[PY_FRAME_TABLE_FULL] = "[python: frame table full]",
+};
+
+/* Python's frame tables: its tokens, fixed frames and counter. */
+static const struct rt_frames_kind py_frame_kind = {
+	.tag = PY_IP_FRAME,
+	.fixed = py_fixed_names,
+	.nfixed = PY_FIXED_FRAMES,
+	.full_id = PY_FRAME_TABLE_FULL,
+	.full = &counter_python_frames_full,
+};
 
 struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 {
@@ -124,11 +135,8 @@ struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 	py->verbose = verbose;
 	if (!budget)
 		budget = PYTHON_BUDGET;
-	py->frames_bytes = budget / 4;
 	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES, budget / 2);
-	py->frames[0] = py_frames_new(py->frames_bytes);
-	py->frames[1] = py_frames_new(py->frames_bytes);
-	if (!py->codes || !py->frames[0] || !py->frames[1]) {
+	if (rt_frame_gens_init(&py->frames, &py_frame_kind, budget / 4) || !py->codes) {
 		python_free(py);
 		return NULL;
 	}
@@ -163,8 +171,7 @@ void python_free(struct python *py)
 		}
 	}
 	py_code_cache_free(py->codes);
-	py_frames_free(py->frames[0]);
-	py_frames_free(py->frames[1]);
+	rt_frame_gens_fini(&py->frames);
 	pthread_mutex_destroy(&py->procs_lock);
 	free(py);
 }
@@ -555,8 +562,8 @@ static uint32_t frame_id(struct python *py, const struct pyproc *p,
 		line = py_linetable_line(o->linetable_format, c->linetable,
 					 c->linetable_len, c->first_line,
 					 (uint32_t)units * 2);
-	return py_frames_intern(py->frames[py->cur], c->name, c->file, line > 0 ? line : 0,
-				c->first_line);
+	return rt_frame_gens_intern(&py->frames, c->name, c->file, line > 0 ? line : 0,
+				    c->first_line);
 }
 
 #define MAX_GROUPS (PROFD_MAX_PYTHON_FRAMES + 2)
@@ -591,7 +598,7 @@ static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	uint32_t evals[PROFD_MAX_USER_FRAMES], nev = 0;
 	int32_t pair[PROFD_MAX_USER_FRAMES];	/* native index -> group, -1 */
 	struct pyproc *p = *proc_slot(py, pid);
-	uint64_t tag = PY_IP_FRAME | (py->cur ? PY_IP_GEN : 0);
+	uint64_t tag = rt_frame_gens_tag(&py->frames);
 	bool from_root, open = false, bad_code = false;
 	uint32_t n = 0, k, first_pair_group = 0, last_pair_group = 0;
 	size_t budget = PY_READ_BUDGET;
@@ -692,10 +699,9 @@ static uint32_t merge_stack(struct python *py, pid_t pid, uint32_t flags,
 	return n;
 }
 
-int python_frame(struct python *py, uint64_t token, struct py_frame *out)
+int python_frame(struct python *py, uint64_t token, struct rt_frame *out)
 {
-	return py_frames_get(py->frames[(token & PY_IP_GEN) ? 1 : 0],
-			    (uint32_t)token, out);
+	return rt_frame_gens_get(&py->frames, token, out);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -723,26 +729,8 @@ void python_forget_exited(struct python *py)
 
 void python_new_interval(struct python *py)
 {
-	uint64_t n, full;
-	struct py_frames *fresh;
-
-	py->since_renewal++;
-	if (!py_frames_half_full(py->frames[py->cur]) &&
-	    (py->since_renewal < PY_FRAMES_RENEW_INTERVALS ||
-	     (py_frames_empty(py->frames[py->cur]) &&
-	      py_frames_empty(py->frames[!py->cur]))))
-		return;
-	fresh = py_frames_new(py->frames_bytes);
-	if (!fresh)
-		return;
-	/* the other generation was last used two or more intervals ago */
-	py_frames_stats(py->frames[!py->cur], &n, &full);
-	__atomic_add_fetch(&py->full_before, full, __ATOMIC_RELAXED);
-	py_frames_free(py->frames[!py->cur]);
-	py->frames[!py->cur] = fresh;
-	py->cur = !py->cur;
-	py->since_renewal = 0;
-	PY_COUNT(py, frame_rotations, python_frame_table_rotations);
+	if (rt_frame_gens_new_interval(&py->frames))
+		PY_COUNT(py, frame_rotations, python_frame_table_rotations);
 }
 
 void python_stats(struct python *py, struct python_stats *out)
@@ -758,9 +746,7 @@ void python_stats(struct python *py, struct python_stats *out)
 	out->code_evictions = cs.evictions;
 	out->code_objects = cs.entries;
 	out->read_timeouts = cs.timeouts;
-	py_frames_stats(py->frames[py->cur], &out->frames, &out->frames_full);
-	out->frames_full += __atomic_load_n(&py->full_before, __ATOMIC_RELAXED);
+	rt_frame_gens_stats(&py->frames, &out->frames, &out->frames_full);
 	out->frame_rotations = __atomic_load_n(&py->st.frame_rotations, __ATOMIC_RELAXED);
-	out->bytes = cs.bytes + py_frames_bytes(py->frames[0]) +
-		     py_frames_bytes(py->frames[1]);
+	out->bytes = cs.bytes + rt_frame_gens_bytes(&py->frames);
 }

@@ -6,7 +6,8 @@
  * Owns: the table of CPython processes (which object is the interpreter,
  * its load bias, its version's offsets), the `runtime_procs` BPF map
  * entries that tell the unwinder where each process's runtime is, the
- * code-object cache and the interned frame table.
+ * code-object cache, and CPython's fixed frames and "frames full" counter
+ * in the two generations of interned frames (src/runtime/frames.h).
  *
  * Data flow: the process table hands every maps read to
  * python_maps_read() (interpreters are recognised by symbols, see
@@ -29,7 +30,23 @@
 #include <sys/types.h>
 
 #include "proc/maps.h"
-#include "python/frames.h"
+#include "runtime/frames.h"
+
+/* Tag of a user "IP" that is a Python frame id, not an address (a
+ * runtime frame token of CPython, see src/runtime/runtime.h). */
+#define PY_IP_FRAME	(RUNTIME_IP_FRAME | \
+			 (uint64_t)PROFD_RUNTIME_CPYTHON << RUNTIME_IP_ID_SHIFT)
+/* With PY_IP_FRAME: the id is of the second table generation. */
+#define PY_IP_GEN	RT_FRAME_GEN
+
+/* Ids of the fixed frames every Python frame table has. */
+enum py_fixed_frame {
+	PY_FRAME_UNREADABLE = 1,	/* "[python: unreadable frame]" */
+	PY_FRAME_BAD_CODE = 2,		/* "[python: unknown code object]" */
+	PY_FRAME_TRUNCATED = 3,		/* "[python: truncated]" */
+	PY_FRAME_TABLE_FULL = 4,	/* "[python: frame table full]" */
+	PY_FIXED_FRAMES = 4,
+};
 
 struct python;
 
@@ -92,15 +109,16 @@ uint32_t python_merge_stack(struct python *py, pid_t pid, uint32_t flags,
  * maybe PY_IP_GEN, and the id in the low 32 bits). Any thread. Returns 0,
  * or -ENOENT for an unknown id.
  */
-int python_frame(struct python *py, uint64_t token, struct py_frame *out);
+int python_frame(struct python *py, uint64_t token, struct rt_frame *out);
 
 /*
  * python_new_interval - a new aggregation interval starts: if the frame
  * table is half full (count or bytes), or has not been renewed for
- * PY_FRAMES_RENEW_INTERVALS calls and holds frames, new frames go to a
+ * RT_FRAMES_RENEW_INTERVALS calls and holds frames, new frames go to a
  * fresh table from now on (replacing the other generation, whose ids only
- * the interval before last used). So the table never fills for good in a
- * long run, and frames no process shows any more are freed within two
+ * the interval before last used; rt_frame_gens_new_interval(), counted
+ * as python_frame_table_rotations). So the table never fills for good in
+ * a long run, and frames no process shows any more are freed within two
  * renewals. Call once per interval on the reader thread, before the
  * interval's first python_merge_stack(), and only once the profile of
  * the interval before last has been built.

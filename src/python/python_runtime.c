@@ -42,7 +42,7 @@ static uint32_t rt_merge_stack(void *rt, pid_t pid, uint32_t flags,
 
 static int rt_frame(void *rt, uint64_t token, struct runtime_frame *out)
 {
-	struct py_frame f;
+	struct rt_frame f;
 
 	if (python_frame(rt, token, &f))
 		return -ENOENT;

@@ -3,12 +3,12 @@
  * merge.c - Ruby frames named and spliced into native stacks (see
  * ruby.h: ruby_merge_stack(), ruby_frame(), ruby_new_interval()).
  *
- * Owns: the two generations of interned frames (the generic table of
- * src/python/frames.h, with CRuby's own fixed frames interned first) and
- * the merge. A frame is named through src/ruby/iseq.h from the words the
- * walker wrote (bpf/unwind_ruby.h): a method frame from its method entry
- * and pc, another Ruby frame from its iseq and pc, a C frame from its
- * method entry. A frame that cannot be named, or whose pc does not lie in
+ * Owns: CRuby's kind of frame table (src/runtime/frames.h: its fixed
+ * frames, ruby_frames_full), its two generations and the merge. A frame
+ * is named through src/ruby/iseq.h from the words the walker wrote
+ * (bpf/unwind_ruby.h): a method frame from its method entry and pc,
+ * another Ruby frame from its iseq and pc, a C frame from its method
+ * entry. A frame that cannot be named, or whose pc does not lie in
  * the iseq it names, is "[ruby: unknown frame]" (counted): never a
  * guessed name. A forked child's frames that can no longer be read (it
  * exited) are named from its parent.
@@ -28,8 +28,6 @@
 #include "counters/counters.h"
 #include "ruby/ruby_internal.h"
 
-/* intervals after which a frame table that holds frames is renewed */
-#define RB_FRAMES_RENEW_INTERVALS	60
 #define MAX_GROUPS			(PROFD_MAX_RUBY_FRAMES + 2)
 
 COUNTER_DEFINE(ruby_frame_unnamed, COUNTER_PARTIAL,
@@ -37,53 +35,36 @@ COUNTER_DEFINE(ruby_frame_unnamed, COUNTER_PARTIAL,
 COUNTER_DEFINE(ruby_frame_table_rotations, COUNTER_STAT,
 	       "Ruby frame tables started afresh");
 
-static const char *const fixed_names[RB_FIXED_FRAMES] = {
+COUNTER_DEFINE(ruby_frames_full, COUNTER_PARTIAL,
+	       "Ruby frames not named: the frame table was full");
+
+static const char *const fixed_names[RB_FIXED_FRAMES + 1] = {
 	[RB_FRAME_UNREADABLE] = "[ruby: unreadable frame]",
 	[RB_FRAME_TRUNCATED] = "[ruby: truncated]",
 	[RB_FRAME_UNKNOWN] = "[ruby: unknown frame]",
 	[RB_FRAME_TABLE_FULL] = "[ruby: frame table full]",
 };
 
-/* A fresh frame table holding CRuby's fixed frames (ids in @fixed). */
-static struct py_frames *frames_new(uint64_t bytes, uint32_t *fixed)
+/* CRuby's frame tables: its tokens, fixed frames and counter. */
+static const struct rt_frames_kind rb_frame_kind = {
+	.tag = RB_IP_FRAME,
+	.fixed = fixed_names,
+	.nfixed = RB_FIXED_FRAMES,
+	.full_id = RB_FRAME_TABLE_FULL,
+	.full = &counter_ruby_frames_full,
+};
+
+int rb_frames_init(struct ruby *rb, uint64_t max_bytes)
 {
-	struct py_frames *t = py_frames_new(bytes);
-
-	if (!t)
-		return NULL;
-	for (int k = 0; k < RB_FIXED_FRAMES; k++) {
-		fixed[k] = py_frames_intern(t, fixed_names[k], "", 0, 0);
-		if (fixed[k] == PY_FRAME_TABLE_FULL) {
-			py_frames_free(t);
-			return NULL;
-		}
-	}
-	return t;
-}
-
-/* @t holds CRuby's fixed frames only. */
-static bool frames_empty(struct py_frames *t)
-{
-	uint64_t n, full;
-
-	py_frames_stats(t, &n, &full);
-	return n <= RB_FIXED_FRAMES;
-}
-
-int rb_frames_init(struct ruby *rb)
-{
-	rb->frames[0] = frames_new(rb->frames_bytes, rb->fixed[0]);
-	rb->frames[1] = frames_new(rb->frames_bytes, rb->fixed[1]);
-	return rb->frames[0] && rb->frames[1] ? 0 : -ENOMEM;
+	return rt_frame_gens_init(&rb->frames, &rb_frame_kind, max_bytes);
 }
 
 uint64_t rb_frames_bytes(struct ruby *rb, uint64_t *frames)
 {
 	uint64_t full;
 
-	py_frames_stats(rb->frames[rb->cur], frames, &full);
-	*frames = *frames > RB_FIXED_FRAMES ? *frames - RB_FIXED_FRAMES : 0;
-	return py_frames_bytes(rb->frames[0]) + py_frames_bytes(rb->frames[1]);
+	rt_frame_gens_stats(&rb->frames, frames, &full);
+	return rt_frame_gens_bytes(&rb->frames);
 }
 
 /* Name raw frame (@w0, @w1) of process @pid generation @gen. 0 or -errno. */
@@ -106,9 +87,7 @@ static int name_in(struct ruby *rb, const struct rbproc *p, pid_t pid, uint64_t 
 static uint32_t frame_id(struct ruby *rb, const struct rbproc *p, uint64_t w0,
 			 uint64_t w1, uint64_t now, size_t *budget, bool *unnamed)
 {
-	const uint32_t *fixed = rb->fixed[rb->cur];
 	struct rb_frame_name nm;
-	uint32_t id;
 	int err;
 
 	err = name_in(rb, p, p->pid, p->gen, w0, w1, now, budget, &nm);
@@ -120,11 +99,10 @@ static uint32_t frame_id(struct ruby *rb, const struct rbproc *p, uint64_t w0,
 				(int)p->pid, (unsigned long long)w0,
 				(unsigned long long)w1, strerror(-err));
 		*unnamed = true;
-		return fixed[RB_FRAME_UNKNOWN];
+		return RB_FRAME_UNKNOWN;
 	}
-	id = py_frames_intern(rb->frames[rb->cur], nm.function, nm.file ? nm.file : "",
-			      nm.line > 0 ? nm.line : 0, nm.first_line);
-	return id == PY_FRAME_TABLE_FULL ? fixed[RB_FRAME_TABLE_FULL] : id;
+	return rt_frame_gens_intern(&rb->frames, nm.function, nm.file ? nm.file : "",
+				    nm.line > 0 ? nm.line : 0, nm.first_line);
 }
 
 static bool in_exec(const struct rbproc *p, uint64_t pc)
@@ -151,8 +129,7 @@ static uint32_t merge_stack(struct ruby *rb, const struct rbproc *p, uint32_t fl
 	uint32_t gstart[MAX_GROUPS], glen[MAX_GROUPS], ng = 0, nids = 0;
 	uint32_t execs[PROFD_MAX_USER_FRAMES], nex = 0;
 	int32_t pair[PROFD_MAX_USER_FRAMES];	/* native index -> group, -1 */
-	uint64_t tag = RB_IP_FRAME | (rb->cur ? RB_IP_GEN : 0);
-	const uint32_t *fixed = rb->fixed[rb->cur];
+	uint64_t tag = rt_frame_gens_tag(&rb->frames);
 	uint32_t n = 0, k, first_pair, last_pair;
 	size_t budget = RB_READ_BUDGET;
 	bool from_root, open = false, unnamed = false;
@@ -180,8 +157,8 @@ static uint32_t merge_stack(struct ruby *rb, const struct rbproc *p, uint32_t fl
 			glen[ng] = 0;
 			open = true;
 		}
-		ids[nids++] = fixed[(flags & PROFD_SAMPLE_INTERP_ERROR) ? RB_FRAME_UNREADABLE :
-								      RB_FRAME_TRUNCATED];
+		ids[nids++] = (flags & PROFD_SAMPLE_INTERP_ERROR) ? RB_FRAME_UNREADABLE :
+								    RB_FRAME_TRUNCATED;
 		glen[ng]++;
 	}
 	if (open)
@@ -252,29 +229,13 @@ uint32_t ruby_merge_stack(struct ruby *rb, pid_t pid, uint32_t flags,
 	return n;
 }
 
-int ruby_frame(struct ruby *rb, uint64_t token, struct py_frame *out)
+int ruby_frame(struct ruby *rb, uint64_t token, struct rt_frame *out)
 {
-	return py_frames_get(rb->frames[(token & RB_IP_GEN) ? 1 : 0], (uint32_t)token, out);
+	return rt_frame_gens_get(&rb->frames, token, out);
 }
 
 void ruby_new_interval(struct ruby *rb)
 {
-	struct py_frames *fresh;
-	uint32_t fixed[RB_FIXED_FRAMES];
-
-	rb->since_renewal++;
-	if (!py_frames_half_full(rb->frames[rb->cur]) &&
-	    (rb->since_renewal < RB_FRAMES_RENEW_INTERVALS ||
-	     (frames_empty(rb->frames[rb->cur]) && frames_empty(rb->frames[!rb->cur]))))
-		return;
-	fresh = frames_new(rb->frames_bytes, fixed);
-	if (!fresh)
-		return;
-	/* the other generation was last used two or more intervals ago */
-	py_frames_free(rb->frames[!rb->cur]);
-	rb->frames[!rb->cur] = fresh;
-	memcpy(rb->fixed[!rb->cur], fixed, sizeof(fixed));
-	rb->cur = !rb->cur;
-	rb->since_renewal = 0;
-	counter_inc(&counter_ruby_frame_table_rotations);
+	if (rt_frame_gens_new_interval(&rb->frames))
+		counter_inc(&counter_ruby_frame_table_rotations);
 }

@@ -97,7 +97,6 @@ struct ruby *ruby_new(int procs_fd, uint64_t budget, int verbose)
 	rb->verbose = verbose;
 	if (!budget)
 		budget = RUBY_BUDGET;
-	rb->frames_bytes = budget / 4;
 	rb->loader_reader = remote_reader_new();
 	rb->reader = remote_reader_new();
 	rb->retry_reader = remote_reader_new();
@@ -107,7 +106,7 @@ struct ruby *ruby_new(int procs_fd, uint64_t budget, int verbose)
 	remote_reader_count_timeouts(rb->reader, &counter_ruby_read_timeout);
 	remote_reader_count_timeouts(rb->retry_reader, &counter_ruby_read_timeout);
 	rb->names = rb_iseq_cache_new(rb->reader, NAME_CACHE_ENTRIES, budget / 2);
-	if (!rb->names || rb_frames_init(rb))
+	if (!rb->names || rb_frames_init(rb, budget / 4))
 		goto fail;
 	if (pthread_create(&rb->retry_thread, NULL, retry_main, rb))
 		goto fail;
@@ -157,8 +156,7 @@ void ruby_free(struct ruby *rb)
 	remote_reader_free(rb->loader_reader);
 	remote_reader_free(rb->retry_reader);
 	pthread_cond_destroy(&rb->retry_cond);
-	py_frames_free(rb->frames[0]);
-	py_frames_free(rb->frames[1]);
+	rt_frame_gens_fini(&rb->frames);
 	pthread_mutex_destroy(&rb->lock);
 	free(rb);
 }

@@ -30,7 +30,7 @@
 #include <sys/types.h>
 
 #include "proc/maps.h"
-#include "python/frames.h"
+#include "runtime/frames.h"
 
 struct ruby;
 
@@ -80,11 +80,12 @@ uint32_t ruby_merge_stack(struct ruby *rb, pid_t pid, uint32_t flags,
 			  uint64_t *out, uint32_t cap, uint64_t now_ns);
 
 /* ruby_frame - the frame token @token stands for. 0, or -ENOENT. */
-int ruby_frame(struct ruby *rb, uint64_t token, struct py_frame *out);
+int ruby_frame(struct ruby *rb, uint64_t token, struct rt_frame *out);
 
 /*
  * ruby_new_interval - an interval starts: renew the frame table when it
- * is half full or old (as python_new_interval() does).
+ * is half full or old (rt_frame_gens_new_interval(), as
+ * python_new_interval() does; counted as ruby_frame_table_rotations).
  */
 void ruby_new_interval(struct ruby *rb);
 

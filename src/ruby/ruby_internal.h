@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "python/frames.h"
+#include "runtime/frames.h"
 #include "ruby/detect.h"
 #include "ruby/iseq.h"
 #include "ruby/ruby.h"
@@ -21,19 +21,18 @@
 #define RB_DEAD_GENS_MAX	1024	/* exited generations awaiting rb_iseq_forget() */
 #define RB_RETRY_MAX		64	/* PENDING processes tried per round */
 
-/* Tag of a Ruby frame token (src/runtime/runtime.h) and its own bit:
- * the id is of the second frame table generation. */
+/* Tag of a Ruby frame token (src/runtime/runtime.h); the id of the second
+ * frame table generation carries RT_FRAME_GEN too. */
 #define RB_IP_FRAME	(RUNTIME_IP_FRAME | \
 			 (uint64_t)PROFD_RUNTIME_CRUBY << RUNTIME_IP_ID_SHIFT)
-#define RB_IP_GEN	(1ULL << 61)
 
-/* The fixed frames each frame table generation holds. */
+/* Ids of the fixed frames each frame table generation holds. */
 enum rb_fixed_frame {
-	RB_FRAME_UNREADABLE,	/* "[ruby: unreadable frame]": the walk ended on a read error */
-	RB_FRAME_TRUNCATED,	/* "[ruby: truncated]": more frames than kept */
-	RB_FRAME_UNKNOWN,	/* "[ruby: unknown frame]": could not be named or verified */
-	RB_FRAME_TABLE_FULL,	/* "[ruby: frame table full]" */
-	RB_FIXED_FRAMES,
+	RB_FRAME_UNREADABLE = 1,	/* "[ruby: unreadable frame]": the walk ended on a read error */
+	RB_FRAME_TRUNCATED = 2,		/* "[ruby: truncated]": more frames than kept */
+	RB_FRAME_UNKNOWN = 3,		/* "[ruby: unknown frame]": could not be named or verified */
+	RB_FRAME_TABLE_FULL = 4,	/* "[ruby: frame table full]" */
+	RB_FIXED_FRAMES = 4,
 };
 
 /* One file, by (device, inode): is it an interpreter, and its PT_LOADs. */
@@ -93,12 +92,7 @@ struct ruby {
 	pthread_cond_t retry_cond;
 	bool retry_started, retry_wanted, stopping;
 	struct remote_reader *retry_reader;	/* the retry thread's */
-	/* two generations of interned frames: ids carry RB_IP_GEN for [1] */
-	struct py_frames *frames[2];
-	uint32_t fixed[2][RB_FIXED_FRAMES];
-	int cur;
-	uint64_t frames_bytes;		/* bound of each generation */
-	uint32_t since_renewal;
+	struct rt_frame_gens frames;	/* interned frames, two generations */
 	uint64_t dead_gens[RB_DEAD_GENS_MAX];
 	uint32_t ndead;
 };
@@ -106,8 +100,9 @@ struct ruby {
 /* rb_proc_slot - where @pid's entry is or would go. Lock held. */
 struct rbproc **rb_proc_slot(struct ruby *rb, pid_t pid);
 
-/* rb_frames_init - both frame table generations with their fixed frames. 0 or -ENOMEM. */
-int rb_frames_init(struct ruby *rb);
+/* rb_frames_init - both frame table generations with CRuby's fixed frames,
+ * each bounded by @max_bytes. 0 or -ENOMEM. */
+int rb_frames_init(struct ruby *rb, uint64_t max_bytes);
 
 /* rb_frames_bytes - heap of both generations; *@frames: those in the current one. */
 uint64_t rb_frames_bytes(struct ruby *rb, uint64_t *frames);

@@ -34,7 +34,7 @@
 #include "bpf/profd.h"
 #include "check.h"
 #include "proc/process.h"
-#include "python/frames.h"
+#include "python/python.h"
 #include "symbol/symbolizer.h"
 #include "unwind/callsite.h"
 

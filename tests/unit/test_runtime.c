@@ -14,7 +14,7 @@
 
 #include "bpf/profd.h"
 #include "check.h"
-#include "python/frames.h"
+#include "python/python.h"
 #include "runtime/runtime.h"
 
 int main(void)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * frames.c - interned Python frames (see frames.h).
+ * frames.c - a runtime's interned frames (see frames.h).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -9,19 +9,17 @@
 #include <string.h>
 
 #include "counters/counters.h"
-#include "python/frames.h"
+#include "runtime/frames.h"
 #include "util/heap_cost.h"
 #include "util/hash.h"
 
-COUNTER_DEFINE(python_frames_full, COUNTER_PARTIAL,
-	       "Python frames not named: the frame table was full");
-
 struct entry {
-	struct py_frame f;
+	struct rt_frame f;
 	uint64_t hash;
 };
 
-struct py_frames {
+struct rt_frames {
+	const struct rt_frames_kind *kind;
 	pthread_mutex_t lock;
 	struct entry *v;	/* by id; v[0] unused */
 	uint32_t n, cap;
@@ -39,7 +37,7 @@ static uint64_t str_cost(size_t len)
 }
 
 /* What the table holds on the heap. */
-static uint64_t held(const struct py_frames *t)
+static uint64_t held(const struct rt_frames *t)
 {
 	return sizeof(*t) + t->bytes + (uint64_t)t->cap * sizeof(*t->v) +
 	       (uint64_t)t->nslots * sizeof(*t->slots);
@@ -62,7 +60,7 @@ static bool same(const struct entry *e, const char *fn, const char *file,
 	       !strcmp(e->f.function, fn) && !strcmp(e->f.file, file);
 }
 
-static int grow_slots(struct py_frames *t)
+static int grow_slots(struct rt_frames *t)
 {
 	uint32_t n = t->nslots ? t->nslots * 2 : 1024;
 	uint32_t *s = calloc(n, sizeof(*s));
@@ -82,7 +80,7 @@ static int grow_slots(struct py_frames *t)
 	return 0;
 }
 
-static uint32_t add(struct py_frames *t, const char *fn, const char *file,
+static uint32_t add(struct rt_frames *t, const char *fn, const char *file,
 		    int line, int first, uint64_t h)
 {
 	uint64_t need = str_cost(strlen(fn)) + str_cost(strlen(file));
@@ -94,7 +92,7 @@ static uint32_t add(struct py_frames *t, const char *fn, const char *file,
 		need += (uint64_t)t->cap * sizeof(*t->v);
 	if ((t->n + 1) * 2 > t->nslots)
 		need += (uint64_t)(t->nslots ? t->nslots : 1024) * sizeof(*t->slots);
-	if (t->n >= PY_FRAMES_MAX || held(t) + need > t->max_bytes)
+	if (t->n >= RT_FRAMES_MAX || held(t) + need > t->max_bytes)
 		return 0;
 	if ((t->n + 1) * 2 > t->nslots && grow_slots(t))
 		return 0;
@@ -126,20 +124,15 @@ static uint32_t add(struct py_frames *t, const char *fn, const char *file,
 	return t->n++;
 }
 
-struct py_frames *py_frames_new(uint64_t max_bytes)
+struct rt_frames *rt_frames_new(const struct rt_frames_kind *kind, uint64_t max_bytes)
 {
-	static const char *const fixed[] = {
-		[PY_FRAME_UNREADABLE] = "[python: unreadable frame]",
-		[PY_FRAME_BAD_CODE] = "[python: unknown code object]",
-		[PY_FRAME_TRUNCATED] = "[python: truncated]",
-		[PY_FRAME_TABLE_FULL] = "[python: frame table full]",
-	};
-	struct py_frames *t = calloc(1, sizeof(*t));
+	struct rt_frames *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
 	pthread_mutex_init(&t->lock, NULL);
-	t->max_bytes = max_bytes ? max_bytes : PY_FRAMES_MAX_BYTES;
+	t->kind = kind;
+	t->max_bytes = max_bytes ? max_bytes : RT_FRAMES_MAX_BYTES;
 	t->n = 1;	/* id 0 is never used */
 	t->cap = 0;
 	t->v = calloc(256, sizeof(*t->v));
@@ -148,17 +141,18 @@ struct py_frames *py_frames_new(uint64_t max_bytes)
 		return NULL;
 	}
 	t->cap = 256;
-	for (uint32_t id = 1; id < PY_FRAME_FIRST_FREE; id++) {
-		if (add(t, fixed[id], "", 0, 0,
-			frame_hash(fixed[id], "", 0, 0)) != id) {
-			py_frames_free(t);
+	for (uint32_t id = 1; id <= kind->nfixed; id++) {
+		const char *name = kind->fixed[id];
+
+		if (add(t, name, "", 0, 0, frame_hash(name, "", 0, 0)) != id) {
+			rt_frames_free(t);
 			return NULL;
 		}
 	}
 	return t;
 }
 
-void py_frames_free(struct py_frames *t)
+void rt_frames_free(struct rt_frames *t)
 {
 	if (!t)
 		return;
@@ -172,7 +166,7 @@ void py_frames_free(struct py_frames *t)
 	free(t);
 }
 
-uint32_t py_frames_intern(struct py_frames *t, const char *function,
+uint32_t rt_frames_intern(struct rt_frames *t, const char *function,
 			  const char *file, int line, int first_line)
 {
 	uint64_t h = frame_hash(function, file, line, first_line);
@@ -191,14 +185,15 @@ uint32_t py_frames_intern(struct py_frames *t, const char *function,
 		id = add(t, function, file, line, first_line, h);
 	if (!id) {
 		t->full++;
-		counter_inc(&counter_python_frames_full);
-		id = PY_FRAME_TABLE_FULL;
+		if (t->kind->full)
+			counter_inc(t->kind->full);
+		id = t->kind->full_id;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return id;
 }
 
-int py_frames_get(struct py_frames *t, uint32_t id, struct py_frame *out)
+int rt_frames_get(struct rt_frames *t, uint32_t id, struct rt_frame *out)
 {
 	int ret = -ENOENT;
 
@@ -211,25 +206,25 @@ int py_frames_get(struct py_frames *t, uint32_t id, struct py_frame *out)
 	return ret;
 }
 
-bool py_frames_empty(struct py_frames *t)
+bool rt_frames_empty(struct rt_frames *t)
 {
 	bool empty;
 
 	pthread_mutex_lock(&t->lock);
-	empty = t->n <= PY_FRAME_FIRST_FREE;
+	empty = t->n <= t->kind->nfixed + 1;
 	pthread_mutex_unlock(&t->lock);
 	return empty;
 }
 
-void py_frames_stats(struct py_frames *t, uint64_t *frames, uint64_t *full)
+void rt_frames_stats(struct rt_frames *t, uint64_t *frames, uint64_t *full)
 {
 	pthread_mutex_lock(&t->lock);
-	*frames = t->n - PY_FRAME_FIRST_FREE;
+	*frames = t->n - (t->kind->nfixed + 1);
 	*full = t->full;
 	pthread_mutex_unlock(&t->lock);
 }
 
-uint64_t py_frames_bytes(struct py_frames *t)
+uint64_t rt_frames_bytes(struct rt_frames *t)
 {
 	uint64_t n;
 
@@ -239,12 +234,69 @@ uint64_t py_frames_bytes(struct py_frames *t)
 	return n;
 }
 
-bool py_frames_half_full(struct py_frames *t)
+bool rt_frames_half_full(struct rt_frames *t)
 {
 	bool half;
 
 	pthread_mutex_lock(&t->lock);
-	half = t->n >= PY_FRAMES_MAX / 2 || held(t) >= t->max_bytes / 2;
+	half = t->n >= RT_FRAMES_MAX / 2 || held(t) >= t->max_bytes / 2;
 	pthread_mutex_unlock(&t->lock);
 	return half;
+}
+
+int rt_frame_gens_init(struct rt_frame_gens *g, const struct rt_frames_kind *kind,
+		       uint64_t max_bytes)
+{
+	memset(g, 0, sizeof(*g));
+	g->kind = kind;
+	g->max_bytes = max_bytes;
+	g->t[0] = rt_frames_new(kind, max_bytes);
+	g->t[1] = rt_frames_new(kind, max_bytes);
+	return g->t[0] && g->t[1] ? 0 : -ENOMEM;
+}
+
+void rt_frame_gens_fini(struct rt_frame_gens *g)
+{
+	rt_frames_free(g->t[0]);
+	rt_frames_free(g->t[1]);
+	g->t[0] = g->t[1] = NULL;
+}
+
+int rt_frame_gens_get(struct rt_frame_gens *g, uint64_t token, struct rt_frame *out)
+{
+	return rt_frames_get(g->t[(token & RT_FRAME_GEN) ? 1 : 0], (uint32_t)token, out);
+}
+
+bool rt_frame_gens_new_interval(struct rt_frame_gens *g)
+{
+	struct rt_frames *fresh;
+	uint64_t n, full;
+
+	g->since_renewal++;
+	if (!rt_frames_half_full(g->t[g->cur]) &&
+	    (g->since_renewal < RT_FRAMES_RENEW_INTERVALS ||
+	     (rt_frames_empty(g->t[g->cur]) && rt_frames_empty(g->t[!g->cur]))))
+		return false;
+	fresh = rt_frames_new(g->kind, g->max_bytes);
+	if (!fresh)
+		return false;
+	/* the other generation was last used two or more intervals ago */
+	rt_frames_stats(g->t[!g->cur], &n, &full);
+	__atomic_add_fetch(&g->full_before, full, __ATOMIC_RELAXED);
+	rt_frames_free(g->t[!g->cur]);
+	g->t[!g->cur] = fresh;
+	g->cur = !g->cur;
+	g->since_renewal = 0;
+	return true;
+}
+
+void rt_frame_gens_stats(struct rt_frame_gens *g, uint64_t *frames, uint64_t *full)
+{
+	rt_frames_stats(g->t[g->cur], frames, full);
+	*full += __atomic_load_n(&g->full_before, __ATOMIC_RELAXED);
+}
+
+uint64_t rt_frame_gens_bytes(struct rt_frame_gens *g)
+{
+	return rt_frames_bytes(g->t[0]) + rt_frames_bytes(g->t[1]);
 }
