@@ -556,8 +556,10 @@ def test_exited_interpreters_code_objects_are_dropped(profd_bin, tmp_path):
     real = os.path.realpath(sys.executable)
     script = tmp_path / "many.py"
     script.write_text(PY_MANY_FUNCS)
+    # --tracers python: the runtimes share the budget, Python alone has it all
     p = Profd([profd_bin, "exec", "--output-dir", str(tmp_path / "out"),
                "--profile-interval", "2", "--sampling-frequency", "99",
+               "--tracers", "python",
                "--http-address", "127.0.0.1:0", "--", "sh", "-c",
                f"for i in 1 2 3 4 5 6; do {real} {script}; done; "
                "echo interpreters-done >&2; sleep 12"])
@@ -674,8 +676,10 @@ def test_python_frame_tables_stay_within_their_budget(profd_bin, pprof, tmp_path
     script = tmp_path / "long.py"
     script.write_text(PY_LONG_NAMES)
     out = tmp_path / "out"
+    # the runtimes share their memory equally: Python alone has it all
     p = Profd([profd_bin, "exec", "--output-dir", str(out), "--memory-limit", "80",
                "--profile-interval", "2", "--sampling-frequency", "99",
+               "--tracers", "python",
                "--http-address", "127.0.0.1:0", "--", real, str(script), "24"])
     seen, budget, renewals = [], 0, 0
     try:
