@@ -61,10 +61,11 @@
 #define RB_BUF_EP	896
 #define RB_EC_READ	64
 #define RB_EP_READ	24	/* ep[-2], ep[-1], ep[0] */
+#define RB_BUF_EPOCH	(PROFD_RUNTIME_BUF - 32)	/* [1]'s epoch bits, or 0 */
 #define RB_BUF_BATCH_LEN	(PROFD_RUNTIME_BUF - 24)
 #define RB_BUF_BATCH	(PROFD_RUNTIME_BUF - 16)
 #define RB_BUF_END	(PROFD_RUNTIME_BUF - 8)
-_Static_assert(RB_BUF_EP + RB_EC_READ <= RB_BUF_BATCH_LEN, "CRuby's buffer layout");
+_Static_assert(RB_BUF_EP + RB_EC_READ <= RB_BUF_EPOCH, "CRuby's buffer layout");
 /* A VM stack larger than this (VALUEs) is torn memory (CRuby's: 128 KiB). */
 #define RB_MAX_VM_STACK	(1ULL << 28)
 
@@ -199,6 +200,15 @@ __u64 rb_start(struct profd_unwind_state *st)
 	}
 	/* the outermost frame is the thread's dummy (backtraces skip it too) */
 	*(__u64 *)&st->rt_buf[RB_BUF_END] = end - csize;
+	/* the GC epoch names are checked against (bpf/unwind_ruby.h) */
+	*(__u64 *)&st->rt_buf[RB_BUF_EPOCH] = 0;
+	if (RB(st)->gc_count_addr) {
+		__u64 gc = 0;
+
+		if (!bpf_probe_read_user(&gc, sizeof(gc), (void *)RB(st)->gc_count_addr))
+			*(__u64 *)&st->rt_buf[RB_BUF_EPOCH] =
+				PROFD_RB_EPOCH | (gc & 0xffff) << PROFD_RB_EPOCH_SHIFT;
+	}
 	*(__u64 *)&st->rt_buf[RB_BUF_BATCH] = 0;
 	*(__u64 *)&st->rt_buf[RB_BUF_BATCH_LEN] = 0;
 	return cfp;
@@ -264,11 +274,12 @@ int rb_frame_step(struct profd_unwind_state *st)
 		return RB_STEP_NEXT;	/* dummy or IFUNC frame */
 	} else if (magic == RB(st)->frame_magic_method) {
 		w0 = (me & PROFD_RB_ADDR_MASK) | PROFD_RB_METHOD;
-		w1 = pc;
+		w1 = pc & PROFD_RB_PC_MASK;
 	} else {
 		w0 = iseq & PROFD_RB_ADDR_MASK;
-		w1 = pc;
+		w1 = pc & PROFD_RB_PC_MASK;
 	}
+	w1 |= *(__u64 *)&st->rt_buf[RB_BUF_EPOCH];
 	if (flags & RB(st)->frame_flag_finish)
 		w0 |= PROFD_RB_GROUP_END;
 	idx = (__u32)st->sample.kernel_len + st->sample.user_len + 2 * n;

@@ -25,6 +25,7 @@
  *         PROFD_RB_GROUP_END if the frame has VM_FRAME_FLAG_FINISH (the
  *         outermost frame its rb_vm_exec() call runs)
  *     [1] cfp->pc as read (an address in the iseq's encoded instructions;
+ *         | the GC epoch, see PROFD_RB_EPOCH below;
  *         user space checks that it lies inside the iseq it names, which
  *         also tells an iseq from another later allocated at its address)
  *   Other Ruby frame (cfp->iseq set: block, class body, top, main, eval,
@@ -34,7 +35,7 @@
  *   C frame (VM_FRAME_MAGIC_CFUNC):
  *     [0] ep[VM_ENV_DATA_INDEX_ME_CREF] (the method entry) |
  *         PROFD_RB_CFUNC | (PROFD_RB_GROUP_END as above)
- *     [1] 0
+ *     [1] the GC epoch only (pc 0)
  *
  * As in Ruby's own backtraces (vm_backtrace.c), the outermost control
  * frame (the top frame below the main script's) is not walked, and frames
@@ -69,6 +70,20 @@
 #define PROFD_RB_METHOD			(1ULL << 61)
 #define PROFD_RB_ADDR_MASK		((1ULL << 56) - 1)
 
+/*
+ * Every frame's [1] also carries the process's GC epoch when the sample
+ * was taken (the low 16 bits of rb_objspace's profile.count, in bits
+ * 48-63, with PROFD_RB_EPOCH set; bits 0-46 are the pc). An object a live
+ * control frame references is freed only by a GC cycle that starts after
+ * the sample, so user space trusts a name read for an address only for
+ * the GC epochs it knows the object unchanged in: an iseq freed and its
+ * memory reused by another one (eval'd code, GC in between) is never
+ * named after the other (src/ruby/iseq.c).
+ */
+#define PROFD_RB_PC_MASK		((1ULL << 47) - 1)
+#define PROFD_RB_EPOCH			(1ULL << 47)
+#define PROFD_RB_EPOCH_SHIFT		48
+
 /* The runtime_procs state of a CRuby process (src/ruby/offsets.h fills it). */
 struct profd_ruby_proc {
 	__u64 vm_ptr_addr;		/* runtime address of ruby_current_vm_ptr */
@@ -92,6 +107,8 @@ struct profd_ruby_proc {
 	__u32 frame_flag_finish;	/* VM_FRAME_FLAG_FINISH */
 	__u16 vm_main_thread;		/* rb_vm_t.ractor.main_thread */
 	__u16 flags;			/* PROFD_RB_PROC_* */
+	__u64 gc_count_addr;		/* runtime address of the GC count
+					 * (rb_objspace profile.count); 0: none */
 };
 
 /*

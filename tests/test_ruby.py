@@ -374,6 +374,41 @@ def test_deep_stack(profd_bin, pprof, ruby_unwinder, tmp_path):
     assert_hot(samples, rec)
 
 
+def test_reused_iseq_addresses_never_misnamed(profd_bin, pprof, ruby_unwinder, tmp_path):
+    """reuse.rb evals two templates per request with GC between them, so
+    one template's iseq is freed and its memory taken by the other's: the
+    frame each Kernel#eval runs is its own template or an error frame
+    ([ruby: ...], counted), never the other template (profd names an iseq
+    only for the GC epochs it knows it unchanged in)."""
+    out = tmp_path / "out"
+    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out),
+                        "--sampling-frequency", "199", "--",
+                        RUBY, "--disable-gems", os.path.join(RBDIR, "reuse.rb"), "4"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    samples = []
+    for p in sorted(out.glob("cpu-*.pb.gz")):
+        samples += pprof_raw_samples(pprof, str(p))
+    seen, wrong = 0, []
+    for s in samples:
+        rf = ruby_frames(s)
+        fns = [f["function"] or "" for f in rf]
+        for i, fn in enumerate(fns):
+            if fn != "Kernel#eval" or i == 0 or i + 1 >= len(fns):
+                continue
+            who = fns[i - 1].split("#")[-1]	# Object#render_alpha
+            if who not in ("render_alpha", "render_beta"):
+                continue
+            seen += s["value"]
+            inner = rf[i + 1]
+            want = (who, "alpha_tpl.erb" if who == "render_alpha" else "beta_tpl.erb")
+            got = (inner["function"] or "", os.path.basename(inner["file"] or ""))
+            if got != want and not got[0].startswith("[ruby"):
+                wrong.append((s["value"], got, want))
+    assert seen >= 100, seen
+    assert not wrong, wrong[:5]
+
+
 # --- hostile processes ----------------------------------------------------------------
 
 def ruby_loss(raw):

@@ -46,6 +46,7 @@ enum rb_sym {
 	SYM_VM_EXEC,
 	SYM_VERSION,
 	SYM_IMMORTAL,
+	SYM_GC_COUNT,
 	NSYMS
 };
 
@@ -59,6 +60,7 @@ static const struct {
 	[SYM_VM_EXEC]	= SYM_NAME("rb_vm_exec"),
 	[SYM_VERSION]	= SYM_NAME("ruby_version"),
 	[SYM_IMMORTAL]	= SYM_NAME("rb_sym_immortal_count"),
+	[SYM_GC_COUNT]	= SYM_NAME("rb_gc_count"),
 };
 
 struct sym {
@@ -230,6 +232,44 @@ static void read_global_symbols(Elf *elf, const struct sym *s, struct rb_binary 
 		out->global_symbols = 0;
 }
 
+/*
+ * rb_gc_count() is `return rb_objspace.profile.count;`, which x86-64
+ * builds compile to exactly: mov rax,[rip+GOT(ruby_current_vm_ptr)];
+ * mov rax,[rax]; mov rax,[rax+objspace]; mov rax,[rax+count]; ret.
+ * Anything else: no GC epochs (names are then trusted for
+ * RB_ISEQ_RECHECK_NS, not per epoch).
+ */
+static void read_gc_count(Elf *elf, const struct sym *s, struct rb_binary *out)
+{
+	static const uint8_t want[] = {
+		0x48, 0x8b, 0x05, 0, 0, 0, 0,		/* mov rax,[rip+rel32] */
+		0x48, 0x8b, 0x00,			/* mov rax,[rax] */
+		0x48, 0x8b, 0x80, 0, 0, 0, 0,		/* mov rax,[rax+disp32] */
+		0x48, 0x8b, 0x80, 0, 0, 0, 0,		/* mov rax,[rax+disp32] */
+		0xc3,					/* ret */
+	};
+	uint8_t code[sizeof(want)];
+	int32_t rel, objspace, count;
+	uint64_t got;
+
+	if (!s->found || read_vaddr(elf, s->value, code, sizeof(code)) != (ssize_t)sizeof(code))
+		return;
+	for (size_t i = 0; i < sizeof(want); i++)
+		if ((i < 3 || i > 6) && (i < 13 || i > 16) && (i < 20 || i > 23) &&
+		    code[i] != want[i])
+			return;
+	memcpy(&rel, code + 3, 4);
+	memcpy(&objspace, code + 13, 4);
+	memcpy(&count, code + 20, 4);
+	/* the GOT slot it loads: attach checks it holds ruby_current_vm_ptr */
+	got = s->value + 7 + (uint64_t)(int64_t)rel;
+	if (objspace <= 0 || count <= 0 || objspace > 65536 || count > 65536 || count % 8)
+		return;
+	out->gc_got = got;
+	out->gc_objspace = (uint32_t)objspace;
+	out->gc_count = (uint32_t)count;
+}
+
 static int detect_elf(Elf *elf, struct rb_binary *out)
 {
 	struct sym syms[NSYMS] = { 0 };
@@ -251,6 +291,7 @@ static int detect_elf(Elf *elf, struct rb_binary *out)
 	if (!read_version(elf, &syms[SYM_VERSION], out))
 		return -ENOTSUP;
 	read_global_symbols(elf, &syms[SYM_IMMORTAL], out);
+	read_gc_count(elf, &syms[SYM_GC_COUNT], out);
 	return 1;
 }
 

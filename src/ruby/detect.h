@@ -31,6 +31,12 @@ struct rb_binary {
 	uint64_t exec_start;		/* rb_vm_exec */
 	uint64_t exec_end;		/*   start + st_size */
 	uint64_t global_symbols;	/* ruby_global_symbols; 0: not found */
+	/* where rb_gc_count() finds the GC count (from its code): the GOT
+	 * slot gc_got holds &ruby_current_vm_ptr (checked at attach), the
+	 * VM + gc_objspace the objspace, that + gc_count its profile.count;
+	 * gc_count 0: not recognised (no GC epochs) */
+	uint64_t gc_got;
+	uint32_t gc_objspace, gc_count;
 };
 
 /*

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpf/unwind_ruby.h"
 #include "ruby/iseq.h"
 #include "ruby/rvalue.h"
 #include "ruby/symbols.h"
@@ -36,6 +37,10 @@ enum kind {
 struct entry {
 	struct addr_entry ae;	/* first: key (pid, gen, kind, address), links */
 	uint64_t checked_ns;
+	/* ISEQ, ME with GC epochs: the GC counts through which the object
+	 * at the address is known to be this one (read at epoch_lo, found
+	 * unchanged at epoch_hi); NO_EPOCH: decoded without epochs */
+	uint64_t epoch_lo, epoch_hi;
 	int failed;		/* < 0: decoding failed (cached like a success) */
 	uint64_t print[NPRINT];	/* what it was decoded from */
 	char *name;		/* ISEQ: label; ME: cfunc: its full name, method:
@@ -57,14 +62,20 @@ struct rb_iseq_cache {
 	struct addr_cache *lru;
 	struct remote_reader *remote;	/* borrowed */
 	struct rb_iseq_stats st;
+	/* the last GC count read, reused for the frames of one sample */
+	pid_t gc_pid;
+	uint64_t gc_gen, gc_now, gc_count;
 	char fn[2 * RB_NAME_MAX + 4];	/* a method frame's composed name */
 };
+
+#define NO_EPOCH	UINT64_MAX
 
 /* One naming call: where reads go, what the decoders need. */
 struct ctx {
 	struct rb_iseq_cache *c;
 	pid_t pid;
 	uint64_t gen, now;
+	uint64_t epoch;		/* the sample's GC count; NO_EPOCH: none */
 	const struct rb_offsets *off;
 	const struct rb_proc_addrs *addrs;	/* NULL: none (no ID table) */
 	struct rv_reader rv;
@@ -517,6 +528,43 @@ static int decode(struct ctx *x, enum kind k, uint64_t addr, struct entry *e)
 	return -EINVAL;
 }
 
+/*
+ * A new entry for object @addr of kind @k, decoded now (not inserted);
+ * a failed decode is an entry too (e->failed), cached like a success.
+ * NULL and *@err when the failure is not the object's (budget, memory).
+ */
+static struct entry *fresh_entry(struct ctx *x, enum kind k, uint64_t addr, int *err)
+{
+	struct entry *e = calloc(1, sizeof(*e));
+	int ret;
+
+	if (!e) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	e->ae.pid = x->pid;
+	e->ae.gen = x->gen;
+	e->ae.kind = k;
+	e->ae.addr = addr;
+	e->epoch_lo = e->epoch_hi = NO_EPOCH;
+	ret = decode(x, k, addr, e);
+	x->c->st.reads++;
+	if (ret == -EAGAIN || ret == -ENOMEM) {	/* not the object's fault */
+		entry_free(&e->ae);
+		*err = ret;
+		return NULL;
+	}
+	if (ret) {
+		free(e->name);
+		free(e->path);
+		e->name = e->path = NULL;
+		rv_lines_free(&e->lines);
+	}
+	e->failed = ret;
+	e->checked_ns = x->now;
+	return e;
+}
+
 /* Whether @e still describes the object at its address (one or two reads). */
 static int recheck(struct ctx *x, struct entry *e)
 {
@@ -539,6 +587,94 @@ static int recheck(struct ctx *x, struct entry *e)
 	return memcmp(print, e->print, sizeof(print)) ? -ESTALE : 0;
 }
 
+/* The process's GC count now (*@fresh: read again, not the sample's). */
+static int gc_count_now(struct ctx *x, bool fresh, uint64_t *out)
+{
+	struct rb_iseq_cache *c = x->c;
+	uint64_t v;
+	int err;
+
+	if (!fresh && c->gc_pid == x->pid && c->gc_gen == x->gen && c->gc_now == x->now) {
+		*out = c->gc_count;
+		return 0;
+	}
+	if ((err = rv_read(&x->rv, x->addrs->gc_count, &v, sizeof(v))))
+		return err;
+	c->gc_pid = x->pid;
+	c->gc_gen = x->gen;
+	c->gc_now = x->now;
+	c->gc_count = v;
+	*out = v;
+	return 0;
+}
+
+/*
+ * get() of an iseq or method entry under GC epochs (bpf/unwind_ruby.h):
+ * the entry names the sample's object only if the object at its address
+ * is known unchanged through the sample's epoch: read in it, or found
+ * unchanged by a later recheck of an entry read before it. Otherwise
+ * -ESTALE (the object may have been freed and its memory reused since the
+ * sample). A read during which a GC started is not trusted (-EAGAIN).
+ */
+static struct entry *get_epoch(struct ctx *x, enum kind k, uint64_t addr,
+			       struct entry *e, int *err)
+{
+	struct rb_iseq_cache *c = x->c;
+	uint64_t now, after;
+	int ret;
+
+	if (e && e->epoch_lo != NO_EPOCH && e->epoch_lo <= x->epoch && x->epoch <= e->epoch_hi)
+		goto hit;
+	if ((ret = gc_count_now(x, true, &now))) {
+		*err = ret;
+		return NULL;
+	}
+	if (e && !e->failed && e->epoch_lo != NO_EPOCH && x->epoch > e->epoch_hi) {
+		ret = recheck(x, e);
+		if (!ret) {
+			c->st.rechecks++;
+			e->epoch_hi = now;
+			e->checked_ns = x->now;
+			goto hit;
+		}
+		if (ret != -ESTALE) {
+			*err = ret;
+			return NULL;
+		}
+	}
+	if (e)
+		addr_cache_remove(c->lru, &e->ae);
+	e = fresh_entry(x, k, addr, &ret);
+	if (!e) {
+		*err = ret;
+		return NULL;
+	}
+	if ((ret = gc_count_now(x, true, &after)) || after != now) {
+		entry_free(&e->ae);
+		*err = ret ? ret : -EAGAIN;	/* a GC started during the read */
+		return NULL;
+	}
+	e->epoch_lo = e->epoch_hi = now;
+	addr_cache_insert(c->lru, &e->ae, entry_bytes(e));
+	if (x->epoch != now) {
+		*err = -ESTALE;		/* read after the sample's epoch ended */
+		return NULL;
+	}
+	if (e->failed) {
+		*err = e->failed;
+		return NULL;
+	}
+	return e;
+hit:
+	c->st.hits++;
+	addr_cache_touch(c->lru, &e->ae);
+	if (e->failed) {
+		*err = e->failed;
+		return NULL;
+	}
+	return e;
+}
+
 /*
  * The entry of object @addr of kind @k, from the cache or decoded now;
  * NULL and *@err on failure. The entry is the cache's, valid until the
@@ -550,6 +686,8 @@ static struct entry *get(struct ctx *x, enum kind k, uint64_t addr, int *err)
 	struct entry *e = (struct entry *)addr_cache_lookup(c->lru, x->pid, x->gen, k, addr);
 	int ret;
 
+	if (x->epoch != NO_EPOCH && (k == K_ISEQ || k == K_ME))
+		return get_epoch(x, k, addr, e, err);
 	if (e && ((k == K_ID && !e->failed) ||
 		  x->now - e->checked_ns < RB_ISEQ_RECHECK_NS)) {
 		c->st.hits++;
@@ -573,30 +711,10 @@ static struct entry *get(struct ctx *x, enum kind k, uint64_t addr, int *err)
 	}
 	if (e)
 		addr_cache_remove(c->lru, &e->ae);
-	e = calloc(1, sizeof(*e));
-	if (!e) {
-		*err = -ENOMEM;
+	e = fresh_entry(x, k, addr, err);
+	if (!e)
 		return NULL;
-	}
-	e->ae.pid = x->pid;
-	e->ae.gen = x->gen;
-	e->ae.kind = k;
-	e->ae.addr = addr;
-	ret = decode(x, k, addr, e);
-	c->st.reads++;
-	if (ret == -EAGAIN || ret == -ENOMEM) {	/* not the object's fault */
-		entry_free(&e->ae);
-		*err = ret;
-		return NULL;
-	}
-	if (ret) {
-		free(e->name);
-		free(e->path);
-		e->name = e->path = NULL;
-		rv_lines_free(&e->lines);
-	}
-	e->failed = ret;
-	e->checked_ns = x->now;
+	ret = e->failed;
 	addr_cache_insert(c->lru, &e->ae, entry_bytes(e));
 	if (ret) {
 		*err = ret;
@@ -605,15 +723,27 @@ static struct entry *get(struct ctx *x, enum kind k, uint64_t addr, int *err)
 	return e;
 }
 
+/*
+ * A naming call's context. @w1 is the frame's second word: the sample's
+ * GC epoch (low 16 bits) when PROFD_RB_EPOCH is set, made whole from the
+ * process's count now (samples are seconds old at most, the count's low
+ * bits wrap after 65536 GCs).
+ */
 static void ctx_init(struct ctx *x, struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 		     const struct rb_offsets *off, const struct rb_proc_addrs *addrs,
-		     uint64_t now, size_t *budget)
+		     uint64_t w1, uint64_t now, size_t *budget)
 {
+	uint64_t count;
+
 	*x = (struct ctx){
 		.c = c, .pid = pid, .gen = gen, .now = now, .off = off, .addrs = addrs,
+		.epoch = NO_EPOCH,
 		.rv = { .remote = c->remote, .pid = pid, .budget = budget,
 			.timeouts = &c->st.timeouts },
 	};
+	if ((w1 & PROFD_RB_EPOCH) && addrs && addrs->gc_count &&
+	    !gc_count_now(x, false, &count))
+		x->epoch = count - ((count - (w1 >> PROFD_RB_EPOCH_SHIFT)) & 0xffff);
 }
 
 static int fail(struct rb_iseq_cache *c, int err)
@@ -623,8 +753,9 @@ static int fail(struct rb_iseq_cache *c, int err)
 }
 
 /* Name iseq frame @iseq at @pc into @out (function = the label). */
-static int name_iseq(struct ctx *x, uint64_t iseq, uint64_t pc, struct rb_frame_name *out)
+static int name_iseq(struct ctx *x, uint64_t iseq, uint64_t w1, struct rb_frame_name *out)
 {
+	uint64_t pc = w1 & PROFD_RB_PC_MASK;
 	int err = 0;
 	struct entry *e = get(x, K_ISEQ, iseq, &err);
 
@@ -641,21 +772,22 @@ static int name_iseq(struct ctx *x, uint64_t iseq, uint64_t pc, struct rb_frame_
 }
 
 int rb_iseq_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
-		 const struct rb_offsets *off, uint64_t iseq, uint64_t pc,
-		 uint64_t now_ns, size_t *budget, struct rb_frame_name *out)
+		 const struct rb_offsets *off, const struct rb_proc_addrs *addrs,
+		 uint64_t iseq, uint64_t w1, uint64_t now_ns, size_t *budget,
+		 struct rb_frame_name *out)
 {
 	struct ctx x;
 	int err;
 
-	ctx_init(&x, c, pid, gen, off, NULL, now_ns, budget);
-	err = name_iseq(&x, iseq, pc, out);
+	ctx_init(&x, c, pid, gen, off, addrs, w1, now_ns, budget);
+	err = name_iseq(&x, iseq, w1, out);
 	return err ? fail(c, err) : 0;
 }
 
 int rb_method_frame_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 			 const struct rb_offsets *off,
 			 const struct rb_proc_addrs *addrs, uint64_t me_or_svar,
-			 uint64_t pc, uint64_t now_ns, size_t *budget,
+			 uint64_t w1, uint64_t now_ns, size_t *budget,
 			 struct rb_frame_name *out)
 {
 	char prefix[RB_NAME_MAX + 2];
@@ -664,7 +796,7 @@ int rb_method_frame_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 	uint64_t iseq;
 	int err = 0;
 
-	ctx_init(&x, c, pid, gen, off, addrs, now_ns, budget);
+	ctx_init(&x, c, pid, gen, off, addrs, w1, now_ns, budget);
 	me = get(&x, K_ME, me_or_svar, &err);
 	if (!me)
 		return fail(c, err);
@@ -673,7 +805,7 @@ int rb_method_frame_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 	/* copied: naming the iseq may evict the method entry */
 	snprintf(prefix, sizeof(prefix), "%s", me->name);
 	iseq = me->iseq;
-	err = name_iseq(&x, iseq, pc, out);
+	err = name_iseq(&x, iseq, w1, out);
 	if (err)
 		return fail(c, err);
 	snprintf(c->fn, sizeof(c->fn), "%s%s", prefix, out->function);
@@ -683,14 +815,14 @@ int rb_method_frame_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 
 int rb_cme_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 		const struct rb_offsets *off, const struct rb_proc_addrs *addrs,
-		uint64_t cme, uint64_t now_ns, size_t *budget,
+		uint64_t cme, uint64_t w1, uint64_t now_ns, size_t *budget,
 		struct rb_frame_name *out)
 {
 	struct entry *e;
 	struct ctx x;
 	int err = 0;
 
-	ctx_init(&x, c, pid, gen, off, addrs, now_ns, budget);
+	ctx_init(&x, c, pid, gen, off, addrs, w1, now_ns, budget);
 	e = get(&x, K_ME, cme, &err);
 	if (!e)
 		return fail(c, err);

@@ -56,6 +56,10 @@ struct rb_proc_addrs {
 					 * (rb_global_symbols_find_fd() + the load
 					 * bias); 0: unknown (C frames are
 					 * RB_CFUNC_UNNAMED, methods unowned) */
+	uint64_t gc_count;		/* runtime address of the GC count
+					 * (bpf/unwind_ruby.h's epochs); 0:
+					 * none: names trusted for
+					 * RB_ISEQ_RECHECK_NS instead */
 };
 
 /* A named frame, owned by the cache (valid until the cache's next call). */
@@ -80,27 +84,33 @@ struct rb_iseq_cache *rb_iseq_cache_new(struct remote_reader *reader,
 void rb_iseq_cache_free(struct rb_iseq_cache *c);
 
 /*
- * rb_iseq_name - name the Ruby frame (iseq @iseq, its cfp->pc @pc as BPF
- * read it) of process @pid (generation @gen, layout @off). The line is
- * the one of the instruction before @pc (a frame's pc points after the
- * instruction that is running, or that made the call). @now_ns is
- * CLOCK_MONOTONIC; *@budget the bytes the caller may still read from the
- * process (reads are charged to it). A @pc of 0 (a frame not started)
- * gives the first line, as Ruby does. Returns 0 and fills *@out, or
+ * rb_iseq_name - name the Ruby frame (iseq @iseq; @w1 its second word
+ * from BPF: cfp->pc and the sample's GC epoch, bpf/unwind_ruby.h) of
+ * process @pid (generation @gen, layout @off, addresses @addrs, or NULL).
+ * The line is the one of the instruction before the pc (a frame's pc
+ * points after the instruction that is running, or that made the call).
+ * @now_ns is CLOCK_MONOTONIC; *@budget the bytes the caller may still
+ * read from the process (reads are charged to it). A pc of 0 (a frame
+ * not started) gives the first line, as Ruby does. With a GC epoch (and
+ * @addrs->gc_count), a name is given only when the object at @iseq is
+ * known to be the sample's (read in the sample's GC epoch, or read before
+ * it and found unchanged since): else -ESTALE. Without, cached names are
+ * trusted for RB_ISEQ_RECHECK_NS. Returns 0 and fills *@out, or
  * -ESRCH/-EFAULT (not readable), -EINVAL (not an iseq, or malformed),
- * -ESTALE (@pc does not lie in the iseq's instructions: replaced since the
- * sample), -EAGAIN (budget spent: not cached, nothing kept), -ETIMEDOUT,
- * -ENOMEM. Other failures are cached like successes, for
- * RB_ISEQ_RECHECK_NS.
+ * -ESTALE (the pc does not lie in the iseq's instructions, or the object
+ * may have been replaced since the sample), -EAGAIN (budget spent, or a
+ * GC started during the read: not cached), -ETIMEDOUT, -ENOMEM. Other
+ * failures are cached like successes.
  */
 int rb_iseq_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
-		 const struct rb_offsets *off, uint64_t iseq, uint64_t pc,
-		 uint64_t now_ns, size_t *budget, struct rb_frame_name *out);
+		 const struct rb_offsets *off, const struct rb_proc_addrs *addrs,
+		 uint64_t iseq, uint64_t w1, uint64_t now_ns, size_t *budget,
+		 struct rb_frame_name *out);
 
 /*
  * rb_method_frame_name - name the Ruby method frame whose
  * ep[VM_ENV_DATA_INDEX_ME_CREF] is @me_or_svar (a method entry, imemo_ment,
- * or an imemo_svar whose cref_or_me holds it) and whose cfp->pc is @pc,
+ * or an imemo_svar whose cref_or_me holds it) and whose second word is @w1,
  * in process @pid (as rb_iseq_name(), with @addrs the process's
  * addresses): the method's iseq (def type ISEQ: body.iseq.iseqptr) names
  * it as rb_iseq_name() does, its function "Owner#label", or "Owner.label"
@@ -113,7 +123,7 @@ int rb_iseq_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 int rb_method_frame_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 			 const struct rb_offsets *off,
 			 const struct rb_proc_addrs *addrs, uint64_t me_or_svar,
-			 uint64_t pc, uint64_t now_ns, size_t *budget,
+			 uint64_t w1, uint64_t now_ns, size_t *budget,
 			 struct rb_frame_name *out);
 
 /*
@@ -127,7 +137,7 @@ int rb_method_frame_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
  */
 int rb_cme_name(struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 		const struct rb_offsets *off, const struct rb_proc_addrs *addrs,
-		uint64_t cme, uint64_t now_ns, size_t *budget,
+		uint64_t cme, uint64_t w1, uint64_t now_ns, size_t *budget,
 		struct rb_frame_name *out);
 
 /*

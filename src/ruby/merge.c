@@ -75,12 +75,12 @@ static int name_in(struct ruby *rb, const struct rbproc *p, pid_t pid, uint64_t 
 	uint64_t addr = w0 & PROFD_RB_ADDR_MASK;
 
 	if (w0 & PROFD_RB_CFUNC)
-		return rb_cme_name(rb->names, pid, gen, p->off, &p->addrs, addr, now,
+		return rb_cme_name(rb->names, pid, gen, p->off, &p->addrs, addr, w1, now,
 				   budget, nm);
 	if (w0 & PROFD_RB_METHOD)
 		return rb_method_frame_name(rb->names, pid, gen, p->off, &p->addrs, addr,
 					    w1, now, budget, nm);
-	return rb_iseq_name(rb->names, pid, gen, p->off, addr, w1, now, budget, nm);
+	return rb_iseq_name(rb->names, pid, gen, p->off, &p->addrs, addr, w1, now, budget, nm);
 }
 
 /* The interned id of raw frame (@w0, @w1); RB_FRAME_UNKNOWN's when it has no name. */

@@ -263,6 +263,7 @@ static int entry_write(struct ruby *rb, const struct rbproc *p)
 		return -1;
 	v.vm_main_thread = p->off->vm_main_thread;
 	v.flags = p->stale_main_tid ? PROFD_RB_PROC_STALE_MAIN_TID : 0;
+	v.gc_count_addr = p->gc_count_addr;
 	memcpy(rp.state, &v, sizeof(v));
 	return bpf_map_update_elem(rb->procs_fd, &key, &rp, BPF_ANY) ? -1 : 0;
 }
@@ -346,6 +347,28 @@ static void attach_done(struct ruby *rb, struct rbproc *p, int err, uint64_t vm,
 }
 
 /*
+ * The runtime address of process @pid's GC count (bpf/unwind_ruby.h's
+ * epochs), from where rb_gc_count()'s code finds it (detect.c): its GOT
+ * slot must hold @vm_ptr_addr, then VM @vm + gc_objspace holds the
+ * objspace. 0: none (names are then trusted for RB_ISEQ_RECHECK_NS).
+ */
+static uint64_t gc_count_addr(struct remote_reader *reader, pid_t pid,
+			      const struct rb_binary *bin, uint64_t bias,
+			      uint64_t vm_ptr_addr, uint64_t vm)
+{
+	uint64_t slot = 0, objspace = 0, count = 0;
+
+	if (!bin->gc_count || !vm ||
+	    remote_read(reader, pid, bin->gc_got + bias, &slot, sizeof(slot)) ||
+	    slot != vm_ptr_addr ||
+	    remote_read(reader, pid, vm + bin->gc_objspace, &objspace, sizeof(objspace)) ||
+	    !objspace || objspace % 8 ||
+	    remote_read(reader, pid, objspace + bin->gc_count, &count, sizeof(count)))
+		return 0;
+	return objspace + bin->gc_count;
+}
+
+/*
  * Try to attach @pid (PENDING) with @reader: the check reads the
  * process without the lock; its outcome applies only if the process
  * is still what it was.
@@ -354,7 +377,8 @@ static void try_attach(struct ruby *rb, struct remote_reader *reader, pid_t pid)
 {
 	struct rbproc *p;
 	const struct rb_offsets *off;
-	uint64_t ident, addr, vm = 0;
+	uint64_t ident, addr, bias, gc, vm = 0;
+	struct rb_binary bin;
 	bool stale = false;
 	pid_t ppid;
 	int err;
@@ -368,13 +392,19 @@ static void try_attach(struct ruby *rb, struct remote_reader *reader, pid_t pid)
 	ident = p->ident;
 	off = p->off;
 	addr = p->vm_ptr_addr;
+	bin = p->bin;
+	bias = p->bias;
 	pthread_mutex_unlock(&rb->lock);
 	err = rb_attach_check(reader, pid, off, addr, &vm, &stale);
 	ppid = err ? 0 : rb_parent_pid(pid);
+	gc = err ? 0 : gc_count_addr(reader, pid, &bin, bias, addr, vm);
 	pthread_mutex_lock(&rb->lock);
 	p = *rb_proc_slot(rb, pid);
-	if (p && p->ident == ident && p->state == RBP_PENDING)
+	if (p && p->ident == ident && p->state == RBP_PENDING) {
+		p->gc_count_addr = gc;
+		p->addrs.gc_count = gc;
 		attach_done(rb, p, err, vm, stale, ppid);
+	}
 	pthread_mutex_unlock(&rb->lock);
 }
 

@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 		if (magic == off->frame_magic_cfunc) {
 			kind = "cfunc";
 			me = rd64(ep + off->ep_me_cref * 8);
-			err = rb_cme_name(c, child, 1, off, &addrs, me, now, &budget, &name);
+			err = rb_cme_name(c, child, 1, off, &addrs, me, 0, now, &budget, &name);
 		} else if (iseq && pc) {
 			if (magic == off->frame_magic_method) {
 				kind = "method";
@@ -205,7 +205,7 @@ int main(int argc, char **argv)
 							   &budget, &name);
 			} else {
 				kind = "iseq";
-				err = rb_iseq_name(c, child, 1, off, iseq, pc, now, &budget, &name);
+				err = rb_iseq_name(c, child, 1, off, NULL, iseq, pc, now, &budget, &name);
 			}
 		} else {
 			continue;	/* dummy and ifunc frames, as Ruby's backtraces skip */

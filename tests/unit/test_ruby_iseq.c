@@ -336,29 +336,29 @@ static void test_names(struct remote_reader *rr)
 
 	/* a Ruby frame: label, path, first line, the line before pc */
 	pc = A(f.encoded) + 8 * 1;	/* after instruction 0 */
-	err = rb_iseq_name(c, pid, 1, off, A(f.iseq), pc, NOW0, &budget, &n);
+	err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 	CHECK(!err && !strcmp(n.function, "bar") && !strcmp(n.file, "/tmp/some/rather/long/path/foo.rb") &&
 	      n.first_line == 10 && n.line == 10, "iseq: bar /tmp/.../foo.rb:10 (first 10) (err %d: %s %s:%d)",
 	      err, err ? "" : n.function, err ? "" : n.file, err ? 0 : n.line);
 	CHECK(budget < RB_READ_BUDGET, "reads charged to the budget (%zu left)", budget);
 	for (int insn = 0; insn < f.size; insn += 37) {
 		/* pc after instruction insn: the entry holding insn */
-		err = rb_iseq_name(c, pid, 1, off, A(f.iseq), A(f.encoded) + 8 * (insn + 1),
+		err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), A(f.encoded) + 8 * (insn + 1),
 				   NOW0, &budget, &n);
 		if (err || n.line != 10 + insn / 7)
 			CHECK(0, "line at instruction %d: %d, want %d (err %d)", insn, n.line,
 			      10 + insn / 7, err);
 	}
 	CHECK(1, "lines at every 37th instruction of 700 (succinct part included)");
-	err = rb_iseq_name(c, pid, 1, off, A(f.iseq), A(f.encoded) + 8 * 701, NOW0, &budget, &n);
+	err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), A(f.encoded) + 8 * 701, NOW0, &budget, &n);
 	CHECK(err == -ESTALE, "pc past the iseq: -ESTALE (%d)", err);
-	err = rb_iseq_name(c, pid, 1, off, A(f.iseq), A(f.encoded) - 8, NOW0, &budget, &n);
+	err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), A(f.encoded) - 8, NOW0, &budget, &n);
 	CHECK(err == -ESTALE, "pc before the iseq: -ESTALE (%d)", err);
-	err = rb_iseq_name(c, pid, 1, off, A(f.iseq), A(f.encoded) + 3, NOW0, &budget, &n);
+	err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), A(f.encoded) + 3, NOW0, &budget, &n);
 	CHECK(err == -ESTALE, "pc between instructions: -ESTALE (%d)", err);
-	err = rb_iseq_name(c, pid, 1, off, A(f.iseq), 0, NOW0, &budget, &n);
+	err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), 0, NOW0, &budget, &n);
 	CHECK(!err && n.line == 10, "pc 0: the first line (%d)", n.line);
-	err = rb_iseq_name(c, pid, 1, off, A(g.iseq), A(g.encoded) + 8 * 5, NOW0, &budget, &n);
+	err = rb_iseq_name(c, pid, 1, off, NULL, A(g.iseq), A(g.encoded) + 8 * 5, NOW0, &budget, &n);
 	CHECK(!err && !strcmp(n.function, "block in bar") && !strcmp(n.file, "/x.rb") && n.line == 3 + 4,
 	      "path [path, realpath] -> path; line of instruction 4: %d", err ? -1 : n.line);
 
@@ -368,18 +368,18 @@ static void test_names(struct remote_reader *rr)
 		uint64_t hits = st.hits;
 		size_t b0 = budget;
 
-		err = rb_iseq_name(c, pid, 1, off, A(f.iseq), pc, NOW0 + 1, &budget, &n);
+		err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), pc, NOW0 + 1, &budget, &n);
 		rb_iseq_stats(c, &st);
 		CHECK(!err && st.hits == hits + 1 && budget == b0, "cached: a hit, nothing read");
 		put64(f.body, off->body_location_label, rstring("renamed"));
-		err = rb_iseq_name(c, pid, 1, off, A(f.iseq), pc, NOW0 + 2, &budget, &n);
+		err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), pc, NOW0 + 2, &budget, &n);
 		CHECK(!err && !strcmp(n.function, "bar"), "before the recheck time: the cached name");
-		err = rb_iseq_name(c, pid, 1, off, A(f.iseq), pc, NOW0 + RB_ISEQ_RECHECK_NS + 3,
+		err = rb_iseq_name(c, pid, 1, off, NULL, A(f.iseq), pc, NOW0 + RB_ISEQ_RECHECK_NS + 3,
 				   &budget, &n);
 		CHECK(!err && !strcmp(n.function, "renamed"), "after it: the object is read again (%s)",
 		      err ? "" : n.function);
 		put64(f.body, off->body_location_label, rstring("bar"));
-		err = rb_iseq_name(c, pid, 2, off, A(f.iseq), pc, NOW0, &budget, &n);
+		err = rb_iseq_name(c, pid, 2, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 		CHECK(!err && !strcmp(n.function, "bar"), "another process generation: its own entry");
 	}
 
@@ -419,17 +419,17 @@ static void test_names(struct remote_reader *rr)
 
 	/* C frames */
 	cme = fake_me(true, ID(5), A(foo));
-	err = rb_cme_name(c, pid, 1, off, &addrs, A(cme), NOW0, &budget, &n);
+	err = rb_cme_name(c, pid, 1, off, &addrs, A(cme), 0, NOW0, &budget, &n);
 	CHECK(!err && !strcmp(n.function, "Foo::Bar#each") && !*n.file && !n.line,
 	      "C frame: %s (err %d)", err ? "" : n.function, err);
 	cme2 = fake_me(true, 145, A(sing));
-	err = rb_cme_name(c, pid, 1, off, &addrs, A(cme2), NOW0, &budget, &n);
+	err = rb_cme_name(c, pid, 1, off, &addrs, A(cme2), 0, NOW0, &budget, &n);
 	CHECK(!err && !strcmp(n.function, "Util.[]"), "C operator method: %s", err ? "" : n.function);
-	err = rb_cme_name(c, pid, 1, off, &addrs, A(fake_me(true, ID(40), A(foo))), NOW0, &budget, &n);
+	err = rb_cme_name(c, pid, 1, off, &addrs, A(fake_me(true, ID(40), A(foo))), 0, NOW0, &budget, &n);
 	CHECK(!err && !strcmp(n.function, RB_CFUNC_UNNAMED), "an ID past last_id: %s",
 	      err ? "" : n.function);
 	rb_iseq_stats(c, &st);
-	err = rb_cme_name(c, pid, 4, off, &none, A(cme), NOW0, &budget, &n);
+	err = rb_cme_name(c, pid, 4, off, &none, A(cme), 0, NOW0, &budget, &n);
 	{
 		struct rb_iseq_stats st2;
 
@@ -437,7 +437,7 @@ static void test_names(struct remote_reader *rr)
 		CHECK(!err && !strcmp(n.function, RB_CFUNC_UNNAMED) && st2.unnamed == st.unnamed + 1,
 		      "no ID table: " RB_CFUNC_UNNAMED ", counted");
 	}
-	err = rb_cme_name(c, pid, 1, off, &addrs, A(me), NOW0, &budget, &n);
+	err = rb_cme_name(c, pid, 1, off, &addrs, A(me), 0, NOW0, &budget, &n);
 	CHECK(err == -EINVAL, "a Ruby method's entry is not a C frame: -EINVAL (%d)", err);
 
 	/* the budget: spent is -EAGAIN, not cached */
@@ -445,9 +445,9 @@ static void test_names(struct remote_reader *rr)
 		struct fake_iseq h = fake_iseq("late", "/late.rb", false, 1, 10, 2);
 		size_t small = 30;
 
-		err = rb_iseq_name(c, pid, 1, off, A(h.iseq), A(h.encoded) + 8, NOW0, &small, &n);
+		err = rb_iseq_name(c, pid, 1, off, NULL, A(h.iseq), A(h.encoded) + 8, NOW0, &small, &n);
 		CHECK(err == -EAGAIN && small <= 30, "budget spent: -EAGAIN (%d)", err);
-		err = rb_iseq_name(c, pid, 1, off, A(h.iseq), A(h.encoded) + 8, NOW0, &budget, &n);
+		err = rb_iseq_name(c, pid, 1, off, NULL, A(h.iseq), A(h.encoded) + 8, NOW0, &budget, &n);
 		CHECK(!err && !strcmp(n.function, "late"), "with budget again: named (not a cached failure)");
 	}
 	rb_iseq_forget(c, (uint64_t[]){ 1, 2 }, 2);
@@ -476,11 +476,11 @@ static void test_hostile(struct remote_reader *rr)
 
 	for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
 		budget = RB_READ_BUDGET;
-		err = rb_iseq_name(c, pid, gen, off, garbage[i], garbage[i] + 8, NOW0, &budget, &n);
+		err = rb_iseq_name(c, pid, gen, off, NULL, garbage[i], garbage[i] + 8, NOW0, &budget, &n);
 		fails += !err;
 		err = rb_method_frame_name(c, pid, gen, off, &addrs, garbage[i], 8, NOW0, &budget, &n);
 		fails += !err;
-		err = rb_cme_name(c, pid, gen, off, &addrs, garbage[i], NOW0, &budget, &n);
+		err = rb_cme_name(c, pid, gen, off, &addrs, garbage[i], 0, NOW0, &budget, &n);
 		fails += !err;
 	}
 	CHECK(!fails, "garbage addresses: every call an error");
@@ -491,14 +491,14 @@ static void test_hostile(struct remote_reader *rr)
 
 		budget = RB_READ_BUDGET;
 		put64(f.iseq, 0, imemo_flags(off->imemo_ment));
-		err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+		err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 		CHECK(err == -EINVAL, "imemo type ment is not an iseq: -EINVAL (%d)", err);
 		put64(f.iseq, 0, off->t_string);
-		err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+		err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 		CHECK(err == -EINVAL, "a String is not an iseq: -EINVAL (%d)", err);
 		put64(f.iseq, 0, imemo_flags(off->imemo_iseq));
 		put32(f.body, off->body_iseq_size, RB_ISEQ_SIZE_MAX + 1);
-		err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+		err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 		CHECK(err == -EINVAL, "absurd iseq_size: -EINVAL (%d)", err);
 		put32(f.body, off->body_iseq_size, 100);
 		saved = *(uint64_t *)(f.body + off->body_location_label);
@@ -509,24 +509,24 @@ static void test_hostile(struct remote_reader *rr)
 			put64(s, off->rstring_len, 1ULL << 50);
 			put64(s, off->rstring_ptr, A(f.encoded));
 			put64(f.body, off->body_location_label, A(s));
-			err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+			err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 			CHECK(err == -EINVAL, "a String of 2^50 bytes: -EINVAL (%d)", err);
 			put64(s, off->rstring_len, 1 << 20);
 			put64(s, off->rstring_ptr, A(obj(1 << 20)));
-			err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+			err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 			CHECK(!err && strlen(n.function) == RB_NAME_MAX,
 			      "a 1 MiB label of NULs: cut to %d bytes of '?'", RB_NAME_MAX);
 			put64(s, 0, off->t_string | 31ULL << off->rstring_embed_len_shift);
-			err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+			err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 			CHECK(err == -EINVAL, "an embedded String longer than its room: -EINVAL (%d)", err);
 		}
 		put64(f.body, off->body_location_label, saved);
 		put64(f.body, off->body_location_first_lineno, 20);
-		err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+		err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 		CHECK(err == -EINVAL, "first_lineno not a Fixnum: -EINVAL (%d)", err);
 		put64(f.body, off->body_location_first_lineno, 3);
 		put32(f.body, off->body_insns_info_size, f.ninfo + 1);
-		err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+		err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 		CHECK(err == -EINVAL, "line table size and succinct table disagree: -EINVAL (%d)", err);
 		put32(f.body, off->body_insns_info_size, f.ninfo);
 
@@ -541,7 +541,7 @@ static void test_hostile(struct remote_reader *rr)
 			for (int k = 0; k < 1 + rand() % 4; k++)
 				victim[rand() % vlen] = (uint8_t)rand();
 			budget = RB_READ_BUDGET;
-			err = rb_iseq_name(c, pid, gen++, off, A(f.iseq), pc, NOW0, &budget, &n);
+			err = rb_iseq_name(c, pid, gen++, off, NULL, A(f.iseq), pc, NOW0, &budget, &n);
 			if (!err && (!n.function || !n.file))
 				crashes_would_be_here++;
 			memcpy(victim, keep, vlen);
@@ -559,7 +559,7 @@ static void test_hostile(struct remote_reader *rr)
 		err = rb_method_frame_name(c, pid, gen++, off, &addrs, A(svar), 8, NOW0, &budget, &n);
 		CHECK(err == -EINVAL, "an svar holding an svar: -EINVAL (%d)", err);
 		me = fake_me(true, ID(1), A(fake_class(false, keys, vals, 4, 0)));
-		err = rb_cme_name(c, pid, gen++, off, &addrs, A(me), NOW0, &budget, &n);
+		err = rb_cme_name(c, pid, gen++, off, &addrs, A(me), 0, NOW0, &budget, &n);
 		CHECK(!err && !strcmp(n.function, "__classpath__"),
 		      "a class path that is no String: the method name alone (%s)", err ? "" : n.function);
 	}
