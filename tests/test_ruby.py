@@ -409,6 +409,19 @@ def test_reused_iseq_addresses_never_misnamed(profd_bin, pprof, ruby_unwinder, t
     assert not wrong, wrong[:5]
 
 
+def test_names_survive_pprofs_default_demangling(profd_bin, pprof, ruby_unwinder, tmp_path):
+    """Google's pprof demangles a function's system name as C++ unless
+    told not to; Ruby's names are not C++ ("<class:Body>", "<top
+    (required)>" lost their <...> and (...) to it): they reach `pprof -top`
+    as written."""
+    _, _, _ = run_workload(profd_bin, pprof, tmp_path, "stacks.rb", secs=2)
+    top = subprocess.run([pprof, "-top", "-nodecount", "200",
+                          *sorted(map(str, (tmp_path / "out").glob("cpu-*.pb.gz")))],
+                         capture_output=True, text=True, timeout=60).stdout
+    for want in ("<class:Body>", "<top (required)>", "Chain#outer"):
+        assert want in top, (want, top[-3000:])
+
+
 # --- hostile processes ----------------------------------------------------------------
 
 def ruby_loss(raw):

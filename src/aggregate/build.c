@@ -167,9 +167,13 @@ static uint32_t runtime_location(struct stack_builder *b, uint64_t token)
 							     ops->mapping, "");
 	if (!b->runtime_mapping[id])
 		return 0;
+	/*
+	 * No system name: it is what pprof demangles as C++ when it equals
+	 * the name, and runtime names are not C++ ("Point#<=>", "<main>",
+	 * "block in <class:C>" lost their <...> and (...) to it).
+	 */
 	if (!runtimes_frame(b->o->rts, token, &f))
-		fn = profile_function_id(b->p, f.function, f.function,
-					 f.file ? f.file : "");
+		fn = profile_function_id(b->p, f.function, "", f.file ? f.file : "");
 	else
 		f.line = 0;
 	return profile_location_id(b->p, b->runtime_mapping[id], 0, fn, f.line);
