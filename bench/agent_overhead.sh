@@ -42,12 +42,7 @@ build_workload cpuwork "$BENCH_DIR/cpuwork.c"
 cpu_ticks() {
 	sed 's/.*) //' /proc/"$1"/stat 2>/dev/null | awk '{ print $12 + $13 }'
 }
-# cpu_ns PID - sum of the threads' on-CPU ns (first field of schedstat).
-cpu_ns() {
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
-}
 vmhwm_kib() { awk '/^VmHWM:/ { print $2 }' /proc/"$1"/status 2>/dev/null; }
-now_ns() { date +%s%N; }
 
 bg_busy() {
 	local i
@@ -79,10 +74,10 @@ log "agent_overhead: profd at $HZ Hz${FLAGS:+ $FLAGS} for $SECS s, background: $
 start_profd "$WORK/profd.log" --sampling-frequency "$HZ" --output-dir "$WORK/out" $FLAGS
 P=$PROFD_PID
 LOAD_START=$(loadavg1)
-T0=$(now_ns); C0=$(cpu_ticks "$P"); N0=$(cpu_ns "$P")
+T0=$(now_ns); C0=$(cpu_ticks "$P"); N0=$(proc_cpu_ns "$P")
 STARTUP_S=$(awk -v c="$C0" -v t="$TICK" 'BEGIN { printf "%.2f", c / t }')
 sleep "$SECS"
-T1=$(now_ns); C1=$(cpu_ticks "$P"); N1=$(cpu_ns "$P")
+T1=$(now_ns); C1=$(cpu_ticks "$P"); N1=$(proc_cpu_ns "$P")
 LOAD_END=$(loadavg1)
 
 # stop; follow the exit for the last CPU and memory figures

@@ -78,7 +78,6 @@ else
 fi
 WORKLOAD_DESC="$(basename "${WORKLOAD[0]}")${WORKLOAD[1]:+ ${WORKLOAD[*]:1}}"
 
-now_ns() { date +%s%N; }
 
 # tail_counts FILE_OF_"id name" - "name:run_cnt,..." of those programs.
 tail_counts() {

@@ -214,6 +214,22 @@ proc_cpu_ms() {
 		/proc/"$1"/stat
 }
 
+# proc_cpu_ns PID - the on-CPU ns of PID's threads so far (first field of
+# /proc/PID/task/*/schedstat): finer than the 10 ms ticks of proc_cpu_ms,
+# but threads that have exited are not counted.
+proc_cpu_ns() {
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
+}
+
+# now_ns - CLOCK_REALTIME in ns.
+now_ns() { date +%s%N; }
+
+# profd_has_tracer NAME - whether $PROFD's --tracers knows unwinder NAME
+# (python, ruby): its --help lists the names.
+profd_has_tracer() {
+	"$PROFD" --help 2>&1 | tr -s ' \n' '  ' | grep -q "Which unwinders run, of [a-z0-9_,]*$1"
+}
+
 # The interleaved timing loop of the slowdown benchmarks (slowdown.sh,
 # dwarf_slowdown.sh, python_slowdown.sh).
 #

@@ -85,7 +85,7 @@ skip() {
 }
 [ -f "$WORKLOAD_RB" ] || die "$WORKLOAD_RB is missing"
 [ -x "$RUBY" ] || skip "$RUBY not found" no_ruby
-"$PROFD" --help 2>&1 | tr -s ' \n' '  ' | grep -q "Which unwinders run, of [a-z0-9_,]*ruby" ||
+profd_has_tracer ruby ||
 	[ -n "${RUBY_COST_FORCE:-}" ] ||
 	skip "$PROFD has no Ruby unwinder (--tracers lists no ruby)" no_ruby_unwinder
 ver=$("$RUBY" -e 'print RUBY_VERSION') || skip "$RUBY does not run" ruby_broken

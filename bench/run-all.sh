@@ -37,6 +37,11 @@
 #   bench/exact_share.sh     exact-stack share per program, profd vs perf (~1.5 min)
 #   bench/first_exact_latency.sh  exec -> first exact sample, p50/p99 (~1 min)
 #   bench/first_sample_cost.sh    ringbuf bytes/s, agent CPU in an exec storm (~1.5 min)
+# ruby (issue 17; needs ruby3.1 and a profd with the Ruby unwinder):
+#   bench/ruby_overhead.sh   profd's CPU with 20 Ruby processes, Ruby unwinder
+#                            on vs --tracers native (~3.5 min), and the slowdown
+#                            of a fixed Ruby benchmark: none, profd, profd
+#                            --tracers native, perf (~2 min)
 # service:
 #   bench/probabilistic.sh   agent CPU and peak RSS at 19 Hz with
 #                            --probabilistic-threshold 100 and 10 (~7 min)
@@ -100,8 +105,9 @@ for suite in $suites; do
 	gpu) names="$names gpu_throughput gpu_launch_cost" ;;
 	nvtx) names="$names nvtx_cost nvtx_spans" ;;
 	truestacks) names="$names exact_share first_exact_latency first_sample_cost" ;;
+	ruby) names="$names ruby_overhead" ;;
 	service) names="$names probabilistic" ;;
-	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, truestacks, service)" >&2; exit 1 ;;
+	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, truestacks, ruby, service)" >&2; exit 1 ;;
 	esac
 done
 
@@ -176,7 +182,7 @@ function kv(s,   n, i, a, p) {
 		what, v["hz"], v["flags"], frames, v["median_ns"], v["mean_ns"], v["windows"]
 	next
 }
-/^RESULT (python_slowdown|dwarf_slowdown) / {
+/^RESULT (python_slowdown|dwarf_slowdown|ruby_slowdown) / {
 	kv($0)
 	prof = ""
 	if ("profiler_cpu_pct_of_work" in v) prof = "; profiler CPU " v["profiler_cpu_pct_of_work"] "% of the work"
@@ -189,6 +195,18 @@ function kv(s,   n, i, a, p) {
 	print "   " substr($0, 1, 160)
 	next
 }
+/^RESULT ruby_agent_cpu / {
+	kv($0)
+	printf "agent at %s Hz with %s Ruby processes, %-16s: CPU %.3f%% of a core (rounds: %s); %s%% of their samples with Ruby frames, %s unnamed, %s attach refusals\n",
+		v["hz"], v["procs"], (v["config"] == "ruby") ? "Ruby unwinder on" : "--tracers native", v["cpu_pct"], v["cpu_pcts"], v["rb_ruby_pct"], v["frame_unnamed"], v["attach_refused"]
+	next
+}
+/^RESULT ruby_agent_cpu_delta / {
+	kv($0)
+	printf "   Ruby unwinder on - off: %+.3f%% of a core (x%s)\n", v["ruby_minus_native_pct"], v["ratio"]
+	next
+}
+/^RESULT ruby_overhead skipped/ { print "ruby_overhead: " $0; next }
 /^RESULT probabilistic / {
 	kv($0)
 	printf "agent at %s Hz, --probabilistic-threshold %3s (%s of %s intervals not profiled): CPU %.3f%% of a core, peak RSS %.1f MiB, %s samples\n",
