@@ -335,6 +335,15 @@ def test_forked_child(profd_bin, pprof, ruby_unwinder, tmp_path):
     assert_hot(samples, child)
 
 
+def test_grandchild_of_a_fork(profd_bin, pprof, ruby_unwinder, tmp_path):
+    """A child that forks and exits at once (Process.daemon's double
+    fork): the grandchild's main thread keeps a tid of a process gone by
+    then, and is still walked."""
+    reports, samples, _ = run_workload(profd_bin, pprof, tmp_path, "lifecycle.rb",
+                                       "forkfork", secs=3)
+    assert_hot(samples, one(reports, "grandchild"))
+
+
 def test_exec_into_another_script(profd_bin, pprof, ruby_unwinder, tmp_path):
     """A Ruby process that execs another Ruby script: the same pid, now
     walked as the new image (found again after the exec)."""

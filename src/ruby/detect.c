@@ -436,13 +436,12 @@ int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_off
 	if ((err = on_thread_list(reader, pid, off, vm, th)))
 		return err;
 	/*
-	 * A forked child's main thread keeps the tid of the parent's thread
-	 * that forked (CRuby 3.1 never updates it); threads the child starts
+	 * A forked child's main thread keeps the tid of the thread that
+	 * forked, in its parent (CRuby 3.1 never updates it; a daemon's
+	 * parent and grandparent are gone by then); threads the child starts
 	 * have their own. The main thread is then the child's leader.
 	 */
 	*stale_main_tid = !thread_of(pid, tid);
-	if (*stale_main_tid && !thread_of(rb_parent_pid(pid), tid))
-		return -EPROTO;
 	if ((err = read_u64(reader, pid, ec + off->ec_thread_ptr, &ec_th)) ||
 	    (err = read_u64(reader, pid, ec + off->ec_vm_stack, &stack)) ||
 	    (err = read_u64(reader, pid, ec + off->ec_vm_stack_size, &size)) ||

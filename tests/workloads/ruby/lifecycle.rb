@@ -4,6 +4,8 @@
 #   fork:  the parent spins in parent_work; its forked child in
 #          child_work (<main> > Kernel#fork (C) > block in <main> >
 #          Object#child_work), each for the run's time.
+#   forkfork: a child forks the grandchild and exits at once (as
+#          Process.daemon does); the grandchild spins in grandchild_work.
 #   exec:  runs briefly, then execs exec_target.rb in the same process,
 #          which spins in after_exec.
 #   exit:  forks 12 children one after another; each spins in
@@ -31,7 +33,22 @@ def short_child
   i = 0; i += 1 while true
 end
 
+def grandchild_work
+  Hot.report("grandchild", caller_locations(0),
+             "grandchild_work" => "Object#grandchild_work", "fork" => "Kernel#fork")
+  d = Hot.deadline; i = 0; i += 1 until (i & 0xfffff) == 0 && Hot.now > d
+end
+
 case ARGV[0]
+when "forkfork"
+  # as Process.daemon does: a child that forks and exits at once, its
+  # child (the grandchild) spins; the main thread's tid is its grandparent's
+  pid = fork do
+    fork { grandchild_work }
+    exit!(0)
+  end
+  Process.wait(pid)
+  d = Hot.deadline; sleep 0.1 until Hot.now > d + 0.5
 when "fork"
   pid = fork { Hot.restart; child_work }
   parent_work
@@ -47,5 +64,5 @@ when "exit"
     Process.wait(pid)
   end
 else
-  abort "usage: lifecycle.rb fork|exec|exit"
+  abort "usage: lifecycle.rb fork|forkfork|exec|exit"
 end
