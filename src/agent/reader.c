@@ -182,7 +182,7 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 					     ips + s->kernel_len + s->user_len,
 					     s->interp_len,
 					     ag->merged + s->kernel_len,
-					     MERGED_USER_MAX, now);
+					     MERGED_USER_MAX, s->ktime_ns);
 		pthread_mutex_lock(&ag->agg_lock);
 		if (ag->interval == interval)
 			break;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bpf/unwind_ruby.h"
 #include "ruby/iseq.h"
@@ -37,10 +38,10 @@ enum kind {
 struct entry {
 	struct addr_entry ae;	/* first: key (pid, gen, kind, address), links */
 	uint64_t checked_ns;
-	/* ISEQ, ME with GC epochs: the GC counts through which the object
-	 * at the address is known to be this one (read at epoch_lo, found
-	 * unchanged at epoch_hi); NO_EPOCH: decoded without epochs */
-	uint64_t epoch_lo, epoch_hi;
+	/* ISEQ, ME with GC epochs: first read at t_lo (CLOCK_MONOTONIC) in
+	 * GC epoch epoch_lo, found unchanged by a read at t_hi; NO_EPOCH:
+	 * decoded without epochs */
+	uint64_t epoch_lo, t_lo, t_hi;
 	int failed;		/* < 0: decoding failed (cached like a success) */
 	uint64_t print[NPRINT];	/* what it was decoded from */
 	char *name;		/* ISEQ: label; ME: cfunc: its full name, method:
@@ -222,6 +223,12 @@ static int iseq_decode(struct ctx *x, uint64_t iseq, struct entry *e)
 		return err;
 	e->encoded = rv_u64(body, off->body_iseq_encoded);
 	e->iseq_size = rv_u32(body, off->body_iseq_size);
+	if (rv_u32(body, off->body_type) == off->iseq_type_eval) {
+		e->name = strdup(RB_EVAL_UNNAMED);
+		e->path = strdup("");
+		e->first_line = 0;
+		return e->name && e->path ? 0 : -ENOMEM;
+	}
 	first = rv_u64(body, off->body_location_first_lineno);
 	if (!(first & 1))
 		return -EINVAL;	/* not a Fixnum */
@@ -251,7 +258,7 @@ static int line_at(const struct entry *e, uint64_t pc)
 {
 	uint64_t pos = (pc - e->encoded) / 8;
 
-	if (!pc)
+	if (!pc || !e->lines.n)
 		return e->first_line;
 	return rv_lines_at(&e->lines, pos ? pos - 1 : 0);	/* pc is past the instruction */
 }
@@ -546,7 +553,7 @@ static struct entry *fresh_entry(struct ctx *x, enum kind k, uint64_t addr, int 
 	e->ae.gen = x->gen;
 	e->ae.kind = k;
 	e->ae.addr = addr;
-	e->epoch_lo = e->epoch_hi = NO_EPOCH;
+	e->epoch_lo = NO_EPOCH;
 	ret = decode(x, k, addr, e);
 	x->c->st.reads++;
 	if (ret == -EAGAIN || ret == -ENOMEM) {	/* not the object's fault */
@@ -608,40 +615,65 @@ static int gc_count_now(struct ctx *x, bool fresh, uint64_t *out)
 	return 0;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Whether entry @e names the object the sample (taken at x->now) saw at
+ * its address: the same content was read before and after the sample (no
+ * object A -> B -> A with every field equal in between). A read after
+ * the sample alone is not enough, even in its GC epoch: incremental
+ * marking frees an object a frame referenced when the frame returns
+ * before the object is marked, and its memory is reused in that epoch.
+ */
+static bool epoch_covers(const struct ctx *x, const struct entry *e)
+{
+	return e->epoch_lo != NO_EPOCH && e->t_lo <= x->now && x->now <= e->t_hi;
+}
+
 /*
  * get() of an iseq or method entry under GC epochs (bpf/unwind_ruby.h):
- * the entry names the sample's object only if the object at its address
- * is known unchanged through the sample's epoch: read in it, or found
- * unchanged by a later recheck of an entry read before it. Otherwise
- * -ESTALE (the object may have been freed and its memory reused since the
- * sample). A read during which a GC started is not trusted (-EAGAIN).
+ * the entry is given only when epoch_covers() the sample, after a
+ * re-read now if needed; else -ESTALE (the object may have been freed and
+ * its memory reused by another since the sample). A read during which a
+ * GC started is not trusted (-EAGAIN, not cached).
  */
 static struct entry *get_epoch(struct ctx *x, enum kind k, uint64_t addr,
 			       struct entry *e, int *err)
 {
 	struct rb_iseq_cache *c = x->c;
-	uint64_t now, after;
+	uint64_t before, after, t;
 	int ret;
 
-	if (e && e->epoch_lo != NO_EPOCH && e->epoch_lo <= x->epoch && x->epoch <= e->epoch_hi)
+	if (e && epoch_covers(x, e))
 		goto hit;
-	if ((ret = gc_count_now(x, true, &now))) {
-		*err = ret;
-		return NULL;
-	}
-	if (e && !e->failed && e->epoch_lo != NO_EPOCH && x->epoch > e->epoch_hi) {
+	if (e && !e->failed && e->epoch_lo != NO_EPOCH && x->now > e->t_hi) {
+		t = mono_ns();
 		ret = recheck(x, e);
 		if (!ret) {
 			c->st.rechecks++;
-			e->epoch_hi = now;
+			e->t_hi = t;	/* unchanged since t_lo, read after the sample */
 			e->checked_ns = x->now;
-			goto hit;
+			if (epoch_covers(x, e))
+				goto hit;
+			*err = -ESTALE;
+			return NULL;
 		}
 		if (ret != -ESTALE) {
 			*err = ret;
 			return NULL;
 		}
 	}
+	if ((ret = gc_count_now(x, true, &before))) {
+		*err = ret;
+		return NULL;
+	}
+	t = mono_ns();
 	if (e)
 		addr_cache_remove(c->lru, &e->ae);
 	e = fresh_entry(x, k, addr, &ret);
@@ -649,15 +681,16 @@ static struct entry *get_epoch(struct ctx *x, enum kind k, uint64_t addr,
 		*err = ret;
 		return NULL;
 	}
-	if ((ret = gc_count_now(x, true, &after)) || after != now) {
+	if ((ret = gc_count_now(x, true, &after)) || after != before) {
 		entry_free(&e->ae);
 		*err = ret ? ret : -EAGAIN;	/* a GC started during the read */
 		return NULL;
 	}
-	e->epoch_lo = e->epoch_hi = now;
+	e->epoch_lo = before;
+	e->t_lo = e->t_hi = t;
 	addr_cache_insert(c->lru, &e->ae, entry_bytes(e));
-	if (x->epoch != now) {
-		*err = -ESTALE;		/* read after the sample's epoch ended */
+	if (!epoch_covers(x, e)) {
+		*err = -ESTALE;		/* read after the sample's GC epoch ended */
 		return NULL;
 	}
 	if (e->failed) {

@@ -109,6 +109,7 @@ struct runtime_ops {
 	 * (leaf first); @flags are the sample's PROFD_SAMPLE_* flags.
 	 * Writes at most @cap IPs and frame tokens to @out, returns the
 	 * count. A process it does not know gets its native stack back.
+	 * @now_ns is the sample's time (bpf_ktime_get_ns(), CLOCK_MONOTONIC).
 	 */
 	uint32_t (*merge_stack)(void *rt, pid_t pid, uint32_t flags,
 				const uint64_t *user, uint32_t nuser,
