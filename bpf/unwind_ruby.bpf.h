@@ -131,6 +131,28 @@ __u64 rb_scan_threads(struct profd_unwind_state *st, __u32 tid)
 }
 
 /*
+ * rb_gc_epoch - the GC epoch bits of this sample's frames (unwind_ruby.h):
+ * the count first, then the flags, so a count that is already the next
+ * cycle's is seen with during_gc set (gc_start() sets it before counting).
+ */
+static __always_inline __u64 rb_gc_epoch(struct profd_unwind_state *st)
+{
+	__u64 gc = 0, w;
+	__u32 flags = 0;
+
+	if (!RB(st)->gc_count_addr ||
+	    bpf_probe_read_user(&gc, sizeof(gc), (void *)RB(st)->gc_count_addr))
+		return 0;
+	w = PROFD_RB_EPOCH | (gc & PROFD_RB_EPOCH_MASK) << PROFD_RB_EPOCH_SHIFT;
+	if (RB(st)->gc_flags_addr &&
+	    !bpf_probe_read_user(&flags, sizeof(flags), (void *)RB(st)->gc_flags_addr) &&
+	    (flags & PROFD_RB_GC_MODE_MASK) != PROFD_RB_GC_MODE_MARKING &&
+	    !(flags & (1u << PROFD_RB_GC_DURING_GC_BIT)))
+		w |= PROFD_RB_GC_QUIET;
+	return w;
+}
+
+/*
  * rb_start - find the thread, its execution context and the innermost
  * control frame, and keep the VM stack's end at RB_BUF_END. Returns the
  * frame's address, or 0 when there is nothing to walk (counted; a
@@ -201,14 +223,7 @@ __u64 rb_start(struct profd_unwind_state *st)
 	/* the outermost frame is the thread's dummy (backtraces skip it too) */
 	*(__u64 *)&st->rt_buf[RB_BUF_END] = end - csize;
 	/* the GC epoch names are checked against (bpf/unwind_ruby.h) */
-	*(__u64 *)&st->rt_buf[RB_BUF_EPOCH] = 0;
-	if (RB(st)->gc_count_addr) {
-		__u64 gc = 0;
-
-		if (!bpf_probe_read_user(&gc, sizeof(gc), (void *)RB(st)->gc_count_addr))
-			*(__u64 *)&st->rt_buf[RB_BUF_EPOCH] =
-				PROFD_RB_EPOCH | (gc & 0xffff) << PROFD_RB_EPOCH_SHIFT;
-	}
+	*(__u64 *)&st->rt_buf[RB_BUF_EPOCH] = rb_gc_epoch(st);
 	*(__u64 *)&st->rt_buf[RB_BUF_BATCH] = 0;
 	*(__u64 *)&st->rt_buf[RB_BUF_BATCH_LEN] = 0;
 	return cfp;

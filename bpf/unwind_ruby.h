@@ -71,18 +71,32 @@
 #define PROFD_RB_ADDR_MASK		((1ULL << 56) - 1)
 
 /*
- * Every frame's [1] also carries the process's GC epoch when the sample
- * was taken (the low 16 bits of rb_objspace's profile.count, in bits
- * 48-63, with PROFD_RB_EPOCH set; bits 0-46 are the pc). An object a live
- * control frame references is freed only by a GC cycle that starts after
- * the sample, so user space trusts a name read for an address only for
- * the GC epochs it knows the object unchanged in: an iseq freed and its
- * memory reused by another one (eval'd code, GC in between) is never
- * named after the other (src/ruby/iseq.c).
+ * Every frame's [1] also carries what user space needs to know which
+ * object a frame's address held when the sample was taken: the low 15
+ * bits of the process's GC count (rb_objspace's profile.count) in bits
+ * 48-62 with PROFD_RB_EPOCH set (bits 0-46 are the pc), and
+ * PROFD_RB_GC_QUIET when no GC was marking or running then (the count
+ * read first, then rb_objspace's flags: mode not marking, during_gc
+ * clear). CRuby frees objects only in a sweep, and the sweep of GC cycle
+ * c + 1 starts after the count becomes c + 1; an object a live control
+ * frame references outside marking was marked (or allocated after its
+ * cycle's marking), so it lives until cycle c + 1 sweeps. A read that
+ * starts after a quiet sample and ends with the count still c therefore
+ * sees the sample's object. During marking a frame that returns before
+ * its iseq is marked lets the iseq be freed in that same cycle: user
+ * space then names the object only from reads before and after the
+ * sample that agree (src/ruby/iseq.c).
  */
 #define PROFD_RB_PC_MASK		((1ULL << 47) - 1)
 #define PROFD_RB_EPOCH			(1ULL << 47)
 #define PROFD_RB_EPOCH_SHIFT		48
+#define PROFD_RB_EPOCH_MASK		0x7fffULL
+#define PROFD_RB_GC_QUIET		(1ULL << 63)
+
+/* rb_objspace.flags (3.1; rb_during_gc()'s code checks during_gc's bit) */
+#define PROFD_RB_GC_MODE_MASK		3	/* enum gc_mode */
+#define PROFD_RB_GC_MODE_MARKING	1
+#define PROFD_RB_GC_DURING_GC_BIT	5
 
 /* The runtime_procs state of a CRuby process (src/ruby/offsets.h fills it). */
 struct profd_ruby_proc {
@@ -109,6 +123,8 @@ struct profd_ruby_proc {
 	__u16 flags;			/* PROFD_RB_PROC_* */
 	__u64 gc_count_addr;		/* runtime address of the GC count
 					 * (rb_objspace profile.count); 0: none */
+	__u64 gc_flags_addr;		/* runtime address of rb_objspace.flags;
+					 * 0: none (no sample is quiet) */
 };
 
 /*

@@ -47,6 +47,7 @@ enum rb_sym {
 	SYM_VERSION,
 	SYM_IMMORTAL,
 	SYM_GC_COUNT,
+	SYM_DURING_GC,
 	NSYMS
 };
 
@@ -61,6 +62,7 @@ static const struct {
 	[SYM_VERSION]	= SYM_NAME("ruby_version"),
 	[SYM_IMMORTAL]	= SYM_NAME("rb_sym_immortal_count"),
 	[SYM_GC_COUNT]	= SYM_NAME("rb_gc_count"),
+	[SYM_DURING_GC]	= SYM_NAME("rb_during_gc"),
 };
 
 struct sym {
@@ -270,6 +272,43 @@ static void read_gc_count(Elf *elf, const struct sym *s, struct rb_binary *out)
 	out->gc_count = (uint32_t)count;
 }
 
+/*
+ * rb_during_gc() is `return during_gc;` (rb_objspace.flags.during_gc):
+ * mov rax,[rip+GOT(ruby_current_vm_ptr)]; mov rax,[rax];
+ * mov rax,[rax+objspace]; movzx eax,byte [rax+flags]; shr al,5;
+ * and eax,1; ret. Its GOT slot and objspace offset must be rb_gc_count()'s
+ * and the bit PROFD_RB_GC_DURING_GC_BIT (which places the flags' mode
+ * bits below it, bpf/unwind_ruby.h). Anything else: no quiet samples.
+ */
+static void read_gc_flags(Elf *elf, const struct sym *s, struct rb_binary *out)
+{
+	static const uint8_t want[] = {
+		0x48, 0x8b, 0x05, 0, 0, 0, 0,		/* mov rax,[rip+rel32] */
+		0x48, 0x8b, 0x00,			/* mov rax,[rax] */
+		0x48, 0x8b, 0x80, 0, 0, 0, 0,		/* mov rax,[rax+disp32] */
+		0x0f, 0xb6, 0x40, 0,			/* movzx eax,byte [rax+disp8] */
+		0xc0, 0xe8, PROFD_RB_GC_DURING_GC_BIT,	/* shr al,bit */
+		0x83, 0xe0, 0x01,			/* and eax,1 */
+		0xc3,					/* ret */
+	};
+	uint8_t code[sizeof(want)];
+	int32_t rel, objspace;
+
+	if (!out->gc_count || !s->found ||
+	    read_vaddr(elf, s->value, code, sizeof(code)) != (ssize_t)sizeof(code))
+		return;
+	for (size_t i = 0; i < sizeof(want); i++)
+		if ((i < 3 || i > 6) && (i < 13 || i > 16) && i != 20 && code[i] != want[i])
+			return;
+	memcpy(&rel, code + 3, 4);
+	memcpy(&objspace, code + 13, 4);
+	if (s->value + 7 + (uint64_t)(int64_t)rel != out->gc_got ||
+	    (uint32_t)objspace != out->gc_objspace || code[20] % 4)
+		return;
+	out->gc_flags = code[20];
+	out->gc_flags_found = true;
+}
+
 static int detect_elf(Elf *elf, struct rb_binary *out)
 {
 	struct sym syms[NSYMS] = { 0 };
@@ -292,6 +331,7 @@ static int detect_elf(Elf *elf, struct rb_binary *out)
 		return -ENOTSUP;
 	read_global_symbols(elf, &syms[SYM_IMMORTAL], out);
 	read_gc_count(elf, &syms[SYM_GC_COUNT], out);
+	read_gc_flags(elf, &syms[SYM_DURING_GC], out);
 	return 1;
 }
 

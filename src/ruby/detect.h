@@ -37,6 +37,10 @@ struct rb_binary {
 	 * gc_count 0: not recognised (no GC epochs) */
 	uint64_t gc_got;
 	uint32_t gc_objspace, gc_count;
+	/* where rb_during_gc() finds rb_objspace.flags: objspace +
+	 * gc_flags (gc_flags_found: recognised, same GOT slot and objspace) */
+	uint32_t gc_flags;
+	bool gc_flags_found;
 };
 
 /*

@@ -38,10 +38,11 @@ enum kind {
 struct entry {
 	struct addr_entry ae;	/* first: key (pid, gen, kind, address), links */
 	uint64_t checked_ns;
-	/* ISEQ, ME with GC epochs: first read at t_lo (CLOCK_MONOTONIC) in
-	 * GC epoch epoch_lo, found unchanged by a read at t_hi; NO_EPOCH:
+	/* ISEQ, ME with GC epochs: first read at t_lo (CLOCK_MONOTONIC,
+	 * taken before the read) in GC epoch epoch_lo, found unchanged by
+	 * the latest read at t_hi, in epoch epoch_hi; epoch_lo NO_EPOCH:
 	 * decoded without epochs */
-	uint64_t epoch_lo, t_lo, t_hi;
+	uint64_t epoch_lo, t_lo, epoch_hi, t_hi;
 	int failed;		/* < 0: decoding failed (cached like a success) */
 	uint64_t print[NPRINT];	/* what it was decoded from */
 	char *name;		/* ISEQ: label; ME: cfunc: its full name, method:
@@ -77,6 +78,7 @@ struct ctx {
 	pid_t pid;
 	uint64_t gen, now;
 	uint64_t epoch;		/* the sample's GC count; NO_EPOCH: none */
+	bool quiet;		/* no GC was marking at the sample (PROFD_RB_GC_QUIET) */
 	const struct rb_offsets *off;
 	const struct rb_proc_addrs *addrs;	/* NULL: none (no ID table) */
 	struct rv_reader rv;
@@ -625,21 +627,53 @@ static uint64_t mono_ns(void)
 
 /*
  * Whether entry @e names the object the sample (taken at x->now) saw at
- * its address: the same content was read before and after the sample (no
- * object A -> B -> A with every field equal in between). A read after
- * the sample alone is not enough, even in its GC epoch: incremental
- * marking frees an object a frame referenced when the frame returns
- * before the object is marked, and its memory is reused in that epoch.
+ * its address (bpf/unwind_ruby.h): the same content was read before and
+ * after the sample (no object A -> B -> A with every field equal in
+ * between), or the sample was quiet and a read after it ended in its GC
+ * epoch (the object then lives until the next cycle sweeps). A read after
+ * a sample taken while a GC was marking proves nothing: a frame that
+ * returns before its iseq is marked lets the iseq be freed, and its
+ * memory reused, in that cycle.
  */
 static bool epoch_covers(const struct ctx *x, const struct entry *e)
 {
-	return e->epoch_lo != NO_EPOCH && e->t_lo <= x->now && x->now <= e->t_hi;
+	if (e->epoch_lo == NO_EPOCH)
+		return false;
+	if (e->t_lo <= x->now && x->now <= e->t_hi)
+		return true;
+	return x->quiet && ((x->now <= e->t_lo && e->epoch_lo == x->epoch) ||
+			    (x->now <= e->t_hi && e->epoch_hi == x->epoch));
+}
+
+/*
+ * Read (decode or re-check @e) between two reads of the GC count: the
+ * count and the time taken before it in *@epoch and *@t; -EAGAIN when a
+ * GC started during the read.
+ */
+static int read_in_epoch(struct ctx *x, enum kind k, uint64_t addr, struct entry **e,
+			 uint64_t *epoch, uint64_t *t)
+{
+	uint64_t after;
+	int ret = 0;
+
+	if ((ret = gc_count_now(x, true, epoch)))
+		return ret;
+	*t = mono_ns();
+	if (*e)
+		ret = recheck(x, *e);
+	else if (!(*e = fresh_entry(x, k, addr, &ret)))
+		return ret;	/* (a decoding failure is the entry's: failed) */
+	if (ret)
+		return ret;
+	if ((ret = gc_count_now(x, true, &after)))
+		return ret;
+	return after == *epoch ? 0 : -EAGAIN;
 }
 
 /*
  * get() of an iseq or method entry under GC epochs (bpf/unwind_ruby.h):
- * the entry is given only when epoch_covers() the sample, after a
- * re-read now if needed; else -ESTALE (the object may have been freed and
+ * the entry is given only when epoch_covers() the sample, after a read
+ * now if one can tell; else -ESTALE (the object may have been freed and
  * its memory reused by another since the sample). A read during which a
  * GC started is not trusted (-EAGAIN, not cached).
  */
@@ -647,17 +681,24 @@ static struct entry *get_epoch(struct ctx *x, enum kind k, uint64_t addr,
 			       struct entry *e, int *err)
 {
 	struct rb_iseq_cache *c = x->c;
-	uint64_t before, after, t;
+	struct entry *fresh = NULL;
+	uint64_t epoch, t;
 	int ret;
 
 	if (e && epoch_covers(x, e))
 		goto hit;
-	if (e && !e->failed && e->epoch_lo != NO_EPOCH && x->now > e->t_hi) {
-		t = mono_ns();
-		ret = recheck(x, e);
+	if (e && (e->failed || e->epoch_lo == NO_EPOCH || (!x->quiet && x->now < e->t_lo))) {
+		if (e->failed || e->epoch_lo == NO_EPOCH)
+			goto replace;
+		*err = -ESTALE;	/* nothing read now could tell what the sample saw */
+		return NULL;
+	}
+	if (e) {
+		ret = read_in_epoch(x, k, addr, &e, &epoch, &t);
 		if (!ret) {
 			c->st.rechecks++;
-			e->t_hi = t;	/* unchanged since t_lo, read after the sample */
+			e->t_hi = t;	/* unchanged since t_lo */
+			e->epoch_hi = epoch;
 			e->checked_ns = x->now;
 			if (epoch_covers(x, e))
 				goto hit;
@@ -669,28 +710,22 @@ static struct entry *get_epoch(struct ctx *x, enum kind k, uint64_t addr,
 			return NULL;
 		}
 	}
-	if ((ret = gc_count_now(x, true, &before))) {
-		*err = ret;
-		return NULL;
-	}
-	t = mono_ns();
+replace:
 	if (e)
 		addr_cache_remove(c->lru, &e->ae);
-	e = fresh_entry(x, k, addr, &ret);
-	if (!e) {
+	ret = read_in_epoch(x, k, addr, &fresh, &epoch, &t);
+	if (ret) {
+		if (fresh)
+			entry_free(&fresh->ae);
 		*err = ret;
 		return NULL;
 	}
-	if ((ret = gc_count_now(x, true, &after)) || after != before) {
-		entry_free(&e->ae);
-		*err = ret ? ret : -EAGAIN;	/* a GC started during the read */
-		return NULL;
-	}
-	e->epoch_lo = before;
+	e = fresh;
+	e->epoch_lo = e->epoch_hi = epoch;
 	e->t_lo = e->t_hi = t;
 	addr_cache_insert(c->lru, &e->ae, entry_bytes(e));
 	if (!epoch_covers(x, e)) {
-		*err = -ESTALE;		/* read after the sample's GC epoch ended */
+		*err = -ESTALE;		/* the sample's object is unknown */
 		return NULL;
 	}
 	if (e->failed) {
@@ -758,9 +793,9 @@ static struct entry *get(struct ctx *x, enum kind k, uint64_t addr, int *err)
 
 /*
  * A naming call's context. @w1 is the frame's second word: the sample's
- * GC epoch (low 16 bits) when PROFD_RB_EPOCH is set, made whole from the
+ * GC epoch (low 15 bits) when PROFD_RB_EPOCH is set, made whole from the
  * process's count now (samples are seconds old at most, the count's low
- * bits wrap after 65536 GCs).
+ * bits wrap after 32768 GCs), and whether the sample was quiet.
  */
 static void ctx_init(struct ctx *x, struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
 		     const struct rb_offsets *off, const struct rb_proc_addrs *addrs,
@@ -776,7 +811,10 @@ static void ctx_init(struct ctx *x, struct rb_iseq_cache *c, pid_t pid, uint64_t
 	};
 	if ((w1 & PROFD_RB_EPOCH) && addrs && addrs->gc_count &&
 	    !gc_count_now(x, false, &count))
-		x->epoch = count - ((count - (w1 >> PROFD_RB_EPOCH_SHIFT)) & 0xffff);
+	{
+		x->epoch = count - ((count - (w1 >> PROFD_RB_EPOCH_SHIFT)) & PROFD_RB_EPOCH_MASK);
+		x->quiet = w1 & PROFD_RB_GC_QUIET;
+	}
 }
 
 static int fail(struct rb_iseq_cache *c, int err)

@@ -264,6 +264,7 @@ static int entry_write(struct ruby *rb, const struct rbproc *p)
 	v.vm_main_thread = p->off->vm_main_thread;
 	v.flags = p->stale_main_tid ? PROFD_RB_PROC_STALE_MAIN_TID : 0;
 	v.gc_count_addr = p->gc_count_addr;
+	v.gc_flags_addr = p->gc_flags_addr;
 	memcpy(rp.state, &v, sizeof(v));
 	return bpf_map_update_elem(rb->procs_fd, &key, &rp, BPF_ANY) ? -1 : 0;
 }
@@ -347,14 +348,15 @@ static void attach_done(struct ruby *rb, struct rbproc *p, int err, uint64_t vm,
 }
 
 /*
- * The runtime address of process @pid's GC count (bpf/unwind_ruby.h's
+ * The runtime address of process @pid's objspace (bpf/unwind_ruby.h's
  * epochs), from where rb_gc_count()'s code finds it (detect.c): its GOT
  * slot must hold @vm_ptr_addr, then VM @vm + gc_objspace holds the
- * objspace. 0: none (names are then trusted for RB_ISEQ_RECHECK_NS).
+ * objspace, whose GC count must be readable. 0: none (names are then
+ * trusted for RB_ISEQ_RECHECK_NS).
  */
-static uint64_t gc_count_addr(struct remote_reader *reader, pid_t pid,
-			      const struct rb_binary *bin, uint64_t bias,
-			      uint64_t vm_ptr_addr, uint64_t vm)
+static uint64_t gc_objspace(struct remote_reader *reader, pid_t pid,
+			    const struct rb_binary *bin, uint64_t bias,
+			    uint64_t vm_ptr_addr, uint64_t vm)
 {
 	uint64_t slot = 0, objspace = 0, count = 0;
 
@@ -365,7 +367,7 @@ static uint64_t gc_count_addr(struct remote_reader *reader, pid_t pid,
 	    !objspace || objspace % 8 ||
 	    remote_read(reader, pid, objspace + bin->gc_count, &count, sizeof(count)))
 		return 0;
-	return objspace + bin->gc_count;
+	return objspace;
 }
 
 /*
@@ -397,12 +399,13 @@ static void try_attach(struct ruby *rb, struct remote_reader *reader, pid_t pid)
 	pthread_mutex_unlock(&rb->lock);
 	err = rb_attach_check(reader, pid, off, addr, &vm, &stale);
 	ppid = err ? 0 : rb_parent_pid(pid);
-	gc = err ? 0 : gc_count_addr(reader, pid, &bin, bias, addr, vm);
+	gc = err ? 0 : gc_objspace(reader, pid, &bin, bias, addr, vm);
 	pthread_mutex_lock(&rb->lock);
 	p = *rb_proc_slot(rb, pid);
 	if (p && p->ident == ident && p->state == RBP_PENDING) {
-		p->gc_count_addr = gc;
-		p->addrs.gc_count = gc;
+		p->gc_count_addr = gc ? gc + bin.gc_count : 0;
+		p->gc_flags_addr = gc && bin.gc_flags_found ? gc + bin.gc_flags : 0;
+		p->addrs.gc_count = p->gc_count_addr;
 		attach_done(rb, p, err, vm, stale, ppid);
 	}
 	pthread_mutex_unlock(&rb->lock);
