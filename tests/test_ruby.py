@@ -491,3 +491,49 @@ def test_fake_ruby_process(profd_bin, pprof, ruby_unwinder, tmp_path):
     named = [describe(s) for s in samples
              if any(not (f["function"] or "").startswith("[ruby") for f in ruby_frames(s))]
     assert total >= 100 and not named, (total, named[:3])
+
+
+def test_short_lived_code_is_named_from_its_first_sample(profd_bin, pprof, ruby_unwinder,
+                                                         tmp_path):
+    """60 methods, each loaded from its own file and run once for 40 ms
+    (about 4 samples each at 99 Hz): profd reads each one's iseq only after
+    its first sample, and a read after a sample taken while no GC marks
+    names it (the GC frees objects only when its next cycle sweeps). Each
+    spin's samples name its own method and file; none another's."""
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    out = tmp_path / "out"
+    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out),
+                        "--sampling-frequency", FREQ, "--",
+                        RUBY, "--disable-gems", os.path.join(RBDIR, "short_lived.rb"),
+                        str(gen), "60", "40"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    samples = []
+    for p in sorted(out.glob("cpu-*.pb.gz")):
+        samples += pprof_raw_samples(pprof, str(p))
+    spins, named, wrong = 0, 0, []
+    for s in samples:
+        rf = ruby_frames(s)
+        # the spin: <main> -> Integer#times -> block in <main> -> Kernel#send -> hot_I
+        if len(rf) < 4 or rf[0]["function"] != "<main>" or \
+                rf[2]["function"] != "block in <main>":
+            continue
+        leaf = rf[-1]
+        fn = leaf["function"] or ""
+        if fn.startswith("Process.") or fn.startswith("Kernel#load"):
+            leaf = rf[-2]
+            fn = leaf["function"] or ""
+        m = re.fullmatch(r"Object#hot_(\d+)", fn)
+        if not m and not fn.startswith("[ruby"):
+            continue	# loading or writing a file, not a spin
+        spins += s["value"]
+        if m:
+            want = f"gen_{m.group(1)}.rb"
+            if os.path.basename(leaf["file"] or "") != want or not 2 <= leaf["line"] <= 6:
+                wrong.append((s["value"], fn, leaf["file"], leaf["line"]))
+            else:
+                named += s["value"]
+    assert spins >= 120, spins
+    assert not wrong, wrong[:5]
+    assert named >= 0.9 * spins, (named, spins)
