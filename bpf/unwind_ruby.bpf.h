@@ -144,10 +144,12 @@ static __always_inline __u64 rb_gc_epoch(struct profd_unwind_state *st)
 	    bpf_probe_read_user(&gc, sizeof(gc), (void *)RB(st)->gc_count_addr))
 		return 0;
 	w = PROFD_RB_EPOCH | (gc & PROFD_RB_EPOCH_MASK) << PROFD_RB_EPOCH_SHIFT;
-	if (RB(st)->gc_flags_addr &&
-	    !bpf_probe_read_user(&flags, sizeof(flags), (void *)RB(st)->gc_flags_addr) &&
-	    (flags & PROFD_RB_GC_MODE_MASK) != PROFD_RB_GC_MODE_MARKING &&
-	    !(flags & (1u << PROFD_RB_GC_DURING_GC_BIT)))
+	if (!RB(st)->gc_flags_addr ||
+	    bpf_probe_read_user(&flags, sizeof(flags), (void *)RB(st)->gc_flags_addr))
+		return w;
+	if ((flags & PROFD_RB_GC_MODE_MASK) == PROFD_RB_GC_MODE_MARKING)
+		w |= PROFD_RB_GC_MARKING;
+	else if (!(flags & (1u << PROFD_RB_GC_DURING_GC_BIT)))
 		w |= PROFD_RB_GC_QUIET;
 	return w;
 }

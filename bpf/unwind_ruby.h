@@ -72,25 +72,29 @@
 
 /*
  * Every frame's [1] also carries what user space needs to know which
- * object a frame's address held when the sample was taken: the low 15
+ * object a frame's address held when the sample was taken: the low 14
  * bits of the process's GC count (rb_objspace's profile.count) in bits
- * 48-62 with PROFD_RB_EPOCH set (bits 0-46 are the pc), and
- * PROFD_RB_GC_QUIET when no GC was marking or running then (the count
- * read first, then rb_objspace's flags: mode not marking, during_gc
- * clear). CRuby frees objects only in a sweep, and the sweep of GC cycle
- * c + 1 starts after the count becomes c + 1; an object a live control
- * frame references outside marking was marked (or allocated after its
- * cycle's marking), so it lives until cycle c + 1 sweeps. A read that
- * starts after a quiet sample and ends with the count still c therefore
- * sees the sample's object. During marking a frame that returns before
- * its iseq is marked lets the iseq be freed in that same cycle: user
- * space then names the object only from reads before and after the
- * sample that agree (src/ruby/iseq.c).
+ * 48-61 with PROFD_RB_EPOCH set (bits 0-46 are the pc);
+ * PROFD_RB_GC_QUIET when no GC was marking or running then, and
+ * PROFD_RB_GC_MARKING when a GC cycle was marking (the count read
+ * first, then rb_objspace's flags).
+ *
+ * CRuby frees objects only when a cycle sweeps; cycle c + 1 starts (the
+ * count becomes c + 1) after cycle c's sweep ended, marks, then sweeps.
+ * An object a live control frame references outside marking was marked
+ * by its cycle (or allocated after its marking), so it lives until cycle
+ * c + 1 sweeps: a read that starts after a quiet sample and ends with the
+ * count still c sees the sample's object, and so do later samples in
+ * epoch c and those of epoch c + 1 taken while it marks. During marking a
+ * frame that returns before its iseq is marked lets the iseq be freed in
+ * that cycle's sweep. Within one epoch a slot is freed at most once
+ * (src/ruby/iseq_cache.c).
  */
 #define PROFD_RB_PC_MASK		((1ULL << 47) - 1)
 #define PROFD_RB_EPOCH			(1ULL << 47)
 #define PROFD_RB_EPOCH_SHIFT		48
-#define PROFD_RB_EPOCH_MASK		0x7fffULL
+#define PROFD_RB_EPOCH_MASK		0x3fffULL
+#define PROFD_RB_GC_MARKING		(1ULL << 62)
 #define PROFD_RB_GC_QUIET		(1ULL << 63)
 
 /* rb_objspace.flags (3.1; rb_during_gc()'s code checks during_gc's bit) */

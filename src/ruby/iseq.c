@@ -34,7 +34,7 @@ static uint32_t body_len(const struct rb_offsets *off)
 		off->body_location_pathobj, off->body_location_label,
 		off->body_location_first_lineno, off->body_insns_info_body,
 		off->body_insns_info_positions, off->body_insns_info_size,
-		off->body_insns_info_succ_index_table,
+		off->body_insns_info_succ_index_table, off->body_parent_iseq,
 	};
 	uint32_t len = 0;
 
@@ -116,6 +116,37 @@ int rb_iseq_strings(struct ctx *x, const uint8_t *body, char **label, char **pat
 	return err;
 }
 
+/* Parent iseqs looked at to tell whether a block is in eval'd code. */
+#define EVAL_SCOPE_MAX	16
+
+/*
+ * Whether the iseq whose body header is @body is eval'd code, or a block
+ * (rescue, ensure clause) whose nearest enclosing iseq that is not one is
+ * eval'd code: compiled anew on every call and freed soon after. An
+ * unreadable parent counts as eval'd (the stricter rule).
+ */
+static bool in_eval(struct ctx *x, const uint8_t *body)
+{
+	const struct rb_offsets *off = x->off;
+	uint8_t buf[BODY_MAX];
+	uint64_t print[NPRINT];
+	uint32_t type = rv_u32(body, off->body_type);
+	uint64_t parent = rv_u64(body, off->body_parent_iseq);
+
+	for (int depth = 0; depth < EVAL_SCOPE_MAX; depth++) {
+		if (type == off->iseq_type_eval)
+			return true;
+		if (type != off->iseq_type_block && type != off->iseq_type_rescue &&
+		    type != off->iseq_type_ensure && type != off->iseq_type_plain)
+			return false;
+		if (!parent || rb_iseq_header(x, parent, buf, print))
+			return true;
+		type = rv_u32(buf, off->body_type);
+		parent = rv_u64(buf, off->body_parent_iseq);
+	}
+	return true;
+}
+
 static int iseq_decode(struct ctx *x, uint64_t iseq, struct entry *e)
 {
 	const struct rb_offsets *off = x->off;
@@ -128,12 +159,7 @@ static int iseq_decode(struct ctx *x, uint64_t iseq, struct entry *e)
 		return err;
 	e->encoded = rv_u64(body, off->body_iseq_encoded);
 	e->iseq_size = rv_u32(body, off->body_iseq_size);
-	if (rv_u32(body, off->body_type) == off->iseq_type_eval) {
-		e->name = strdup(RB_EVAL_UNNAMED);
-		e->path = strdup("");
-		e->first_line = 0;
-		return e->name && e->path ? 0 : -ENOMEM;
-	}
+	e->eval = in_eval(x, body);
 	first = rv_u64(body, off->body_location_first_lineno);
 	if (!(first & 1))
 		return -EINVAL;	/* not a Fixnum */

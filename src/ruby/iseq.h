@@ -47,15 +47,6 @@
 /* The name of a C frame whose method name cannot be read (no ID table
  * found, or the ID unknown to it): counted in rb_iseq_stats.unnamed. */
 #define RB_CFUNC_UNNAMED	"[ruby C method]"
-/*
- * The name of a frame running eval'd code (an iseq of type EVAL): eval'd
- * code is compiled anew on each call and freed at the next GC, and a
- * program evaluating the same strings again and again (templates) gets
- * the same memory, pointers and all, for each: no read can tell after the
- * fact which one a sample saw, so such a frame is not named after any.
- */
-#define RB_EVAL_UNNAMED		"[ruby: eval]"
-
 struct remote_reader;
 
 /* Where one process keeps what naming needs (found by detect.c). */

@@ -95,7 +95,7 @@ static struct entry *fresh_entry(struct ctx *x, enum kind k, uint64_t addr, int 
 	e->ae.gen = x->gen;
 	e->ae.kind = k;
 	e->ae.addr = addr;
-	e->epoch_lo = NO_EPOCH;
+	e->run_epoch = e->sure_epoch = NO_EPOCH;	/* t_first 0: not read in epochs */
 	ret = rb_obj_decode(x, k, addr, e);
 	x->c->st.reads++;
 	if (ret == -EAGAIN || ret == -ENOMEM) {	/* not the object's fault */
@@ -115,12 +115,12 @@ static struct entry *fresh_entry(struct ctx *x, enum kind k, uint64_t addr, int 
 }
 
 /*
- * Whether @e still describes the object at its address (one or two
- * reads); @deep: an iseq's label and path strings are read and compared
- * too (a GC since @e was last read may have freed them and put other
- * strings at their addresses).
+ * Whether @e still describes the object at its address: its header, and
+ * an iseq's label and path strings (a GC since @e was read may have freed
+ * them and put other strings at their addresses). 0, -ESTALE, or a read's
+ * error.
  */
-static int recheck(struct ctx *x, struct entry *e, bool deep)
+static int recheck(struct ctx *x, struct entry *e)
 {
 	uint64_t print[NPRINT] = { 0 };
 	uint8_t a[BODY_MAX], b[DEF_HDR];
@@ -141,7 +141,7 @@ static int recheck(struct ctx *x, struct entry *e, bool deep)
 		return err;
 	if (memcmp(print, e->print, sizeof(print)))
 		return -ESTALE;
-	if (!deep || e->ae.kind != K_ISEQ || !strcmp(e->name, RB_EVAL_UNNAMED))
+	if (e->ae.kind != K_ISEQ)
 		return 0;
 	if ((err = rb_iseq_strings(x, a, &label, &path)))
 		return err == -EINVAL ? -ESTALE : err;
@@ -181,80 +181,130 @@ static uint64_t mono_ns(void)
 }
 
 /*
- * Whether entry @e names the object the sample (taken at x->now) saw at
- * its address (bpf/unwind_ruby.h): the same content was read before and
- * after the sample (no object A -> B -> A with every field equal in
- * between), or the sample was quiet and a read after it ended in its GC
- * epoch (the object then lives until the next cycle sweeps). A read after
- * a sample taken while a GC was marking proves nothing: a frame that
- * returns before its iseq is marked lets the iseq be freed, and its
- * memory reused, in that cycle.
+ * Whether entry @e names the object the sample (taken at x->now, in GC
+ * epoch x->epoch) saw at its address (the GC facts: bpf/unwind_ruby.h):
+ *  - @e is sure from a time at or before the sample until cycle
+ *    sure_epoch + 1 sweeps: the sample is of epoch sure_epoch, or of the
+ *    next one while it marked;
+ *  - or reads in the sample's epoch found @e's content before and after
+ *    it: a slot is freed at most once in an epoch (a cycle sweeps each
+ *    page once, and what is allocated after is not freed by that sweep),
+ *    so the sample saw that content or an object read the same;
+ *  - or, for code that is not eval'd, reads in any epochs found @e's
+ *    content before and after it (an object A, then B, then A again with
+ *    the same header and strings at that address takes code compiled
+ *    anew and again at the same memory: eval'd code, which does).
  */
 static bool epoch_covers(const struct ctx *x, const struct entry *e)
 {
-	if (e->epoch_lo == NO_EPOCH)
+	if (!e->t_first)
 		return false;
-	if (e->t_lo <= x->now && x->now <= e->t_hi)
+	if (e->sure_epoch != NO_EPOCH && x->now >= e->sure_from &&
+	    (x->epoch == e->sure_epoch || (x->marking && x->epoch == e->sure_epoch + 1)))
 		return true;
-	return x->quiet && ((x->now <= e->t_lo && e->epoch_lo == x->epoch) ||
-			    (x->now <= e->t_hi && e->epoch_hi == x->epoch));
+	if (x->now > e->t_hi)
+		return false;
+	return (e->run_epoch != NO_EPOCH && e->run_epoch == x->epoch && e->t_lo <= x->now) ||
+	       (!e->eval && e->t_first <= x->now);
 }
 
+/* One read of an object: when it ran, in which GC epoch. */
+struct read_span {
+	uint64_t start, end;	/* CLOCK_MONOTONIC ns */
+	uint64_t epoch;		/* the GC count, the same before and after;
+				 * NO_EPOCH: a GC started during the read */
+};
+
 /*
- * Read (decode or re-check @e) between two reads of the GC count: the
- * count and the time taken before it in *@epoch and *@t; -EAGAIN when a
- * GC started during the read.
+ * Read (decode, or re-check @e in full) between two reads of the GC
+ * count, into @span. 0, or a negative errno (a decoding failure is the
+ * new entry's: failed).
  */
 static int read_in_epoch(struct ctx *x, enum kind k, uint64_t addr, struct entry **e,
-			 uint64_t *epoch, uint64_t *t)
+			 struct read_span *span)
 {
-	uint64_t after;
+	uint64_t before, after;
 	int ret = 0;
 
-	if ((ret = gc_count_now(x, true, epoch)))
+	if ((ret = gc_count_now(x, true, &before)))
 		return ret;
-	*t = mono_ns();
+	span->start = mono_ns();
 	if (*e)
-		ret = recheck(x, *e, *epoch != (*e)->epoch_hi);
+		ret = recheck(x, *e);
 	else if (!(*e = fresh_entry(x, k, addr, &ret)))
-		return ret;	/* (a decoding failure is the entry's: failed) */
+		return ret;
 	if (ret)
 		return ret;
+	span->end = mono_ns();
 	if ((ret = gc_count_now(x, true, &after)))
 		return ret;
-	return after == *epoch ? 0 : -EAGAIN;
+	span->epoch = after == before ? before : NO_EPOCH;
+	return 0;
 }
 
 /*
- * rb_obj_get() of an iseq or method entry under GC epochs (bpf/unwind_ruby.h):
+ * @e's content was found by the read @span (which started after the
+ * sample): a read before the sample is one that ended before it, after
+ * it one that started after it. Extends @e's reads, its run in one
+ * epoch, and if the sample was quiet and of the read's epoch, the object
+ * it saw is @e's until the next cycle sweeps.
+ */
+static void note_read(const struct ctx *x, struct entry *e, const struct read_span *span)
+{
+	if (!e->t_first)
+		e->t_first = span->end;
+	if (span->epoch == NO_EPOCH || e->run_epoch != span->epoch) {
+		e->run_epoch = span->epoch;
+		e->t_lo = span->end;
+	}
+	if (span->start > e->t_hi)
+		e->t_hi = span->start;
+	if (!x->quiet || span->epoch != x->epoch)
+		return;
+	if (e->sure_epoch != span->epoch || x->now < e->sure_from)
+		e->sure_from = x->now;
+	e->sure_epoch = span->epoch;
+}
+
+/*
+ * get() of an iseq or method entry under GC epochs (bpf/unwind_ruby.h):
  * the entry is given only when epoch_covers() the sample, after a read
- * now if one can tell; else -ESTALE (the object may have been freed and
- * its memory reused by another since the sample). A read during which a
- * GC started is not trusted (-EAGAIN, not cached).
+ * now if one can tell (the process is still in the sample's epoch, and
+ * the sample was quiet or @e was read before it in that epoch; or @e is
+ * not eval'd code and was read before the sample); else
+ * -ESTALE (the object may have been freed and its memory reused by
+ * another since the sample). A read during which a GC started is not
+ * trusted for its epoch. Eval'd code is decoded anew in each
+ * epoch (compiled anew on every call, it gets the same memory, pointers
+ * and all, for different code).
  */
 static struct entry *get_epoch(struct ctx *x, enum kind k, uint64_t addr,
 			       struct entry *e, int *err)
 {
 	struct rb_iseq_cache *c = x->c;
 	struct entry *fresh = NULL;
-	uint64_t epoch, t;
+	struct read_span span;
+	bool can_tell;
 	int ret;
 
 	if (e && epoch_covers(x, e))
 		goto hit;
-	if (e && (e->failed || e->epoch_lo == NO_EPOCH || (!x->quiet && x->now < e->t_lo))) {
-		if (e->failed || e->epoch_lo == NO_EPOCH)
-			goto replace;
+	if (e && (e->failed || !e->t_first))
+		goto replace;
+	can_tell = (x->epoch == x->epoch_now &&
+		    (x->quiet || (e && e->run_epoch != NO_EPOCH && e->run_epoch == x->epoch &&
+				  e->t_lo <= x->now))) ||
+		   (e && !e->eval && e->t_first <= x->now);
+	if (e && !can_tell) {
 		*err = -ESTALE;	/* nothing read now could tell what the sample saw */
 		return NULL;
 	}
-	if (e) {
-		ret = read_in_epoch(x, k, addr, &e, &epoch, &t);
+	if (e && !(e->eval && e->run_epoch != x->epoch)) {
+		ret = read_in_epoch(x, k, addr, &e, &span);
 		if (!ret) {
 			c->st.rechecks++;
-			e->t_hi = t;	/* unchanged since t_lo */
-			e->epoch_hi = epoch;
 			e->checked_ns = x->now;
+			note_read(x, e, &span);
 			if (epoch_covers(x, e))
 				goto hit;
 			*err = -ESTALE;
@@ -268,7 +318,7 @@ static struct entry *get_epoch(struct ctx *x, enum kind k, uint64_t addr,
 replace:
 	if (e)
 		addr_cache_remove(c->lru, &e->ae);
-	ret = read_in_epoch(x, k, addr, &fresh, &epoch, &t);
+	ret = read_in_epoch(x, k, addr, &fresh, &span);
 	if (ret) {
 		if (fresh)
 			entry_free(&fresh->ae);
@@ -276,8 +326,7 @@ replace:
 		return NULL;
 	}
 	e = fresh;
-	e->epoch_lo = e->epoch_hi = epoch;
-	e->t_lo = e->t_hi = t;
+	note_read(x, e, &span);
 	addr_cache_insert(c->lru, &e->ae, entry_bytes(e));
 	if (!epoch_covers(x, e)) {
 		*err = -ESTALE;		/* the sample's object is unknown */
@@ -322,7 +371,7 @@ struct entry *rb_obj_get(struct ctx *x, enum kind k, uint64_t addr, int *err)
 		return e;
 	}
 	if (e && !e->failed) {
-		ret = recheck(x, e, true);
+		ret = recheck(x, e);
 		if (!ret || ret == -ETIMEDOUT || ret == -EAGAIN) {
 			/* unchanged (or unreadable now: keep what was read) */
 			c->st.rechecks += !ret;
@@ -366,7 +415,9 @@ void rb_ctx_init(struct ctx *x, struct rb_iseq_cache *c, pid_t pid, uint64_t gen
 	};
 	if ((w1 & PROFD_RB_EPOCH) && addrs && addrs->gc_count &&
 	    !gc_count_now(x, false, &count)) {
+		x->epoch_now = count;
 		x->epoch = count - ((count - (w1 >> PROFD_RB_EPOCH_SHIFT)) & PROFD_RB_EPOCH_MASK);
 		x->quiet = w1 & PROFD_RB_GC_QUIET;
+		x->marking = w1 & PROFD_RB_GC_MARKING;
 	}
 }

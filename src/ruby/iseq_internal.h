@@ -32,11 +32,15 @@ enum kind {
 struct entry {
 	struct addr_entry ae;	/* first: key (pid, gen, kind, address), links */
 	uint64_t checked_ns;
-	/* ISEQ, ME with GC epochs: first read at t_lo (CLOCK_MONOTONIC,
-	 * taken before the read) in GC epoch epoch_lo, found unchanged by
-	 * the latest read at t_hi, in epoch epoch_hi; epoch_lo NO_EPOCH:
-	 * decoded without epochs */
-	uint64_t epoch_lo, t_lo, epoch_hi, t_hi;
+	/* ISEQ, ME with GC epochs: this content was found by reads from
+	 * t_first (the first one's end) to t_hi (the last one's start); the
+	 * latest run of them within one GC epoch, run_epoch, from t_lo (its
+	 * first's end). CLOCK_MONOTONIC ns; t_first 0: decoded without
+	 * epochs; run_epoch NO_EPOCH: the last read saw a GC start */
+	uint64_t t_first, run_epoch, t_lo, t_hi;
+	/* the object at its address is this entry's from sure_from until GC
+	 * cycle sure_epoch + 1 sweeps (NO_EPOCH: not known for any) */
+	uint64_t sure_epoch, sure_from;
 	int failed;		/* < 0: decoding failed (cached like a success) */
 	uint64_t print[NPRINT];	/* what it was decoded from */
 	char *name;		/* ISEQ: label; ME: cfunc: its full name, method:
@@ -51,6 +55,7 @@ struct entry {
 	uint64_t encoded;	/* ISEQ: iseq_encoded */
 	uint32_t iseq_size;	/* ISEQ: in VALUEs */
 	uint64_t iseq;		/* ME of a Ruby method: its iseq */
+	bool eval;		/* ISEQ: eval'd code, or a block in it (in_eval()) */
 	struct rv_lines lines;	/* ISEQ: its line table */
 };
 
@@ -72,7 +77,9 @@ struct ctx {
 	pid_t pid;
 	uint64_t gen, now;
 	uint64_t epoch;		/* the sample's GC count; NO_EPOCH: none */
-	bool quiet;		/* no GC was marking at the sample (PROFD_RB_GC_QUIET) */
+	uint64_t epoch_now;	/* the process's GC count when naming began */
+	bool quiet;		/* no GC marked or ran at the sample (PROFD_RB_GC_QUIET) */
+	bool marking;		/* a GC cycle was marking (PROFD_RB_GC_MARKING) */
 	const struct rb_offsets *off;
 	const struct rb_proc_addrs *addrs;	/* NULL: none (no ID table) */
 	struct rv_reader rv;
