@@ -61,28 +61,38 @@ def ruby_unwinder(profd_bin, ruby):
 
 # --- running a workload ---------------------------------------------------------
 
+def run_profd(profd_bin, pprof, tmp_path, argv, env=None, freq=FREQ, profd_args=(),
+               timeout=120):
+    """`profd exec --no-gpu -o DIR --sampling-frequency FREQ ... -- ARGV`.
+    Returns (samples of every profile as pprof_raw_samples() gives them,
+    profile comments)."""
+    out = tmp_path / "out"
+    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out),
+                        "--sampling-frequency", freq, *profd_args, "--", *argv],
+                       env=env, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr[-3000:]
+    samples, raw = [], ""
+    for p in sorted(out.glob("cpu-*.pb.gz")):
+        samples += pprof_raw_samples(pprof, str(p))
+        raw += comments(pprof, str(p))
+    return samples, raw
+
+
 def run_workload(profd_bin, pprof, tmp_path, script, *args, secs=4, profd_args=(),
                  timeout=120):
     """`profd exec --no-gpu -o DIR ... -- ruby SCRIPT ARGS` with the hot spots
     spinning @secs. Returns (reports by name: a list each, samples of every
     profile as pprof_raw_samples() gives them, profile comments)."""
-    out = tmp_path / "out"
     reports = tmp_path / "reports.jsonl"
     env = dict(os.environ, PROFD_RUBY_OUT=str(reports), PROFD_RUBY_SECS=str(secs))
-    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out),
-                        "--sampling-frequency", FREQ, *profd_args, "--",
-                        RUBY, "--disable-gems", os.path.join(RBDIR, script), *args],
-                       env=env, capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, r.stderr[-3000:]
+    samples, raw = run_profd(profd_bin, pprof, tmp_path,
+                             [RUBY, "--disable-gems", os.path.join(RBDIR, script), *args],
+                             env=env, profd_args=profd_args, timeout=timeout)
     by_name = {}
     if reports.exists():
         for line in reports.read_text().splitlines():
             rec = json.loads(line)
             by_name.setdefault(rec["name"], []).append(rec)
-    samples, raw = [], ""
-    for p in sorted(out.glob("cpu-*.pb.gz")):
-        samples += pprof_raw_samples(pprof, str(p))
-        raw += comments(pprof, str(p))
     return by_name, samples, raw
 
 
@@ -394,16 +404,9 @@ def test_reused_iseq_addresses_never_misnamed(profd_bin, pprof, ruby_unwinder, t
     GC every few ms, sooner than profd names a sample) most are unknown;
     with Ruby's own GCs most are named (a read after a sample taken outside
     GC marking, in its GC epoch, sees the sample's object)."""
-    out = tmp_path / "out"
-    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out),
-                        "--sampling-frequency", "199", "--",
-                        RUBY, "--disable-gems", os.path.join(RBDIR, "reuse.rb"), "4",
-                        force_gc],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
-    samples = []
-    for p in sorted(out.glob("cpu-*.pb.gz")):
-        samples += pprof_raw_samples(pprof, str(p))
+    samples, _ = run_profd(profd_bin, pprof, tmp_path,
+                           [RUBY, "--disable-gems", os.path.join(RBDIR, "reuse.rb"), "4",
+                            force_gc], freq="199")
     seen, named, wrong = 0, 0, []
     for s in samples:
         rf = ruby_frames(s)
@@ -492,13 +495,7 @@ def test_fake_ruby_process(profd_bin, pprof, ruby_unwinder, tmp_path):
     exe = tmp_path / "fake_ruby"
     subprocess.run([cc, "-O1", "-rdynamic", "-o", str(exe),
                     os.path.join(RBDIR, "fake_ruby.c")], check=True)
-    out = tmp_path / "out"
-    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out), "--sampling-frequency",
-                        FREQ, "--", str(exe), "3"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr[-2000:]
-    samples = []
-    for p in sorted(out.glob("cpu-*.pb.gz")):
-        samples += pprof_raw_samples(pprof, str(p))
+    samples, _ = run_profd(profd_bin, pprof, tmp_path, [str(exe), "3"], timeout=60)
     total = sum(s["value"] for s in samples)
     named = [describe(s) for s in samples
              if any(not (f["function"] or "").startswith("[ruby") for f in ruby_frames(s))]
@@ -514,16 +511,9 @@ def test_short_lived_code_is_named_from_its_first_sample(profd_bin, pprof, ruby_
     spin's samples name its own method and file; none another's."""
     gen = tmp_path / "gen"
     gen.mkdir()
-    out = tmp_path / "out"
-    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out),
-                        "--sampling-frequency", FREQ, "--",
-                        RUBY, "--disable-gems", os.path.join(RBDIR, "short_lived.rb"),
-                        str(gen), "60", "40"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
-    samples = []
-    for p in sorted(out.glob("cpu-*.pb.gz")):
-        samples += pprof_raw_samples(pprof, str(p))
+    samples, _ = run_profd(profd_bin, pprof, tmp_path,
+                           [RUBY, "--disable-gems", os.path.join(RBDIR, "short_lived.rb"),
+                            str(gen), "60", "40"])
     spins, named, wrong = 0, 0, []
     for s in samples:
         rf = ruby_frames(s)
