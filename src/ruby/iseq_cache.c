@@ -358,6 +358,10 @@ struct entry *rb_obj_get(struct ctx *x, enum kind k, uint64_t addr, int *err)
 	struct entry *e = (struct entry *)addr_cache_lookup(c->lru, x->pid, x->gen, k, addr);
 	int ret;
 
+	if (x->epoch_lost && (k == K_ISEQ || k == K_ME)) {
+		*err = -ESTALE;	/* which object the sample saw cannot be known */
+		return NULL;
+	}
 	if (x->epoch != NO_EPOCH && (k == K_ISEQ || k == K_ME))
 		return get_epoch(x, k, addr, e, err);
 	if (e && ((k == K_ID && !e->failed) ||
@@ -397,13 +401,15 @@ struct entry *rb_obj_get(struct ctx *x, enum kind k, uint64_t addr, int *err)
 
 /*
  * A naming call's context. @w1 is the frame's second word: the sample's
- * GC epoch (low 15 bits) when PROFD_RB_EPOCH is set, made whole from the
+ * GC epoch (low 14 bits) when PROFD_RB_EPOCH is set, made whole from the
  * process's count now (samples are seconds old at most, the count's low
- * bits wrap after 32768 GCs), and whether the sample was quiet.
+ * bits wrap after 16384 GCs), and whether a GC marked or ran then. A
+ * process with a GC count whose sample has no epoch, or whose count cannot
+ * be read now, has x->epoch_lost set: nothing can be named for it.
  */
 void rb_ctx_init(struct ctx *x, struct rb_iseq_cache *c, pid_t pid, uint64_t gen,
-		     const struct rb_offsets *off, const struct rb_proc_addrs *addrs,
-		     uint64_t w1, uint64_t now, size_t *budget)
+		 const struct rb_offsets *off, const struct rb_proc_addrs *addrs,
+		 uint64_t w1, uint64_t now, size_t *budget)
 {
 	uint64_t count;
 
@@ -413,11 +419,14 @@ void rb_ctx_init(struct ctx *x, struct rb_iseq_cache *c, pid_t pid, uint64_t gen
 		.rv = { .remote = c->remote, .pid = pid, .budget = budget,
 			.timeouts = &c->st.timeouts },
 	};
-	if ((w1 & PROFD_RB_EPOCH) && addrs && addrs->gc_count &&
-	    !gc_count_now(x, false, &count)) {
-		x->epoch_now = count;
-		x->epoch = count - ((count - (w1 >> PROFD_RB_EPOCH_SHIFT)) & PROFD_RB_EPOCH_MASK);
-		x->quiet = w1 & PROFD_RB_GC_QUIET;
-		x->marking = w1 & PROFD_RB_GC_MARKING;
+	if (!addrs || !addrs->gc_count)
+		return;		/* no GC epochs: names trusted for RB_ISEQ_RECHECK_NS */
+	if (!(w1 & PROFD_RB_EPOCH) || gc_count_now(x, false, &count)) {
+		x->epoch_lost = true;
+		return;
 	}
+	x->epoch_now = count;
+	x->epoch = count - ((count - (w1 >> PROFD_RB_EPOCH_SHIFT)) & PROFD_RB_EPOCH_MASK);
+	x->quiet = w1 & PROFD_RB_GC_QUIET;
+	x->marking = w1 & PROFD_RB_GC_MARKING;
 }

@@ -80,6 +80,7 @@ struct ctx {
 	uint64_t epoch_now;	/* the process's GC count when naming began */
 	bool quiet;		/* no GC marked or ran at the sample (PROFD_RB_GC_QUIET) */
 	bool marking;		/* a GC cycle was marking (PROFD_RB_GC_MARKING) */
+	bool epoch_lost;	/* the process has GC epochs, but not this sample */
 	const struct rb_offsets *off;
 	const struct rb_proc_addrs *addrs;	/* NULL: none (no ID table) */
 	struct rv_reader rv;
