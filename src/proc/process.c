@@ -214,6 +214,28 @@ void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len)
 	out[strcspn(out, "\n")] = '\0';
 }
 
+pid_t proc_parent_pid(pid_t pid)
+{
+	char path[64], buf[512], *close_paren;
+	ssize_t n;
+	int fd, ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+	close_paren = strrchr(buf, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
 static void load_object(struct process_table *pt, struct proc_snapshot *s,
 			int idx);
 

@@ -233,6 +233,12 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm);
 void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len);
 
 /*
+ * proc_parent_pid - the parent of process @pid (the ppid field of
+ * /proc/PID/stat, proc(5)), 0 if it is gone or unreadable.
+ */
+pid_t proc_parent_pid(pid_t pid);
+
+/*
  * process_exit - exit seen at @now_ns (CLOCK_MONOTONIC), the exit event
  * taken at @event_ns: the entry stays for the samples that follow the
  * exit event and those taken before it but read after, and is removed by

@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 #include "python/detect.h"
+#include "runtime/elf_detect.h"
 
 enum py_sym {
 	SYM_RUNTIME,
@@ -472,27 +473,13 @@ static int detect_elf(Elf *elf, struct py_binary *out)
  */
 int py_detect_fd(int fd, struct py_binary *out)
 {
-	unsigned char magic[SELFMAG];
-	struct stat st;
-	ssize_t n;
 	Elf *elf;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (fstat(fd, &st))
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return 0;
-	n = pread(fd, magic, sizeof(magic), 0);
-	if (n < 0)
-		return -errno;
-	if (n != (ssize_t)sizeof(magic) || memcmp(magic, ELFMAG, SELFMAG))
-		return 0;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOSYS;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf)
-		return -ENOEXEC;
+	ret = runtime_elf_begin(fd, &elf);
+	if (ret <= 0)
+		return ret;
 	ret = detect_elf(elf, out);
 	elf_end(elf);
 	return ret;

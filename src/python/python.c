@@ -4,9 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <pthread.h>
-#include <libelf.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,28 +15,23 @@
 #include "bpf/profd.h"
 #include "bpf/unwind_python.h"
 #include "counters/counters.h"
+#include "proc/process.h"
 #include "python/code.h"
 #include "python/detect.h"
 #include "python/linetable.h"
 #include "python/offsets.h"
 #include "python/python.h"
+#include "runtime/file_cache.h"
 
-#define DETECT_CACHE_MAX	16384
-#define MAX_LOADS		16
 #define CODE_CACHE_ENTRIES	65536
 #define PYTHON_BUDGET		(64u << 20)	/* when python_new() is given none */
 /* exited interpreters whose code objects wait to be dropped (beyond: LRU) */
 #define DEAD_GENS_MAX		1024
 
-/* One file, by (device, inode): is it an interpreter, and its PT_LOADs. */
+/* One file, by (device, inode): is it an interpreter. */
 struct detected {
-	uint32_t dev_major, dev_minor;
-	uint64_t inode;
-	int result;			/* py_detect_fd(): 1 = interpreter */
+	struct rt_file f;		/* first: the cache's (result: py_detect_fd()) */
 	struct py_binary bin;
-	uint32_t nloads;
-	struct { uint64_t offset, vaddr, filesz; } loads[MAX_LOADS];
-	struct detected *next;
 };
 
 /* One CPython process. */
@@ -62,8 +55,7 @@ struct pyproc {
 struct python {
 	int procs_fd;
 	int verbose;
-	struct detected *det[1024];	/* the object loader's (python_maps_read) */
-	uint32_t ndet;
+	struct rt_file_cache det;	/* the object loader's (python_maps_read) */
 	pthread_mutex_t procs_lock;	/* procs, next_gen and runtime_procs entries */
 	struct pyproc *procs[1024];
 	uint64_t next_gen;
@@ -123,6 +115,12 @@ static const struct rt_frames_kind py_frame_kind = {
 	.full = &counter_python_frames_full,
 };
 
+/* rt_detect_fn of CPython. */
+static int detect_fd(int fd, struct rt_file *f)
+{
+	return py_detect_fd(fd, &((struct detected *)f)->bin);
+}
+
 struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 {
 	struct python *py = calloc(1, sizeof(*py));
@@ -130,9 +128,9 @@ struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 	if (!py)
 		return NULL;
 	pthread_mutex_init(&py->procs_lock, NULL);
-	elf_version(EV_CURRENT);
 	py->procs_fd = procs_fd;
 	py->verbose = verbose;
+	rt_file_cache_init(&py->det, sizeof(struct detected), detect_fd);
 	if (!budget)
 		budget = PYTHON_BUDGET;
 	py->codes = py_code_cache_new(CODE_CACHE_ENTRIES, budget / 2);
@@ -143,25 +141,11 @@ struct python *python_new(int procs_fd, uint64_t budget, int verbose)
 	return py;
 }
 
-static void det_clear(struct python *py)
-{
-	for (size_t b = 0; b < sizeof(py->det) / sizeof(py->det[0]); b++) {
-		struct detected *d = py->det[b], *next;
-
-		for (; d; d = next) {
-			next = d->next;
-			free(d);
-		}
-		py->det[b] = NULL;
-	}
-	py->ndet = 0;
-}
-
 void python_free(struct python *py)
 {
 	if (!py)
 		return;
-	det_clear(py);
+	rt_file_cache_clear(&py->det);
 	for (size_t b = 0; b < sizeof(py->procs) / sizeof(py->procs[0]); b++) {
 		struct pyproc *p = py->procs[b], *next;
 
@@ -176,73 +160,6 @@ void python_free(struct python *py)
 	free(py);
 }
 
-static size_t det_bucket(uint32_t maj, uint32_t min, uint64_t ino)
-{
-	uint64_t h = (ino * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)maj << 20 | min);
-
-	return (h ^ (h >> 29)) & 1023;
-}
-
-static void read_loads(int fd, struct detected *d)
-{
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	size_t n = 0;
-
-	if (!e)
-		return;
-	if (elf_kind(e) == ELF_K_ELF && !elf_getphdrnum(e, &n)) {
-		for (size_t i = 0; i < n && d->nloads < MAX_LOADS; i++) {
-			GElf_Phdr ph;
-
-			if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD)
-				continue;
-			d->loads[d->nloads].offset = ph.p_offset;
-			d->loads[d->nloads].vaddr = ph.p_vaddr;
-			d->loads[d->nloads].filesz = ph.p_filesz;
-			d->nloads++;
-		}
-	}
-	elf_end(e);
-}
-
-/* The detection result of @m's file, computed on first sight. */
-static struct detected *detect(struct python *py, pid_t pid,
-			       const struct proc_mapping *m)
-{
-	size_t b = det_bucket(m->dev_major, m->dev_minor, m->inode);
-	struct detected *d;
-	char path[128];
-	int fd;
-
-	for (d = py->det[b]; d; d = d->next)
-		if (d->inode == m->inode && d->dev_major == m->dev_major &&
-		    d->dev_minor == m->dev_minor)
-			return d;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;	/* gone, or no access: try again next read */
-	if (py->ndet >= DETECT_CACHE_MAX)
-		det_clear(py);
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		close(fd);
-		return NULL;
-	}
-	d->dev_major = m->dev_major;
-	d->dev_minor = m->dev_minor;
-	d->inode = m->inode;
-	d->result = py_detect_fd(fd, &d->bin);
-	if (d->result == 1 || d->result == -ENOTSUP)
-		read_loads(fd, d);
-	close(fd);
-	d->next = py->det[b];
-	py->det[b] = d;
-	py->ndet++;
-	return d;
-}
-
 static struct pyproc **proc_slot(struct python *py, pid_t pid)
 {
 	struct pyproc **pp = &py->procs[(uint32_t)pid & 1023];
@@ -250,21 +167,6 @@ static struct pyproc **proc_slot(struct python *py, pid_t pid)
 	while (*pp && (*pp)->pid != pid)
 		pp = &(*pp)->next;
 	return pp;
-}
-
-/* The load bias of the file mapped by @m (offset -> vaddr via PT_LOAD). */
-static bool load_bias(const struct detected *d, const struct proc_mapping *m,
-		      uint64_t *bias)
-{
-	for (uint32_t i = 0; i < d->nloads; i++) {
-		if (m->offset >= d->loads[i].offset &&
-		    m->offset < d->loads[i].offset + d->loads[i].filesz) {
-			*bias = m->start - (d->loads[i].vaddr +
-					    (m->offset - d->loads[i].offset));
-			return true;
-		}
-	}
-	return false;
 }
 
 /*
@@ -300,29 +202,6 @@ static void proc_remove(struct python *py, pid_t pid)
 		bpf_map_delete_elem(py->procs_fd, &key);
 	free(p);
 	STAT_ADD(py, processes, -1);
-}
-
-/* The parent process, from /proc/PID/stat (0 if unreadable). */
-static pid_t parent_pid(pid_t pid)
-{
-	char path[64], buf[512], *close_paren;
-	ssize_t n;
-	int fd, ppid = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
-	close_paren = strrchr(buf, ')');
-	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return ppid;
 }
 
 static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps,
@@ -389,18 +268,8 @@ static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 	bool same;
 
 	/* detection: files read, no lock (the cache is this thread's) */
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct proc_mapping *m = &maps->v[i];
-
-		if (!m->inode || m->special || !m->executable)
-			continue;
-		d = detect(py, pid, m);
-		if (d && (d->result == 1 || d->result == -ENOTSUP)) {
-			found = m;
-			break;
-		}
-	}
-	if (!found || !load_bias(d, found, &bias)) {
+	d = (struct detected *)rt_file_find(&py->det, pid, maps, &found, &bias);
+	if (!d) {
 		pthread_mutex_lock(&py->procs_lock);
 		proc_remove(py, pid);
 		pthread_mutex_unlock(&py->procs_lock);
@@ -418,8 +287,8 @@ static void maps_read(struct python *py, pid_t pid, const struct proc_maps *maps
 		return;
 	}
 	pthread_mutex_unlock(&py->procs_lock);
-	if (det.result == 1 && py_offsets_find(det.bin.major, det.bin.minor)) {
-		ppid = parent_pid(pid);
+	if (det.f.result == 1 && py_offsets_find(det.bin.major, det.bin.minor)) {
+		ppid = proc_parent_pid(pid);
 		if (!is_parent)
 			look_at_parent(py, ppid);
 	}
@@ -466,7 +335,7 @@ static void update_proc(struct python *py, pid_t pid,
 		STAT_ADD(py, processes, 1);
 	}
 	had_entry = p->off != NULL;	/* runtime_procs has an entry of ours */
-	p->off = d->result == 1 ? py_offsets_find(d->bin.major, d->bin.minor) : NULL;
+	p->off = d->f.result == 1 ? py_offsets_find(d->bin.major, d->bin.minor) : NULL;
 	p->bias = bias;
 	p->dev_major = found->dev_major;
 	p->dev_minor = found->dev_minor;

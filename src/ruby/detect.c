@@ -40,6 +40,7 @@
 #include "ruby/detect.h"
 #include "ruby/iseq.h"
 #include "ruby/symbols.h"
+#include "runtime/elf_detect.h"
 
 enum rb_sym {
 	SYM_VM_PTR,
@@ -337,27 +338,13 @@ static int detect_elf(Elf *elf, struct rb_binary *out)
 
 int rb_detect_fd(int fd, struct rb_binary *out)
 {
-	unsigned char magic[SELFMAG];
-	struct stat st;
-	ssize_t n;
 	Elf *elf;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (fstat(fd, &st))
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return 0;
-	n = pread(fd, magic, sizeof(magic), 0);
-	if (n < 0)
-		return -errno;
-	if (n != (ssize_t)sizeof(magic) || memcmp(magic, ELFMAG, SELFMAG))
-		return 0;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOSYS;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf)
-		return -ENOEXEC;
+	ret = runtime_elf_begin(fd, &elf);
+	if (ret <= 0)
+		return ret;
 	ret = detect_elf(elf, out);
 	elf_end(elf);
 	return ret;
@@ -400,27 +387,6 @@ static bool thread_of(pid_t pid, int tid)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, tid);
 	return access(path, F_OK) == 0;
-}
-
-pid_t rb_parent_pid(pid_t pid)
-{
-	char path[64], buf[512], *paren;
-	int fd, ppid = 0;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	paren = strrchr(buf, ')');	/* comm may hold ')' */
-	if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return ppid;
 }
 
 /*

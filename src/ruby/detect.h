@@ -82,7 +82,5 @@ bool rb_offsets_walkable(const struct rb_offsets *off);
 int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_offsets *off,
 		    uint64_t vm_ptr_addr, uint64_t *vm, bool *stale_main_tid);
 
-/* rb_parent_pid - the parent of process @pid (/proc/PID/stat), 0 if unknown. */
-pid_t rb_parent_pid(pid_t pid);
 
 #endif /* PROFD_RUBY_DETECT_H */

@@ -23,8 +23,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,11 +34,11 @@
 #include "bpf/profd.h"
 #include "bpf/unwind_ruby.h"
 #include "counters/counters.h"
+#include "proc/process.h"
 #include "proc/remote.h"
 #include "ruby/detect.h"
 #include "ruby/ruby_internal.h"
 
-#define DETECT_CACHE_MAX	16384
 #define RUBY_BUDGET		(64u << 20)	/* when ruby_new() is given none */
 /* PENDING processes are tried every RB_RETRY_NS for RB_RETRY_FAST_NS,
  * then every RB_RETRY_SLOW_NS */
@@ -84,6 +82,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* rt_detect_fn of CRuby. */
+static int detect_fd(int fd, struct rt_file *f)
+{
+	return rb_detect_fd(fd, &((struct rb_detected *)f)->bin);
+}
+
 struct ruby *ruby_new(int procs_fd, uint64_t budget, int verbose)
 {
 	struct ruby *rb = calloc(1, sizeof(*rb));
@@ -92,9 +96,9 @@ struct ruby *ruby_new(int procs_fd, uint64_t budget, int verbose)
 		return NULL;
 	pthread_mutex_init(&rb->lock, NULL);
 	pthread_cond_init(&rb->retry_cond, NULL);
-	elf_version(EV_CURRENT);
 	rb->procs_fd = procs_fd;
 	rb->verbose = verbose;
+	rt_file_cache_init(&rb->det, sizeof(struct rb_detected), detect_fd);
 	if (!budget)
 		budget = RUBY_BUDGET;
 	rb->loader_reader = remote_reader_new();
@@ -117,20 +121,6 @@ fail:
 	return NULL;
 }
 
-static void det_clear(struct ruby *rb)
-{
-	for (size_t b = 0; b < RB_BUCKETS; b++) {
-		struct rb_detected *d = rb->det[b], *next;
-
-		for (; d; d = next) {
-			next = d->next;
-			free(d);
-		}
-		rb->det[b] = NULL;
-	}
-	rb->ndet = 0;
-}
-
 void ruby_free(struct ruby *rb)
 {
 	if (!rb)
@@ -142,7 +132,7 @@ void ruby_free(struct ruby *rb)
 		pthread_mutex_unlock(&rb->lock);
 		pthread_join(rb->retry_thread, NULL);
 	}
-	det_clear(rb);
+	rt_file_cache_clear(&rb->det);
 	for (size_t b = 0; b < RB_BUCKETS; b++) {
 		struct rbproc *p = rb->procs[b], *next;
 
@@ -159,86 +149,6 @@ void ruby_free(struct ruby *rb)
 	rt_frame_gens_fini(&rb->frames);
 	pthread_mutex_destroy(&rb->lock);
 	free(rb);
-}
-
-static size_t det_bucket(uint32_t maj, uint32_t min, uint64_t ino)
-{
-	uint64_t h = (ino * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)maj << 20 | min);
-
-	return (h ^ (h >> 29)) & (RB_BUCKETS - 1);
-}
-
-static void read_loads(int fd, struct rb_detected *d)
-{
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	size_t n = 0;
-
-	if (!e)
-		return;
-	if (elf_kind(e) == ELF_K_ELF && !elf_getphdrnum(e, &n)) {
-		for (size_t i = 0; i < n && d->nloads < RB_MAX_LOADS; i++) {
-			GElf_Phdr ph;
-
-			if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD)
-				continue;
-			d->loads[d->nloads].offset = ph.p_offset;
-			d->loads[d->nloads].vaddr = ph.p_vaddr;
-			d->loads[d->nloads].filesz = ph.p_filesz;
-			d->nloads++;
-		}
-	}
-	elf_end(e);
-}
-
-/* The detection result of @m's file, computed on first sight (no lock: the loader's). */
-static struct rb_detected *detect(struct ruby *rb, pid_t pid, const struct proc_mapping *m)
-{
-	size_t b = det_bucket(m->dev_major, m->dev_minor, m->inode);
-	struct rb_detected *d;
-	char path[128];
-	int fd;
-
-	for (d = rb->det[b]; d; d = d->next)
-		if (d->inode == m->inode && d->dev_major == m->dev_major &&
-		    d->dev_minor == m->dev_minor)
-			return d;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;	/* gone, or no access: try again next read */
-	if (rb->ndet >= DETECT_CACHE_MAX)
-		det_clear(rb);
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		close(fd);
-		return NULL;
-	}
-	d->dev_major = m->dev_major;
-	d->dev_minor = m->dev_minor;
-	d->inode = m->inode;
-	d->result = rb_detect_fd(fd, &d->bin);
-	if (d->result == 1 || d->result == -ENOTSUP)
-		read_loads(fd, d);
-	close(fd);
-	d->next = rb->det[b];
-	rb->det[b] = d;
-	rb->ndet++;
-	return d;
-}
-
-/* The load bias of the file mapped by @m (offset -> vaddr via PT_LOAD). */
-static bool load_bias(const struct rb_detected *d, const struct proc_mapping *m,
-		      uint64_t *bias)
-{
-	for (uint32_t i = 0; i < d->nloads; i++) {
-		if (m->offset >= d->loads[i].offset &&
-		    m->offset < d->loads[i].offset + d->loads[i].filesz) {
-			*bias = m->start - (d->loads[i].vaddr + (m->offset - d->loads[i].offset));
-			return true;
-		}
-	}
-	return false;
 }
 
 struct rbproc **rb_proc_slot(struct ruby *rb, pid_t pid)
@@ -398,7 +308,7 @@ static void try_attach(struct ruby *rb, struct remote_reader *reader, pid_t pid)
 	bias = p->bias;
 	pthread_mutex_unlock(&rb->lock);
 	err = rb_attach_check(reader, pid, off, addr, &vm, &stale);
-	ppid = err ? 0 : rb_parent_pid(pid);
+	ppid = err ? 0 : proc_parent_pid(pid);
 	gc = err ? 0 : gc_objspace(reader, pid, &bin, bias, addr, vm);
 	pthread_mutex_lock(&rb->lock);
 	p = *rb_proc_slot(rb, pid);
@@ -451,7 +361,7 @@ static bool recheck(struct ruby *rb, pid_t pid)
 static void proc_init(struct ruby *rb, struct rbproc *p, const struct rb_detected *d,
 		      const struct proc_mapping *m, uint64_t bias)
 {
-	const struct rb_offsets *off = d->result == 1 ?
+	const struct rb_offsets *off = d->f.result == 1 ?
 		rb_offsets_find(d->bin.major, d->bin.minor, d->bin.teeny) : NULL;
 
 	detach(rb, p);
@@ -490,19 +400,9 @@ void ruby_maps_read(struct ruby *rb, pid_t pid, const struct proc_maps *maps)
 	bool attach;
 
 	/* detection: files read, no lock (the cache is this thread's) */
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct proc_mapping *m = &maps->v[i];
-
-		if (!m->inode || m->special || !m->executable)
-			continue;
-		d = detect(rb, pid, m);
-		if (d && (d->result == 1 || d->result == -ENOTSUP)) {
-			found = m;
-			break;
-		}
-	}
+	d = (struct rb_detected *)rt_file_find(&rb->det, pid, maps, &found, &bias);
 	pthread_mutex_lock(&rb->lock);
-	if (!found || !load_bias(d, found, &bias)) {
+	if (!d) {
 		proc_remove(rb, pid);
 		pthread_mutex_unlock(&rb->lock);
 		return;

@@ -15,9 +15,9 @@
 #include "ruby/detect.h"
 #include "ruby/iseq.h"
 #include "ruby/ruby.h"
+#include "runtime/file_cache.h"
 
 #define RB_BUCKETS		1024
-#define RB_MAX_LOADS		16
 #define RB_DEAD_GENS_MAX	1024	/* exited generations awaiting rb_iseq_forget() */
 #define RB_RETRY_MAX		64	/* PENDING processes tried per round */
 
@@ -37,13 +37,8 @@ enum rb_fixed_frame {
 
 /* One file, by (device, inode): is it an interpreter, and its PT_LOADs. */
 struct rb_detected {
-	uint32_t dev_major, dev_minor;
-	uint64_t inode;
-	int result;			/* rb_detect_fd() */
+	struct rt_file f;		/* first: the cache's (result: rb_detect_fd()) */
 	struct rb_binary bin;
-	uint32_t nloads;
-	struct { uint64_t offset, vaddr, filesz; } loads[RB_MAX_LOADS];
-	struct rb_detected *next;
 };
 
 enum rbproc_state {
@@ -80,8 +75,7 @@ struct rbproc {
 struct ruby {
 	int procs_fd;
 	int verbose;
-	struct rb_detected *det[RB_BUCKETS];	/* the object loader's */
-	uint32_t ndet;
+	struct rt_file_cache det;	/* the object loader's */
 	pthread_mutex_t lock;		/* procs, idents, gens, dead_gens, entries */
 	struct rbproc *procs[RB_BUCKETS];
 	uint64_t next_gen, next_ident;
