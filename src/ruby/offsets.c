@@ -149,7 +149,8 @@ bool rb_offsets_bpf_state(const struct rb_offsets *off, uint64_t vm_ptr_addr,
 		return false;
 	*out = (struct profd_ruby_proc){
 		.vm_ptr_addr = vm_ptr_addr,
-		.vm_main_ractor = off->vm_main_ractor,
+		.vm_ractor_set = off->vm_ractor_set,
+		.ractor_vmlr_node = off->ractor_vmlr_node,
 		.ractor_threads = off->ractor_threads,
 		.thread_lt_node = off->thread_lt_node,
 		.thread_ec = off->thread_ec,
