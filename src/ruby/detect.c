@@ -455,7 +455,9 @@ static int on_thread_list(struct remote_reader *r, pid_t pid, const struct rb_of
  * CRuby keeps it (the main ractor is inserted first and never leaves):
  * head.next is the main ractor's vmlr_node and that node's prev is the
  * head? Only these two links are read: the rest of the list changes
- * while ractors start and end. 0, -EPROTO, or a read error.
+ * while ractors start and end. 0, -EAGAIN (the list is empty: a forked
+ * child between emptying it and putting its main ractor back),
+ * -EPROTO, or a read error.
  */
 static int ractor_list_ok(struct remote_reader *r, pid_t pid, const struct rb_offsets *off,
 			  uint64_t vm)
@@ -466,6 +468,8 @@ static int ractor_list_ok(struct remote_reader *r, pid_t pid, const struct rb_of
 	if ((err = read_u64(r, pid, vm + off->vm_main_ractor, &ractor)) ||
 	    (err = read_u64(r, pid, head, &first)))
 		return err;
+	if (first == head)
+		return -EAGAIN;
 	if (!ractor || first != ractor + off->ractor_vmlr_node)
 		return -EPROTO;
 	if ((err = read_u64(r, pid, first + 8, &prev)))	/* vmlr_node.prev */
