@@ -12,9 +12,13 @@
  * Finding the thread: rb_thread_t.tid is the kernel's thread id (CRuby
  * sets it from gettid() in native_thread_init()), so the cached thread is
  * checked against the sampled task's tid on every sample (one read, which
- * also gives th->ec); on a mismatch the unwinder scans the main ractor's
- * thread list (vm->ractor.main_ractor->threads.set, a ccan list_head whose
- * nodes are rb_thread_t.lt_node, ended by the head's own address). A
+ * also gives th->ec); on a mismatch the unwinder scans the thread lists
+ * of the VM's ractors: vm->ractor.set is a ccan list_head of every ractor
+ * that runs or blocks (the main one first, then Ractor.new's in the order
+ * they started) linked by rb_ractor_t.vmlr_node, and each ractor's
+ * threads.set one of its threads linked by rb_thread_t.lt_node; a list
+ * ends at its head's own address. At most PROFD_RB_MAX_RACTORS ractors
+ * and PROFD_RB_MAX_THREAD_SCAN threads in all are looked at. A
  * thread that is not a Ruby thread (the timer thread, a thread of a C
  * library) is remembered for 100 ms so it is not scanned each sample.
  * In a forked child CRuby 3.1 leaves the main thread's tid its parent's:
@@ -97,35 +101,70 @@ static __always_inline int rb_read_thread(struct profd_unwind_state *st, __u64 t
 	return bpf_probe_read_user(st->rt_buf, PROFD_RB_THREAD_BUF, (void *)th);
 }
 
+/* rb_scan_ractor()'s result when the thread is not on the list. */
+#define RB_SCAN_MISS	(1ULL << 63)
+
 /*
- * rb_scan_threads - the rb_thread_t of the main ractor whose tid is
- * @tid (its fields left in st->rt_buf), or 0. A global function, so the
- * verifier checks the loop once.
+ * rb_scan_ractor - the rb_thread_t on the thread list at @head (a
+ * ractor's threads.set) whose tid is @tid (its fields left in
+ * st->rt_buf), looking at no more than @left threads; else RB_SCAN_MISS
+ * | the number looked at (@left when the list is unreadable or longer).
+ * A global function, so the verifier checks the loop once.
+ */
+__attribute__((noinline))
+__u64 rb_scan_ractor(struct profd_unwind_state *st, __u64 head, __u32 tid, __u32 left)
+{
+	__u64 node, th;
+
+	if (!st)
+		return RB_SCAN_MISS | left;
+	node = rb_read_ptr(head);	/* head.n.next */
+	for (__u32 i = 0; i < PROFD_RB_MAX_THREAD_SCAN; i++) {
+		if (node == head)
+			return RB_SCAN_MISS | i;
+		if (!node || i >= left)
+			break;
+		th = node - RB(st)->thread_lt_node;
+		if (rb_read_thread(st, th))
+			break;
+		if (rb_buf_u32(st, RB(st)->thread_tid) == tid)
+			return th;
+		node = rb_buf_u64(st, RB(st)->thread_lt_node);	/* lt_node.next */
+	}
+	return RB_SCAN_MISS | left;
+}
+
+/*
+ * rb_scan_threads - the rb_thread_t of any ractor of the VM whose tid is
+ * @tid (its fields left in st->rt_buf), or 0: the ractors of
+ * vm->ractor.set in turn, at most PROFD_RB_MAX_RACTORS of them and
+ * PROFD_RB_MAX_THREAD_SCAN threads in all. A global function.
  */
 __attribute__((noinline))
 __u64 rb_scan_threads(struct profd_unwind_state *st, __u32 tid)
 {
-	__u64 vm, ractor, head, node, th;
+	__u64 vm, rhead, rnode, ractor, res;
+	__u32 left = PROFD_RB_MAX_THREAD_SCAN, n;
 
 	if (!st)
 		return 0;
 	vm = rb_read_ptr(RB(st)->vm_ptr_addr);
 	if (!vm)
 		return 0;
-	ractor = rb_read_ptr(vm + RB(st)->vm_main_ractor);
-	if (!ractor)
-		return 0;
-	head = ractor + RB(st)->ractor_threads;
-	node = rb_read_ptr(head);	/* head.n.next */
-	for (int i = 0; i < PROFD_RB_MAX_THREAD_SCAN; i++) {
-		if (!node || node == head)
+	rhead = vm + RB(st)->vm_ractor_set;
+	rnode = rb_read_ptr(rhead);	/* ractor.set.n.next: the main ractor */
+	for (int i = 0; i < PROFD_RB_MAX_RACTORS; i++) {
+		if (!rnode || rnode == rhead || !left)
 			return 0;
-		th = node - RB(st)->thread_lt_node;
-		if (rb_read_thread(st, th))
+		ractor = rnode - RB(st)->ractor_vmlr_node;
+		res = rb_scan_ractor(st, ractor + RB(st)->ractor_threads, tid, left);
+		if (!(res & RB_SCAN_MISS))
+			return res;
+		n = (__u32)res;
+		if (n >= left)
 			return 0;
-		if (rb_buf_u32(st, RB(st)->thread_tid) == tid)
-			return th;
-		node = rb_buf_u64(st, RB(st)->thread_lt_node);	/* lt_node.next */
+		left -= n;
+		rnode = rb_read_ptr(rnode);	/* vmlr_node.next */
 	}
 	return 0;
 }

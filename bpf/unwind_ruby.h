@@ -11,8 +11,8 @@
  * whose state is a struct profd_ruby_proc.
  *
  * The unwinder finds the sampled thread's rb_thread_t (the thread whose
- * `tid` is the sampled task's pid, searched in the main ractor's thread
- * list and cached in `runtime_threads`), follows thread->ec (the running
+ * `tid` is the sampled task's pid, searched in the thread lists of the
+ * VM's ractors and cached in `runtime_threads`), follows thread->ec (the running
  * fiber's execution context) to ec->cfp, and walks the control frames
  * from cfp up to the end of the VM stack (vm_stack + vm_stack_size
  * VALUEs). It appends to the sample, after the user IPs,
@@ -60,8 +60,10 @@
 /* Self tail calls the Ruby walker may take. */
 #define PROFD_RB_MAX_TAIL_CALLS \
 	(PROFD_MAX_RUBY_FRAMES / PROFD_RB_FRAMES_PER_PROG - 1)
-/* Threads of the main ractor looked at when searching for a thread. */
+/* Threads looked at when searching for a thread (all ractors together). */
 #define PROFD_RB_MAX_THREAD_SCAN	256
+/* Ractors whose threads are searched (vm->ractor.set, the main one first). */
+#define PROFD_RB_MAX_RACTORS		16
 /* Bytes read of an rb_thread_t: its offsets must lie below this - 8. */
 #define PROFD_RB_THREAD_BUF		128
 
@@ -105,7 +107,7 @@
 /* The runtime_procs state of a CRuby process (src/ruby/offsets.h fills it). */
 struct profd_ruby_proc {
 	__u64 vm_ptr_addr;		/* runtime address of ruby_current_vm_ptr */
-	__u16 vm_main_ractor;		/* rb_vm_t.ractor.main_ractor */
+	__u16 vm_ractor_set;		/* rb_vm_t.ractor.set (list head) */
 	__u16 ractor_threads;		/* rb_ractor_t.threads.set (list head) */
 	__u16 thread_lt_node;		/* rb_thread_t.lt_node (list node) */
 	__u16 thread_ec;		/* rb_thread_t.ec; < PROFD_RB_THREAD_BUF - 8 */
@@ -125,6 +127,7 @@ struct profd_ruby_proc {
 	__u32 frame_flag_finish;	/* VM_FRAME_FLAG_FINISH */
 	__u16 vm_main_thread;		/* rb_vm_t.ractor.main_thread */
 	__u16 flags;			/* PROFD_RB_PROC_* */
+	__u16 ractor_vmlr_node;		/* rb_ractor_t.vmlr_node (list node) */
 	__u64 gc_count_addr;		/* runtime address of the GC count
 					 * (rb_objspace profile.count); 0: none */
 	__u64 gc_flags_addr;		/* runtime address of rb_objspace.flags;

@@ -39,6 +39,9 @@ int main(void)
 	       RUBY_VERSION_TEENY);
 	O("vm_main_ractor", rb_vm_t, ractor.main_ractor);
 	O("vm_main_thread", rb_vm_t, ractor.main_thread);
+	O("vm_ractor_set", rb_vm_t, ractor.set);
+	O("vm_ractor_cnt", rb_vm_t, ractor.cnt);
+	O("ractor_vmlr_node", rb_ractor_t, vmlr_node);
 	O("ractor_threads", rb_ractor_t, threads.set);
 	O("ractor_threads_cnt", rb_ractor_t, threads.cnt);
 	O("thread_lt_node", rb_thread_t, lt_node);

@@ -251,6 +251,16 @@ def test_oracle_reports_the_documented_chains(ruby, tmp_path):
             assert "i += 1" in f.read().splitlines()[leaf["line"] - 1], leaf
     tids = {one(got, n)["tid"] for n in ("chain", "dynamic", "required", "class_body")}
     assert len(tids) == 4, "each stacks.rb hot spot has a thread of its own"
+    rac = run_oracle(tmp_path, "ractors.rb")
+    assert chain(one(rac, "main")) == ["<main>", "Object#main_outer", "Object#main_inner"]
+    assert chain(one(rac, "ractor_a")) == ["block in <main>", "Alpha#run", "Alpha#step"]
+    assert chain(one(rac, "ractor_b")) == ["block in <main>", "Beta.run", "Beta.middle",
+                                           "Beta.leaf"]
+    assert len({one(rac, n)["tid"] for n in ("main", "ractor_a", "ractor_b")}) == 3
+    for name in ("ractor_a", "ractor_b"):
+        leaf = one(rac, name)["frames"][0]
+        with open(leaf["path"]) as f:
+            assert "i += 1" in f.read().splitlines()[leaf["line"] - 1], leaf
     fork = run_oracle(tmp_path, "lifecycle.rb", "fork")
     assert chain(one(fork, "parent")) == ["<main>", "Object#parent_work"]
     assert chain(one(fork, "child")) == ["<main>", "Kernel#fork", "block in <main>",
@@ -300,6 +310,19 @@ def test_methods_modules_singletons_dynamic(profd_bin, pprof, ruby_unwinder, tmp
     thread start stays below the Ruby frames."""
     reports, samples, _ = run_workload(profd_bin, pprof, tmp_path, "stacks.rb", secs=6)
     for name in ("chain", "dynamic", "required", "class_body"):
+        assert_hot(samples, one(reports, name),
+                   extra=lambda s: below_ruby(s, "start_thread"))
+
+
+def test_threads_of_every_ractor(profd_bin, pprof, ruby_unwinder, tmp_path):
+    """ractors.rb: the main thread and two Ractors' threads, each spinning
+    in its own chain: each thread's samples carry exactly its own Ruby
+    frames (the Ractors' threads are found on the VM's ractor list, not
+    the main ractor's thread list), thread start below a Ractor's."""
+    reports, samples, raw = run_workload(profd_bin, pprof, tmp_path, "ractors.rb", secs=5)
+    assert_hot(samples, one(reports, "main"),
+               extra=lambda s: below_ruby(s, "ruby_run_node"))
+    for name in ("ractor_a", "ractor_b"):
         assert_hot(samples, one(reports, name),
                    extra=lambda s: below_ruby(s, "start_thread"))
 

@@ -4,7 +4,9 @@ a) Live: tests/workloads/ruby/layout_probe.rb runs in Debian's ruby and
    reads its own interpreter's memory with Fiddle at our offsets (each
    read checked against /proc/self/maps: a wrong offset fails a check, it
    never crashes): the vm -> main ractor -> thread list against
-   Thread.list's native_thread_ids, thread -> ec -> cfp, every control
+   Thread.list's native_thread_ids, the vm's ractor list (main ractor
+   first, then a second Ractor the probe starts, its thread's tid),
+   thread -> ec -> cfp, every control
    frame's iseq label and path against caller_locations, the method entry
    of method frames, C frames, the first line against
    Method#source_location. Then every offset the probe uses is perturbed

@@ -416,6 +416,33 @@ static int on_thread_list(struct remote_reader *r, pid_t pid, const struct rb_of
 	return -EPROTO;
 }
 
+/*
+ * Does @vm's ractor list (vm->ractor.set) start with its main ractor, as
+ * CRuby keeps it (the main ractor is inserted first and never leaves):
+ * head.next is the main ractor's vmlr_node and that node's prev is the
+ * head? Only these two links are read: the rest of the list changes
+ * while ractors start and end. 0, -EAGAIN (the list is empty: a forked
+ * child between emptying it and putting its main ractor back),
+ * -EPROTO, or a read error.
+ */
+static int ractor_list_ok(struct remote_reader *r, pid_t pid, const struct rb_offsets *off,
+			  uint64_t vm)
+{
+	uint64_t ractor, head = vm + off->vm_ractor_set, first, prev;
+	int err;
+
+	if ((err = read_u64(r, pid, vm + off->vm_main_ractor, &ractor)) ||
+	    (err = read_u64(r, pid, head, &first)))
+		return err;
+	if (first == head)
+		return -EAGAIN;
+	if (!ractor || first != ractor + off->ractor_vmlr_node)
+		return -EPROTO;
+	if ((err = read_u64(r, pid, first + 8, &prev)))	/* vmlr_node.prev */
+		return err;
+	return prev == head ? 0 : -EPROTO;
+}
+
 int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_offsets *off,
 		    uint64_t vm_ptr_addr, uint64_t *vm_out, bool *stale_main_tid)
 {
@@ -439,7 +466,8 @@ int rb_attach_check(struct remote_reader *reader, pid_t pid, const struct rb_off
 		return -EPROTO;
 	if (!ec || !tid)
 		return -EAGAIN;
-	if ((err = on_thread_list(reader, pid, off, vm, th)))
+	if ((err = on_thread_list(reader, pid, off, vm, th)) ||
+	    (err = ractor_list_ok(reader, pid, off, vm)))
 		return err;
 	/*
 	 * A forked child's main thread keeps the tid of the thread that

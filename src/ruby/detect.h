@@ -71,7 +71,9 @@ bool rb_offsets_walkable(const struct rb_offsets *off);
  * ruby_current_vm_ptr is at runtime address @vm_ptr_addr, through
  * @reader: *ruby_current_vm_ptr non-NULL, vm->ractor.main_thread's vm is
  * vm, it is on the main ractor's thread list, its tid is a thread of
- * @pid, its ec's thread_ptr is it and the ec's cfp lies in its VM stack.
+ * @pid, its ec's thread_ptr is it and the ec's cfp lies in its VM stack;
+ * vm->ractor.set (the ractors whose threads the BPF walker searches)
+ * starts with the main ractor.
  * A main thread whose tid is no thread of @pid is accepted when it is the
  * only thread on the list and @pid's leader forked from a ruby (a forked
  * child: CRuby 3.1 keeps the parent's tid), with *@stale_main_tid set.

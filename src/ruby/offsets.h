@@ -27,7 +27,11 @@ struct rb_offsets {
 	/* rb_vm_t */
 	uint16_t vm_main_ractor;	/* ractor.main_ractor */
 	uint16_t vm_main_thread;	/* ractor.main_thread */
+	uint16_t vm_ractor_set;		/* ractor.set: list_head of every ractor
+					 * running or blocking, the main one first */
+	uint16_t vm_ractor_cnt;		/* ractor.cnt (unsigned int) */
 	/* rb_ractor_t */
+	uint16_t ractor_vmlr_node;	/* vmlr_node: list_node {next, prev} */
 	uint16_t ractor_threads;	/* threads.set: list_head {next, prev} */
 	uint16_t ractor_threads_cnt;	/* threads.cnt (unsigned int) */
 	/* rb_thread_t */

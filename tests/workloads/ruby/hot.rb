@@ -61,7 +61,10 @@ module Hot
     File.readlink("/proc/thread-self").split("/").last.to_i
   end
 
-  def self.report(name, locs, owners = {})
+  # @locs: Thread::Backtrace::Locations, or objects that answer the same
+  # (a Ractor sends its own as plain data: ractors.rb); @tid: the thread
+  # that spins, when it is not the caller's.
+  def self.report(name, locs, owners = {}, tid = self.tid)
     line = spin_line(locs[0].absolute_path || locs[0].path, locs[0].lineno)
     frames = locs.each_with_index.map do |l, i|
       { "label" => l.label, "path" => l.absolute_path || l.path,

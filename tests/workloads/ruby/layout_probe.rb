@@ -7,7 +7,8 @@
 # those offsets (every read checked against /proc/self/maps first, so a
 # wrong offset is a failed check, never a crash) and compares what it finds
 # with what Ruby itself reports: the thread list and native thread ids,
-# the execution context, every control frame's iseq label, path and first
+# the VM's ractor list (a second Ractor is started for it, its thread's
+# id sent back), the execution context, every control frame's iseq label, path and first
 # line against caller_locations and Method#source_location, the method
 # entry of method frames, and C frames. Prints one JSON object:
 # {"ok": bool, "checks": n, "failed": [descriptions]}.
@@ -18,6 +19,11 @@ OFF = JSON.parse(File.read(ARGV[0]))
 
 class Mem
   def initialize
+    refresh
+  end
+
+  # Read the mappings again (the heap grows: a Ractor's start adds pages).
+  def refresh
     @ranges = File.readlines('/proc/self/maps').filter_map do |l|
       a, perms = l.split(' ', 3)
       next unless perms.start_with?('r')
@@ -144,6 +150,20 @@ class Probe
     @threads.each(&:join)
   end
 
+  # A second Ractor, waiting; its thread's native id in $ractor_tid.
+  def start_ractor
+    @ractor = Ractor.new do
+      Ractor.yield Thread.current.native_thread_id
+      Ractor.receive
+    end
+    $ractor_tid = @ractor.take
+  end
+
+  def stop_ractor
+    @ractor.send(1)
+    @ractor.take
+  end
+
   def leaf_method
     'abc' =~ /b/ # $~ makes this frame's ep hold an svar, not the method entry
     locs = caller_locations(0)
@@ -172,8 +192,23 @@ def cfunc_name(me)
   str && rstring(str)
 end
 
+# The tids of rb_ractor_t @ractor's threads (its threads.set list).
+def ractor_tids(ractor)
+  head = ractor && ractor + OFF['ractor_threads']
+  tids = []
+  node = head && M.u64(head)
+  64.times do
+    break if node.nil? || node == head
+    th = node - OFF['thread_lt_node']
+    tids << M.i32(th + OFF['thread_tid'])
+    node = M.u64(node)
+  end
+  tids
+end
+
 def walk(locs)
   o = OFF
+  M.refresh
   handle = Fiddle.dlopen(nil)
   vm_ptr_addr = handle['ruby_current_vm_ptr']
   vm = M.u64(vm_ptr_addr)
@@ -186,18 +221,27 @@ def walk(locs)
         M.i32(main_th + o['thread_tid']) == Thread.main.native_thread_id)
 
   # the main ractor's thread list
-  head = ractor && ractor + o['ractor_threads']
-  tids = []
-  node = head && M.u64(head)
-  64.times do
-    break if node.nil? || node == head
-    th = node - o['thread_lt_node']
-    tids << M.i32(th + o['thread_tid'])
-    node = M.u64(node)
-  end
+  tids = ractor_tids(ractor)
   check('main ractor threads are Thread.list (tids)',
         tids.sort == Thread.list.map(&:native_thread_id).sort)
   check('threads.cnt', ractor && M.u32(ractor + o['ractor_threads_cnt']) == Thread.list.size)
+
+  # every ractor: vm.ractor.set, the main one first, then start_ractor's
+  rhead = vm + o['vm_ractor_set']
+  ractors = []
+  rnode = M.u64(rhead)
+  16.times do
+    break if rnode.nil? || rnode == rhead
+    ractors << rnode - o['ractor_vmlr_node']
+    rnode = M.u64(rnode)
+  end
+  check('vm.ractor.set ends at its head', rnode == rhead)
+  check('vm.ractor.set starts with the main ractor',
+        ractors.first == ractor && M.u64(ractor + o['ractor_vmlr_node'] + 8) == rhead)
+  check("vm.ractor.cnt is the set's size (2)",
+        ractors.size == 2 && M.u32(vm + o['vm_ractor_cnt']) == ractors.size)
+  check("the second ractor's thread is its Ractor's (tid)",
+        ractors[1] && ractor_tids(ractors[1]) == [$ractor_tid])
 
   ec = M.u64(main_th + o['thread_ec'])
   check('ec.thread_ptr is the thread', ec && M.u64(ec + o['ec_thread_ptr']) == main_th) or return
@@ -275,11 +319,13 @@ end
 
 p = Probe.new
 p.spin_threads
+p.start_ractor
 begin
   p.middle_frame
 rescue StandardError => e
   check("probe raised #{e.class}: #{e.message}", false)
 end
 p.stop_threads
+p.stop_ractor
 check('ruby_version', RUBY_VERSION.split('.').first(2).map(&:to_i) == [OFF['major'], OFF['minor']])
 puts JSON.generate(ok: $failed.empty?, checks: $checks, failed: $failed)
