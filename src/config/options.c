@@ -50,7 +50,8 @@ static const struct option_def table[] = {
 	{ "include-idle", OPT_INCLUDE_IDLE, NULL, OPTION_FLAG, true, 1,
 	  "Keep samples of the idle task (pid 0)" },
 	{ "max-stack-depth", OPT_MAX_DEPTH, "FRAMES", OPTION_VALUE, true, 2,
-	  "User frames per stack, 1-512 (default 256); deeper stacks end in [truncated]" },
+	  "Native user frames per stack, 1-512 (default 256); deeper stacks end in "
+	  "[truncated] (Python and Ruby frames have their own limit, 128)" },
 	{ "probabilistic-interval", OPT_PROB_INTERVAL, "DURATION", OPTION_VALUE, true, 3,
 	  "How often to decide whether to profile, 1s-1d (default 1m)" },
 	{ "probabilistic-threshold", OPT_PROB_THRESHOLD, "0-100", OPTION_VALUE, true, 3,
