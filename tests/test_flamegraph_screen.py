@@ -283,3 +283,46 @@ def test_real_run_page_opens_on_its_root(profd_bin, chromium, tmp_path):
     assert dark_pixels(img, 0, 48) >= 300, "no header at the top"
     assert root is not None and root <= 100, f"root row at {root}"
     assert row_cover(img, root + ROW + ROW // 2) >= 0.5
+
+
+def test_language_frames_are_drawn_in_their_own_colour(profd_bin, chromium, tmp_path):
+    """A Python program's page: its functions (frames of the runtime's
+    [python] mapping) are "interpreted" frames, drawn in teals (green and
+    blue over red) where the page's list of frames puts them, the legend
+    names them, and native frames keep the warm colours."""
+    if os.geteuid() != 0:
+        pytest.skip("profd needs root")
+    out = tmp_path / "out"
+    script = ("import time\n"
+              "def teal_leaf(t):\n"
+              "    while time.time() < t: pass\n"
+              "def teal_outer(t):\n"
+              "    teal_leaf(t)\n"
+              "teal_outer(time.time() + 3)\n")
+    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out), "--",
+                        "/usr/bin/python3", "-c", script],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    page = out / "flamegraph.html"
+    dom = parse_dom(dump_dom(chromium, str(page), tmp_path))
+    assert dom.ids["lg-interp"].get("hidden") is None, "legend has no Python/Ruby"
+    img = screenshot(chromium, page, 1920, 1080, tmp_path)
+    root = root_row(img)
+    graph_w = img.width - 20
+    kinds = {}
+    for f in dom.frames:
+        kinds.setdefault(f["data-kind"], []).append(f)
+        width = float(f["data-width"]) / 100 * graph_w
+        if width < 8:
+            continue
+        x = int(10 + float(f["data-left"]) / 100 * graph_w + width / 2)
+        y = root + int(f["data-row"]) * ROW + 1
+        r_, g, b = img.pixel(x, y)
+        if f["data-kind"] == "interpreted":
+            assert g > r_ and b > r_, (f["data-name"], (r_, g, b))
+        elif f["data-kind"] == "user":
+            assert r_ > b, (f["data-name"], (r_, g, b))
+    names = {f["data-name"] for f in kinds.get("interpreted", [])}
+    assert any("teal_leaf" in n for n in names) and \
+        any("teal_outer" in n for n in names), sorted(names)[:10]
+    assert kinds.get("user"), "no native frames"

@@ -23,6 +23,7 @@
 
 #include "output/flamegraph_internal.h"
 #include "util/hash.h"
+#include "runtime/runtime.h"
 
 #define KERNEL_MAPPING	"[kernel.kallsyms]"
 #define CUDA_MAPPING	"[cuda]"		/* GPU kernels (src/gpu/build.c) */
@@ -355,6 +356,8 @@ static uint8_t mapping_kind(const struct profile_mapping *m)
 {
 	if (is_kernel_mapping(m))
 		return FG_KERNEL;
+	if (m && runtimes_is_mapping(m->filename))
+		return FG_INTERP;
 	return is_cuda_mapping(m) ? FG_CUDA : FG_USER;
 }
 

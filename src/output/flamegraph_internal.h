@@ -19,6 +19,7 @@ enum fg_kind {
 	FG_USER = 2,
 	FG_KERNEL = 3,
 	FG_CUDA = 4,
+	FG_INTERP = 5,		/* a language runtime's frame (src/runtime/) */
 };
 
 struct fg_node {

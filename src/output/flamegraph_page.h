@@ -62,7 +62,8 @@ static const char page_head[] =
  * re-renders with that view's tree, unit, zoom (each view keeps its own)
  * and the current search. An empty view shows its "empty" text. Frame
  * kinds: KINDS (enum fg_kind); GPU kernels ("cuda") get class "g" and
- * greens as kernel frames get "k" and blues. The header (title, search,
+ * greens as kernel frames get "k" and blues, a language runtime's frames
+ * ("interpreted": Python, Ruby) "i" and teals. The header (title, search,
  * tabs, the hovered frame's line) stays on top while the page scrolls.
  * State lives in the URL: #v=<view>&s=<search>&z=<frame>.
  */
@@ -78,7 +79,8 @@ static const char page_tail[] =
 	"<span id=\"match\"></span>\n"
 	"<span id=\"legend\"><span style=\"background:#ef8a3a\">user</span><span\n"
 	" style=\"background:#5fa8d3\">kernel</span><span id=\"lg-cuda\"\n"
-	" style=\"background:#76b900\" hidden>GPU kernel</span><span\n"
+	" style=\"background:#76b900\" hidden>GPU kernel</span><span id=\"lg-interp\"\n"
+	" style=\"background:#3fb6a0\" hidden>Python/Ruby</span><span\n"
 	" style=\"background:#b9b0d6\">process</span></span>\n"
 	"<span id=\"note\"></span></div>\n"
 	"<div id=\"tabs\" role=\"tablist\" hidden></div>\n"
@@ -93,7 +95,7 @@ static const char page_tail[] =
 	"var D = JSON.parse(document.getElementById('fg-data').textContent);\n"
 	"var VIEWS = D.views || [], built = [], zooms = [], cur = -1;\n"
 	"var ROW = 16, MINFRAC = 0.001, FONT = '11px monospace';\n"
-	"var KINDS = ['root', 'process', 'user', 'kernel', 'cuda'];\n"
+	"var KINDS = ['root', 'process', 'user', 'kernel', 'cuda', 'interpreted'];\n"
 	"/* The shown view: its arrays (see build) and weight unit. */\n"
 	"var names = [], N = 0, nm, val, kind, end, dep, xs, par, col, unit = '', total = 0;\n"
 	"var zoom = 0, nameHit = null, lastQuery = '';\n"
@@ -122,7 +124,7 @@ static const char page_tail[] =
 	"		nm: new Uint32Array(n), val: new Float64Array(n),\n"
 	"		kind: new Uint8Array(n), end: new Uint32Array(n),\n"
 	"		dep: new Uint32Array(n), xs: new Float64Array(n),\n"
-	"		par: new Int32Array(n), col: [], cuda: false\n"
+	"		par: new Int32Array(n), col: [], cuda: false, interp: false\n"
 	"	};\n"
 	"	var nx = new Float64Array(n), rem = new Uint32Array(n), stack = [], i;\n"
 	"	for (i = 0; i < n; i++) {\n"
@@ -130,6 +132,7 @@ static const char page_tail[] =
 	"		T.nm[i] = raw[4 * i]; T.val[i] = raw[4 * i + 1];\n"
 	"		T.kind[i] = raw[4 * i + 2];\n"
 	"		if (T.kind[i] === 4) T.cuda = true;\n"
+	"		if (T.kind[i] === 5) T.interp = true;\n"
 	"		if (stack.length) {\n"
 	"			var p = stack[stack.length - 1];\n"
 	"			T.par[i] = p; T.dep[i] = T.dep[p] + 1;\n"
@@ -204,6 +207,9 @@ static const char page_tail[] =
 	"	if (k === 4) /* GPU kernel: greens */\n"
 	"		return hsl(Math.round(80 + 40 * r), Math.round(60 + 25 * r2),\n"
 	"			   Math.round(40 + 14 * r));\n"
+	"	if (k === 5) /* Python, Ruby...: teals */\n"
+	"		return hsl(Math.round(160 + 22 * r), Math.round(45 + 20 * r2),\n"
+	"			   Math.round(48 + 14 * r));\n"
 	"	if (k === 1) /* process: lavender */\n"
 	"		return hsl(Math.round(245 + 20 * r), 30, Math.round(74 + 8 * r2));\n"
 	"	if (k === 0)\n"
@@ -233,6 +239,7 @@ static const char page_tail[] =
 	"	var cls = 'f';\n"
 	"	if (kind[u] === 3) cls += ' k';\n"
 	"	if (kind[u] === 4) cls += ' g';\n"
+	"	if (kind[u] === 5) cls += ' i';\n"
 	"	if (hit(u)) cls += ' m';\n"
 	"	return cls;\n"
 	"}\n"
@@ -512,6 +519,7 @@ static const char page_tail[] =
 	"	for (k = 0; k < tabs.length; k++)\n"
 	"		tabs[k].setAttribute('aria-selected', k === v ? 'true' : 'false');\n"
 	"	document.getElementById('lg-cuda').hidden = !T.cuda;\n"
+	"	document.getElementById('lg-interp').hidden = !T.interp;\n"
 	"	document.getElementById('note').textContent = [V.pruned > 0 ?\n"
 	"		fmt(V.pruned) + ' light frames folded into their callers' : '',\n"
 	"		V.truncated > 0 ? fmt(V.truncated) + ' stacks cut' : ''].filter(\n"

@@ -162,6 +162,16 @@ void runtimes_stats(struct runtimes *rts, unsigned int i, struct runtime_stats *
 	*budget = rts->budget[i];
 }
 
+bool runtimes_is_mapping(const char *name)
+{
+	if (!name)
+		return false;
+	for (unsigned int i = 0; i < PROFD_RUNTIME_COUNT; i++)
+		if (runtime_registry[i]->mapping && !strcmp(runtime_registry[i]->mapping, name))
+			return true;
+	return false;
+}
+
 bool runtimes_fast_poll(const struct runtime_stats *st)
 {
 	for (unsigned int i = 0; i < PROFD_RUNTIME_COUNT; i++)

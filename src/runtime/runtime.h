@@ -206,6 +206,12 @@ void *runtimes_instance(struct runtimes *rts, unsigned int id);
 unsigned int runtimes_count(void);
 
 /*
+ * runtimes_is_mapping - whether @name is the pprof mapping a registered
+ * runtime's frames are written under (runtime_ops.mapping: "[python]").
+ */
+bool runtimes_is_mapping(const char *name);
+
+/*
  * runtimes_fast_poll - whether a fast_poll runtime knows a process, by
  * @st: runtimes_stats() of every registered runtime, in registry order
  * (the figures the reader just published). Sets the reader's polling pace.
