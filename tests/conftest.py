@@ -8,13 +8,39 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+
+
+def wait_file(path, timeout=20):
+    """Wait until @path exists (AssertionError after @timeout s)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if os.path.exists(path):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+def start(argv, **kw):
+    """A workload in its own session, so that stop() kills all it started."""
+    return subprocess.Popen(argv, start_new_session=True, **kw)
+
+
+def stop(p):
+    """Kill @p's whole session (SIGKILL) and reap @p."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
 
 
 def _shared_or_skip(*parts):

@@ -7,13 +7,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import ROOT, run_unit, unit_program
+from conftest import ROOT, run_unit, unit_program, start, stop, wait_file
 from pprof_traces import comments, pprof_traces
 from test_profd import run_profd
 
@@ -91,27 +90,6 @@ def worst(samples, ok, n=3):
     """The @n heaviest samples failing @ok, shortened, for assertion messages."""
     bad = sorted((s for s in samples if not ok(s)), key=lambda s: -s["value"])
     return [(s["value"], s["frames"][:12]) for s in bad[:n]]
-
-
-def wait_file(path, timeout=20):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if os.path.exists(path):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never appeared")
-
-
-def start(argv, **kw):
-    return subprocess.Popen(argv, start_new_session=True, **kw)
-
-
-def stop(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait()
 
 
 def profile_process(profd_bin, pprof, tmp_path, argv, seconds=4, ready=None,

@@ -15,13 +15,11 @@ frame (caller_locations in 3.1 prints the bare labels).
 import json
 import os
 import re
-import signal
 import subprocess
-import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, start, stop, wait_file
 from pprof_traces import comments, pprof_traces
 
 RBDIR = os.path.join(ROOT, "tests", "workloads", "ruby")
@@ -43,27 +41,6 @@ def ruby():
 def norm(name):
     """A frame's name without its owner: "block in Object#foo" -> "block in foo"."""
     return re.sub(r"[\w:]+[#.](?=\w)", "", name)
-
-
-def wait_file(path, timeout=20):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if os.path.exists(path):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never appeared")
-
-
-def start(argv, **kw):
-    return subprocess.Popen(argv, start_new_session=True, **kw)
-
-
-def stop(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait()
 
 
 def samples_of(pprof, outdir):
