@@ -40,8 +40,8 @@ import pytest
 from conftest import ROOT
 from test_dwarf import counters
 from untrue_frames import Checker
-from test_go_unwind import (GO, Symbols, go_info, go_name, readelf_sections, run, show,
-                            user_frames)
+from test_go_unwind import (GO, Symbols, go_chains, go_info, go_name, readelf_sections,
+                            run, show, user_frames)
 
 SRC = os.path.join(ROOT, "tests", "workloads", "gocgo")
 VARIANTS = {
@@ -68,25 +68,6 @@ def cgo_build(tmp_path_factory):
         subprocess.run([GO, "build", "-o", dst, "."], cwd=SRC, env=env, check=True)
         paths[variant] = dst
     return paths
-
-
-def go_chains(binary):
-    """{callback: [it, its callers..., runtime.goexit]} as the workload
-    prints them (runtime.Callers) before "ready"."""
-    proc = subprocess.Popen([binary], stdout=subprocess.PIPE, text=True)
-    chains = {}
-    try:
-        for line in proc.stdout:
-            if line.strip() == "ready":
-                break
-            m = re.match(r"chain (\S+) (\S+)$", line.strip())
-            if m:
-                chains[m.group(1)] = m.group(2).split(";")
-    finally:
-        proc.kill()
-        proc.wait()
-    assert sorted(chains) == sorted(HOT), chains
-    return chains
 
 
 def call_graph(binary, name=go_name):
@@ -141,7 +122,7 @@ def true_chains(binary):
         for callee, caller in zip(fns, fns[1:]):
             assert callee in calls[caller], (caller, graph[caller])
     chains = {}
-    for hot, chain in go_chains(binary).items():
+    for hot, chain in go_chains(binary, HOT).items():
         out = []
         for i, fn in enumerate(chain):
             if fn == "runtime.cgocallbackg":
