@@ -47,6 +47,8 @@ def pc_samples(pprof, outdir):
 
 
 def is_subsequence(wanted, frames):
-    """True if every name in @wanted appears in @frames in that order."""
+    """True if every name in @wanted appears in @frames in that order (a
+    frame may add its file, or a C++ function its parameter list:
+    "launch_matmul(float*, CUstream_st*)")."""
     it = iter(frames)
-    return all(any(w == f or f.startswith(w + " ") for f in it) for w in wanted)
+    return all(any(w == f or f.startswith((w + " ", w + "(")) for f in it) for w in wanted)

@@ -23,6 +23,10 @@ mkdir -p "$out"
 	"$root/tests/gpu/real/real_app.cu"
 # CUPTI lives beside the toolkit; the injection library finds it there too
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
+# every launch's stack: the join is what is checked here (a real GPU takes
+# the program's 750 launches in a burst, past the default rate limit's
+# bucket of 100: the limiter itself is tested on the mock CUDA stack)
+export PROFD_LAUNCH_STACK_RATE=${PROFD_LAUNCH_STACK_RATE:-0}
 start=$(date +%s)
 "$root/build/profd" exec --sampling-frequency 99 --output-dir "$out/profile" -- \
 	"$out/real_app" "$iters" 2>&1 | tee "$out/profd.log"
