@@ -50,8 +50,9 @@ enum profd_runtime_id {
 /* Bytes of a runtime's per-process state (runtime_procs value). */
 #define PROFD_RUNTIME_STATE_SIZE	80
 /* Bytes of the read buffer in the scratch state: a power of two (masks).
- * CRuby reads its control frames 14 at a time into it. */
-#define PROFD_RUNTIME_BUF		1024
+ * CRuby reads its control frames 14 at a time into it, and a window of
+ * its VM stack's values (the frames' eps) beside them. */
+#define PROFD_RUNTIME_BUF		2048
 /* BPF counter slots each runtime may use (bpf/profd.h, PROFD_CNT_RUNTIME). */
 #define PROFD_RUNTIME_COUNTERS		8
 

@@ -237,6 +237,7 @@ def test_oracle_reports_the_documented_chains(ruby, tmp_path):
         "required": ["block in <main>", "Object#run_required",
                      "Kernel#require_relative", "<top (required)>"],
         "class_body": ["block in <main>", "<class:Body>"],
+        "closure": ["block in <main>", "Closure#outer", "block in outer", "Closure#inner"],
         "sort_by": ["block in <main>", "Sorter#run", "Enumerable#sort_by", "Array#each",
                     "block in run"],
         "times": ["block in <main>", "Looper#run", "Integer#times", "block in run",
@@ -249,8 +250,9 @@ def test_oracle_reports_the_documented_chains(ruby, tmp_path):
         leaf = rec["frames"][0]
         with open(leaf["path"]) as f:
             assert "i += 1" in f.read().splitlines()[leaf["line"] - 1], leaf
-    tids = {one(got, n)["tid"] for n in ("chain", "dynamic", "required", "class_body")}
-    assert len(tids) == 4, "each stacks.rb hot spot has a thread of its own"
+    tids = {one(got, n)["tid"] for n in ("chain", "dynamic", "required", "class_body",
+                                         "closure")}
+    assert len(tids) == 5, "each stacks.rb hot spot has a thread of its own"
     rac = run_oracle(tmp_path, "ractors.rb")
     assert chain(one(rac, "main")) == ["<main>", "Object#main_outer", "Object#main_inner"]
     assert chain(one(rac, "ractor_a")) == ["block in <main>", "Alpha#run", "Alpha#step"]
@@ -309,7 +311,7 @@ def test_methods_modules_singletons_dynamic(profd_bin, pprof, ruby_unwinder, tmp
     method_missing; a required file's top; a class body. One thread each;
     thread start stays below the Ruby frames."""
     reports, samples, _ = run_workload(profd_bin, pprof, tmp_path, "stacks.rb", secs=6)
-    for name in ("chain", "dynamic", "required", "class_body"):
+    for name in ("chain", "dynamic", "required", "class_body", "closure"):
         assert_hot(samples, one(reports, name),
                    extra=lambda s: below_ruby(s, "start_thread"))
 

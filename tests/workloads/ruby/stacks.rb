@@ -9,6 +9,10 @@
 #   required:   <main> > block in <main> > run_required >
 #               Kernel#require_relative (C) > <top (required)> of required_hot.rb
 #   class_body: <main> > block in <main> > <class:Body>
+#   closure:    <main> > block in <main> > Closure#outer > block in outer >
+#               Closure#inner: outer's locals escape to the heap (a lambda
+#               captures them), so its control frame's ep is a heap env,
+#               not a slot of the VM stack like its neighbours'
 #
 # Threads share the GVL: each spins while it holds it.
 require_relative "hot"
@@ -53,6 +57,20 @@ class Dyn
   end
 end
 
+class Closure
+  def outer
+    n = 1
+    f = lambda { inner(n) } # outer's env moves to the heap
+    f.call
+  end
+
+  def inner(n)
+    Hot.report("closure", caller_locations(0), "inner" => "Closure#inner",
+               "outer" => "Closure#outer")
+    d = Hot.deadline; i = n - 1; i += 1 until (i & 0xfffff) == 0 && Hot.now > d
+  end
+end
+
 def run_required
   require_relative "required_hot" # owners: Object#run_required, Kernel#require_relative
 end
@@ -61,6 +79,7 @@ threads = [
   Thread.new { Chain.new.outer },
   Thread.new { Dyn.new.dynamic },
   Thread.new { run_required },
+  Thread.new { Closure.new.outer },
   Thread.new do
     class Body
       Hot.report("class_body", caller_locations(0))
