@@ -173,7 +173,7 @@ static int entry_write(struct ruby *rb, const struct rbproc *p)
 		return -1;
 	v.vm_main_thread = p->off->vm_main_thread;
 	v.flags = p->stale_main_tid ? PROFD_RB_PROC_STALE_MAIN_TID : 0;
-	v.gc_count_addr = p->gc_count_addr;
+	v.gc_count_addr = p->addrs.gc_count;
 	v.gc_flags_addr = p->gc_flags_addr;
 	memcpy(rp.state, &v, sizeof(v));
 	return bpf_map_update_elem(rb->procs_fd, &key, &rp, BPF_ANY) ? -1 : 0;
@@ -313,9 +313,8 @@ static void try_attach(struct ruby *rb, struct remote_reader *reader, pid_t pid)
 	pthread_mutex_lock(&rb->lock);
 	p = *rb_proc_slot(rb, pid);
 	if (p && p->ident == ident && p->state == RBP_PENDING) {
-		p->gc_count_addr = gc ? gc + bin.gc_count : 0;
+		p->addrs.gc_count = gc ? gc + bin.gc_count : 0;
 		p->gc_flags_addr = gc && bin.gc_flags_found ? gc + bin.gc_flags : 0;
-		p->addrs.gc_count = p->gc_count_addr;
 		attach_done(rb, p, err, vm, stale, ppid);
 	}
 	pthread_mutex_unlock(&rb->lock);

@@ -61,7 +61,6 @@ struct rbproc {
 	uint64_t vm_ptr_addr;		/* runtime address of ruby_current_vm_ptr */
 	uint64_t exec_start, exec_end;	/* rb_vm_exec, runtime */
 	struct rb_proc_addrs addrs;	/* for naming, runtime */
-	uint64_t gc_count_addr;		/* the GC count (epochs); 0: none */
 	uint64_t gc_flags_addr;		/* rb_objspace.flags; 0: none */
 	uint64_t vm;			/* the VM attached to */
 	bool stale_main_tid;		/* a forked child: PROFD_RB_PROC_STALE_MAIN_TID */
