@@ -236,37 +236,57 @@ static void read_global_symbols(Elf *elf, const struct sym *s, struct rb_binary 
 }
 
 /*
+ * The objspace load both GC accessors begin with (gc.c's `rb_objspace`,
+ * i.e. GET_VM()->objspace): mov rax,[rip+GOT(ruby_current_vm_ptr)];
+ * mov rax,[rax]; mov rax,[rax+objspace]. RB_OBJSPACE_LOAD bytes of
+ * @code at @fn; gives the GOT slot loaded and the objspace offset.
+ */
+#define RB_OBJSPACE_LOAD 17
+
+static bool objspace_load(const uint8_t *code, uint64_t fn, uint64_t *got, int32_t *objspace)
+{
+	static const uint8_t want[RB_OBJSPACE_LOAD] = {
+		0x48, 0x8b, 0x05, 0, 0, 0, 0,		/* mov rax,[rip+rel32] */
+		0x48, 0x8b, 0x00,			/* mov rax,[rax] */
+		0x48, 0x8b, 0x80, 0, 0, 0, 0,		/* mov rax,[rax+disp32] */
+	};
+	int32_t rel;
+
+	for (size_t i = 0; i < sizeof(want); i++)
+		if ((i < 3 || i > 6) && (i < 13 || i > 16) && code[i] != want[i])
+			return false;
+	memcpy(&rel, code + 3, 4);
+	memcpy(objspace, code + 13, 4);
+	*got = fn + 7 + (uint64_t)(int64_t)rel;
+	return *objspace > 0 && *objspace <= 65536;
+}
+
+/*
  * rb_gc_count() is `return rb_objspace.profile.count;`, which x86-64
- * builds compile to exactly: mov rax,[rip+GOT(ruby_current_vm_ptr)];
- * mov rax,[rax]; mov rax,[rax+objspace]; mov rax,[rax+count]; ret.
+ * builds compile to exactly: the objspace load (objspace_load());
+ * mov rax,[rax+count]; ret.
  * Anything else: no GC epochs (names are then trusted for
  * RB_ISEQ_RECHECK_NS, not per epoch).
  */
 static void read_gc_count(Elf *elf, const struct sym *s, struct rb_binary *out)
 {
 	static const uint8_t want[] = {
-		0x48, 0x8b, 0x05, 0, 0, 0, 0,		/* mov rax,[rip+rel32] */
-		0x48, 0x8b, 0x00,			/* mov rax,[rax] */
-		0x48, 0x8b, 0x80, 0, 0, 0, 0,		/* mov rax,[rax+disp32] */
 		0x48, 0x8b, 0x80, 0, 0, 0, 0,		/* mov rax,[rax+disp32] */
 		0xc3,					/* ret */
 	};
-	uint8_t code[sizeof(want)];
-	int32_t rel, objspace, count;
+	uint8_t code[RB_OBJSPACE_LOAD + sizeof(want)];
+	int32_t objspace, count;
 	uint64_t got;
 
-	if (!s->found || read_vaddr(elf, s->value, code, sizeof(code)) != (ssize_t)sizeof(code))
+	if (!s->found || read_vaddr(elf, s->value, code, sizeof(code)) != (ssize_t)sizeof(code) ||
+	    !objspace_load(code, s->value, &got, &objspace))
 		return;
 	for (size_t i = 0; i < sizeof(want); i++)
-		if ((i < 3 || i > 6) && (i < 13 || i > 16) && (i < 20 || i > 23) &&
-		    code[i] != want[i])
+		if ((i < 3 || i > 6) && code[RB_OBJSPACE_LOAD + i] != want[i])
 			return;
-	memcpy(&rel, code + 3, 4);
-	memcpy(&objspace, code + 13, 4);
-	memcpy(&count, code + 20, 4);
+	memcpy(&count, code + RB_OBJSPACE_LOAD + 3, 4);
 	/* the GOT slot it loads: attach checks it holds ruby_current_vm_ptr */
-	got = s->value + 7 + (uint64_t)(int64_t)rel;
-	if (objspace <= 0 || count <= 0 || objspace > 65536 || count > 65536 || count % 8)
+	if (count <= 0 || count > 65536 || count % 8)
 		return;
 	out->gc_got = got;
 	out->gc_objspace = (uint32_t)objspace;
@@ -275,38 +295,34 @@ static void read_gc_count(Elf *elf, const struct sym *s, struct rb_binary *out)
 
 /*
  * rb_during_gc() is `return during_gc;` (rb_objspace.flags.during_gc):
- * mov rax,[rip+GOT(ruby_current_vm_ptr)]; mov rax,[rax];
- * mov rax,[rax+objspace]; movzx eax,byte [rax+flags]; shr al,5;
- * and eax,1; ret. Its GOT slot and objspace offset must be rb_gc_count()'s
- * and the bit PROFD_RB_GC_DURING_GC_BIT (which places the flags' mode
- * bits below it, bpf/unwind_ruby.h). Anything else: no quiet samples.
+ * the objspace load; movzx eax,byte [rax+flags]; shr al,5; and eax,1;
+ * ret. Its GOT slot and objspace offset must be rb_gc_count()'s and the
+ * bit PROFD_RB_GC_DURING_GC_BIT (which places the flags' mode bits below
+ * it, bpf/unwind_ruby.h). Anything else: no quiet samples.
  */
 static void read_gc_flags(Elf *elf, const struct sym *s, struct rb_binary *out)
 {
 	static const uint8_t want[] = {
-		0x48, 0x8b, 0x05, 0, 0, 0, 0,		/* mov rax,[rip+rel32] */
-		0x48, 0x8b, 0x00,			/* mov rax,[rax] */
-		0x48, 0x8b, 0x80, 0, 0, 0, 0,		/* mov rax,[rax+disp32] */
 		0x0f, 0xb6, 0x40, 0,			/* movzx eax,byte [rax+disp8] */
 		0xc0, 0xe8, PROFD_RB_GC_DURING_GC_BIT,	/* shr al,bit */
 		0x83, 0xe0, 0x01,			/* and eax,1 */
 		0xc3,					/* ret */
 	};
-	uint8_t code[sizeof(want)];
-	int32_t rel, objspace;
+	uint8_t code[RB_OBJSPACE_LOAD + sizeof(want)], flags;
+	int32_t objspace;
+	uint64_t got;
 
 	if (!out->gc_count || !s->found ||
-	    read_vaddr(elf, s->value, code, sizeof(code)) != (ssize_t)sizeof(code))
+	    read_vaddr(elf, s->value, code, sizeof(code)) != (ssize_t)sizeof(code) ||
+	    !objspace_load(code, s->value, &got, &objspace))
 		return;
 	for (size_t i = 0; i < sizeof(want); i++)
-		if ((i < 3 || i > 6) && (i < 13 || i > 16) && i != 20 && code[i] != want[i])
+		if (i != 3 && code[RB_OBJSPACE_LOAD + i] != want[i])
 			return;
-	memcpy(&rel, code + 3, 4);
-	memcpy(&objspace, code + 13, 4);
-	if (s->value + 7 + (uint64_t)(int64_t)rel != out->gc_got ||
-	    (uint32_t)objspace != out->gc_objspace || code[20] % 4)
+	flags = code[RB_OBJSPACE_LOAD + 3];
+	if (got != out->gc_got || (uint32_t)objspace != out->gc_objspace || flags % 4)
 		return;
-	out->gc_flags = code[20];
+	out->gc_flags = flags;
 	out->gc_flags_found = true;
 }
 
