@@ -135,6 +135,46 @@ def test_every_stub_named_like_objdump(plt_build, layout):
     assert not bad, f"{layout}: (objdump, profd) differ: {bad}"
 
 
+def test_stripped_with_debug_file(plt_build, tmp_path):
+    """A stripped binary whose .symtab is in a separate debug file (found
+    by .gnu_debuglink beside it): the debug file's PLT sections hold no
+    data, the stubs are named from the binary's own, main from the debug
+    file."""
+    full = plt_build["ibt"]
+    exe, dbg = str(tmp_path / "ibt"), str(tmp_path / "ibt.debug")
+    subprocess.run(["objcopy", "--only-keep-debug", full, dbg], check=True)
+    subprocess.run(["strip", "--strip-all", "-o", exe, full], check=True)
+    subprocess.run(["objcopy", f"--add-gnu-debuglink={dbg}", exe], cwd=tmp_path, check=True)
+    labels = objdump_plt_labels(full)
+    main = int(subprocess.run(["nm", full], check=True, capture_output=True, text=True)
+               .stdout.split(" T main")[0].split()[-1], 16)
+    p = subprocess.run([TEST_SYM, exe] + [hex(a) for a in sorted(labels)] + [hex(main)],
+                       check=True, capture_output=True, text=True)
+    assert f"debug {dbg}" in p.stderr, p.stderr
+    got = {int(l.split()[0], 16): l.split(" ", 1)[1].rsplit(" ", 1)[0]
+           for l in p.stdout.splitlines()[1:]}
+    assert got == {**labels, main: "main"}
+
+
+def test_stub_with_unknown_slot_unnamed(plt_build, tmp_path):
+    """A stub patched to jump through a slot no relocation names stays an
+    address; the others keep their names (names follow the slot, not the
+    stub's index)."""
+    path = plt_build["lazy"]
+    labels = objdump_plt_labels(path)
+    tiny = next(a for a, n in labels.items() if n == "tiny@plt")
+    addr, off, _ = readelf_sections(path)[".plt"]
+    data = bytearray(open(path, "rb").read())
+    at = tiny - addr + off
+    assert data[at:at + 2] == b"\xff\x25", data[at:at + 6].hex()
+    disp = int.from_bytes(data[at + 2:at + 6], "little", signed=True)
+    data[at + 2:at + 6] = (disp + 0x100000).to_bytes(4, "little", signed=True)
+    bad = tmp_path / "patched"
+    bad.write_bytes(bytes(data))
+    got = symbolize(str(bad), sorted(labels))
+    assert got == {a: (None if a == tiny else n) for a, n in labels.items()}
+
+
 def ibt_lazy_entries(path):
     """{vaddr of an IBT .plt entry: "name@plt"} as the relocations and the
     GOT say: entry i pushes i, .rela.plt's entry i names a GOT slot, and
@@ -273,14 +313,22 @@ def marked_lines(src, mark):
     return {i + 1 for i, l in enumerate(src.splitlines()) if f"/* {mark} */" in l}
 
 
-def test_pprof_symbolizes_stripped_binary(profd_bin, pprof, tmp_path):
+@pytest.mark.parametrize("given", ["unstripped", "debug_file"])
+def test_pprof_symbolizes_stripped_binary(profd_bin, pprof, tmp_path, given):
     """profd leaves a stripped binary's frames as addresses in a mapping
     with its build id and has_functions false; pprof -symbolize=local,
-    given the unstripped file by build id, names them with their lines."""
+    given the unstripped file by build id, names them with their lines.
+    From a debug file alone (objcopy --only-keep-debug) pprof names
+    nothing: its PT_LOAD segments have no file bytes, which pprof needs
+    to place the mapping, so that case goes through eu-unstrip, which
+    joins the stripped binary and its debug file into one pprof reads."""
     src = tmp_path / "p5.c"
     src.write_text(P5)
     full = str(tmp_path / "p5.full")
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", full, str(src)],
+    # hot_middle stays in .dynsym: profd names it, so the mapping has named
+    # and unnamed frames and must not claim has_functions
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer",
+                    "-Wl,--export-dynamic-symbol=hot_middle", "-o", full, str(src)],
                    check=True)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -290,7 +338,13 @@ def test_pprof_symbolizes_stripped_binary(profd_bin, pprof, tmp_path):
         ["readelf", "-n", exe], check=True, capture_output=True, text=True).stdout).group(1)
     store = tmp_path / "binaries"
     (store / build_id).mkdir(parents=True)
-    shutil.copy(full, store / build_id / "p5")
+    if given == "unstripped":
+        shutil.copy(full, store / build_id / "p5")
+    else:
+        dbg = str(tmp_path / "p5.debug")
+        subprocess.run(["objcopy", "--only-keep-debug", full, dbg], check=True)
+        subprocess.run(["eu-unstrip", "-o", str(store / build_id / "p5"), exe, dbg],
+                       check=True)
 
     work = start([exe])
     try:
@@ -314,10 +368,10 @@ def test_pprof_symbolizes_stripped_binary(profd_bin, pprof, tmp_path):
         assert "build-id mismatch" not in out.stderr, out.stderr
         after += frames_in_exe(pprof_raw_samples(pprof, p, "-symbolize=local", env=env))
     assert before, err
-    # profd: addresses only (the PLT stub strlen@plt is the one name it
-    # may give), build id, has_functions false
-    assert {f["function"] for f in before} <= {None, "strlen@plt"}, before[:5]
-    assert None in {f["function"] for f in before}
+    # profd: hot_middle named (.dynsym), the rest addresses (strlen@plt
+    # too, when sampled), build id, has_functions false
+    assert {f["function"] for f in before} <= {None, "hot_middle", "strlen@plt"}, before[:5]
+    assert {None, "hot_middle"} <= {f["function"] for f in before}
     assert all(f["map"]["has_functions"] is False for f in before)
     raw = subprocess.run([pprof, "-raw", "-symbolize=none", paths[0]], check=True,
                          capture_output=True, text=True).stdout
