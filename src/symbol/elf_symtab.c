@@ -312,7 +312,7 @@ static int collect(Elf *elf, bool symtab_only, struct cands *c)
 static uint64_t *cand_reach(const struct cands *c)
 {
 	uint64_t *reach = malloc(c->n * sizeof(*reach));
-	size_t i, j;
+	size_t i, next = 0;
 
 	if (!reach)
 		return NULL;
@@ -320,16 +320,18 @@ static uint64_t *cand_reach(const struct cands *c)
 		const struct cand *x = &c->v[i];
 		uint64_t end;
 
+		if (next <= i)		/* first candidate of the next address */
+			for (next = i + 1; next < c->n &&
+			     c->v[next].value == x->value; next++)
+				;
 		if (x->size) {
 			end = x->value + x->size;
 			if (end < x->value)
 				end = UINT64_MAX;
 		} else {
 			end = x->limit > x->value ? x->limit : x->value + 1;
-			for (j = i + 1; j < c->n && c->v[j].value == x->value; j++)
-				;
-			if (j < c->n && c->v[j].value < end)
-				end = c->v[j].value;
+			if (next < c->n && c->v[next].value < end)
+				end = c->v[next].value;
 		}
 		reach[i] = i && reach[i - 1] > end ? reach[i - 1] : end;
 	}

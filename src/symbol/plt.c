@@ -31,12 +31,20 @@ struct reloc {
 	const char *name;	/* NULL: two relocations name it differently */
 };
 
+/* A section with file data, for reading GOT slots by address. */
+struct data_sec {
+	uint64_t addr, size;
+	Elf_Scn *scn;
+};
+
 struct relocs {
 	struct reloc *v;	/* by slot, after sorting */
 	size_t n, cap;
 	struct reloc *jmprel;	/* .rela.plt in entry order (name NULL: not
 				 * a named JUMP_SLOT) */
 	size_t njmprel;
+	struct data_sec *secs;	/* SHT_PROGBITS sections by address */
+	size_t nsecs;
 };
 
 static int push(struct reloc **v, size_t *n, size_t *cap, struct reloc r)
@@ -183,28 +191,75 @@ static uint32_t le32(const unsigned char *p)
 	       (uint32_t)p[3] << 24;
 }
 
-/* The 8 bytes the file holds at virtual address @addr (a GOT slot). */
-static int read_u64_at(Elf *elf, uint64_t addr, uint64_t *val)
+static int cmp_sec(const void *a, const void *b)
+{
+	const struct data_sec *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* @r->secs: @elf's allocated SHT_PROGBITS sections, sorted by address. */
+static int read_data_secs(Elf *elf, struct relocs *r)
 {
 	Elf_Scn *scn = NULL;
+	size_t n = 0, cap = 0;
 
 	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		Elf_Data *d;
 		GElf_Shdr sh;
-		uint64_t off;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    addr < sh.sh_addr || addr - sh.sh_addr >= sh.sh_size)
+		    !(sh.sh_flags & SHF_ALLOC) || !sh.sh_size)
 			continue;
-		d = elf_getdata(scn, NULL);
-		off = addr - sh.sh_addr;
-		if (!d || !d->d_buf || off > d->d_size || d->d_size - off < 8)
-			return -ENOENT;
-		*val = (uint64_t)le32((const unsigned char *)d->d_buf + off) |
-		       (uint64_t)le32((const unsigned char *)d->d_buf + off + 4) << 32;
-		return 0;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 32;
+			struct data_sec *nv = realloc(r->secs, ncap * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			r->secs = nv;
+			cap = ncap;
+		}
+		r->secs[n++] = (struct data_sec){ sh.sh_addr, sh.sh_size, scn };
 	}
-	return -ENOENT;
+	r->nsecs = n;
+	if (n)
+		qsort(r->secs, n, sizeof(*r->secs), cmp_sec);
+	return 0;
+}
+
+/*
+ * The 8 bytes the file holds at virtual address @addr (a GOT slot): in
+ * the last section starting at or below it (overlapping sections, which
+ * no linker makes, may miss: the stub then stays unnamed).
+ */
+static int read_u64_at(const struct relocs *r, uint64_t addr, uint64_t *val)
+{
+	size_t lo = 0, hi = r->nsecs;
+	const struct data_sec *sec;
+	const unsigned char *p;
+	Elf_Data *d;
+	uint64_t off;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->secs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -ENOENT;
+	sec = &r->secs[lo - 1];
+	off = addr - sec->addr;
+	if (off >= sec->size)
+		return -ENOENT;
+	d = elf_getdata(sec->scn, NULL);
+	if (!d || !d->d_buf || off > d->d_size || d->d_size - off < 8)
+		return -ENOENT;
+	p = (const unsigned char *)d->d_buf + off;
+	*val = (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+	return 0;
 }
 
 /*
@@ -213,7 +268,7 @@ static int read_u64_at(Elf *elf, uint64_t addr, uint64_t *val)
  * against the slot's lazy-binding target. NULL: not a stub, or unnamed
  * (*@decoded says which).
  */
-static const char *stub_name(Elf *elf, const struct relocs *r,
+static const char *stub_name(const struct relocs *r,
 			     const unsigned char *p, size_t len, uint64_t addr,
 			     bool *decoded)
 {
@@ -229,7 +284,7 @@ static const char *stub_name(Elf *elf, const struct relocs *r,
 
 			*decoded = true;
 			if (idx >= r->njmprel || !r->jmprel[idx].name ||
-			    read_u64_at(elf, r->jmprel[idx].slot, &target) ||
+			    read_u64_at(r, r->jmprel[idx].slot, &target) ||
 			    target != addr)
 				return NULL;
 			return r->jmprel[idx].name;
@@ -252,7 +307,7 @@ static bool is_plt_section(const char *name)
 }
 
 /* Walk one PLT section's entries into @out. */
-static int read_plt(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
+static int read_plt(Elf_Scn *scn, const GElf_Shdr *sh,
 		    const struct relocs *r, struct plt_stubs *out, size_t *cap)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -267,7 +322,7 @@ static int read_plt(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 		const char *name;
 		bool decoded;
 
-		name = stub_name(elf, r, (const unsigned char *)d->d_buf + off,
+		name = stub_name(r, (const unsigned char *)d->d_buf + off,
 				 stride, addr, &decoded);
 		if (!name) {
 			out->unmatched += decoded;
@@ -301,6 +356,8 @@ int plt_stubs_read(Elf *elf, struct plt_stubs *out)
 	    eh.e_machine != EM_X86_64 || elf_getshdrstrndx(elf, &shstrndx))
 		return 0;
 	ret = read_relocs(elf, shstrndx, &r);
+	if (!ret && r.njmprel)
+		ret = read_data_secs(elf, &r);
 	while (!ret && (r.n || r.njmprel) &&
 	       (scn = elf_nextscn(elf, scn)) != NULL) {
 		GElf_Shdr sh;
@@ -309,10 +366,11 @@ int plt_stubs_read(Elf *elf, struct plt_stubs *out)
 		    !(sh.sh_flags & SHF_EXECINSTR) ||
 		    !is_plt_section(section_name(elf, shstrndx, &sh)))
 			continue;
-		ret = read_plt(elf, scn, &sh, &r, out, &cap);
+		ret = read_plt(scn, &sh, &r, out, &cap);
 	}
 	free(r.v);
 	free(r.jmprel);
+	free(r.secs);
 	if (ret)
 		plt_stubs_free(out);
 	return ret;
