@@ -24,12 +24,12 @@ libmicrohttpd-dev systemtap-sdt-dev python3"
 # fusermount3, libfuse3-dev to build tests/tools/hangfs.c); ruby for the
 # CRuby runtime tests, xz-utils to unpack its source (tests/test_ruby_offsets.py);
 # elfutils' eu-unstrip joins a stripped binary and its debug file for
-# pprof (tests/test_plt.py).
+# pprof, lld a second linker's PLT (tests/test_plt.py).
 TEST="python3 python3.11 python3-pytest protobuf-compiler golang-go
 golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
 linux-perf libclang-rt-14-dev gdb austin protobuf-compiler-grpc
 python3-grpcio python3-protobuf openssl groff-base man-db systemd
-python3-yaml fuse3 libfuse3-dev ruby xz-utils elfutils"
+python3-yaml fuse3 libfuse3-dev ruby xz-utils elfutils lld"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"
