@@ -128,8 +128,13 @@ static const char *section_name(Elf *elf, size_t shstrndx, const GElf_Shdr *sh)
 	return s ? s : "";
 }
 
-/* Every named relocation of @elf, sorted by slot, one name per slot. */
-static int read_relocs(Elf *elf, size_t shstrndx, struct relocs *r)
+/*
+ * Every named relocation of @elf, sorted by slot, one name per slot:
+ * those of .rela.plt (or any SHF_INFO_LINK table: the PLT's), and only
+ * when @all (a .plt.got is there, whose slots R_X86_64_GLOB_DAT fills)
+ * the rest: .rela.dyn is megabytes in a large library.
+ */
+static int read_relocs(Elf *elf, size_t shstrndx, bool all, struct relocs *r)
 {
 	Elf_Scn *scn = NULL;
 	size_t i, j;
@@ -145,9 +150,10 @@ static int read_relocs(Elf *elf, size_t shstrndx, struct relocs *r)
 		if (!sym_scn || !gelf_getshdr(sym_scn, &ssh) ||
 		    ssh.sh_type != SHT_DYNSYM)
 			continue;
-		jmprel = !r->jmprel &&
-			 !strcmp(section_name(elf, shstrndx, &sh), ".rela.plt");
-		if (read_rela(elf, scn, sym_scn, jmprel, r))
+		jmprel = !strcmp(section_name(elf, shstrndx, &sh), ".rela.plt");
+		if (!all && !jmprel && !(sh.sh_flags & SHF_INFO_LINK))
+			continue;
+		if (read_rela(elf, scn, sym_scn, jmprel && !r->jmprel, r))
 			return -ENOMEM;
 	}
 	if (!r->n)
@@ -347,7 +353,8 @@ int plt_stubs_read(Elf *elf, struct plt_stubs *out)
 {
 	struct relocs r = { 0 };
 	Elf_Scn *scn = NULL;
-	size_t shstrndx, cap = 0;
+	size_t shstrndx, cap = 0, nplt = 0;
+	bool got_plt = false;
 	GElf_Ehdr eh;
 	int ret = 0;
 
@@ -355,7 +362,21 @@ int plt_stubs_read(Elf *elf, struct plt_stubs *out)
 	if (!gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_machine != EM_X86_64 || elf_getshdrstrndx(elf, &shstrndx))
 		return 0;
-	ret = read_relocs(elf, shstrndx, &r);
+	/* Which PLT sections there are, before reading any relocation. */
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		name = section_name(elf, shstrndx, &sh);
+		nplt += is_plt_section(name);
+		got_plt |= !strcmp(name, ".plt.got");
+	}
+	if (!nplt)
+		return 0;
+	ret = read_relocs(elf, shstrndx, got_plt, &r);
 	if (!ret && r.njmprel)
 		ret = read_data_secs(elf, &r);
 	while (!ret && (r.n || r.njmprel) &&
