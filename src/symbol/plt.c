@@ -7,7 +7,7 @@
  * and lld emit, each a fixed-size entry per imported function:
  *
  *   .plt (lazy)       ff 25 disp32  68 idx32  e9 rel32       16 bytes
- *   .plt (IBT, lazy)  f3 0f 1e fa  68 idx32  f2 e9 rel32  90  16 bytes
+ *   .plt (IBT, lazy)  f3 0f 1e fa  68 idx32  [f2] e9 rel32  nop  16 bytes
  *   .plt.sec (IBT)    f3 0f 1e fa  [f2] ff 25 disp32  nop...  16 bytes
  *   .plt.got          [f3 0f 1e fa] [f2] ff 25 disp32  nop... 8/16 bytes
  *
