@@ -22,12 +22,14 @@ libmicrohttpd-dev systemtap-sdt-dev python3"
 # tests/test_config.py: PyYAML reads what --print-config writes;
 # tests/test_hung_files.py: a FUSE server whose reads hang (fuse3's
 # fusermount3, libfuse3-dev to build tests/tools/hangfs.c); ruby for the
-# CRuby runtime tests, xz-utils to unpack its source (tests/test_ruby_offsets.py).
+# CRuby runtime tests, xz-utils to unpack its source (tests/test_ruby_offsets.py);
+# elfutils' eu-unstrip joins a stripped binary and its debug file for
+# pprof, lld a second linker's PLT (tests/test_plt.py).
 TEST="python3 python3.11 python3-pytest protobuf-compiler golang-go
 golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
 linux-perf libclang-rt-14-dev gdb austin protobuf-compiler-grpc
 python3-grpcio python3-protobuf openssl groff-base man-db systemd
-python3-yaml fuse3 libfuse3-dev ruby xz-utils"
+python3-yaml fuse3 libfuse3-dev ruby xz-utils elfutils lld"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"

@@ -52,18 +52,23 @@ def comments(pprof, path):
 
 _RAW_LOC = re.compile(r"^\s*(\d+): 0x([0-9a-f]+)(?: M=(\d+))? ?(.*)$")
 _RAW_LINE = re.compile(r"^(.*) (\S*):(-?\d+) s=-?\d+(?:\(.*\))?$")
-_RAW_MAP = re.compile(r"^\s*(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S*)")
+_RAW_MAP = re.compile(r"^\s*(\d+): 0x([0-9a-f]+)/0x[0-9a-f]+/0x([0-9a-f]+) (\S*)(.*)$")
 _RAW_SAMPLE = re.compile(r"^\s*(-?\d+(?:\s+-?\d+)*):((?:\s+\d+)*)\s*$")
 
 
-def pprof_raw_samples(pprof, path):
+def pprof_raw_samples(pprof, path, *extra, env=None):
     """Samples of profile @path as `pprof -raw` prints them, with each
     frame's mapping: {"labels": {...}, "value": count, "frames": [leaf,
     ..., root]}, a frame {"function", "file", "line", "mapping"} (the
     mapping's file name, e.g. "[python]"; an inlined location gives one
-    frame per line, innermost first; an unsymbolized one function None)."""
-    out = subprocess.run([pprof, "-raw", "-symbolize=none", path], check=True,
-                         capture_output=True, text=True).stdout
+    frame per line, innermost first; an unsymbolized one function None),
+    "address" (the location's runtime address) and "map" (its mapping:
+    {"start", "offset", "file", "has_functions"}, or None).
+    @extra: more pprof arguments (e.g. "-symbolize=local" in place of
+    "-symbolize=none", which comes first); @env: pprof's environment
+    (e.g. with PPROF_BINARY_PATH)."""
+    out = subprocess.run([pprof, "-raw", "-symbolize=none", *extra, path], check=True,
+                         capture_output=True, text=True, env=env).stdout
     locs, maps, raw, section, last = {}, {}, [], None, None
     for line in out.splitlines():
         if line in ("Samples:", "Locations", "Mappings"):
@@ -81,7 +86,8 @@ def pprof_raw_samples(pprof, path):
             m = _RAW_LOC.match(line)
             text = m.group(4) if m else line.strip()
             if m:
-                last = locs[int(m.group(1))] = {"mapping": int(m.group(3) or 0), "lines": []}
+                last = locs[int(m.group(1))] = {"mapping": int(m.group(3) or 0), "lines": [],
+                                                "address": int(m.group(2), 16)}
             fm = _RAW_LINE.match(text)
             if last is not None and (fm or m):
                 last["lines"].append((fm.group(1), fm.group(2), int(fm.group(3)))
@@ -89,14 +95,19 @@ def pprof_raw_samples(pprof, path):
         elif section == "Mappings":
             m = _RAW_MAP.match(line)
             if m:
-                maps[int(m.group(1))] = m.group(2)
+                maps[int(m.group(1))] = {"start": int(m.group(2), 16),
+                                         "offset": int(m.group(3), 16),
+                                         "file": m.group(4),
+                                         "has_functions": "[FN]" in m.group(5)}
     samples = []
     for ids, value, labels in raw:
         frames = []
         for i in ids:
             loc = locs[i]
             for fn, file, no in loc["lines"] or [(None, "", 0)]:
+                mp = maps.get(loc["mapping"])
                 frames.append({"function": fn, "file": file, "line": no,
-                               "mapping": maps.get(loc["mapping"], "")})
+                               "mapping": mp["file"] if mp else "",
+                               "address": loc["address"], "map": mp})
         samples.append({"labels": labels, "value": value, "frames": frames})
     return samples

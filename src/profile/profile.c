@@ -273,8 +273,15 @@ uint32_t profile_location_id(struct profile *p, uint32_t mapping_id,
 	p->locations[p->nlocations++] = l;
 	d->locations.slots[slot] = p->nlocations;
 	d->locations.n++;
-	if (function_id && mapping_id && mapping_id <= p->nmappings)
-		p->mappings[mapping_id - 1].has_functions = true;
+	if (mapping_id && mapping_id <= p->nmappings) {
+		struct profile_mapping *m = &p->mappings[mapping_id - 1];
+
+		if (function_id)
+			m->any_named = true;
+		else
+			m->any_unnamed = true;
+		m->has_functions = m->any_named && !m->any_unnamed;
+	}
 	return p->nlocations;
 }
 

@@ -34,7 +34,15 @@ struct profile_mapping {
 	uint64_t offset;	/* file offset of start */
 	const char *filename;	/* path as the process saw it, or "[kernel.kallsyms]" */
 	const char *build_id;	/* lowercase hex, "" if unknown */
-	bool has_functions;	/* some locations resolved to a symbol */
+	/*
+	 * has_functions: every location of the mapping resolved to a
+	 * function, so a later symbolizer (pprof, a backend) may skip it;
+	 * false when any location is an address only (pprof.proto's
+	 * meaning, which pprof -symbolize reads).
+	 */
+	bool has_functions;
+	bool any_named;		/* some location resolved (for has_functions) */
+	bool any_unnamed;	/* some location did not */
 };
 
 struct profile_function {

@@ -7,7 +7,9 @@
  * ID, its .gnu_debuglink, its PT_LOAD segments (to turn file offsets into
  * ELF virtual addresses), the descriptor of its separate debug file when
  * one is attached, and its function symbols from .symtab and .dynsym
- * (plus the debug file's .symtab), loaded on first lookup or by elf_file_load_symbols(), sorted by address.
+ * (plus the debug file's .symtab, and "name@plt" for x86-64 PLT stubs no
+ * symbol covers), loaded on first lookup or by elf_file_load_symbols(),
+ * sorted by address.
  *
  * Holding the fd keeps the file readable after the process that mapped it
  * exited or the file was deleted.
@@ -119,8 +121,9 @@ int elf_file_offset_to_vaddr(const struct elf_file *f, uint64_t off,
 /*
  * elf_file_lookup - the function symbol containing ELF virtual address
  * @vaddr (.symtab preferred, .dynsym otherwise; a symbol of size 0 covers
- * up to the next symbol). On success returns the symbol name as in the
- * table (mangled, without a "@VERSION" suffix; owned by @f) and sets
+ * up to the next symbol; a PLT stub is "name@plt"). On success returns
+ * the symbol name as in the table (mangled, without a "@VERSION" suffix;
+ * owned by @f) and sets
  * *@sym_vaddr to its start. Returns
  * NULL when no symbol covers @vaddr or the tables are unreadable.
  */

@@ -5,8 +5,9 @@
  *
  * Owns: reading FUNC/IFUNC symbols out of .symtab/.dynsym sections,
  * choosing one name per address (binding, then .symtab over .dynsym,
- * then fewer leading underscores), sizing symbols without a size, and
- * the enclosing-symbol links the lookup walks.
+ * then fewer leading underscores), sizing symbols without a size, the
+ * synthetic "name@plt" symbols of PLT stubs no symbol covers (plt.c
+ * names them), and the enclosing-symbol links the lookup walks.
  *
  * Input is untrusted (any file a process maps, any debug file found for
  * one): every count, offset and index comes from libelf's checked
@@ -17,7 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters/counters.h"
 #include "symbol/elf_symtab.h"
+#include "symbol/plt.h"
+
+COUNTER_DEFINE(plt_stubs_unnamed, COUNTER_STAT,
+	       "PLT stubs left unnamed (counted per symbol table read): "
+	       "their GOT slot matched no named relocation");
 
 #define CHAIN_MAX	256	/* enclosing symbols tried per lookup */
 
@@ -41,6 +48,7 @@ struct cand {
 	uint32_t seq;		/* read order, for a stable sort */
 	uint8_t rank;		/* 2 GLOBAL, 1 WEAK, 0 LOCAL */
 	uint8_t symtab;		/* 1 from .symtab, 0 from .dynsym */
+	uint8_t plt;		/* 1: a PLT stub, named name + "@plt" */
 };
 
 struct cands {
@@ -123,6 +131,7 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 		x.seq = (uint32_t)c->n;
 		x.rank = (uint8_t)bind_rank(GELF_ST_BIND(s.st_info));
 		x.symtab = sh->sh_type == SHT_SYMTAB;
+		x.plt = 0;
 		if (cands_push(c, &x))
 			return -ENOMEM;
 	}
@@ -183,7 +192,7 @@ static int build_table(struct elf_symtab *t, struct cands *c)
 		c->v[n] = c->v[i];
 		c->v[n].size = size;
 		c->v[n].limit = limit;
-		blob += c->v[n].name_len + 1;
+		blob += c->v[n].name_len + 1 + (c->v[n].plt ? 4 : 0);
 		n++;
 	}
 	if (!n)
@@ -217,6 +226,10 @@ static int build_table(struct elf_symtab *t, struct cands *c)
 			     t->syms[i - 1].max_end : s->end;
 		s->name = (uint32_t)pos;
 		memcpy(t->names + pos, x->name, len);
+		if (x->plt) {
+			memcpy(t->names + pos + len, "@plt", 4);
+			len += 4;
+		}
 		t->names[pos + len] = '\0';
 		pos += len + 1;
 
@@ -292,6 +305,102 @@ static int collect(Elf *elf, bool symtab_only, struct cands *c)
 }
 
 /*
+ * For the sorted candidates @c, @reach[i]: the highest end among c[0..i]
+ * (the ends build_table() will give them), so an address a is covered
+ * by a symbol when reach[last i with value <= a] > a.
+ */
+static uint64_t *cand_reach(const struct cands *c)
+{
+	uint64_t *reach = malloc(c->n * sizeof(*reach));
+	size_t i, next = 0;
+
+	if (!reach)
+		return NULL;
+	for (i = 0; i < c->n; i++) {
+		const struct cand *x = &c->v[i];
+		uint64_t end;
+
+		if (next <= i)		/* first candidate of the next address */
+			for (next = i + 1; next < c->n &&
+			     c->v[next].value == x->value; next++)
+				;
+		if (x->size) {
+			end = x->value + x->size;
+			if (end < x->value)
+				end = UINT64_MAX;
+		} else {
+			end = x->limit > x->value ? x->limit : x->value + 1;
+			if (next < c->n && c->v[next].value < end)
+				end = c->v[next].value;
+		}
+		reach[i] = i && reach[i - 1] > end ? reach[i - 1] : end;
+	}
+	return reach;
+}
+
+/* Whether one of the first @n (sorted) candidates of @c covers @addr. */
+static bool covered(const struct cands *c, size_t n, const uint64_t *reach,
+		    uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->v[mid].value <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && reach[lo - 1] > addr;
+}
+
+/*
+ * Add @elf's named PLT stubs that no candidate of the sorted @c covers
+ * (the symbol table's own name wins), as "name@plt" candidates, and sort
+ * again. Names stay in @elf's data, like the other candidates'.
+ */
+static int add_plt(Elf *elf, struct cands *c)
+{
+	struct plt_stubs stubs;
+	uint64_t *reach = NULL;
+	size_t i, before = c->n;
+	int ret;
+
+	ret = plt_stubs_read(elf, &stubs);
+	if (ret || !stubs.n)
+		goto out;
+	if (c->n && !(reach = cand_reach(c))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < stubs.n && !ret; i++) {
+		const struct plt_stub *p = &stubs.v[i];
+		struct cand x = { 0 };
+		size_t len = strcspn(p->name, "@");
+
+		if (!len || len > UINT32_MAX - 5 ||
+		    (before && covered(c, before, reach, p->addr)))
+			continue;
+		x.value = p->addr;
+		x.size = p->size;
+		x.name = p->name;
+		x.name_len = (uint32_t)len;
+		x.seq = (uint32_t)c->n;
+		x.plt = 1;
+		ret = cands_push(c, &x);
+	}
+	if (!ret && c->n > before)
+		qsort(c->v, c->n, sizeof(*c->v), cmp_cand);
+out:
+	if (stubs.unmatched)
+		counter_add(&counter_plt_stubs_unnamed, stubs.unmatched);
+	free(reach);
+	plt_stubs_free(&stubs);
+	return ret;
+}
+
+/*
  * elf_symtab_build - see elf_symtab.h. Names are copied out of libelf's
  * data into one blob, so the handles may be closed afterwards.
  */
@@ -305,10 +414,14 @@ int elf_symtab_build(struct elf_symtab *t, Elf *const *elves,
 	memset(t, 0, sizeof(*t));
 	for (i = 0; i < nelves && !ret; i++)
 		ret = collect(elves[i], symtab_only[i], &c);
-	if (!ret && c.n) {
+	if (!ret && c.n)
 		qsort(c.v, c.n, sizeof(*c.v), cmp_cand);
+	/* PLT stubs live in the object's own sections, never a debug file's. */
+	for (i = 0; i < nelves && !ret; i++)
+		if (!symtab_only[i])
+			ret = add_plt(elves[i], &c);
+	if (!ret && c.n)
 		ret = build_table(t, &c);
-	}
 	if (ret)
 		elf_symtab_free(t);
 	free(c.v);

@@ -6,7 +6,8 @@
  * Owns: the FUNC/IFUNC symbols of one or more ELF handles (an object and
  * its separate debug file describe the same addresses) merged into one
  * array sorted by address, one name per address, plus one blob of
- * names, and the address lookup.
+ * names, and the address lookup. x86-64 PLT stubs no symbol covers get
+ * synthetic "name@plt" symbols (plt.h), as perf names them.
  */
 #ifndef PROFD_SYMBOL_ELF_SYMTAB_H
 #define PROFD_SYMBOL_ELF_SYMTAB_H
@@ -27,7 +28,9 @@ struct elf_symtab {
 
 /*
  * elf_symtab_build - fill @t from @nelves libelf handles: from each its
- * .symtab and, unless @symtab_only[i], its .dynsym. Names lose a
+ * .symtab and, unless @symtab_only[i], its .dynsym and its named PLT
+ * stubs ("memcpy@plt", only where no symbol covers the stub; a debug
+ * file's PLT sections hold no data). Names lose a
  * "@VERSION"/"@@VERSION" suffix. Returns 0 (@t may be empty), -ENOMEM
  * or -E2BIG (names past 4 GiB); on error @t is left empty. Free with
  * elf_symtab_free().
