@@ -238,13 +238,16 @@ static void warn_failure(struct dbgd_fetcher *d, const struct dbgd_entry *e,
 }
 
 /*
- * @e failed with @err: retried after DBGD_RETRY_S; counted by kind.
- * @rejected: a file came but was not the object's.
+ * @e failed with @err: retried after DBGD_RETRY_S; counted by kind
+ * (unless profd is stopping: a cancelled fetch). @rejected: a file came
+ * but was not the object's.
  */
 static void fail(struct dbgd_fetcher *d, struct dbgd_entry *e, int err,
 		 bool rejected, const char *url)
 {
-	if (rejected) {
+	if (__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
+		/* cancelled as profd stops: not the server's failure */
+	} else if (rejected) {
 		counter_inc(&counter_debuginfod_rejected);
 		warn_failure(d, e, "rejected what the server sent", err, url);
 	} else if (err == -ENOENT) {
