@@ -35,7 +35,7 @@ import urllib.request
 
 import pytest
 
-from conftest import start, stop
+from conftest import run_unit, start, stop, unit_program
 from pprof_traces import comments, pprof_traces
 from test_dwarf import start_profd
 
@@ -337,6 +337,15 @@ def profile(profd_bin, pprof, tmp_path, built, *args, **kw):
     r = Run(profd_bin, pprof, tmp_path, built["exe"], *args, **kw)
     r.text = built["text"]
     return r
+
+
+def test_unit_fetcher():
+    """build/tests/unit/test_debuginfod: the URL check, the cache's cap
+    (least recently used first), the check of what came, and fetches
+    through libdebuginfod from a file:// server (right, lying, garbage,
+    missing)."""
+    unit_program("test_debuginfod")
+    run_unit("test_debuginfod", timeout=120)
 
 
 def test_fetched_from_debuginfod(profd_bin, pprof, tmp_path, built, server):

@@ -249,7 +249,8 @@ static void fail(struct dbgd_fetcher *d, struct dbgd_entry *e, int err,
 		/* cancelled as profd stops: not the server's failure */
 	} else if (rejected) {
 		counter_inc(&counter_debuginfod_rejected);
-		warn_failure(d, e, "rejected what the server sent", err, url);
+		warn_failure(d, e, err == -ESTALE ? "rejected: a file of another build ID" :
+			     "rejected: not an ELF file with a .symtab", err, url);
 	} else if (err == -ENOENT) {
 		counter_inc(&counter_debuginfod_not_found);
 		if (d->verbose)
