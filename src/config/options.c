@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * options.c - the option table and value parsing (see options.h);
- * --print-config is options_print.c.
+ * --print-config is options_print.c, durations ("90s", "2h") duration.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -263,42 +263,6 @@ static int fail(char *err, size_t len, int code, const char *fmt, ...)
 	return code;
 }
 
-static const struct {
-	const char *unit;
-	unsigned long long mult;
-} duration_units[] = {
-	{ "w", 7 * 86400ULL }, { "d", 86400 }, { "h", 3600 }, { "m", 60 },
-	{ "s", 1 }, { "", 1 },
-};
-
-int parse_duration(const char *s, unsigned long long *seconds)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	if (!strcmp(end, "ms")) {
-		if (v % 1000)
-			return -EINVAL;
-		*seconds = v / 1000;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-		if (strcmp(end, duration_units[i].unit))
-			continue;
-		if (v > ULLONG_MAX / duration_units[i].mult)
-			return -EINVAL;
-		*seconds = v * duration_units[i].mult;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 /* parse_duration() of @s into *@out if it is @min-@max seconds; else -EINVAL. */
 static int duration_in(const char *s, unsigned int min, unsigned int max,
 		       unsigned int *out)
@@ -309,18 +273,6 @@ static int duration_in(const char *s, unsigned int min, unsigned int max,
 		return -EINVAL;
 	*out = v;
 	return 0;
-}
-
-void format_duration(unsigned long long s, char *out, size_t len)
-{
-	for (size_t i = 1; i < 5; i++) {	/* days at most: 14d, not 2w */
-		if (s && s % duration_units[i].mult == 0) {
-			snprintf(out, len, "%llu%s", s / duration_units[i].mult,
-				 duration_units[i].unit);
-			return;
-		}
-	}
-	snprintf(out, len, "%llus", s);
 }
 
 /* The thread group (process) of task @tid, or -1 if it is gone. */
