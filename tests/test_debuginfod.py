@@ -350,11 +350,25 @@ def test_unit_fetcher():
 
 def test_fetched_from_debuginfod(profd_bin, pprof, tmp_path, built, server):
     """DEBUGINFOD_URLS names the server: the workload's debug file is
-    fetched, cached (the very file served) and its functions named, each
-    as nm names it; frames left unnamed meanwhile are counted."""
-    r = profile(profd_bin, pprof, tmp_path, built, env={"DEBUGINFOD_URLS": server})
+    fetched, cached (the very file served; the cache's 1 MiB cap evicts
+    an earlier run's least recently used files) and its functions named,
+    each as nm names it; frames left unnamed meanwhile are counted."""
+    # an earlier run's files, used long ago: 3 x 512 KiB, past a 1 MiB cap
+    old = []
+    for i in range(3):
+        d = tmp_path / "cache" / (f"{i:02x}" * 20)
+        d.mkdir(parents=True)
+        (d / "debuginfo").write_bytes(os.urandom(512 << 10))
+        os.utime(d / "debuginfo", (1000000 + i, 1000000 + i))
+        old.append(str(d / "debuginfo"))
+    r = profile(profd_bin, pprof, tmp_path, built, "--debuginfod-cache-size", "1",
+                env={"DEBUGINFOD_URLS": server})
     r.check_on_time()
     assert r.total("debuginfod_fetched") == 1, r.err
+    # the cap holds: the oldest went first, the fetched file stays
+    left = [p for p in old if os.path.exists(p)]
+    assert left == old[2:], left
+    assert r.total("debuginfod_evicted") == 2, r.err
     assert not r.total("debuginfod_failed") and not r.total("debuginfod_rejected"), r.err
     bid = built["build_id"]
     cached = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(r.cache, bid)) for f in fs]
