@@ -21,7 +21,7 @@ every second on time (the fetch runs on its own threads), exits on time
 build ID, or garbage, is rejected and deleted from the cache.
 
 Needs root (profd), debuginfod and gcc/binutils (scripts/deps.sh --test).
-About 2 minutes: eight profd runs of 5-8 s plus their BPF loads.
+About 2 minutes: ten profd runs of 3-8 s plus their BPF loads.
 """
 import http.server
 import os
@@ -435,6 +435,11 @@ def bad_server(mode, built):
         return FakeServer("elf", body=open(built["other_debug"], "rb").read())
     if mode == "garbage":
         return FakeServer("garbage", body=os.urandom(64 << 10))
+    if mode == "truncated":     # the right file, cut in half: no section headers
+        data = open(built["debug"], "rb").read()
+        return FakeServer("elf", body=data[:len(data) // 2])
+    if mode == "huge":          # past the 1 MiB cap the run sets
+        return FakeServer("garbage", body=b"\0" * (8 << 20))
     return FakeServer(mode, delay=30)
 
 
@@ -443,13 +448,16 @@ def bad_server(mode, built):
     ("slow", "debuginfod_failed"),
     ("elf", "debuginfod_rejected"),
     ("garbage", "debuginfod_rejected"),
+    ("truncated", "debuginfod_rejected"),
+    ("huge", "debuginfod_failed"),
     ("hung", None),
 ])
 def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
     """A server that refuses connections, answers after the timeout
-    (DEBUGINFOD_TIMEOUT=1, honoured), sends another program's debug file
-    or garbage for any build ID, or never answers (profd stops anyway:
-    the fetch is cancelled): profd keeps writing a profile a second,
+    (DEBUGINFOD_TIMEOUT=1, honoured), sends another program's debug file,
+    garbage, the right file truncated, or 8 MiB past the 1 MiB cap for any
+    build ID, or never answers (profd stops anyway: the fetch is
+    cancelled): profd keeps writing a profile a second,
     exits on time, names none of the workload's frames, counts the
     failure and says it in one line; a rejected file leaves the cache."""
     fake = bad_server(mode, built)
@@ -459,7 +467,7 @@ def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
         fake.__enter__()
     try:
         r = profile(profd_bin, pprof, tmp_path, built, "--debuginfod-urls", url,
-                    duration=5, env=env)
+                    "--debuginfod-cache-size", "1", duration=5, env=env)
     finally:
         if fake:
             fake.__exit__(None, None, None)

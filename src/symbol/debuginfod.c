@@ -70,6 +70,7 @@ struct dbgd_worker {
 	pthread_t thread;
 	unsigned int index;
 	uint64_t start_ns;		/* CLOCK_MONOTONIC start of its fetch */
+	int cancelled;			/* why progress() cancelled it, or 0 */
 };
 
 struct dbgd_fetcher {
@@ -269,7 +270,9 @@ static void fail(struct dbgd_fetcher *d, struct dbgd_entry *e, int err,
 
 /*
  * libdebuginfod's progress callback (about once a second while it waits,
- * more often while data arrives; @got: bytes so far): non-zero cancels.
+ * more often while data arrives; @got: bytes so far): non-zero cancels,
+ * the reason kept for fetch() (the library reports a cancelled fetch as
+ * not found, and remembers it as a miss for its cache_miss_s).
  */
 static int progress(debuginfod_client *c, long got, long total)
 {
@@ -277,10 +280,12 @@ static int progress(debuginfod_client *c, long got, long total)
 
 	(void)total;
 	if (__atomic_load_n(&w->d->stop, __ATOMIC_RELAXED))
-		return 1;
-	if (got > 0 && (uint64_t)got > w->d->cap)
-		return 1;
-	return clock_mono_ns() - w->start_ns > DBGD_FETCH_MAX_NS;
+		w->cancelled = -ECANCELED;
+	else if (got > 0 && (uint64_t)got > w->d->cap)
+		w->cancelled = -EFBIG;	/* no Content-Length, or a lying one */
+	else if (clock_mono_ns() - w->start_ns > DBGD_FETCH_MAX_NS)
+		w->cancelled = -ETIME;
+	return w->cancelled != 0;
 }
 
 /* Fetch @e's debug file with client @c, check it, and say how it went. */
@@ -292,8 +297,11 @@ static void fetch(struct dbgd_worker *w, debuginfod_client *c, struct dbgd_entry
 	int fd, ret, evicted;
 
 	w->start_ns = clock_mono_ns();
+	w->cancelled = 0;
 	fd = c ? debuginfod_find_debuginfo(c, (const unsigned char *)e->build_id, 0,
 					   &path) : -ENOMEM;
+	if (fd < 0 && w->cancelled)	/* the library says -ENOENT then */
+		fd = w->cancelled;
 	u = c ? debuginfod_get_url(c) : NULL;
 	url = u ? strdup(u) : NULL;
 	if (fd < 0) {
