@@ -239,7 +239,7 @@ int main(void)
 	f = elf_file_open(self, &err);
 	snprintf(id, sizeof(id), "%s", f ? elf_file_build_id(f) : "");
 	elf_file_free(f);
-	CHECK(id[0] && elf_file_open(self, &err) != NULL, "this program has a build ID");
+	CHECK(id[0], "this program has a build ID");
 	test_urls();
 	test_cache_trim();
 	test_check(self, id);
