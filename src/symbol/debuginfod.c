@@ -288,6 +288,25 @@ static int progress(debuginfod_client *c, long got, long total)
 	return w->cancelled != 0;
 }
 
+/*
+ * A fetch cancelled because profd stops is no miss, but libdebuginfod
+ * remembers it as one (an empty file where the artifact goes, for its
+ * cache_miss_s): the next run would not ask for 10 minutes. Delete that
+ * marker: only an empty regular file at BUILDID/debuginfo, the client's
+ * layout; if the layout differs, nothing is deleted.
+ */
+static void forget_miss(struct dbgd_fetcher *d, const struct dbgd_entry *e)
+{
+	struct stat st;
+	char *path;
+
+	if (asprintf(&path, "%s/%s/debuginfo", d->cache_dir, e->build_id) < 0)
+		return;
+	if (!lstat(path, &st) && S_ISREG(st.st_mode) && !st.st_size)
+		unlink(path);
+	free(path);
+}
+
 /* Fetch @e's debug file with client @c, check it, and say how it went. */
 static void fetch(struct dbgd_worker *w, debuginfod_client *c, struct dbgd_entry *e)
 {
@@ -302,6 +321,8 @@ static void fetch(struct dbgd_worker *w, debuginfod_client *c, struct dbgd_entry
 					   &path) : -ENOMEM;
 	if (fd < 0 && w->cancelled)	/* the library says -ENOENT then */
 		fd = w->cancelled;
+	if (fd == -ECANCELED)
+		forget_miss(d, e);
 	u = c ? debuginfod_get_url(c) : NULL;
 	url = u ? strdup(u) : NULL;
 	if (fd < 0) {
