@@ -5,10 +5,10 @@
 set -eu
 
 # Build: the compilers, libbpf + bpftool (skeletons), elfutils (libelf,
-# libdw), protobuf-c, libcurl, libyaml, libmicrohttpd; sys/sdt.h (USDT
+# libdw, libdebuginfod: debug files fetched by build ID), protobuf-c, libcurl, libyaml, libmicrohttpd; sys/sdt.h (USDT
 # probes of the CUDA/NVTX injection library, built when the CUDA headers
 # are in /usr/local/cuda). Run: python3 for `make run`'s Python demo.
-BUILD="make gcc g++ clang bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
+BUILD="make gcc g++ clang bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev
 protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libyaml-dev
 libmicrohttpd-dev systemtap-sdt-dev python3"
 # Tests: pytest, the oracles (protoc, Google's pprof built from Debian's
@@ -25,11 +25,13 @@ libmicrohttpd-dev systemtap-sdt-dev python3"
 # CRuby runtime tests, xz-utils to unpack its source (tests/test_ruby_offsets.py);
 # elfutils' eu-unstrip joins a stripped binary and its debug file for
 # pprof, lld a second linker's PLT (tests/test_plt.py).
+# tests/test_debuginfod.py: elfutils' debuginfod server, serving debug files
+# the test splits off its own builds.
 TEST="python3 python3.11 python3-pytest protobuf-compiler golang-go
 golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
 linux-perf libclang-rt-14-dev gdb austin protobuf-compiler-grpc
 python3-grpcio python3-protobuf openssl groff-base man-db systemd
-python3-yaml fuse3 libfuse3-dev ruby xz-utils elfutils lld"
+python3-yaml fuse3 libfuse3-dev ruby xz-utils elfutils lld debuginfod"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"

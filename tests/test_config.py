@@ -36,6 +36,10 @@ NON_DEFAULT = {
     "unwind-memory-limit": ("--unwind-memory-limit", "128", 128),
     "symbol-cache-limit": ("--symbol-cache-limit", "64", 64),
     "memory-limit": ("--memory-limit", "256", 256),
+    "debuginfod-urls": ("--debuginfod-urls", "http://a:8002 https://b/d",
+                        "http://a:8002 https://b/d"),
+    "debuginfod-cache": ("--debuginfod-cache", "/tmp/profd dbgd", "/tmp/profd dbgd"),
+    "debuginfod-cache-size": ("--debuginfod-cache-size", "100", 100),
     "max-processes": ("--max-processes", "1000", 1000),
     "bpf-verifier-log-level": ("--bpf-verifier-log-level", "2", 2),
     "debug-pid": ("--debug-pid", "12,34", [12, 34]),
@@ -491,3 +495,23 @@ def test_unwind_memory_limit_stops_at_what_the_maps_hold(profd_bin):
         "unwind-memory-limit"] == 1024
     assert "must be 1-1024 MiB" in usage_error(run(profd_bin, "--unwind-memory-limit",
                                                    "1025", "--print-config"))
+
+
+def test_debuginfod_urls_off_and_bad_values(profd_bin, tmp_path):
+    """--debuginfod-urls "" (or off) turns the servers off, also in a file
+    (where an empty value keeps the default, $DEBUGINFOD_URLS); words that
+    are no http://, https:// or file:// URL and a relative cache are usage
+    errors naming the option."""
+    _, d = print_config(profd_bin, "--debuginfod-urls", "")
+    assert d["debuginfod-urls"] == "off"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("debuginfod-urls: off\n")
+    _, d = print_config(profd_bin, "-c", str(cfg))
+    assert d["debuginfod-urls"] == "off"
+    _, d = print_config(profd_bin)
+    assert d["debuginfod-urls"] == "" and d["debuginfod-cache-size"] == 2048
+    for args in (["--debuginfod-urls", "ftp://x"], ["--debuginfod-urls", "http://"],
+                 ["--debuginfod-cache", "cache"], ["--debuginfod-cache-size", "0"]):
+        r = run(profd_bin, *args, "--print-config")
+        assert r.returncode == 64 and args[0] in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) <= 2, r.stderr

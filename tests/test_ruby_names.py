@@ -111,7 +111,7 @@ def asan_build(tmp_path, src):
            "-I" + os.path.join(ROOT, "build"), "-I" + os.path.join(ROOT, "src"), "-I" + ROOT,
            "-I" + os.path.join(ROOT, "tests", "unit"), "-o", out,
            os.path.join(ROOT, "tests", "unit", src)] + srcs + [
-           lib, "-lbpf", "-ldw", "-lelf", "-lz", "-lprotobuf-c", "-lcurl", "-lyaml",
+           lib, "-lbpf", "-ldebuginfod", "-ldw", "-lelf", "-lz", "-lprotobuf-c", "-lcurl", "-lyaml",
            "-lmicrohttpd", "-lstdc++", "-lpthread", "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:

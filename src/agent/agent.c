@@ -212,6 +212,9 @@ static int run_start(struct agent *ag, struct run *r, const char *inject_lib)
 	/* the first probabilistic interval: sampling starts on or off */
 	ag->sampling_on = agent_probabilistic_draw(ag);
 	ag->interval_sampled = ag->sampling_on;
+	/* setenv() for libdebuginfod: before the first thread */
+	if (agent_debuginfod_env(ag))
+		return -1;
 	/* before the BPF load: a taken port should not cost seconds */
 	if (cfg->http_address && agent_metrics_start(ag))
 		return -1;

@@ -28,6 +28,7 @@
 #include "proc/object_loader.h"
 #include "proc/process.h"
 #include "runtime/runtime.h"
+#include "symbol/debuginfod.h"
 #include "symbol/kallsyms.h"
 #include "symbol/symbolizer.h"
 #include "tracer/tracer.h"
@@ -37,6 +38,8 @@
 /* How long shutdown waits for the unwind loader's job in hand (ns). */
 #define UNWIND_STOP_WAIT_NS	(300ULL * 1000 * 1000)
 #define OBJECTS_STOP_WAIT_NS	(300ULL * 1000 * 1000)
+/* libdebuginfod calls the callback that cancels a fetch about once a second */
+#define DBGD_STOP_WAIT_NS	(1500ULL * 1000 * 1000)
 /*
  * How long one interval's write-out waits for objects still being opened:
  * this, and at most a quarter of the interval (the next swap stays on time).
@@ -92,6 +95,8 @@ struct agent {
 	struct file_gate *gate;		/* reads of mapped files that time out; any thread */
 	struct unwind_async *unwind;	/* the loader's thread and queue; NULL: FP only */
 	struct object_loader *objects;	/* opens and parses mapped files; any thread */
+	struct dbgd_fetcher *dbgd;	/* debuginfod fetches; NULL: none */
+	struct dbgd_config dbgd_cfg;	/* agent_debuginfod_env(): its settings */
 	bool objects_stuck;		/* its worker could not be stopped: leave what it uses */
 	struct runtimes *rts;		/* language runtimes; NULL: native only */
 	uint64_t *merged;		/* reader scratch: kernel + merged user IPs */
@@ -377,6 +382,15 @@ void agent_flush(struct agent *ag);
  */
 int agent_inject_library(const struct agent_config *cfg, char **lib_out,
 			 char **private_out);
+
+/*
+ * agent_debuginfod_env - libdebuginfod's environment from
+ * --debuginfod-urls (or $DEBUGINFOD_URLS), --debuginfod-cache and
+ * --debuginfod-cache-size (dbgd_env_setup()); before any thread starts:
+ * setenv() is not thread-safe. agent_setup() starts the fetcher. Returns
+ * 0, or -1 (out of memory, printed).
+ */
+int agent_debuginfod_env(struct agent *ag);
 
 /*
  * agent_setup - everything a run needs before the reader starts: checks,

@@ -6,7 +6,9 @@
  * Owns: choosing the CUDA/NVTX injection library (found next to profd or
  * given, checked, copied privately for `profd exec`); agent_setup(): the
  * preflight checks, the output directory, kernel symbols, the memory
- * budgets, the symbolizer, process table, file gate and object loader,
+ * budgets, the symbolizer (and its debuginfod fetcher: the environment
+ * libdebuginfod reads is set by agent_debuginfod_env(), before any
+ * thread), process table, file gate and object loader,
  * OTLP export and NVTX, the outputs (sinks_setup(): src/output/sink.h),
  * the BPF programs (tracer), the GPU correlation and probes, the language
  * runtimes and DWARF unwinders and the process listener that ties them to
@@ -274,6 +276,58 @@ static int sinks_setup(struct agent *ag)
 	return 0;
 }
 
+/* agent_debuginfod_env - see agent_internal.h. */
+int agent_debuginfod_env(struct agent *ag)
+{
+	const struct agent_config *cfg = ag->cfg;
+	const char *urls = cfg->debuginfod_urls;
+
+	if (!urls)	/* the flag wins over the variable */
+		urls = getenv("DEBUGINFOD_URLS");
+	ag->dbgd_cfg = (struct dbgd_config){
+		.urls = urls && urls[0] ? strdup(urls) : NULL,
+		.cache_dir = cfg->debuginfod_cache,
+		.cache_bytes = (uint64_t)cfg->debuginfod_cache_mib << 20,
+		.verbose = cfg->verbose,
+	};
+	if (urls && urls[0] && !ag->dbgd_cfg.urls) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
+	if (urls && urls[0] && !dbgd_urls_valid(urls))
+		fprintf(stderr, "profd: warning: $DEBUGINFOD_URLS has words that are not "
+			"http://, https:// or file:// URLs; libdebuginfod skips them\n");
+	/* unset or "" alike: libdebuginfod then asks no server */
+	if (dbgd_env_setup(&ag->dbgd_cfg)) {
+		fprintf(stderr, "profd: error: out of memory\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The debuginfod fetcher for the symbolizer, when servers are set; one
+ * that cannot start is a warning: its frames keep addresses.
+ */
+static void debuginfod_setup(struct agent *ag)
+{
+	const struct dbgd_config *c = &ag->dbgd_cfg;
+	char why[256];
+
+	if (!c->urls)
+		return;
+	ag->dbgd = dbgd_fetcher_new(c, why, sizeof(why));
+	if (!ag->dbgd) {
+		fprintf(stderr, "profd: warning: debuginfod: %s; binaries without "
+			"symbols stay unnamed\n", why);
+		return;
+	}
+	symbolizer_set_debuginfod(ag->sym, ag->dbgd);
+	fprintf(stderr, "profd: debuginfod: debug files of binaries without symbols "
+		"from %s (cache %s, at most %llu MiB)\n", c->urls, c->cache_dir,
+		(unsigned long long)(c->cache_bytes >> 20));
+}
+
 int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
@@ -342,8 +396,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	agent_memory_budgets(cfg->memory_limit_mib, cfg->symbol_cache_mib,
 			     &ag->budgets);
 	ag->sym = symbolizer_new();
-	if (ag->sym)
+	if (ag->sym) {
 		symbolizer_set_budget(ag->sym, ag->budgets.symbols);
+		debuginfod_setup(ag);
+	}
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
 	ag->gate = file_gate_new(0);
 	ag->objects = object_loader_new();
@@ -454,6 +510,12 @@ void agent_teardown(struct agent *ag)
 		process_table_free(ag->procs);
 		file_gate_free(ag->gate);	/* stays allocated while a read hangs */
 		symbolizer_free(ag->sym);
+		/* after the objects whose entries it owns; a fetch is cancelled */
+		if (!dbgd_fetcher_free(ag->dbgd, DBGD_STOP_WAIT_NS))
+			fprintf(stderr, "profd: warning: a debuginfod fetch did not stop; "
+				"left running\n");
 	}
+	free((char *)ag->dbgd_cfg.urls);
+	ag->dbgd_cfg.urls = NULL;
 	kallsyms_free(ag->ksyms);
 }

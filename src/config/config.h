@@ -38,6 +38,9 @@ struct agent_config {
 	unsigned int unwind_memory_mib;	/* --unwind-memory-limit: shard memory cap */
 	unsigned int symbol_cache_mib;	/* --symbol-cache-limit: symbolizer heap budget */
 	unsigned int memory_limit_mib;	/* --memory-limit: RSS ceiling (memory.h budgets) */
+	const char *debuginfod_urls;	/* --debuginfod-urls; NULL: $DEBUGINFOD_URLS; "": off */
+	const char *debuginfod_cache;	/* --debuginfod-cache DIR */
+	unsigned int debuginfod_cache_mib;	/* --debuginfod-cache-size: the cache's cap */
 	unsigned int max_processes;	/* --max-processes with unwind tables */
 	bool gpu;			/* !--no-gpu: attach to the CUDA injection library */
 	const char *inject_library;	/* --inject-library; NULL: next to the binary */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * options.c - the option table and value parsing (see options.h);
- * --print-config is options_print.c.
+ * --print-config is options_print.c, durations ("90s", "2h") duration.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +19,7 @@
 #include "export/otlp.h"
 #include "metrics/http.h"
 #include "output/retention.h"
+#include "symbol/debuginfod.h"
 
 
 static const struct option_def table[] = {
@@ -85,6 +86,15 @@ static const struct option_def table[] = {
 	{ "symbol-cache-limit", OPT_SYMBOL_CACHE, "MIB", OPTION_VALUE, true, 2,
 	  "Heap for the symbolizer's caches, 1-4096 MiB (default 32); beyond "
 	  "it the least recently used address caches are emptied" },
+	{ "debuginfod-urls", OPT_DEBUGINFOD_URLS, "URLS", OPTION_VALUE, true, 2,
+	  "debuginfod servers (space separated http://, https://, file:// URLs) "
+	  "asked in the background for the debug files of binaries without "
+	  "symbols (default $DEBUGINFOD_URLS; \"\" or off: none)" },
+	{ "debuginfod-cache", OPT_DEBUGINFOD_CACHE, "DIR", OPTION_VALUE, true, 2,
+	  "Where fetched debug files are kept (default " DBGD_CACHE_DIR ")" },
+	{ "debuginfod-cache-size", OPT_DEBUGINFOD_CACHE_SIZE, "MIB", OPTION_VALUE, true, 2,
+	  "The cache's cap, 1-1048576 MiB (default 2048): least recently used "
+	  "files are deleted past it; a bigger file is not fetched" },
 	{ "memory-limit", OPT_MEMORY_LIMIT, "MIB", OPTION_VALUE, true, 2,
 	  "RSS ceiling, 80-65536 MiB (default 128): past a fixed base of 64 MiB "
 	  "(BPF maps, code, fixed heap), half goes to the symbolizer (at most "
@@ -183,6 +193,8 @@ void options_init(struct options *o)
 		.unwind_memory_mib = 64,
 		.symbol_cache_mib = 32,
 		.memory_limit_mib = 128,
+		.debuginfod_cache = DBGD_CACHE_DIR,
+		.debuginfod_cache_mib = 2048,
 		.max_processes = 8192,
 		.gpu = true,
 		.gpu_timeout_s = 30,
@@ -251,42 +263,6 @@ static int fail(char *err, size_t len, int code, const char *fmt, ...)
 	return code;
 }
 
-static const struct {
-	const char *unit;
-	unsigned long long mult;
-} duration_units[] = {
-	{ "w", 7 * 86400ULL }, { "d", 86400 }, { "h", 3600 }, { "m", 60 },
-	{ "s", 1 }, { "", 1 },
-};
-
-int parse_duration(const char *s, unsigned long long *seconds)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	if (!strcmp(end, "ms")) {
-		if (v % 1000)
-			return -EINVAL;
-		*seconds = v / 1000;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-		if (strcmp(end, duration_units[i].unit))
-			continue;
-		if (v > ULLONG_MAX / duration_units[i].mult)
-			return -EINVAL;
-		*seconds = v * duration_units[i].mult;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 /* parse_duration() of @s into *@out if it is @min-@max seconds; else -EINVAL. */
 static int duration_in(const char *s, unsigned int min, unsigned int max,
 		       unsigned int *out)
@@ -297,18 +273,6 @@ static int duration_in(const char *s, unsigned int min, unsigned int max,
 		return -EINVAL;
 	*out = v;
 	return 0;
-}
-
-void format_duration(unsigned long long s, char *out, size_t len)
-{
-	for (size_t i = 1; i < 5; i++) {	/* days at most: 14d, not 2w */
-		if (s && s % duration_units[i].mult == 0) {
-			snprintf(out, len, "%llu%s", s / duration_units[i].mult,
-				 duration_units[i].unit);
-			return;
-		}
-	}
-	snprintf(out, len, "%llus", s);
 }
 
 /* The thread group (process) of task @tid, or -1 if it is gone. */
@@ -576,7 +540,8 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 	if (d->kind == OPTION_FLAG && value && parse_bool(value, &b))
 		return fail(err, len, OPTION_EUSAGE, "must be true or false, got '%s'", value);
 	list_source(o, d, src);		/* a flag replaces the file's list */
-	if (d->kind != OPTION_FLAG && d->kind != OPTION_COUNT && (!value || !*value))
+	if (d->kind != OPTION_FLAG && d->kind != OPTION_COUNT && (!value || !*value) &&
+	    !(d->key == OPT_DEBUGINFOD_URLS && value))	/* "": off */
 		return fail(err, len, OPTION_EUSAGE, "must not be empty");
 
 	switch (d->key) {
@@ -717,6 +682,27 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 		if (v < 0)
 			return fail(err, len, OPTION_EUSAGE, "must be 1-4096 MiB, got '%s'", value);
 		c->symbol_cache_mib = v;
+		break;
+	case OPT_DEBUGINFOD_URLS:
+		if (!strcmp(value, "off"))
+			value = "";
+		if (!dbgd_urls_valid(value))
+			return fail(err, len, OPTION_EUSAGE, "takes space-separated http://, "
+				    "https:// or file:// URLs, got '%s'", value);
+		c->debuginfod_urls = keep(o, value, src);
+		break;
+	case OPT_DEBUGINFOD_CACHE:
+		if (value[0] != '/')
+			return fail(err, len, OPTION_EUSAGE, "must be an absolute path, got '%s'",
+				    value);
+		c->debuginfod_cache = keep(o, value, src);
+		break;
+	case OPT_DEBUGINFOD_CACHE_SIZE:
+		v = parse_uint(value, 1, 1 << 20);
+		if (v < 0)
+			return fail(err, len, OPTION_EUSAGE, "must be 1-1048576 MiB, got '%s'",
+				    value);
+		c->debuginfod_cache_mib = v;
 		break;
 	case OPT_MEMORY_LIMIT:
 		v = parse_uint(value, 80, 65536);

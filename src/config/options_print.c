@@ -176,6 +176,15 @@ static void emit_value(struct emitter *em, const struct options *o,
 	case OPT_MEMORY_LIMIT:
 		snprintf(buf, sizeof(buf), "%u", c->memory_limit_mib);
 		break;
+	case OPT_DEBUGINFOD_URLS:
+		/* unset: "" ($DEBUGINFOD_URLS); off: "off" */
+		return emit_scalar(em, !c->debuginfod_urls ? "" : c->debuginfod_urls[0] ?
+				   c->debuginfod_urls : "off", false);
+	case OPT_DEBUGINFOD_CACHE:
+		return emit_scalar(em, c->debuginfod_cache, false);
+	case OPT_DEBUGINFOD_CACHE_SIZE:
+		snprintf(buf, sizeof(buf), "%u", c->debuginfod_cache_mib);
+		break;
 	case OPT_MAX_PROCESSES:
 		if (!c->max_processes_set)
 			return emit_scalar(em, "", false);

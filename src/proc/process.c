@@ -718,8 +718,9 @@ static int lookup(struct proc_snapshot *s, uint64_t addr)
 
 /*
  * @s's mapping @idx was sampled: its object's table counts as used now
- * (shed last), and if it was shed for the budget, its reload is queued
- * (once per object per RELOAD_ASK_NS).
+ * (shed last), and if it was shed for the budget or its debug file was
+ * fetched from debuginfod, its reload is queued (once per object per
+ * RELOAD_ASK_NS).
  */
 static void note_sampled(struct process_table *pt, struct proc_snapshot *s,
 			 int idx, uint64_t now)
@@ -728,7 +729,7 @@ static void note_sampled(struct process_table *pt, struct proc_snapshot *s,
 	uint32_t i;
 
 	sym_object_sampled(o, now);
-	if (!sym_object_shed(o))
+	if (!sym_object_wants_reload(o))
 		return;
 	for (i = 0; i < RELOAD_ASKED; i++)
 		if (pt->reload_asked[i].o == o &&

@@ -8,8 +8,10 @@
  * (least recently sampled or looked up first; those with samples still
  * to name only past SYM_PENDING_SLACK more), and reading a shed table
  * back (symbolizer_reload(), on the object loader, rate limited, never
- * after the file changed). Everything runs under the caller's sym_lock
- * except the reload's file read.
+ * after the file changed; or, for an object whose debug file debuginfod
+ * fetched, attaching it: debuginfod_attach.c). Everything runs under the
+ * caller's sym_lock except the reload's file read. Each trim also asks
+ * again for debug files whose fetch was dropped or failed long ago.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,6 +46,7 @@ void symbolizer_trim(struct symbolizer *s)
 
 			if (o->refs)
 				o->idle_trims = 0;
+			sym_fetched_retry(s, o);
 			if (o->refs || (!o->err && o->idle_trims++ < SYM_IDLE_TRIMS)) {
 				s->bytes += sym_object_bytes(o);
 				pp = &o->next;
@@ -174,16 +177,7 @@ static uint64_t object_shed(struct sym_object *o)
 {
 	uint64_t bytes = elf_file_unload_symbols(o->ef);
 
-	bytes += (uint64_t)o->offs_cap * sizeof(*o->offs) +
-		 (uint64_t)o->names_cap * sizeof(*o->names);
-	for (uint32_t i = 0; i < o->names_cap; i++)
-		free(o->names[i].name);
-	free(o->names);
-	o->names = NULL;
-	o->names_cap = o->names_n = 0;
-	free(o->offs);
-	o->offs = NULL;
-	o->offs_cap = o->offs_n = 0;
+	bytes += sym_object_forget(o);
 	__atomic_store_n(&o->shed, true, __ATOMIC_RELEASE);
 	return bytes;
 }
@@ -235,13 +229,13 @@ void sym_object_sampled(struct sym_object *o, uint64_t now_ns)
 		__atomic_store_n(&o->sampled_ns, now_ns, __ATOMIC_RELAXED);
 }
 
-/* sym_object_shed - see symbolizer.h. */
-bool sym_object_shed(const struct sym_object *o)
+/* sym_object_wants_reload - see symbolizer.h. */
+bool sym_object_wants_reload(const struct sym_object *o)
 {
 	if (o && o->same)
 		o = o->same;
-	return o && __atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&o->changed, __ATOMIC_RELAXED);
+	return o && !__atomic_load_n(&o->changed, __ATOMIC_RELAXED) &&
+	       (__atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) || sym_fetched_ready(o));
 }
 
 /* A reload allowed now by SYM_RELOADS_PER_S (lock held). */
@@ -276,6 +270,8 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 		o = o->same;
 	if (!o)
 		return 0;
+	if (sym_fetched_ready(o))	/* fetched: attached, its table with it */
+		return sym_fetched_attach(s, lock, o);
 	pthread_mutex_lock(lock);
 	if (!o->shed || o->reloading || o->changed || !o->ef) {
 		pthread_mutex_unlock(lock);

@@ -441,39 +441,81 @@ int elf_file_stat(const struct elf_file *f, struct stat *st)
 }
 
 /*
+ * Read the ELF header, build ID and whether there is a .symtab of the
+ * file on @fd into @probe and @eh, with ELF_C_READ (pread, no mmap: the
+ * file came from a path or a server, not from a mapping). Returns 0, or
+ * -ENOEXEC when it is no ELF file with a non-empty .symtab.
+ */
+static int probe_debug(int fd, struct elf_file *probe, GElf_Ehdr *eh)
+{
+	struct stat st;
+	size_t phnum;
+	Elf *elf;
+	int ret = -ENOEXEC;
+
+	if (!libelf_ready() || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, eh) &&
+	    !elf_getphdrnum(elf, &phnum)) {
+		read_build_id(probe, elf, phnum);
+		read_section_info(probe, elf, eh, false);
+		if (probe->has_symtab)
+			ret = 0;
+	}
+	elf_end(elf);
+	return ret;
+}
+
+/*
+ * Whether the file on @fd may be @f's debug file (elf_file_check_debug()
+ * without the -EEXIST rule).
+ */
+static int check_debug_fd(const struct elf_file *f, int fd)
+{
+	struct elf_file probe = { .fd = -1, .dbg_fd = -1 };
+	GElf_Ehdr eh, own;
+	Elf *self;
+	int ret = probe_debug(fd, &probe, &eh);
+
+	if (ret)
+		return ret;
+	self = elf_handle(f);
+	if (!self || !gelf_getehdr(self, &own) ||
+	    eh.e_ident[EI_CLASS] != own.e_ident[EI_CLASS] ||
+	    eh.e_machine != own.e_machine)
+		ret = -ENOEXEC;
+	else
+		ret = strcmp(probe.build_id, f->build_id) ? -ESTALE : 0;
+	elf_end(self);
+	return ret;
+}
+
+/*
  * elf_file_check_debug - see elf_file.h. The candidate is opened with
  * ELF_C_READ (no mmap) and checked: ELF, a non-empty .symtab, the same
  * ELF class and machine, the same build ID (or none on both sides).
  */
 int elf_file_check_debug(const struct elf_file *f, int fd)
 {
-	struct elf_file probe = { .fd = -1, .dbg_fd = -1 };
-	Elf *elf = NULL, *self = NULL;
-	GElf_Ehdr eh, own;
-	struct stat st;
-	size_t phnum;
-	int ret = -ENOEXEC;
-
 	if (f->dbg_fd >= 0 || f->syms_loaded)
 		return -EEXIST;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return -ENOEXEC;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	self = elf_handle(f);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
-	    elf_getphdrnum(elf, &phnum) || !self || !gelf_getehdr(self, &own) ||
-	    eh.e_ident[EI_CLASS] != own.e_ident[EI_CLASS] ||
-	    eh.e_machine != own.e_machine)
-		goto out;
-	read_build_id(&probe, elf, phnum);
-	read_section_info(&probe, elf, &eh, false);
-	if (!probe.has_symtab)
-		goto out;
-	ret = strcmp(probe.build_id, f->build_id) ? -ESTALE : 0;
-out:
-	elf_end(self);
-	elf_end(elf);
-	return ret;
+	return check_debug_fd(f, fd);
+}
+
+/* elf_debug_file_check - see elf_file.h. */
+int elf_debug_file_check(int fd, const char *build_id)
+{
+	struct elf_file probe = { .fd = -1, .dbg_fd = -1 };
+	GElf_Ehdr eh;
+	int ret;
+
+	if (!build_id || !build_id[0])
+		return -EINVAL;
+	ret = probe_debug(fd, &probe, &eh);
+	if (ret)
+		return ret;
+	return strcmp(probe.build_id, build_id) ? -ESTALE : 0;
 }
 
 /* elf_file_set_debug - see elf_file.h. */
@@ -528,11 +570,12 @@ int elf_file_offset_to_vaddr(const struct elf_file *f, uint64_t off,
 /* ---- symbol table (elf_symtab.c) ---- */
 
 /*
- * Read @f's function symbols (its own tables, then its debug file's
- * .symtab) into @t; @f is only read (its descriptors), so this may run
- * beside lookups in @f's current table.
+ * Read @f's function symbols (its own tables, then the .symtab of the
+ * debug file on @dbg_fd, if >= 0) into @t; @f is only read (its
+ * descriptors), so this may run beside lookups in @f's current table.
  */
-static int read_symbols(const struct elf_file *f, struct elf_symtab *t)
+static int read_symbols_with(const struct elf_file *f, int dbg_fd,
+			     struct elf_symtab *t)
 {
 	Elf *elves[2];
 	bool symtab_only[2] = { false, true };
@@ -546,8 +589,8 @@ static int read_symbols(const struct elf_file *f, struct elf_symtab *t)
 	}
 	n++;
 	/* A debug file's .dynsym has no data: its .symtab only. */
-	if (f->dbg_fd >= 0) {
-		elves[n] = elf_begin(f->dbg_fd, ELF_C_READ, NULL);
+	if (dbg_fd >= 0) {
+		elves[n] = elf_begin(dbg_fd, ELF_C_READ, NULL);
 		if (elves[n] && elf_kind(elves[n]) == ELF_K_ELF)
 			n++;
 		else
@@ -557,6 +600,11 @@ static int read_symbols(const struct elf_file *f, struct elf_symtab *t)
 	while (n)
 		elf_end(elves[--n]);
 	return ret;
+}
+
+static int read_symbols(const struct elf_file *f, struct elf_symtab *t)
+{
+	return read_symbols_with(f, f->dbg_fd, t);
 }
 
 static int load_symbols(struct elf_file *f)
@@ -595,6 +643,43 @@ int elf_file_read_symbols(const struct elf_file *f, struct elf_symtab **out)
 	}
 	*out = t;
 	return 0;
+}
+
+/*
+ * elf_file_read_debug_symbols - see elf_file.h. Reads only: @f's lookups
+ * may go on meanwhile.
+ */
+int elf_file_read_debug_symbols(const struct elf_file *f, int fd,
+				struct elf_symtab **out)
+{
+	struct elf_symtab *t;
+	int ret;
+
+	*out = NULL;
+	if (f->dbg_fd >= 0)
+		return -EEXIST;
+	ret = check_debug_fd(f, fd);
+	if (ret)
+		return ret;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	ret = read_symbols_with(f, fd, t);
+	if (ret < 0) {
+		free(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+/* elf_file_adopt_debug - see elf_file.h. */
+void elf_file_adopt_debug(struct elf_file *f, int fd, struct elf_symtab *t)
+{
+	if (f->dbg_fd >= 0)
+		close(f->dbg_fd);
+	f->dbg_fd = fd;
+	elf_file_set_symbols(f, t);
 }
 
 /* elf_file_set_symbols - see elf_file.h. */

@@ -105,6 +105,18 @@ int elf_file_check_debug(const struct elf_file *f, int fd);
  */
 int elf_file_set_debug(struct elf_file *f, int fd);
 
+/*
+ * elf_debug_file_check - whether the file on @fd (not taken over) is a
+ * debug file for the object whose GNU build ID is @build_id (lowercase
+ * hex): a regular ELF file with a non-empty .symtab and that build ID,
+ * read with pread only. For a file from an untrusted source (a
+ * debuginfod server) before any object is at hand; elf_file_check_debug()
+ * checks class and machine too. Returns 0, -EINVAL (empty @build_id),
+ * -ENOEXEC (not such a file: corrupt, truncated, no .symtab) or -ESTALE
+ * (another build ID).
+ */
+int elf_debug_file_check(int fd, const char *build_id);
+
 /* elf_file_has_debug - true once elf_file_set_debug() accepted a file. */
 bool elf_file_has_debug(const struct elf_file *f);
 
@@ -170,6 +182,25 @@ struct elf_symtab;
  * what elf_file_load_symbols() returns.
  */
 int elf_file_read_symbols(const struct elf_file *f, struct elf_symtab **out);
+
+/*
+ * elf_file_read_debug_symbols - for an object whose symbols are loaded
+ * already (elf_file_check_debug() would say -EEXIST): check the file on
+ * @fd (not taken) as elf_file_check_debug() does, then read @f's tables
+ * plus its .symtab into a new table (*@out, owned by the caller) without
+ * touching @f, like elf_file_read_symbols(). Returns 0, -EEXIST (@f has
+ * a debug file), what elf_file_check_debug() returns, or a read error.
+ */
+int elf_file_read_debug_symbols(const struct elf_file *f, int fd,
+				struct elf_symtab **out);
+
+/*
+ * elf_file_adopt_debug - make the file on @fd (taken over; checked by
+ * elf_file_read_debug_symbols()) @f's debug file and @t (taken: that
+ * call's table) its symbols, freeing the old ones: names handed out from
+ * them are invalid after it. Later reloads read the debug file too.
+ */
+void elf_file_adopt_debug(struct elf_file *f, int fd, struct elf_symtab *t);
 
 /* elf_file_set_symbols - make @t (taken) @f's symbols, freeing the old. */
 void elf_file_set_symbols(struct elf_file *f, struct elf_symtab *t);

@@ -10,7 +10,9 @@
  * The offset map may be emptied alone; both go with the symbol table
  * when it is shed for the budget (budget.c: names handed out are copied
  * by their users under the lock). A copy resolves through the object it
- * copies; in the vDSO a miss is named by its FDE (vdso_object.c).
+ * copies; in the vDSO a miss is named by its FDE (vdso_object.c). A
+ * miss in an object whose debug file debuginfod is fetching says so
+ * (-EINPROGRESS); attaching it empties both caches (debuginfod_attach.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -126,6 +128,23 @@ static const char *display_name(struct sym_object *o, const char *sys)
 	return dem ? dem : sys;
 }
 
+/* sym_object_forget - see symbolizer_internal.h. */
+uint64_t sym_object_forget(struct sym_object *o)
+{
+	uint64_t bytes = (uint64_t)o->offs_cap * sizeof(*o->offs) +
+			 (uint64_t)o->names_cap * sizeof(*o->names);
+
+	for (uint32_t i = 0; i < o->names_cap; i++)
+		free(o->names[i].name);
+	free(o->names);
+	o->names = NULL;
+	o->names_cap = o->names_n = 0;
+	free(o->offs);
+	o->offs = NULL;
+	o->offs_cap = o->offs_n = 0;
+	return bytes;
+}
+
 /*
  * sym_object_resolve - see symbolizer.h. The strings in @out stay valid
  * until @o is freed.
@@ -164,7 +183,7 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		sl = &v;
 	}
 	if (sl->state != SLOT_HIT)
-		return -ENOENT;
+		return sym_fetched_pending(o) ? -EINPROGRESS : -ENOENT;
 	out->name = sl->name;
 	out->system_name = sl->system_name;
 	out->sym_vaddr = sl->sym_vaddr;

@@ -16,7 +16,9 @@
  * reference; the object is freed by its last put) and opens afresh.
  *
  * Objects without a .symtab get their separate debug file attached at
- * open (debuginfo.c), searched under the process's root, then the host's.
+ * open (debuginfo.c), searched under the process's root, then the host's;
+ * without one there, it is fetched from debuginfod servers in the
+ * background and attached later (debuginfod_attach.c).
  *
  * Copies: a file with the build ID and size of an object already cached
  * (the same binary copied, installed twice, or in two containers' layers)
@@ -431,6 +433,9 @@ static void object_load(struct sym_object *o, pid_t pid,
 		debuginfo_attach(o->ef, root, m->path, NULL, 0);
 		free(root);
 	}
+	/* none here: asked of debuginfod (in the background) */
+	if (o->ef)
+		sym_fetched_wanted(o->owner, o);
 	/*
 	 * Symbols are read now, not at the first lookup (the interval's
 	 * write-out): a library truncated or rewritten after its samples

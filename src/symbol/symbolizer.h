@@ -114,12 +114,13 @@ void symbolizer_table_stats(const struct symbolizer *s,
 void sym_object_sampled(struct sym_object *o, uint64_t now_ns);
 
 /*
- * sym_object_shed - whether @o's symbol table (or, for a copy, its
- * first's) was freed for the budget and may be read again: the caller
- * then asks symbolizer_reload() on a thread that may read files. Safe
- * without the lock (an atomic read). False for NULL.
+ * sym_object_wants_reload - whether @o (or, for a copy, its first) wants
+ * symbolizer_reload() on a thread that may read files: its symbol table
+ * was freed for the budget and may be read again, or its debug file was
+ * fetched from debuginfod and is not attached yet. Safe without the lock
+ * (atomic reads). False for NULL.
  */
-bool sym_object_shed(const struct sym_object *o);
+bool sym_object_wants_reload(const struct sym_object *o);
 
 /*
  * symbolizer_reload - read the symbol table of held object @o (shed for
@@ -127,12 +128,26 @@ bool sym_object_shed(const struct sym_object *o);
  * while reading, then put it back (under @lock). Not when its file
  * changed since it was first read (size, mtime, ctime: its names would
  * be wrong; it stays unnamed for good), nor more than SYM_RELOADS_PER_S
- * times a second. Returns 0 (reloaded, or nothing to do), -EAGAIN (rate
+ * times a second. When @o's debug file was fetched from debuginfod
+ * (symbolizer_set_debuginfod()), it is attached instead: checked against
+ * @o (build ID, class, machine; rejected and deleted if it does not fit)
+ * and its .symtab read with @o's own tables, so @o's frames are named
+ * from then on. Returns 0 (reloaded, or nothing to do), -EAGAIN (rate
  * limit: ask again later), -ESTALE (file changed) or the read's error.
  * File I/O: call it where a blocked read is allowed (the object loader).
  */
 int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 		      struct sym_object *o);
+
+struct dbgd_fetcher;
+
+/*
+ * symbolizer_set_debuginfod - fetch the debug files of objects opened
+ * from now on that have no .symtab and no local debug file from @d
+ * (debuginfod.h; not owned: it outlives @s's objects; NULL: off). Their
+ * lookups miss with -EINPROGRESS until the file is attached.
+ */
+void symbolizer_set_debuginfod(struct symbolizer *s, struct dbgd_fetcher *d);
 
 /* sym_object_get/put - take/drop a reference. put(NULL) is fine. */
 struct sym_object *sym_object_get(struct sym_object *o);
@@ -158,7 +173,10 @@ const char *sym_object_build_id(const struct sym_object *o);
  * (runtime address - mapping start + mapping offset). Results, misses
  * included, are cached per offset. In the vDSO, a function no symbol
  * names is "[vdso]+0xSTART" (START: where its FDE begins, an ELF virtual
- * address of the vDSO image). Returns 0 and fills @out, or -ENOENT.
+ * address of the vDSO image). Returns 0 and fills @out, -ENOENT, -EAGAIN
+ * (its table was shed for the budget: symbolizer_reload()), or
+ * -EINPROGRESS (no symbol yet, but its debug file is being fetched from
+ * debuginfod or waits to be attached).
  */
 int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		       struct sym_result *out);

@@ -5,11 +5,13 @@
  * profd uses): symbolizer.c owns the cache (opening files, finding
  * objects), resolve.c the lookups in one object and their caches,
  * vdso_object.c the vDSO object, budget.c the cache's memory (trims,
- * shedding for the budget, reading a shed symbol table back).
+ * shedding for the budget, reading a shed symbol table back),
+ * debuginfod_attach.c attaching debug files debuginfod fetched (debuginfod.h).
  */
 #ifndef PROFD_SYMBOL_SYMBOLIZER_INTERNAL_H
 #define PROFD_SYMBOL_SYMBOLIZER_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -85,6 +87,15 @@ struct sym_object {
 	uint64_t sampled_ns;
 	uint64_t resolved_ns;
 	bool changed;			/* its file changed since: never reloaded */
+	/*
+	 * debuginfod (debuginfod_attach.c): no symbols and no local debug file, so its
+	 * debug file is asked of the servers (wanted); the fetcher's entry
+	 * for its build ID (NULL until a request was queued), and whether
+	 * the file is attached. Atomic: the reader thread reads them.
+	 */
+	bool dbgd_wanted;
+	struct dbgd_entry *dbgd_entry;
+	bool dbgd_attached;
 };
 
 /*
@@ -130,6 +141,8 @@ struct symbolizer {
 	uint64_t reload_window_ns;	/* CLOCK_MONOTONIC start of the rate window */
 	uint32_t reloads_in_window;
 
+	struct dbgd_fetcher *dbgd;	/* not owned; NULL: no debuginfod */
+
 	struct sym_object *vdso;	/* referenced by us; NULL until tried */
 	int vdso_err;			/* < 0 once loading it failed */
 	uint64_t vdso_start;		/* our own [vdso] mapping */
@@ -161,6 +174,49 @@ bool sym_stamp_differs(const struct file_stamp *fs, const struct stat *st);
 
 /* sym_object_bytes - heap bytes of @o: struct, ELF data, caches. */
 uint64_t sym_object_bytes(const struct sym_object *o);
+
+/*
+ * sym_object_forget - empty @o's address and name caches (names handed
+ * out stay valid only if copied already: lock held); returns the heap
+ * bytes freed.
+ */
+uint64_t sym_object_forget(struct sym_object *o);
+
+/*
+ * sym_fetched_wanted - at @o's open, before its symbols are read (no
+ * lock, @o not shared yet): when it has no .symtab, no debug file and a
+ * build ID, and @s fetches from debuginfod, mark it wanted, ask for its
+ * build ID, and attach the file now if it was fetched already (another
+ * object, an earlier run's cache).
+ */
+void sym_fetched_wanted(struct symbolizer *s, struct sym_object *o);
+
+/*
+ * sym_fetched_ready - whether @o's debug file was fetched and not
+ * attached yet (atomic reads: any thread).
+ */
+bool sym_fetched_ready(const struct sym_object *o);
+
+/*
+ * sym_fetched_pending - whether @o's names wait for a fetch (queued,
+ * running, or done and not attached yet). Lock held.
+ */
+bool sym_fetched_pending(const struct sym_object *o);
+
+/*
+ * sym_fetched_attach - attach @o's fetched debug file (sym_fetched_ready())
+ * and read its symbols, without @lock while reading; a file that does not
+ * fit @o is rejected (dbgd_entry_reject()). Returns 0 (attached, or
+ * nothing to do), or the error that kept it out.
+ */
+int sym_fetched_attach(struct symbolizer *s, pthread_mutex_t *lock,
+		       struct sym_object *o);
+
+/*
+ * sym_fetched_retry - ask again for @o's debug file when its request was
+ * dropped or failed long enough ago (symbolizer_trim(), lock held).
+ */
+void sym_fetched_retry(struct symbolizer *s, struct sym_object *o);
 
 /*
  * sym_admit - count @bytes just read for @o (a new object, or its

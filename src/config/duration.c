@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * duration.c - durations in option values: "90", "90s", "500ms", "5m",
+ * "2h", "1d", "1w" parsed into seconds, and seconds printed back in the
+ * largest exact unit (see options.h: parse_duration(), format_duration()).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/options.h"
+
+static const struct {
+	const char *unit;
+	unsigned long long mult;
+} duration_units[] = {
+	{ "w", 7 * 86400ULL }, { "d", 86400 }, { "h", 3600 }, { "m", 60 },
+	{ "s", 1 }, { "", 1 },
+};
+
+int parse_duration(const char *s, unsigned long long *seconds)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (!strcmp(end, "ms")) {
+		if (v % 1000)
+			return -EINVAL;
+		*seconds = v / 1000;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+		if (strcmp(end, duration_units[i].unit))
+			continue;
+		if (v > ULLONG_MAX / duration_units[i].mult)
+			return -EINVAL;
+		*seconds = v * duration_units[i].mult;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void format_duration(unsigned long long s, char *out, size_t len)
+{
+	for (size_t i = 1; i < 5; i++) {	/* days at most: 14d, not 2w */
+		if (s && s % duration_units[i].mult == 0) {
+			snprintf(out, len, "%llu%s", s / duration_units[i].mult,
+				 duration_units[i].unit);
+			return;
+		}
+	}
+	snprintf(out, len, "%llus", s);
+}
