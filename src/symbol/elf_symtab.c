@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "symbol/elf_symtab.h"
+#include "symbol/go_symtab.h"
 
 #define CHAIN_MAX	256	/* enclosing symbols tried per lookup */
 
@@ -354,6 +355,7 @@ const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr,
 /* elf_symtab_free - see elf_symtab.h. */
 void elf_symtab_free(struct elf_symtab *t)
 {
+	go_symtab_free(t->go);
 	free(t->syms);
 	free(t->names);
 	memset(t, 0, sizeof(*t));
