@@ -19,6 +19,7 @@ import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 
 import pytest
@@ -37,15 +38,24 @@ SRC_FILES = ["src/symbol/elf_file.c", "src/symbol/elf_symtab.c", "src/symbol/go_
 pytestmark = pytest.mark.skipif(GO is None, reason="no Go toolchain (golang-go)")
 
 
+# the builds, and the unstripped one whose nm gives each one's addresses
+NM_OF = {"plain": "plain", "stripped": "plain", "noshdr": "plain",
+         "pie": "pie-plain", "pie-plain": "pie-plain"}
+
+
 @pytest.fixture(scope="module")
 def go_build(tmp_path_factory):
-    """{variant: path}: the workload built plain and with -s -w; the
-    compiler must say it inlined mix and rotate into spin."""
+    """{variant: path}: the workload built plain, with -s -w, as a PIE
+    (with and without -s -w), and the -s -w build with its section
+    headers removed (found by its magic, then); the compiler must say it
+    inlined mix and rotate into spin."""
     out = tmp_path_factory.mktemp("go-symbols")
     env = dict(os.environ, GOCACHE=str(out / "cache"), GOFLAGS="-mod=mod",
                CGO_ENABLED="0", GOTOOLCHAIN="local")
     paths = {}
-    for variant, flags in (("plain", ["-gcflags=-m"]), ("stripped", ["-ldflags=-s -w"])):
+    for variant, flags in (("plain", ["-gcflags=-m"]), ("stripped", ["-ldflags=-s -w"]),
+                           ("pie-plain", ["-buildmode=pie"]),
+                           ("pie", ["-buildmode=pie", "-ldflags=-s -w"])):
         dst = str(out / f"gosymbols-{variant}")
         p = subprocess.run([GO, "build", *flags, "-o", dst, "."], cwd=SRC, env=env,
                            check=True, capture_output=True, text=True)
@@ -54,7 +64,29 @@ def go_build(tmp_path_factory):
             assert re.search(r"main.go:\d+:\d+: inlining call to rotate", p.stderr), p.stderr
             assert "can inline spin" not in p.stderr, p.stderr
         paths[variant] = dst
+    with open(paths["stripped"], "rb") as f:
+        buf = bytearray(f.read())
+    struct.pack_into("<Q", buf, 0x28, 0)            # e_shoff
+    struct.pack_into("<HHH", buf, 0x3a, 0, 0, 0)    # e_shentsize, e_shnum, e_shstrndx
+    paths["noshdr"] = str(out / "gosymbols-noshdr")
+    with open(paths["noshdr"], "wb") as f:
+        f.write(buf)
+    os.chmod(paths["noshdr"], 0o755)
     return paths
+
+
+def nm_funcs(binary, sized=False):
+    """{address: Go name} of the text symbols of @binary (nm; with
+    @sized, only those with a size)."""
+    out = subprocess.run(["nm", "-S", "--defined-only", binary], check=True,
+                         capture_output=True, text=True).stdout
+    syms = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "Tt" and (not sized or int(parts[1], 16) > 0):
+            name = parts[3][:-len(".abi0")] if parts[3].endswith(".abi0") else parts[3]
+            syms[int(parts[0], 16)] = name
+    return syms
 
 
 def parse_frame(text):
@@ -66,21 +98,31 @@ def parse_frame(text):
 def go_oracle(binary):
     """{tag: (frames, pcs)} as the workload prints them before "ready":
     frames [(function, file, line)] innermost first, pcs as
-    runtime.Callers stores them."""
+    runtime.Callers stores them, and "entry": main.work's address."""
     proc = subprocess.Popen([binary], stdout=subprocess.PIPE, text=True)
     got = {}
     try:
         for line in proc.stdout:
             if line.strip() == "ready":
                 break
+            if line.startswith("entry "):
+                got["entry"] = int(line.split()[1], 16)
+                continue
             tag, frames, pcs = line.split()
             got.setdefault(tag, ([parse_frame(f) for f in frames.split(";")],
                                  [int(p, 16) for p in pcs.split(";")]))
     finally:
         proc.kill()
         proc.wait()
-    assert sorted(got) == ["chain", "fault"], got
+    assert sorted(got) == ["chain", "entry", "fault"], got
     return got
+
+
+def load_bias(go_build, variant, oracle):
+    """Run-time address - ELF address of @variant's code (0 but for a PIE)."""
+    work = [a for a, n in nm_funcs(go_build[NM_OF[variant]]).items() if n == "main.work"]
+    assert len(work) == 1, work
+    return oracle["entry"] - work[0]
 
 
 def cli(build_dir, binary, pcs):
@@ -99,47 +141,43 @@ def cli(build_dir, binary, pcs):
     return out
 
 
-def test_frames_match_go(build_dir, go_build):
+@pytest.mark.parametrize("variant", ["plain", "stripped", "noshdr", "pie"])
+def test_frames_match_go(build_dir, go_build, variant):
     """For every pc Go's runtime.Callers gave (spin's chain; the fault in
     spin's inlined mix, through the panic machinery, where Go's own
     sigpanic has panicmem inlined): the lookup at the pc a byte back
     gives exactly Go's frames there, inlined ones included, names, files
-    and lines, in both builds."""
-    oracle = go_oracle(go_build["plain"])
+    and lines."""
+    oracle = go_oracle(go_build[variant])
+    bias = load_bias(go_build, variant, oracle)
     fault_frames = [f[0] for f in oracle["fault"][0]]
     assert fault_frames[fault_frames.index("runtime.sigpanic") + 1:][:2] == \
         ["main.mix", "main.spin"], fault_frames
-    for variant in ("plain", "stripped"):
-        for tag, (frames, pcs) in oracle.items():
-            assert len(frames) == len(pcs), (tag, frames, pcs)
-            got = cli(build_dir, go_build[variant], [pc - 1 for pc in pcs])
-            k = 0
-            while k < len(pcs):
-                ours = got[pcs[k] - 1]
-                assert isinstance(ours, list), (variant, tag, hex(pcs[k]), ours)
-                assert ours == frames[k:k + len(ours)], (variant, tag, hex(pcs[k]), ours,
-                                                         frames[k:])
-                k += len(ours)
-    inl = got[oracle["fault"][1][fault_frames.index("main.mix")] - 1]
+    for tag in ("chain", "fault"):
+        frames, pcs = oracle[tag]
+        assert len(frames) == len(pcs), (tag, frames, pcs)
+        got = cli(build_dir, go_build[variant], [pc - 1 - bias for pc in pcs])
+        k = 0
+        while k < len(pcs):
+            ours = got[pcs[k] - 1 - bias]
+            assert isinstance(ours, list), (variant, tag, hex(pcs[k]), ours)
+            assert ours == frames[k:k + len(ours)], (variant, tag, hex(pcs[k]), ours,
+                                                     frames[k:])
+            k += len(ours)
+    inl = got[oracle["fault"][1][fault_frames.index("main.mix")] - 1 - bias]
     assert [f[0] for f in inl] == ["main.mix", "main.spin"], inl
 
 
-def test_entries_match_nm(build_dir, go_build):
-    """Every sized function symbol of the plain binary (nm -S) is, at its
-    address, the function the stripped binary's pclntab names there (as
-    Go's runtime prints it: the linker writes the pclntab's names of
+@pytest.mark.parametrize("variant", ["stripped", "noshdr", "pie"])
+def test_entries_match_nm(build_dir, go_build, variant):
+    """Every sized function symbol of the unstripped build (nm -S) is, at
+    its address, the function @variant's pclntab names there (as Go's
+    runtime prints it: the linker writes the pclntab's names of
     generated functions with "[...]" for array lengths,
     type..eq.[...]runtime.Frame for the symbol type..eq.[2]runtime.Frame)."""
-    out = subprocess.run(["nm", "-S", "--defined-only", go_build["plain"]], check=True,
-                         capture_output=True, text=True).stdout
-    syms = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[2] in "Tt" and int(parts[1], 16) > 0:
-            name = parts[3][:-len(".abi0")] if parts[3].endswith(".abi0") else parts[3]
-            syms[int(parts[0], 16)] = name
+    syms = nm_funcs(go_build[NM_OF[variant]], sized=True)
     assert len(syms) > 1000, len(syms)
-    got = cli(build_dir, go_build["stripped"], sorted(syms))
+    got = cli(build_dir, go_build[variant], sorted(syms))
     bad = {hex(a): (n, got.get(a)) for a, n in syms.items()
            if not isinstance(got.get(a), list) or
            got[a][-1][0] not in (n, re.sub(r"\[\d+\]", "[...]", n))}
@@ -189,11 +227,9 @@ def test_corrupt_pclntab(tmp_path, go_build):
                     os.path.join(ROOT, "tests/unit/test_go_symbols.c"),
                     *[os.path.join(ROOT, s) for s in SRC_FILES], "-ldw", "-lelf", "-lz"],
                    check=True)
-    out = subprocess.run(["nm", "--defined-only", go_build["plain"]], check=True,
-                         capture_output=True, text=True).stdout
-    pcs = sorted({int(l.split()[0], 16) + d for l in out.splitlines()
-                  if l.split()[1] in "Tt" for d in (0, 7)})
-    pcs += [pc - 1 for tag in go_oracle(go_build["plain"]).values() for pc in tag[1]]
+    pcs = sorted({a + d for a in nm_funcs(go_build["plain"]) for d in (0, 7)})
+    oracle = go_oracle(go_build["plain"])
+    pcs += [pc - 1 for tag in ("chain", "fault") for pc in oracle[tag][1]]
     bad = []
     stdin = "".join(f"{pc:x}\n" for pc in pcs)
     for path in corrupt_copies(go_build["stripped"], tmp_path):
@@ -209,7 +245,6 @@ def test_corrupt_pclntab(tmp_path, go_build):
 
 def shdr_field(path, section, field_off):
     """File offset of @section's section header field at @field_off."""
-    import struct
     with open(path, "rb") as f:
         data = f.read()
     shoff, = struct.unpack_from("<Q", data, 0x28)
@@ -238,7 +273,7 @@ def run_profd(profd_bin, pprof, tmp_path, binary, settle=True):
     return samples, err, paths
 
 
-@pytest.mark.parametrize("variant", ["plain", "stripped"])
+@pytest.mark.parametrize("variant", ["plain", "stripped", "pie"])
 def test_profd_go_names(profd_bin, pprof, tmp_path, go_build, variant):
     """profd on the workload, read with Google's pprof: >= 95% of the
     frames in the workload's binary named (stripped: 0% before); every
@@ -288,7 +323,6 @@ def test_profd_corrupt_section(profd_bin, pprof, tmp_path, go_build):
     moduledata, runs as ever) is profiled without a crash, its table
     counted as unreadable (go_pclntab_unreadable), its frames left
     unnamed rather than named by a guess."""
-    import struct
     src = go_build["stripped"]
     path = str(tmp_path / "gosymbols-badsection")
     with open(src, "rb") as f:

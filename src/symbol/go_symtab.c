@@ -6,8 +6,9 @@
  * Owns: finding the pclntab in the ELF image (section, or the scan of a
  * read-only segment for its magic when there are no section headers),
  * finding runtime.firstmoduledata (for the exact end of the pclntab and
- * gofunc, the base of Go 1.18+'s funcdata offsets), the one copy of
- * [gofunc, end of pclntab) the lookups read, and the inline expansion of
+ * gofunc, the base of Go 1.18+'s funcdata offsets; a PIE's through its
+ * R_X86_64_RELATIVE relocations), the copies of the pclntab and of
+ * go:func.* the lookups read, and the inline expansion of
  * Go's runtime.CallersFrames (src/runtime/symtab.go Next()): at each
  * level the PCDATA_InlTreeIndex value at the pc picks the inline tree
  * entry whose name is that level's function; the pcfile/pcln values at
@@ -39,11 +40,12 @@ COUNTER_DEFINE(go_pclntab_bad_func, COUNTER_PARTIAL,
 #define SCAN_MAX	(1ULL << 30)
 
 struct go_symtab {
-	uint8_t *blob;		/* [blob_vaddr, blob_vaddr + blob_n) of the image */
+	uint8_t *blob;		/* the pclntab */
 	size_t blob_n;
-	uint64_t blob_vaddr;
 	struct gopclntab pt;	/* points into blob */
-	uint64_t gofunc;	/* vaddr of go:func.* (0: unknown, no inline trees) */
+	uint8_t *fd;		/* go:func.* from gofunc on (funcdata), or NULL */
+	size_t fd_n;
+	uint64_t gofunc;	/* its vaddr (0: unknown, no inline trees) */
 };
 
 /* The image's bytes at @vaddr, a PT_LOAD's file data up to its end. */
@@ -183,54 +185,167 @@ static int scan_segments(Elf *elf, const uint8_t *raw, size_t rawsz,
 }
 
 /*
- * runtime.firstmoduledata: the word in a writable segment that points at
- * the pclntab, whose slices (funcnametab, cutab, filetab, pctab,
- * pclntable, ftab) are the header's tables and whose text is its
- * textStart. Sets *@end to the pclntab's end (pclntable's) and *@gofunc
- * (1.18+; left 0 when not within [rodata, pclntab)). False: not found.
+ * The image's 8-byte words by vaddr, as the loader leaves them: a PIE's
+ * pointers are 0 in the file, their values the addends of R_X86_64_RELATIVE
+ * relocations (SHT_RELA sections), sorted by address here.
  */
-static bool find_moduledata(Elf *elf, const uint8_t *raw, size_t rawsz,
-			    const struct gopclntab *pt, uint64_t vaddr,
-			    uint64_t *end, uint64_t *gofunc)
+struct words {
+	Elf *elf;
+	const uint8_t *raw;
+	size_t rawsz;
+	GElf_Rela *rel;		/* RELATIVE relocations, by r_offset */
+	size_t nrel;
+};
+
+static int cmp_rela(const void *a, const void *b)
+{
+	const GElf_Rela *x = a, *y = b;
+
+	return x->r_offset < y->r_offset ? -1 : x->r_offset > y->r_offset;
+}
+
+/* @w's relocations read (none on error: then only the file's words). */
+static void words_init(struct words *w, Elf *elf, const uint8_t *raw, size_t rawsz)
+{
+	Elf_Scn *scn = NULL;
+	size_t cap = 0;
+
+	memset(w, 0, sizeof(*w));
+	w->elf = elf;
+	w->raw = raw;
+	w->rawsz = rawsz;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+
+			if (!gelf_getrela(d, (int)i, &r))
+				break;
+			if (GELF_R_TYPE(r.r_info) != R_X86_64_RELATIVE)
+				continue;
+			if (w->nrel == cap) {
+				size_t nc = cap ? 2 * cap : 1024;
+				GElf_Rela *nr = realloc(w->rel, nc * sizeof(*nr));
+
+				if (!nr) {
+					free(w->rel);
+					w->rel = NULL;
+					w->nrel = 0;
+					return;
+				}
+				w->rel = nr;
+				cap = nc;
+			}
+			w->rel[w->nrel++] = r;
+		}
+	}
+	if (w->nrel)
+		qsort(w->rel, w->nrel, sizeof(*w->rel), cmp_rela);
+}
+
+/* The word at @vaddr (a relocation's addend where one is), or false. */
+static bool word(const struct words *w, uint64_t vaddr, uint64_t *v)
+{
+	size_t lo = 0, hi = w->nrel;
+	struct span s;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w->rel[mid].r_offset < vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < w->nrel && w->rel[lo].r_offset == vaddr) {
+		*v = (uint64_t)w->rel[lo].r_addend;
+		return true;
+	}
+	if (!image_at(w->elf, w->raw, w->rawsz, vaddr, &s) || s.n < 8)
+		return false;
+	*v = rd8(s.p);
+	return true;
+}
+
+/*
+ * Whether runtime.firstmoduledata is at @md: its pcHeader is the table at
+ * @vaddr, its slices (funcnametab, cutab, filetab, pctab, pclntable, ftab)
+ * are the header's tables and its text is the header's textStart. Sets
+ * *@end to the table's end (pclntable's) and *@gofunc (1.18+; 0 when not
+ * within [rodata, table)).
+ */
+static bool moduledata_at(const struct words *w, uint64_t md, const struct gopclntab *pt,
+			  uint64_t vaddr, uint64_t *end, uint64_t *gofunc)
 {
 	/* rodata's word: 37 (1.18-1.19), 39 (1.20+: covctrs, ecovctrs) */
 	int rodata_w = pt->magic == GOPCLNTAB_MAGIC_120 ? 39 : 37;
+	/* moduledata's words and what each must be */
+	const struct {
+		int word;
+		uint64_t want;
+	} want[] = {
+		{ 0, vaddr },			/* pcHeader */
+		{ 1, vaddr + pt->nametab },	/* funcnametab */
+		{ 4, vaddr + pt->cutab },	/* cutab */
+		{ 7, vaddr + pt->filetab },	/* filetab */
+		{ 10, vaddr + pt->pctab },	/* pctab */
+		{ 13, vaddr + pt->functab },	/* pclntable */
+		{ 16, vaddr + pt->functab },	/* ftab */
+		{ 17, pt->nfunc + 1 },		/* len(ftab) */
+		{ 22, pt->text },		/* text (none to compare in 1.16) */
+	};
+	size_t nwant = sizeof(want) / sizeof(want[0]) -
+		       (pt->magic == GOPCLNTAB_MAGIC_116);
+	uint64_t v, len, rodata, gf;
+
+	for (size_t i = 0; i < nwant; i++)
+		if (!word(w, md + 8 * want[i].word, &v) || v != want[i].want)
+			return false;
+	if (!word(w, md + 8 * 14, &len))
+		return false;
+	*end = pt->functab + len;	/* pclntable's length */
+	*gofunc = 0;
+	if (pt->magic == GOPCLNTAB_MAGIC_116)
+		return true;	/* funcdata are pointers: no gofunc */
+	if (word(w, md + 8 * rodata_w, &rodata) && word(w, md + 8 * (rodata_w + 1), &gf) &&
+	    rodata <= gf && gf < vaddr)
+		*gofunc = gf;
+	return true;
+}
+
+/*
+ * runtime.firstmoduledata: a word in a writable segment, or a PIE's
+ * relocation, that points at the table (moduledata_at() then checks the
+ * rest). False: not found.
+ */
+static bool find_moduledata(const struct words *w, const struct gopclntab *pt,
+			    uint64_t vaddr, uint64_t *end, uint64_t *gofunc)
+{
 	size_t nph;
 	GElf_Phdr ph;
 
-	if (elf_getphdrnum(elf, &nph))
+	for (size_t i = 0; i < w->nrel; i++)
+		if ((uint64_t)w->rel[i].r_addend == vaddr &&
+		    moduledata_at(w, w->rel[i].r_offset, pt, vaddr, end, gofunc))
+			return true;
+	if (elf_getphdrnum(w->elf, &nph))
 		return false;
 	for (size_t i = 0; i < nph; i++) {
 		struct span s;
 
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		if (!gelf_getphdr(w->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
 		    !(ph.p_flags & PF_W) || ph.p_filesz > SCAN_MAX ||
-		    !image_at(elf, raw, rawsz, ph.p_vaddr, &s))
+		    !image_at(w->elf, w->raw, w->rawsz, ph.p_vaddr, &s))
 			continue;
-		for (size_t o = 0; o + (size_t)(rodata_w + 2) * 8 <= s.n; o += 8) {
-			const uint8_t *m = s.p + o;
-			uint64_t rodata, gf;
-
-			if (rd8(m) != vaddr || rd8(m + 8) != vaddr + pt->nametab ||
-			    rd8(m + 32) != vaddr + pt->cutab ||
-			    rd8(m + 56) != vaddr + pt->filetab ||
-			    rd8(m + 80) != vaddr + pt->pctab ||
-			    rd8(m + 104) != vaddr + pt->functab ||
-			    rd8(m + 128) != vaddr + pt->functab ||
-			    rd8(m + 136) != pt->nfunc + 1)
-				continue;
-			if (pt->magic != GOPCLNTAB_MAGIC_116 && rd8(m + 176) != pt->text)
-				continue;
-			*end = pt->functab + rd8(m + 112);	/* pclntable's length */
-			*gofunc = 0;
-			if (pt->magic == GOPCLNTAB_MAGIC_116)
-				return true;	/* funcdata are pointers: no gofunc */
-			rodata = rd8(m + 8 * rodata_w);
-			gf = rd8(m + 8 * (rodata_w + 1));
-			if (rodata <= gf && gf < vaddr)
-				*gofunc = gf;
-			return true;
-		}
+		for (size_t o = 0; o + 8 <= s.n; o += 8)
+			if (rd8(s.p + o) == vaddr &&
+			    moduledata_at(w, ph.p_vaddr + o, pt, vaddr, end, gofunc))
+				return true;
 	}
 	return false;
 }
@@ -242,13 +357,17 @@ static int read_table(Elf *elf, struct go_symtab *g)
 	struct span sp;
 	struct gopclntab pt;
 	GElf_Shdr sh, tsh;
-	uint64_t vaddr, text = 0, end, gofunc = 0, lo;
+	uint64_t vaddr, text = 0, end, gofunc = 0;
+	struct words w;
+	bool found;
 	int err;
 
 	raw = (const uint8_t *)elf_rawfile(elf, &rawsz);
 	if (!raw)
 		return -ENOENT;
-	if (section(elf, ".gopclntab", &sh)) {
+	/* a PIE's is in its RELRO segment: .data.rel.ro.gopclntab */
+	if (section(elf, ".gopclntab", &sh) ||
+	    section(elf, ".data.rel.ro.gopclntab", &sh)) {
 		if (sh.sh_type != SHT_PROGBITS || !image_at(elf, raw, rawsz, sh.sh_addr, &sp) ||
 		    sp.n < sh.sh_size)
 			return -EINVAL;
@@ -272,26 +391,36 @@ static int read_table(Elf *elf, struct go_symtab *g)
 	if (err)
 		return err;
 	end = sp.n;
-	if (find_moduledata(elf, raw, rawsz, &pt, vaddr, &end, &gofunc) &&
-	    (end > sp.n || end < pt.functab))
+	words_init(&w, elf, raw, rawsz);
+	found = find_moduledata(&w, &pt, vaddr, &end, &gofunc);
+	free(w.rel);
+	if (found && (end > sp.n || end < pt.functab))
 		return -EINVAL;	/* moduledata and section disagree */
 	/*
-	 * One copy from gofunc (in the same segment, below the table) to
-	 * the table's end (moduledata's; else the section's or segment's).
+	 * Two copies: the table to its end (moduledata's; else the
+	 * section's or segment's), and go:func.* from gofunc to the end of
+	 * its segment's file data or the table, whichever comes first (a
+	 * PIE keeps the table in RELRO, go:func.* in the read-only segment).
 	 */
-	lo = vaddr;
-	if (gofunc && gofunc >= sp.seg_vaddr && gofunc < vaddr)
-		lo = gofunc;
-	else
-		gofunc = 0;
-	g->blob_n = (size_t)(vaddr - lo + end);
+	if (gofunc) {
+		struct span fs;
+
+		if (image_at(elf, raw, rawsz, gofunc, &fs) && !(fs.flags & PF_X)) {
+			g->fd_n = fs.seg_vaddr == sp.seg_vaddr && vaddr > gofunc ?
+				  (size_t)(vaddr - gofunc) : fs.n;
+			g->fd = malloc(g->fd_n);
+			if (!g->fd)
+				return -ENOMEM;
+			memcpy(g->fd, fs.p, g->fd_n);
+			g->gofunc = gofunc;
+		}
+	}
+	g->blob_n = (size_t)end;
 	g->blob = malloc(g->blob_n);
 	if (!g->blob)
 		return -ENOMEM;
-	memcpy(g->blob, sp.p - (vaddr - lo), g->blob_n);
-	g->blob_vaddr = lo;
-	g->gofunc = gofunc;
-	return gopclntab_init(&g->pt, g->blob + (vaddr - lo), end, pt.text);
+	memcpy(g->blob, sp.p, g->blob_n);
+	return gopclntab_init(&g->pt, g->blob, end, pt.text);
 }
 
 /* go_symtab_read - see go_symtab.h. */
@@ -320,13 +449,14 @@ void go_symtab_free(struct go_symtab *g)
 	if (!g)
 		return;
 	free(g->blob);
+	free(g->fd);
 	free(g);
 }
 
 /* go_symtab_bytes - see go_symtab.h. */
 size_t go_symtab_bytes(const struct go_symtab *g)
 {
-	return g ? sizeof(*g) + g->blob_n : 0;
+	return g ? sizeof(*g) + g->blob_n + g->fd_n : 0;
 }
 
 /* go_symtab_has_inline - see go_symtab.h. */
@@ -372,10 +502,10 @@ static bool inl_entry(const struct go_symtab *g, const struct gopclntab_func *f,
 	if (!g->gofunc || ix < 0 ||
 	    !gopclntab_funcdata(&g->pt, f, GOPCLNTAB_FUNCDATA_INLTREE, &off))
 		return false;
-	at = g->gofunc - g->blob_vaddr + off + (uint64_t)ix * sz;
-	if (at > g->blob_n || g->blob_n - at < sz)
+	at = off + (uint64_t)ix * sz;
+	if (at > g->fd_n || g->fd_n - at < sz)
 		return false;
-	gopclntab_inl_decode(&g->pt, g->blob + at, e);
+	gopclntab_inl_decode(&g->pt, g->fd + at, e);
 	return true;
 }
 

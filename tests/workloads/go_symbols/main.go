@@ -10,12 +10,14 @@
 // then, once mix faulted on a nil pointer inside spin's inlined copy of
 // it, from the deferred recover ("fault": Go's traceback of a faulting
 // pc in inlined code, inlined frames included), then "ready", and spins
-// until killed.
+// until killed. It starts with "entry PC": where main.work's code is
+// (a PIE's pcs are its ELF addresses plus the load bias).
 package main
 
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -99,5 +101,7 @@ func work() {
 }
 
 func main() {
+	// where work's code is at run time: a PIE's load bias
+	fmt.Printf("entry %x\n", reflect.ValueOf(work).Pointer())
 	work()
 }
