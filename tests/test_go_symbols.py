@@ -184,11 +184,13 @@ def test_entries_match_nm(build_dir, go_build, variant):
     assert not bad, (len(bad), list(bad.items())[:10])
 
 
-def corrupt_copies(src, tmp_path, n=64):
-    """Copies of @src with its .gopclntab scribbled (header bit flips,
-    random bit flips, random and zeroed runs) and one cut short."""
+def corrupt_copies(src, tmp_path, n=48, sections_of=None):
+    """Copies of @src with its pclntab scribbled (header bit flips,
+    random bit flips, random and zeroed runs) and one cut short; where
+    the table is: @sections_of's section headers (default @src's)."""
     from test_unwind_table import readelf_sections
-    _addr, off, size = readelf_sections(src)[".gopclntab"]
+    secs = readelf_sections(sections_of or src)
+    _addr, off, size = next(v for k, v in secs.items() if k.endswith(".gopclntab"))
     with open(src, "rb") as f:
         data = f.read()
     rnd = random.Random(18)
@@ -216,10 +218,11 @@ def corrupt_copies(src, tmp_path, n=64):
     return paths
 
 
-def test_corrupt_pclntab(tmp_path, go_build):
-    """Scribbled pclntabs: the lookup (built with ASan/UBSan) never
-    crashes, reads out of bounds or hangs, at every function entry and
-    every pc Go gave."""
+@pytest.mark.parametrize("variant", ["stripped", "noshdr", "pie"])
+def test_corrupt_pclntab(tmp_path, go_build, variant):
+    """Scribbled pclntabs (found by section, by magic, in a PIE): the
+    lookup (built with ASan/UBSan) never crashes, reads out of bounds or
+    hangs, at every function entry and every pc Go gave."""
     exe = str(tmp_path / "gsym_asan")
     subprocess.run(["gcc", "-O1", "-g", "-std=gnu11", "-D_GNU_SOURCE",
                     "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
@@ -227,12 +230,14 @@ def test_corrupt_pclntab(tmp_path, go_build):
                     os.path.join(ROOT, "tests/unit/test_go_symbols.c"),
                     *[os.path.join(ROOT, s) for s in SRC_FILES], "-ldw", "-lelf", "-lz"],
                    check=True)
-    pcs = sorted({a + d for a in nm_funcs(go_build["plain"]) for d in (0, 7)})
-    oracle = go_oracle(go_build["plain"])
-    pcs += [pc - 1 for tag in ("chain", "fault") for pc in oracle[tag][1]]
+    pcs = sorted({a + d for a in nm_funcs(go_build[NM_OF[variant]]) for d in (0, 7)})
+    oracle = go_oracle(go_build[variant])
+    bias = load_bias(go_build, variant, oracle)
+    pcs += [pc - 1 - bias for tag in ("chain", "fault") for pc in oracle[tag][1]]
     bad = []
     stdin = "".join(f"{pc:x}\n" for pc in pcs)
-    for path in corrupt_copies(go_build["stripped"], tmp_path):
+    sections_of = go_build["stripped"] if variant == "noshdr" else None
+    for path in corrupt_copies(go_build[variant], tmp_path, sections_of=sections_of):
         try:
             p = subprocess.run([exe, path, "-"], input=stdin, capture_output=True,
                                text=True, errors="replace", timeout=120)

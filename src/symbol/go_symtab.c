@@ -38,6 +38,12 @@ COUNTER_DEFINE(go_pclntab_bad_func, COUNTER_PARTIAL,
 
 /* Scanned at most per segment for a pclntab without section headers. */
 #define SCAN_MAX	(1ULL << 30)
+/*
+ * Headers that parse checked in full (each costs a pass over its function
+ * table) before the scan gives up: hostile data full of fake headers
+ * costs bounded time.
+ */
+#define SCAN_TRIES	8
 
 struct go_symtab {
 	uint8_t *blob;		/* the pclntab */
@@ -155,6 +161,7 @@ static int scan_segments(Elf *elf, const uint8_t *raw, size_t rawsz,
 {
 	size_t nph;
 	GElf_Phdr ph;
+	int tries = 0;
 
 	if (elf_getphdrnum(elf, &nph))
 		return -ENOENT;
@@ -166,12 +173,13 @@ static int scan_segments(Elf *elf, const uint8_t *raw, size_t rawsz,
 		    ph.p_filesz > SCAN_MAX ||
 		    !image_at(elf, raw, rawsz, ph.p_vaddr, &s))
 			continue;
-		for (size_t o = 0; o + 72 <= s.n; o += 8) {
+		for (size_t o = 0; o + 72 <= s.n && tries < SCAN_TRIES; o += 8) {
 			struct gopclntab pt;
 
 			if (!gopclntab_header_ok(s.p + o, s.n - o) ||
-			    gopclntab_init(&pt, s.p + o, s.n - o, 0) ||
-			    check_table(elf, &pt))
+			    gopclntab_init(&pt, s.p + o, s.n - o, 0))
+				continue;
+			if (tries++, check_table(elf, &pt))
 				continue;
 			sp->p = s.p + o;
 			sp->n = s.n - o;
