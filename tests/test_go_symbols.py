@@ -130,14 +130,16 @@ def cli(build_dir, binary, pcs):
     or {pc: -errno}."""
     exe = os.path.join(build_dir, "tests", "unit", "test_go_symbols")
     p = subprocess.run([exe, binary, "-"], input="".join(f"{pc:x}\n" for pc in pcs),
-                       capture_output=True, text=True, check=True, timeout=120)
+                       capture_output=True, text=True, check=True, timeout=300)
     out = {}
     for line in p.stdout.splitlines():
         if line.startswith("#"):
             continue
-        pc, rest = line.split(" ", 1)
-        out[int(pc, 16)] = (int(rest) if re.match(r"^-\d+$", rest) else
-                            [parse_frame(f) for f in rest.split(";")])
+        f = line.split("\t")
+        if len(f) == 2:
+            out[int(f[0], 16)] = int(f[1])
+        else:
+            out.setdefault(int(f[0], 16), []).append((f[2], f[3], int(f[4])))
     return out
 
 
@@ -182,6 +184,40 @@ def test_entries_match_nm(build_dir, go_build, variant):
            if not isinstance(got.get(a), list) or
            got[a][-1][0] not in (n, re.sub(r"\[\d+\]", "[...]", n))}
     assert not bad, (len(bad), list(bad.items())[:10])
+
+
+GOSYM = os.path.join(ROOT, "tests", "workloads", "go_gosym")
+# a stripped Go binary built elsewhere (Debian's), when installed
+DEBIAN_GO = "/usr/lib/go-1.19/pkg/tool/linux_amd64/compile"
+
+
+@pytest.mark.parametrize("variant", ["stripped", "pie", "debian-compile"])
+def test_gosym_agrees(build_dir, go_build, tmp_path, variant):
+    """Go's own pclntab reader, debug/gosym (tests/workloads/go_gosym),
+    against ours, at every function's entry and 7 pcs inside it, in the
+    workload and in Debian's stripped Go compiler (16 MB, ~8000
+    functions): the real function holding the pc is gosym's, the file
+    and line of the pc itself (the innermost frame's) are gosym's."""
+    binary = DEBIAN_GO if variant == "debian-compile" else go_build[variant]
+    if not os.path.exists(binary):
+        pytest.skip(f"{binary}: not installed")
+    env = dict(os.environ, GOCACHE=str(tmp_path / "cache"), GOFLAGS="-mod=mod",
+               CGO_ENABLED="0", GOTOOLCHAIN="local")
+    tool = str(tmp_path / "gosym")
+    subprocess.run([GO, "build", "-o", tool, "."], cwd=GOSYM, env=env, check=True)
+    out = subprocess.run([tool, binary, "7"], check=True, capture_output=True,
+                         text=True).stdout
+    want = {}
+    for line in out.splitlines():
+        pc, fn, file, no = line.split("\t")
+        # gosym says "", -1 where the table has no line (padding): ours "", 0
+        want[int(pc, 16)] = (fn, file, int(no)) if int(no) > 0 else (fn, "", 0)
+    assert len(want) > 5000, len(want)
+    got = cli(build_dir, binary, sorted(want))
+    bad = [(hex(pc), w, got.get(pc)) for pc, w in want.items()
+           if not isinstance(got.get(pc), list) or got[pc][-1][0] != w[0] or
+           got[pc][0][1:] != w[1:]]
+    assert not bad, (len(bad), len(want), bad[:5])
 
 
 def corrupt_copies(src, tmp_path, n=48, sections_of=None):

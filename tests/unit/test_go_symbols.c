@@ -6,10 +6,12 @@
  *   test_go_symbols FILE VADDR...      the frames at each pc
  *
  * VADDR (hex) is the pc itself; a VADDR of "-" reads them from stdin,
- * one a line. Each prints one line "VADDR F1;F2;...": the frames
- * innermost first, the real function last, each "NAME@FILE:LINE"
- * (FILE "" and LINE 0 where unknown), or "VADDR -ERRNO". A first line
- * "# result=N" gives elf_file_load_symbols()' result.
+ * one a line. Each prints one line per frame, innermost first, the
+ * real function last: "VADDR<tab>I<tab>NAME<tab>FILE<tab>LINE" (I from
+ * 0; FILE "" and LINE 0 where unknown; Go names may hold spaces and
+ * semicolons, never tabs), or one line "VADDR<tab>-ERRNO". A first line
+ * "# result=N bytes=N" gives elf_file_load_symbols()' result and the
+ * heap bytes the object then holds (symbols, the Go table's copies).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,15 +28,13 @@ static void one(struct elf_file *f, uint64_t pc)
 	struct sym_frame fr[MAX_FRAMES];
 	int n = elf_file_go_frames(f, pc, fr, MAX_FRAMES, NULL);
 
-	printf("%llx ", (unsigned long long)pc);
 	if (n < 0) {
-		printf("%d\n", n);
+		printf("%llx\t%d\n", (unsigned long long)pc, n);
 		return;
 	}
 	for (int i = 0; i < n; i++)
-		printf("%s%s@%s:%u", i ? ";" : "", fr[i].name,
+		printf("%llx\t%d\t%s\t%s\t%u\n", (unsigned long long)pc, i, fr[i].name,
 		       fr[i].file ? fr[i].file : "", fr[i].line);
-	printf("\n");
 }
 
 int main(int argc, char **argv)
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	err = elf_file_load_symbols(f);
-	printf("# result=%d\n", err);
+	printf("# result=%d bytes=%zu\n", err, elf_file_bytes(f));
 	if (argc > first + 1 && !strcmp(argv[first + 1], "-")) {
 		char line[64];
 
