@@ -578,7 +578,7 @@ static int load_symbols(struct elf_file *f)
 /* elf_file_unload_symbols - see elf_file.h. */
 size_t elf_file_unload_symbols(struct elf_file *f)
 {
-	size_t bytes = f->symtab.bytes;
+	size_t bytes = f->symtab.bytes + go_symtab_bytes(f->symtab.go);
 
 	elf_symtab_free(&f->symtab);
 	f->syms_loaded = false;

@@ -153,9 +153,9 @@ int elf_file_load_symbols(struct elf_file *f);
 
 /*
  * elf_file_unload_symbols - free the symbols read (to be read again by
- * the next lookup, or elf_file_read_symbols() + elf_file_set_symbols()).
- * Names handed out before are invalid after it. Returns the heap bytes
- * freed.
+ * the next lookup, or elf_file_read_symbols() + elf_file_set_symbols()),
+ * a Go executable's pclntab copies with them. Names handed out before
+ * are invalid after it. Returns the heap bytes freed.
  */
 size_t elf_file_unload_symbols(struct elf_file *f);
 
