@@ -24,7 +24,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_unit
 from pprof_traces import pprof_raw_samples
 from test_dwarf import counters, profile
 
@@ -184,6 +184,22 @@ def test_entries_match_nm(build_dir, go_build, variant):
            if not isinstance(got.get(a), list) or
            got[a][-1][0] not in (n, re.sub(r"\[\d+\]", "[...]", n))}
     assert not bad, (len(bad), list(bad.items())[:10])
+
+
+def test_gopclntab_unit(tmp_path):
+    """build/tests/unit/test_gopclntab: the decoder on a table written by
+    hand from Go 1.18's layout (values from the spec), every truncation
+    and bit flip of it; again built with ASan/UBSan."""
+    run_unit("test_gopclntab", timeout=60)
+    exe = str(tmp_path / "test_gopclntab_asan")
+    subprocess.run(["gcc", "-O1", "-g", "-std=gnu11", "-D_GNU_SOURCE",
+                    "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                    "-I" + os.path.join(ROOT, "src"), "-I" + ROOT,
+                    "-I" + os.path.join(ROOT, "tests", "unit"), "-o", exe,
+                    os.path.join(ROOT, "tests/unit/test_gopclntab.c"),
+                    os.path.join(ROOT, "src/util/gopclntab.c")], check=True)
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout + r.stderr
 
 
 GOSYM = os.path.join(ROOT, "tests", "workloads", "go_gosym")
