@@ -19,8 +19,9 @@ as the frame below it, a function whose code calls runtime.systemstack
 
 Frames are named from their addresses with the unstripped binary's
 symbols (nm) in both variants: -s -w changes no code address (checked:
-the two pclntabs give the same unwind rows), and profd cannot name the
-stripped binary's functions (no symbol table).
+the two pclntabs give the same unwind rows), and the names profd gives
+the stripped binary's functions (from its pclntab) are
+tests/test_go_symbols.py's subject, not this test's.
 
 Only profiles written once profd unwinds the workload with its tables
 count (test_dwarf.settled(): before that, frame pointers, which stop at

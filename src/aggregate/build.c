@@ -132,6 +132,7 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 	struct sym_object *obj;
 	struct sym_result r;
 	uint32_t mapping_id, fn = 0;
+	int64_t line = 0;
 	int idx, ret;
 
 	m = snap ? proc_maps_find(&snap->maps, lookup) : NULL;
@@ -143,8 +144,11 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 	if (obj) {
 		pthread_mutex_lock(b->o->sym_lock);
 		ret = sym_object_resolve(obj, lookup - m->start + m->offset, &r);
-		if (!ret)
-			fn = profile_function_id(b->p, r.name, r.system_name, "");
+		if (!ret) {
+			fn = profile_function_id(b->p, r.name, r.system_name,
+						 r.file ? r.file : "");
+			line = fn ? r.line : 0;
+		}
 		pthread_mutex_unlock(b->o->sym_lock);
 		if (ret == -EAGAIN)
 			counter_inc(&counter_symbols_shed);
@@ -155,7 +159,7 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 	} else if (state != PROC_OBJ_DONE) {
 		counter_inc(&counter_file_pending);	/* still queued, or its file pending */
 	}
-	return profile_location_id(b->p, mapping_id, ip, fn, 0);
+	return profile_location_id(b->p, mapping_id, ip, fn, line);
 }
 
 /* The location of runtime frame token @token: its runtime's mapping, the

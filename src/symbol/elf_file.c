@@ -43,6 +43,7 @@
 
 #include "symbol/elf_file.h"
 #include "symbol/elf_symtab.h"
+#include "symbol/go_symtab.h"
 
 #define BUILD_ID_MAX	64	/* bytes; SHA-1 ones are 20 */
 
@@ -76,7 +77,7 @@ size_t elf_file_bytes(const struct elf_file *f)
 {
 	if (!f)
 		return 0;
-	return sizeof(*f) + f->symtab.bytes + f->memsz +
+	return sizeof(*f) + f->symtab.bytes + go_symtab_bytes(f->symtab.go) + f->memsz +
 	       f->nsegs * sizeof(*f->segs);
 }
 
@@ -597,6 +598,11 @@ static int read_symbols_with(const struct elf_file *f, int dbg_fd,
 			elf_end(elves[n]);
 	}
 	ret = elf_symtab_build(t, elves, symtab_only, n);
+	/* a Go executable's own table: its errors are counted there */
+	if (!ret && go_symtab_read(elves[0], &t->go) == -ENOMEM)
+		ret = -ENOMEM;
+	if (ret)
+		elf_symtab_free(t);
 	while (n)
 		elf_end(elves[--n]);
 	return ret;
@@ -620,7 +626,7 @@ static int load_symbols(struct elf_file *f)
 /* elf_file_unload_symbols - see elf_file.h. */
 size_t elf_file_unload_symbols(struct elf_file *f)
 {
-	size_t bytes = f->symtab.bytes;
+	size_t bytes = f->symtab.bytes + go_symtab_bytes(f->symtab.go);
 
 	elf_symtab_free(&f->symtab);
 	f->syms_loaded = false;
@@ -716,6 +722,22 @@ const char *elf_file_lookup(struct elf_file *f, uint64_t vaddr,
 	if (!f->syms_loaded)
 		load_symbols(f);
 	return elf_symtab_lookup(&f->symtab, vaddr, sym_vaddr);
+}
+
+/* elf_file_go_frames - see elf_file.h. */
+int elf_file_go_frames(struct elf_file *f, uint64_t vaddr, struct sym_frame *out,
+		       int max, uint64_t *entry)
+{
+	int n;
+
+	if (!f->syms_loaded)
+		load_symbols(f);
+	if (!f->symtab.go)
+		return -ENOENT;
+	n = go_symtab_frames(f->symtab.go, vaddr, out, max);
+	if (n > 0 && entry)
+		*entry = go_symtab_entry(f->symtab.go, vaddr);
+	return n;
 }
 
 /* elf_file_nsymbols - see elf_file.h. */

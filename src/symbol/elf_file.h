@@ -9,7 +9,8 @@
  * one is attached, and its function symbols from .symtab and .dynsym
  * (plus the debug file's .symtab, and "name@plt" for x86-64 PLT stubs no
  * symbol covers), loaded on first lookup or by elf_file_load_symbols(),
- * sorted by address.
+ * sorted by address, and, in a Go executable, its pclntab (go_symtab.h),
+ * loaded with them.
  *
  * Holding the fd keeps the file readable after the process that mapped it
  * exited or the file was deleted.
@@ -167,9 +168,9 @@ int elf_file_load_symbols(struct elf_file *f);
 
 /*
  * elf_file_unload_symbols - free the symbols read (to be read again by
- * the next lookup, or elf_file_read_symbols() + elf_file_set_symbols()).
- * Names handed out before are invalid after it. Returns the heap bytes
- * freed.
+ * the next lookup, or elf_file_read_symbols() + elf_file_set_symbols()),
+ * a Go executable's pclntab copies with them. Names handed out before
+ * are invalid after it. Returns the heap bytes freed.
  */
 size_t elf_file_unload_symbols(struct elf_file *f);
 
@@ -207,6 +208,20 @@ void elf_file_set_symbols(struct elf_file *f, struct elf_symtab *t);
 
 /* elf_file_free_symbols - free a table from elf_file_read_symbols(). */
 void elf_file_free_symbols(struct elf_symtab *t);
+
+struct sym_frame;
+
+/*
+ * elf_file_go_frames - a Go executable's frames at ELF virtual address
+ * @vaddr from its pclntab (go_symtab_frames(): innermost first, the real
+ * function last; at most @max), loading the symbols first, and the real
+ * function's entry in *@entry (may be NULL). Strings owned by @f's
+ * symbol table. Returns the number of frames, -ENOENT (not a Go
+ * executable, or no Go function there) or -EINVAL (its entry is corrupt;
+ * counted).
+ */
+int elf_file_go_frames(struct elf_file *f, uint64_t vaddr, struct sym_frame *out,
+		       int max, uint64_t *entry);
 
 /* elf_file_nsymbols - number of function symbols loaded (loads them). */
 uint64_t elf_file_nsymbols(struct elf_file *f);

@@ -20,6 +20,7 @@
 
 #include "counters/counters.h"
 #include "symbol/elf_symtab.h"
+#include "symbol/go_symtab.h"
 #include "symbol/plt.h"
 
 COUNTER_DEFINE(plt_stubs_unnamed, COUNTER_STAT,
@@ -467,6 +468,7 @@ const char *elf_symtab_lookup(const struct elf_symtab *t, uint64_t vaddr,
 /* elf_symtab_free - see elf_symtab.h. */
 void elf_symtab_free(struct elf_symtab *t)
 {
+	go_symtab_free(t->go);
 	free(t->syms);
 	free(t->names);
 	memset(t, 0, sizeof(*t));

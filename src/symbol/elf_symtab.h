@@ -18,12 +18,15 @@
 #include <stdint.h>
 
 struct elf_sym;
+struct go_symtab;
 
 struct elf_symtab {
 	struct elf_sym *syms;	/* sorted by start address */
 	size_t n;
 	char *names;		/* NUL-terminated names, one blob */
 	size_t bytes;		/* heap bytes of syms and names */
+	struct go_symtab *go;	/* a Go executable's pclntab (go_symtab.h), or
+				 * NULL; set by elf_file.c, freed with @t */
 };
 
 /*

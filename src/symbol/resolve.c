@@ -10,7 +10,8 @@
  * The offset map may be emptied alone; both go with the symbol table
  * when it is shed for the budget (budget.c: names handed out are copied
  * by their users under the lock). A copy resolves through the object it
- * copies; in the vDSO a miss is named by its FDE (vdso_object.c). A
+ * copies; in the vDSO a miss is named by its FDE (vdso_object.c); a Go
+ * executable's pcs are named by its pclntab first (go_symtab.c). A
  * miss in an object whose debug file debuginfod is fetching says so
  * (-EINPROGRESS); attaching it empties both caches (debuginfod_attach.c).
  */
@@ -22,6 +23,9 @@
 #include "symbol/elf_file.h"
 #include "symbol/symbolizer_internal.h"
 #include "util/clock.h"
+
+/* Frames asked of a Go pc for its real function (the last). */
+#define GO_FRAMES_MAX	16
 
 static uint64_t ptr_hash(const void *p)
 {
@@ -166,9 +170,19 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 
 	if (!sl) {
 		if (!elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {
-			v.system_name = elf_file_lookup(o->ef, vaddr,
-							&v.sym_vaddr);
-			if (v.system_name) {
+			struct sym_frame fr[GO_FRAMES_MAX];
+			int n = o->vdso ? -ENOENT :
+				elf_file_go_frames(o->ef, vaddr, fr, GO_FRAMES_MAX,
+						   &v.sym_vaddr);
+
+			/* Go's names as the runtime prints them: not demangled */
+			if (n > 0) {
+				v.name = v.system_name = fr[n - 1].name;
+				v.file = fr[n - 1].file;
+				v.line = fr[n - 1].line;
+				v.state = SLOT_HIT;
+			} else if ((v.system_name = elf_file_lookup(o->ef, vaddr,
+								    &v.sym_vaddr))) {
 				v.name = display_name(o, v.system_name);
 				v.state = SLOT_HIT;
 			} else if (o->vdso) {
@@ -187,5 +201,39 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 	out->name = sl->name;
 	out->system_name = sl->system_name;
 	out->sym_vaddr = sl->sym_vaddr;
+	out->file = sl->file;
+	out->line = sl->line;
 	return 0;
+}
+
+/*
+ * sym_object_resolve_frames - see symbolizer.h. A Go pc's frames from
+ * the pclntab, uncached; any other's the one sym_object_resolve() names.
+ */
+int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
+			      struct sym_frame *out, int max)
+{
+	struct sym_result r;
+	uint64_t vaddr;
+	int ret;
+
+	if (max < 1)
+		return -EINVAL;
+	if (o->same)
+		return sym_object_resolve_frames(o->same, file_offset, out, max);
+	if (o->shed)
+		return -EAGAIN;
+	if (!o->vdso && !elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {
+		ret = elf_file_go_frames(o->ef, vaddr, out, max, NULL);
+		if (ret > 0)
+			return ret;
+	}
+	ret = sym_object_resolve(o, file_offset, &r);
+	if (ret)
+		return ret;
+	out[0].name = r.name;
+	out[0].system_name = r.system_name;
+	out[0].file = r.file;
+	out[0].line = r.line;
+	return 1;
 }

@@ -32,6 +32,19 @@ struct sym_result {
 	const char *name;	/* demangled (or as-is when not C++); owned by the object */
 	const char *system_name;/* as in the symbol table; owned by the object */
 	uint64_t sym_vaddr;	/* ELF virtual address of the symbol's start */
+	const char *file;	/* source file, NULL when unknown; owned by the object */
+	uint32_t line;		/* source line, 0 when unknown */
+};
+
+/*
+ * One frame at an address: inlined calls first, the real function last
+ * (sym_object_resolve_frames()). Strings owned by the object.
+ */
+struct sym_frame {
+	const char *name;
+	const char *system_name;
+	const char *file;
+	uint32_t line;
 };
 
 /* symbolizer_new - an empty cache. NULL on out of memory. */
@@ -171,7 +184,11 @@ const char *sym_object_build_id(const struct sym_object *o);
 /*
  * sym_object_resolve - the function containing file offset @file_offset
  * (runtime address - mapping start + mapping offset). Results, misses
- * included, are cached per offset. In the vDSO, a function no symbol
+ * included, are cached per offset. A Go executable's pcs are named from
+ * its pclntab wherever it covers them (stripped or not: the runtime's
+ * own names, with the file and line; an inlined pc gets the real
+ * function it was inlined into and the line of the call there), other
+ * pcs (cgo's C code) from the ELF symbols. In the vDSO, a function no symbol
  * names is "[vdso]+0xSTART" (START: where its FDE begins, an ELF virtual
  * address of the vDSO image). Returns 0 and fills @out, -ENOENT, -EAGAIN
  * (its table was shed for the budget: symbolizer_reload()), or
@@ -180,6 +197,20 @@ const char *sym_object_build_id(const struct sym_object *o);
  */
 int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		       struct sym_result *out);
+
+/*
+ * sym_object_resolve_frames - the frames at file offset @file_offset:
+ * innermost first, inlined calls then the real function (the last), each
+ * with its file and line where known, at most @max (>= 1; past it the
+ * outermost inlined levels are left out, never the real function). A Go
+ * executable's come from its pclntab (go_symtab.h), as Go's
+ * runtime.CallersFrames gives them; other objects give the one frame
+ * sym_object_resolve() names. Not cached. Returns the number of frames,
+ * -ENOENT (nothing names it) or -EAGAIN (table shed, see
+ * sym_object_resolve()).
+ */
+int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
+			      struct sym_frame *out, int max);
 
 /* symbolizer_stats - objects cached and open-failure count, for status. */
 void symbolizer_stats(const struct symbolizer *s, uint64_t *objects,

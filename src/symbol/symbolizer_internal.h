@@ -36,6 +36,8 @@ struct off_slot {
 	const char *name;
 	const char *system_name;
 	uint64_t sym_vaddr;
+	const char *file;	/* a Go pc's (pclntab), or NULL */
+	uint32_t line;
 	uint8_t state;		/* enum slot_state */
 };
 

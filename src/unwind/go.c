@@ -20,9 +20,10 @@
  * linked). Go's signal restorer gets a SIGNAL row, the functions Go
  * flags TOPFRAME (goexit, mstart, rt0_go) an RA_UNDEFINED one.
  *
- * pclntab layout (Go 1.18+, src/runtime/symtab.go pcHeader and _func;
- * magic 0xfffffff0 for 1.18-1.19, 0xfffffff1 for 1.20+, which adds
- * _func.startLine): older pclntabs are left alone (-ENOENT).
+ * The pclntab is read by src/util/gopclntab.c (shared with the
+ * symbolizer); only Go 1.18+ tables (magic 0xfffffff0 for 1.18-1.19,
+ * 0xfffffff1 for 1.20+) are used here: older ones are left alone
+ * (-ENOENT), their flags and offsets not being those known here.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -37,6 +38,7 @@
 #include "counters/counters.h"
 #include "unwind/go.h"
 #include "unwind/go_internal.h"
+#include "util/gopclntab.h"
 
 /* The walkers' counters (bpf/unwind_go.h). */
 COUNTER_DEFINE_BPF(go_stack_switches, COUNTER_STAT, PROFD_CNT_GO_STACK_SWITCHES,
@@ -53,12 +55,7 @@ COUNTER_DEFINE_BPF(go_switch_bad_sp, COUNTER_PARTIAL, PROFD_CNT_GO_SWITCH_BAD_SP
 		   "Go cgo stack switch whose saved g or sp failed its check (not "
 		   "m.curg, outside its stack): walk truncated");
 
-#define GO_MAGIC_118	0xfffffff0u
-#define GO_MAGIC_120	0xfffffff1u
 #define GO_TLS_G_OFF	(-8)	/* internal linking, linux/amd64 */
-#define GO_FUNCFLAG_TOPFRAME	1	/* _func.flag: funcFlag_TOPFRAME */
-#define GO_FUNCFLAG_SPWRITE	2	/* funcFlag_SPWRITE: writes sp */
-#define GO_FUNCFLAG_ASM		4	/* funcFlag_ASM: assembly */
 
 /* Offsets bpf/unwind_go.h takes as constant; checked against DWARF. */
 #define GO_G_STACK	0	/* g.stack: stack.lo at 0, stack.hi at 8 */
@@ -82,16 +79,6 @@ static const struct {
 	{ "go1.19", 192, 800 },
 };
 
-struct pclntab {
-	const uint8_t *p;
-	size_t n;
-	bool v120;		/* _func has startLine */
-	uint8_t minlc;
-	uint64_t nfunc;
-	uint64_t text;		/* entry offsets are from here */
-	uint64_t nametab, pctab, functab;	/* offsets in p */
-};
-
 static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
 {
 	Elf_Scn *scn = NULL;
@@ -111,15 +98,6 @@ static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
 	return NULL;
 }
 
-static uint64_t rd(const uint8_t *p, int size)
-{
-	uint64_t v = 0;
-
-	for (int i = size - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* uvarint at *@off of @p[0..@n): false when it runs past the end. */
 static bool uvarint(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
 {
@@ -137,63 +115,43 @@ static bool uvarint(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
 	return false;
 }
 
-static int pclntab_open(Elf *elf, struct pclntab *pt)
+/*
+ * The executable's .gopclntab (src/util/gopclntab.c), Go 1.18+ only:
+ * the flags and offsets below are those versions'.
+ */
+static int pclntab_open(Elf *elf, struct gopclntab *pt)
 {
 	GElf_Shdr sh, tsh;
 	Elf_Scn *scn = find_section(elf, ".gopclntab", &sh);
 	Elf_Data *d;
-	uint32_t magic;
+	uint64_t text = 0;
+	int err;
 
 	memset(pt, 0, sizeof(*pt));
 	if (!scn || sh.sh_type == SHT_NOBITS)
 		return -ENOENT;
 	d = elf_getdata(scn, NULL);
-	if (!d || !d->d_buf || d->d_size < 72)
+	if (!d || !d->d_buf)
 		return -ENOENT;
-	pt->p = d->d_buf;
-	pt->n = d->d_size;
-	magic = (uint32_t)rd(pt->p, 4);
-	if ((magic & 0xfffffff0u) != 0xfffffff0u || pt->p[7] != 8)
-		return -ENOENT;	/* not a pclntab, or not 64-bit */
-	if (magic != GO_MAGIC_118 && magic != GO_MAGIC_120)
-		return -EPROTONOSUPPORT;	/* Go 1.2-1.17, or newer than known */
-	pt->v120 = magic == GO_MAGIC_120;
-	pt->minlc = pt->p[6] ? pt->p[6] : 1;
-	pt->nfunc = rd(pt->p + 8, 8);
-	pt->text = rd(pt->p + 24, 8);
-	pt->nametab = rd(pt->p + 32, 8);
-	pt->pctab = rd(pt->p + 56, 8);
-	pt->functab = rd(pt->p + 64, 8);
-	if (!pt->text && find_section(elf, ".text", &tsh))
-		pt->text = tsh.sh_addr;	/* PIE: textStart is relocated */
-	/* nfunc + 1 functab entries (the last: the end of the text) */
-	if (pt->functab > pt->n || pt->nfunc >= (pt->n - pt->functab) / 8 ||
-	    pt->nametab > pt->n || pt->pctab > pt->n)
-		return -EINVAL;
-	return 0;
+	if (find_section(elf, ".text", &tsh))
+		text = tsh.sh_addr;	/* PIE: textStart is relocated */
+	err = gopclntab_init(pt, d->d_buf, d->d_size, text);
+	if (!err && pt->magic == GOPCLNTAB_MAGIC_116)
+		err = -EPROTONOSUPPORT;	/* Go 1.16-1.17: not handled here */
+	return err;
 }
 
 /* Function @i's entry vaddr (i == nfunc: the end of the last one). */
-static uint64_t func_entry(const struct pclntab *pt, uint64_t i)
+static uint64_t func_entry(const struct gopclntab *pt, uint64_t i)
 {
-	return pt->text + rd(pt->p + pt->functab + i * 8, 4);
+	return gopclntab_entry(pt, i);
 }
 
-/* Function @i's _func, or NULL when out of bounds. */
-static const uint8_t *func_struct(const struct pclntab *pt, uint64_t i)
+static const char *func_name(const struct gopclntab *pt, const struct gopclntab_func *f)
 {
-	uint64_t off = pt->functab + rd(pt->p + pt->functab + i * 8 + 4, 4);
+	const char *n = gopclntab_name(pt, f->nameoff);
 
-	return off + 44 <= pt->n ? pt->p + off : NULL;
-}
-
-static const char *func_name(const struct pclntab *pt, const uint8_t *f)
-{
-	uint64_t off = pt->nametab + rd(f + 4, 4);
-
-	if (off >= pt->n || !memchr(pt->p + off, 0, pt->n - off))
-		return "";
-	return (const char *)pt->p + off;
+	return n ? n : "";
 }
 
 static void push_row(struct unwind_row *rows, uint32_t *n, struct unwind_row r)
@@ -223,12 +181,29 @@ static struct unwind_row spdelta_row(uint32_t pc, int64_t val)
 	return r;
 }
 
+/* Room for two more rows in *@rows (freed on failure: -ENOMEM). */
+static int rows_reserve(struct unwind_row **rows, uint32_t n, uint32_t *cap)
+{
+	struct unwind_row *nr;
+
+	if (n + 2 < *cap)
+		return 0;
+	nr = realloc(*rows, 2 * (size_t)*cap * sizeof(*nr));
+	if (!nr) {
+		free(*rows);
+		return -ENOMEM;
+	}
+	*rows = nr;
+	*cap *= 2;
+	return 0;
+}
+
 /*
  * pcsp_rows - @t from the pcsp table of every function (src/runtime/
  * symtab.go pcvalue/step: zigzag value deltas from -1, pc deltas times
  * minLC, ended by a zero value delta after the first pair).
  */
-static int pcsp_rows(const struct pclntab *pt, struct unwind_table *t,
+static int pcsp_rows(const struct gopclntab *pt, struct unwind_table *t,
 		     struct unwind_go_info *info)
 {
 	const struct unwind_row end = {
@@ -245,41 +220,25 @@ static int pcsp_rows(const struct pclntab *pt, struct unwind_table *t,
 		return -EINVAL;
 	}
 	for (uint64_t i = 0; i < pt->nfunc; i++) {
-		const uint8_t *f = func_struct(pt, i);
-		uint64_t entry = func_entry(pt, i), next = func_entry(pt, i + 1);
-		uint64_t pc = entry, uv, pcd;
-		size_t off;
-		int64_t val = -1;
-		bool first = true;
+		struct gopclntab_func f;
+		struct gopclntab_iter it;
+		uint64_t pc;
 
 		/* sorted by entry: a malformed one must not unsort the rows */
-		if (!f || entry < base || next > last || next < entry ||
-		    (n && entry - base < rows[n - 1].pc))
+		if (gopclntab_func(pt, i, &f) || f.entry < base || f.end > last ||
+		    (n && f.entry - base < rows[n - 1].pc))
 			continue;
-		off = pt->pctab + rd(f + 16, 4);
-		for (;;) {
-			if (n + 2 >= cap) {
-				struct unwind_row *nr = realloc(rows, 2 * cap * sizeof(*rows));
-
-				if (!nr) {
-					free(rows);
-					return -ENOMEM;
-				}
-				rows = nr;
-				cap *= 2;
-			}
-			if (!uvarint(pt->p, pt->n, &off, &uv) || (!uv && !first))
-				break;
-			val += (int64_t)(uv & 1 ? ~(uv >> 1) : uv >> 1);
-			if (!uvarint(pt->p, pt->n, &off, &pcd))
-				break;
-			if (pc >= next)
-				break;
-			push_row(rows, &n, spdelta_row((uint32_t)(pc - base), val));
-			pc += pcd * pt->minlc;
-			first = false;
+		pc = f.entry;
+		gopclntab_iter_start(&it, pt, &f, f.pcsp);
+		while (gopclntab_iter_next(&it) && it.pc < f.end) {
+			if (rows_reserve(&rows, n, &cap))
+				return -ENOMEM;
+			push_row(rows, &n, spdelta_row((uint32_t)(it.pc - base), it.val));
+			pc = it.next_pc;
 		}
-		if (pc < next) {
+		if (pc < f.end) {
+			if (rows_reserve(&rows, n, &cap))
+				return -ENOMEM;
 			r = end;
 			r.pc = (uint32_t)(pc - base);
 			push_row(rows, &n, r);
@@ -353,7 +312,7 @@ out:
 }
 
 /* Has @t no row at some function's entry? */
-static bool has_gaps(const struct pclntab *pt, const struct unwind_table *t)
+static bool has_gaps(const struct gopclntab *pt, const struct unwind_table *t)
 {
 	for (uint64_t i = 0; i < pt->nfunc; i++)
 		if (!unwind_table_find(t, func_entry(pt, i)))
@@ -537,11 +496,11 @@ uint32_t unwind_go_curg_offset(const char *version, uint32_t *vdso_sp)
  * them, Go's traceback ends there: RA_UNDEFINED) but the signal
  * handlers' entries (sigtramp: the signal frame follows).
  */
-static bool func_row(const struct pclntab *pt, const uint8_t *f,
+static bool func_row(const struct gopclntab *pt, const struct gopclntab_func *f,
 		     const struct unwind_go_info *info, struct unwind_row *r)
 {
 	const char *name = func_name(pt, f);
-	uint8_t flag = f[pt->v120 ? 41 : 37];
+	uint8_t flag = f->flag;
 	int kind = -1;
 
 	memset(r, 0, sizeof(*r));
@@ -560,7 +519,7 @@ static bool func_row(const struct pclntab *pt, const uint8_t *f,
 	 * The assembly function writes sp (funcFlag_SPWRITE, 1.17+; ASM,
 	 * 1.19+), not the ABI wrapper of the same name that calls it.
 	 */
-	if (!(flag & (GO_FUNCFLAG_SPWRITE | GO_FUNCFLAG_ASM)))
+	if (!(flag & (GOPCLNTAB_FLAG_SPWRITE | GOPCLNTAB_FLAG_ASM)))
 		kind = -1;
 	if (kind >= 0 && info->m_curg_off &&
 	    (kind != UNWIND_GO_VDSO || info->m_vdso_sp_off)) {
@@ -576,7 +535,7 @@ static bool func_row(const struct pclntab *pt, const uint8_t *f,
 		return true;
 	}
 	/* a signal handler's entry is TOPFRAME too: walk on to its frame */
-	if ((flag & GO_FUNCFLAG_TOPFRAME) && !strstr(name, "igtramp") &&
+	if ((flag & GOPCLNTAB_FLAG_TOPFRAME) && !strstr(name, "igtramp") &&
 	    !strstr(name, "sigprofNonGo")) {
 		r->rules = UNWIND_ROW_RULES(UNWIND_CFA_RA_UNDEFINED, UNWIND_RBP_UNCHANGED);
 		return true;
@@ -590,16 +549,16 @@ static bool func_row(const struct pclntab *pt, const uint8_t *f,
  * rows, crosscall2's saved rbp. 0 when changed; -ENOENT another
  * function; -ENOTSUP not as expected (@t unchanged); -ENOMEM.
  */
-static int cgo_rows(Elf *elf, const struct pclntab *pt, const uint8_t *f,
+static int cgo_rows(Elf *elf, const struct gopclntab *pt, const struct gopclntab_func *f,
 		    struct unwind_table *t, uint64_t start, uint64_t end,
 		    struct unwind_go_info *info)
 {
 	const char *name = func_name(pt, f);
-	uint8_t flag = f[pt->v120 ? 41 : 37];
+	uint8_t flag = f->flag;
 	int err;
 
 	/* the assembly function, not an ABI wrapper of the same name */
-	if (!(flag & (GO_FUNCFLAG_SPWRITE | GO_FUNCFLAG_ASM)) && strcmp(name, "crosscall2"))
+	if (!(flag & (GOPCLNTAB_FLAG_SPWRITE | GOPCLNTAB_FLAG_ASM)) && strcmp(name, "crosscall2"))
 		return -ENOENT;
 	if (!strcmp(name, "runtime.cgocallback"))
 		err = go_cgocallback_rows(t, start, end, info);
@@ -618,7 +577,7 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 		    struct unwind_go_info *info)
 {
 	struct unwind_go_info local;
-	struct pclntab pt;
+	struct gopclntab pt;
 	bool changed = false;
 	int err;
 
@@ -662,7 +621,8 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 	if (!info->m_curg_off)
 		counter_inc(&counter_go_switch_unknown);
 	for (uint64_t i = 0; i < pt.nfunc; i++) {
-		const uint8_t *f = func_struct(&pt, i);
+		struct gopclntab_func fs;
+		const struct gopclntab_func *f = gopclntab_func(&pt, i, &fs) ? NULL : &fs;
 		struct unwind_row r;
 		uint64_t start;
 

@@ -1,0 +1,3 @@
+module gosymoracle
+
+go 1.19

@@ -1,0 +1,3 @@
+module gosymbols
+
+go 1.19
