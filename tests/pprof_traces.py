@@ -52,7 +52,7 @@ def comments(pprof, path):
 
 _RAW_LOC = re.compile(r"^\s*(\d+): 0x([0-9a-f]+)(?: M=(\d+))? ?(.*)$")
 _RAW_LINE = re.compile(r"^(.*) (\S*):(-?\d+) s=-?\d+(?:\(.*\))?$")
-_RAW_MAP = re.compile(r"^\s*(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S*)")
+_RAW_MAP = re.compile(r"^\s*(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S*)(.*)$")
 _RAW_SAMPLE = re.compile(r"^\s*(-?\d+(?:\s+-?\d+)*):((?:\s+\d+)*)\s*$")
 
 
@@ -61,10 +61,12 @@ def pprof_raw_samples(pprof, path):
     frame's mapping: {"labels": {...}, "value": count, "frames": [leaf,
     ..., root]}, a frame {"function", "file", "line", "mapping"} (the
     mapping's file name, e.g. "[python]"; an inlined location gives one
-    frame per line, innermost first; an unsymbolized one function None)."""
+    frame per line, innermost first; an unsymbolized one function None),
+    each frame also with "address" (its location's), "loc" (its id) and
+    "flags" (its mapping's as pprof prints them: "[FN][FL][LN][IN]")."""
     out = subprocess.run([pprof, "-raw", "-symbolize=none", path], check=True,
                          capture_output=True, text=True).stdout
-    locs, maps, raw, section, last = {}, {}, [], None, None
+    locs, maps, flags, raw, section, last = {}, {}, {}, [], None, None
     for line in out.splitlines():
         if line in ("Samples:", "Locations", "Mappings"):
             section = line
@@ -81,7 +83,8 @@ def pprof_raw_samples(pprof, path):
             m = _RAW_LOC.match(line)
             text = m.group(4) if m else line.strip()
             if m:
-                last = locs[int(m.group(1))] = {"mapping": int(m.group(3) or 0), "lines": []}
+                last = locs[int(m.group(1))] = {"mapping": int(m.group(3) or 0), "lines": [],
+                                                "address": int(m.group(2), 16)}
             fm = _RAW_LINE.match(text)
             if last is not None and (fm or m):
                 last["lines"].append((fm.group(1), fm.group(2), int(fm.group(3)))
@@ -90,6 +93,7 @@ def pprof_raw_samples(pprof, path):
             m = _RAW_MAP.match(line)
             if m:
                 maps[int(m.group(1))] = m.group(2)
+                flags[int(m.group(1))] = "".join(re.findall(r"\[[A-Z]{2}\]", m.group(3)))
     samples = []
     for ids, value, labels in raw:
         frames = []
@@ -97,6 +101,8 @@ def pprof_raw_samples(pprof, path):
             loc = locs[i]
             for fn, file, no in loc["lines"] or [(None, "", 0)]:
                 frames.append({"function": fn, "file": file, "line": no,
-                               "mapping": maps.get(loc["mapping"], "")})
+                               "mapping": maps.get(loc["mapping"], ""),
+                               "address": loc["address"], "loc": i,
+                               "flags": flags.get(loc["mapping"], "")})
         samples.append({"labels": labels, "value": value, "frames": frames})
     return samples

@@ -342,8 +342,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	agent_memory_budgets(cfg->memory_limit_mib, cfg->symbol_cache_mib,
 			     &ag->budgets);
 	ag->sym = symbolizer_new();
-	if (ag->sym)
+	if (ag->sym) {
 		symbolizer_set_budget(ag->sym, ag->budgets.symbols);
+		symbolizer_set_lines(ag->sym, cfg->symbolize_lines);
+	}
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
 	ag->gate = file_gate_new(0);
 	ag->objects = object_loader_new();

@@ -34,6 +34,21 @@ struct sym_result {
 	uint64_t sym_vaddr;	/* ELF virtual address of the symbol's start */
 };
 
+/*
+ * One level of the call chain at an address (pprof's Line): the function
+ * and the source file:line executing in it. Strings owned by the object
+ * (valid while the caller holds the symbolizer's lock; copy them).
+ */
+struct sym_frame {
+	const char *name;	/* demangled (or as-is when not C++) */
+	const char *system_name;/* as in the symbol table or DW_AT_linkage_name / DW_AT_name */
+	const char *file;	/* source file from DWARF's line table; "" if unknown */
+	uint32_t line;		/* 1-based source line; 0 if unknown */
+};
+
+/* Inlined levels (plus the function) sym_object_resolve_frames() gives at most. */
+#define SYM_FRAMES_MAX		16
+
 /* symbolizer_new - an empty cache. NULL on out of memory. */
 struct symbolizer *symbolizer_new(void);
 
@@ -77,7 +92,9 @@ void symbolizer_trim(struct symbolizer *s);
  * symbolizer_set_budget - at most @bytes (0: no limit) of heap for the
  * cached objects: past it, each symbolizer_trim() frees the idle
  * (unreferenced) objects, then empties the address caches of the least
- * recently resolved objects (they refill on use), then frees the symbol
+ * recently resolved objects (they refill on use), then frees the DWARF
+ * (lines, inlined frames; not read again) of the least recently
+ * resolved, then frees the symbol
  * tables of objects still held, least recently sampled
  * (sym_object_sampled()) or resolved first, until under (each counted);
  * tables with samples not looked up yet only past a quarter more.
@@ -162,6 +179,40 @@ const char *sym_object_build_id(const struct sym_object *o);
  */
 int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		       struct sym_result *out);
+
+/*
+ * sym_object_resolve_frames - the call chain at file offset @file_offset
+ * (as sym_object_resolve()), innermost first, into @out (up to @max
+ * entries): the functions inlined there, from DWARF (DWARF 5 section
+ * 3.3.8: DW_TAG_inlined_subroutine, DW_AT_call_file/line), each with the
+ * file:line executing in it, then, last, the function the symbol table
+ * names (sym_object_resolve()'s), with its file:line (DWARF 5 section
+ * 6.2: the line number program). Without DWARF for @o, or with lines
+ * off (symbolizer_set_lines()), one frame: the symbol, file "" and line
+ * 0. A chain longer than @max keeps its outermost @max levels. Results
+ * are cached per offset. Returns the number of frames (>= 1), -ENOENT
+ * (no symbol covers the offset), -EAGAIN (the symbol table was shed, as
+ * sym_object_resolve()), -EINVAL (@max < 1).
+ */
+int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
+			      struct sym_frame *out, int max);
+
+/*
+ * sym_object_has_lines - whether @o's file:line and inlined frames come
+ * from DWARF (it was read, and not shed for the budget since): every
+ * frame sym_object_resolve_frames() gives then has its inlined levels.
+ * Lock held.
+ */
+bool sym_object_has_lines(const struct sym_object *o);
+
+/*
+ * symbolizer_set_lines - whether objects opened from now on read their
+ * DWARF for source lines and inlined frames (--symbolize-lines; default
+ * on). Off: sym_object_resolve_frames() gives the symbol alone, and no
+ * DWARF is read (no memory, no file reads). Set it before the first
+ * symbolizer_get().
+ */
+void symbolizer_set_lines(struct symbolizer *s, bool on);
 
 /* symbolizer_stats - objects cached and open-failure count, for status. */
 void symbolizer_stats(const struct symbolizer *s, uint64_t *objects,
