@@ -37,9 +37,22 @@
 #define LINE_ROW_BYTES	48
 #define FILE_ENTRY_BYTES 32
 
+/* A compilation unit's address range (DW_AT_low_pc/high_pc/ranges). */
+struct cu_range {
+	uint64_t lo, hi;	/* [lo, hi) */
+	uint64_t off;		/* the CU DIE's offset */
+};
+
+/* CU ranges kept at most (a hostile file cannot grow the table past it). */
+#define CU_RANGES_MAX	(1u << 20)
+/* DIE nesting followed at most (namespaces, classes, blocks, inlines). */
+#define SCOPE_DEPTH_MAX	64
+
 struct dwarf_lines {
 	Elf *elf;
 	Dwarf *dw;
+	struct cu_range *ranges;	/* sorted by lo */
+	uint32_t nranges, ranges_cap;
 	uint64_t section_bytes;	/* .debug_* data read (decompressed) */
 	uint64_t decoded_bytes;	/* estimate: line tables decoded */
 	uint64_t *cus;		/* CU offsets whose lines were counted (+1; 0 empty) */
@@ -95,6 +108,84 @@ static uint64_t debug_bytes(Elf *elf, bool loaded, bool *has_info)
 	return sum;
 }
 
+static int range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int range_push(struct dwarf_lines *d, uint64_t lo, uint64_t hi,
+		      uint64_t off)
+{
+	if (d->nranges == d->ranges_cap) {
+		uint32_t ncap = d->ranges_cap ? d->ranges_cap * 2 : 256;
+		struct cu_range *n;
+
+		if (ncap > CU_RANGES_MAX)
+			return -E2BIG;
+		n = realloc(d->ranges, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		d->ranges = n;
+		d->ranges_cap = ncap;
+	}
+	d->ranges[d->nranges++] = (struct cu_range){ lo, hi, off };
+	return 0;
+}
+
+/*
+ * Every compilation unit's address ranges, sorted: the CU of an address
+ * by binary search, with or without .debug_aranges (Go writes none, and
+ * libdw 0.188's dwarf_addrdie() needs it). A unit without ranges, or a
+ * table past CU_RANGES_MAX, leaves its addresses without lines.
+ */
+static int build_ranges(struct dwarf_lines *d)
+{
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	uint8_t unit_type;
+	Dwarf_Half version;
+	int ret = 0;
+
+	while (!ret && !dwarf_get_units(d->dw, cu, &cu, &version, &unit_type,
+					&cudie, NULL)) {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t o = 0;
+
+		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+			continue;
+		while (!ret && (o = dwarf_ranges(&cudie, o, &base, &lo, &hi)) > 0)
+			if (lo < hi)
+				ret = range_push(d, lo, hi, dwarf_dieoffset(&cudie));
+	}
+	if (ret == -ENOMEM)
+		return ret;
+	if (d->nranges)
+		qsort(d->ranges, d->nranges, sizeof(*d->ranges), range_cmp);
+	return 0;
+}
+
+/* The CU whose ranges hold @vaddr, into @mem; NULL if none. */
+static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem)
+{
+	uint32_t lo = 0, hi = d->nranges;
+
+	while (lo < hi) {	/* first range with lo > vaddr */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (d->ranges[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges may nest or overlap (a CU's range list and another's) */
+	for (uint32_t i = lo, k = 0; i-- > 0 && k < 8; k++)
+		if (vaddr < d->ranges[i].hi)
+			return dwarf_offdie(d->dw, d->ranges[i].off, mem);
+	return NULL;
+}
+
 /* Read @fd's DWARF into @d, within @max_bytes. */
 static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 {
@@ -117,7 +208,7 @@ static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 	elf_cntl(d->elf, ELF_C_FDDONE);
 	if (max_bytes && d->section_bytes > max_bytes)
 		return -EFBIG;
-	return 0;
+	return build_ranges(d);
 }
 
 static void close_handles(struct dwarf_lines *d)
@@ -170,6 +261,7 @@ void dwarf_lines_free(struct dwarf_lines *d)
 		return;
 	close_handles(d);
 	free(d->cus);
+	free(d->ranges);
 	free(d);
 }
 
@@ -179,7 +271,8 @@ uint64_t dwarf_lines_bytes(const struct dwarf_lines *d)
 	if (!d)
 		return 0;
 	return sizeof(*d) + d->section_bytes + d->decoded_bytes +
-	       (uint64_t)d->cus_cap * sizeof(*d->cus);
+	       (uint64_t)d->cus_cap * sizeof(*d->cus) +
+	       (uint64_t)d->ranges_cap * sizeof(*d->ranges);
 }
 
 /* Whether CU @off was counted already; remember it if not. */
@@ -267,40 +360,70 @@ static int call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file,
 }
 
 /*
- * The DIEs that contain the innermost scope at @vaddr, innermost first,
- * in the concrete tree (lexical blocks, inlined subroutines, the
- * subprogram, the CU): *@chain, malloc'd. Returns their number or < 0.
+ * Append to @chain (outermost first) the subprograms and inlined
+ * subroutines below @parent whose ranges hold @vaddr, descending only
+ * into DIEs that hold it (and into namespaces and classes, which have no
+ * ranges but hold C++ functions): the other functions' bodies are never
+ * visited. Returns 0, -E2BIG (deeper than @max or SCOPE_DEPTH_MAX).
  */
-static int scope_chain(Dwarf_Die *cu, uint64_t vaddr, Dwarf_Die **chain)
+static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
+		      int *n, int max, int depth)
 {
-	Dwarf_Die *scopes = NULL, inner;
-	int n = dwarf_getscopes(cu, vaddr, &scopes);
+	Dwarf_Die child;
 
-	*chain = NULL;
-	if (n <= 0) {
-		free(scopes);
-		return n ? -EINVAL : 0;
-	}
-	inner = scopes[0];
-	free(scopes);
-	n = dwarf_getscopes_die(&inner, chain);
-	return n < 0 ? -EINVAL : n;
+	if (depth > SCOPE_DEPTH_MAX)
+		return -E2BIG;
+	if (dwarf_child(parent, &child))
+		return 0;
+	do {
+		int tag = dwarf_tag(&child), ret;
+
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_lexical_block:
+			if (dwarf_haspc(&child, vaddr) != 1)
+				break;
+			if (tag != DW_TAG_lexical_block) {
+				if (*n == max)
+					return -E2BIG;
+				chain[(*n)++] = child;
+			}
+			/* the one scope holding @vaddr at this level */
+			return scope_walk(&child, vaddr, chain, n, max, depth + 1);
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type: {
+			int before = *n;
+
+			ret = scope_walk(&child, vaddr, chain, n, max, depth + 1);
+			if (ret || *n > before)
+				return ret;
+			break;
+		}
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
 }
 
 /* dwarf_lines_lookup - see dwarf_lines.h. */
 int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		       struct dwarf_frame *out, int max)
 {
-	Dwarf_Die cu_mem, *cu, *chain = NULL;
+	Dwarf_Die cu_mem, *cu, chain[DWARF_LINES_MAX_DEPTH];
 	const char *file;
 	Dwarf_Line *row;
 	uint32_t line;
-	int lineno, n = 0, nchain, ret = -ENOENT;
+	int lineno, n = 0, nchain = 0, ret;
 	bool sub = false;
 
 	if (!d || !d->dw || max < 1)
 		return -EINVAL;
-	cu = dwarf_addrdie(d->dw, vaddr, &cu_mem);
+	cu = cu_of(d, vaddr, &cu_mem);
 	if (!cu)
 		return -ENOENT;
 	count_cu_lines(d, cu);
@@ -309,26 +432,23 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 	    !(file = dwarf_linesrc(row, NULL, NULL)))
 		return -ENOENT;
 	line = (uint32_t)lineno;
-	nchain = scope_chain(cu, vaddr, &chain);
-	for (int i = 0; i < nchain; i++) {
+	ret = scope_walk(cu, vaddr, chain, &nchain, DWARF_LINES_MAX_DEPTH, 0);
+	if (ret)
+		return ret;
+	/* innermost first, from the subprogram's inlined calls outwards */
+	for (int i = nchain - 1; i >= 0; i--) {
 		int tag = dwarf_tag(&chain[i]);
 
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-			continue;
-		if (n == max) {
-			ret = -E2BIG;
-			goto out;
-		}
+		if (n == max)
+			return -E2BIG;
 		out[n++] = (struct dwarf_frame){ .name = die_name(&chain[i]),
 						 .file = file, .line = line };
 		if (tag == DW_TAG_subprogram) {
 			sub = true;
 			break;
 		}
-		if (call_site(cu, &chain[i], &file, &line)) {
-			ret = -EINVAL;
-			goto out;
-		}
+		if (call_site(cu, &chain[i], &file, &line))
+			return -EINVAL;
 	}
 	/*
 	 * No subprogram DIE around @vaddr (none at all, or the chain of
@@ -336,14 +456,9 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 	 * last call site, for the function the symbol table names.
 	 */
 	if (!sub) {
-		if (n == max) {
-			ret = -E2BIG;
-			goto out;
-		}
+		if (n == max)
+			return -E2BIG;
 		out[n++] = (struct dwarf_frame){ .file = file, .line = line };
 	}
-	ret = n;
-out:
-	free(chain);
-	return ret;
+	return n;
 }
