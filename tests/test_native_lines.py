@@ -33,7 +33,7 @@ import subprocess
 
 import pytest
 
-from pprof_traces import comments, pprof_raw_samples
+from pprof_traces import comments, pprof_raw_samples, pprof_traces
 from test_dwarf import profile
 
 SRC = r"""
@@ -276,3 +276,40 @@ def test_corrupt_dwarf(profd_bin, pprof, tmp_path, lines_build):
     text = "".join(comments(pprof, p) for p in paths)
     counted = [int(n) for n in re.findall(r"lines_(?:unreadable|unknown)=(\d+)", text)]
     assert counted and max(counted) > 0, text[-2000:]
+
+
+def test_pprof_names_what_profd_could_not(profd_bin, pprof, tmp_path, lines_build,
+                                          monkeypatch):
+    """A stripped binary whose debug file profd cannot find: its frames keep
+    their addresses, and its mapping says it has no functions, so Google's
+    pprof, given the binary with its symbols and DWARF afterwards
+    (PPROF_BINARY_PATH, by build ID), names them itself, inlined frames
+    included. (pprof does not read a debug-only file made by objcopy
+    --only-keep-debug: its segments have no file data, and pprof left the
+    frames unnamed with one.)"""
+    exe = str(tmp_path / "lines-nodebug")
+    subprocess.run(["objcopy", "--strip-all", lines_build["plain"], exe], check=True)
+    samples, paths, err = run_profd(profd_bin, pprof, tmp_path / "out", exe)
+    locs = locations(samples, exe)
+    assert locs and all(fn is None for e in locs.values() for fn, _, _ in e["lines"]), locs
+    flags = check_flags(locs)
+    assert "[FN]" not in flags
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(
+        ["readelf", "-n", exe], check=True, capture_output=True, text=True).stdout).group(1)
+    store = tmp_path / "binaries" / build_id
+    store.mkdir(parents=True)
+    shutil.copy(lines_build["plain"], store / "lines-nodebug")
+    monkeypatch.setenv("PPROF_BINARY_PATH", str(tmp_path / "binaries"))
+    with open("/proc/kallsyms") as f:
+        kernel = {line.split()[2] for line in f}
+    chains = collections.Counter()
+    for p in paths:
+        for s in pprof_traces(pprof, p, "-symbolize=local"):
+            if s["labels"].get("pid"):
+                # pprof marks the Lines of inlined functions " (inline)"
+                user = [f.removesuffix(" (inline)") for f in s["frames"]
+                        if f not in kernel]
+                chains[tuple(user[:5])] += s["value"]
+    named = sum(v for k, v in chains.items()
+                if k[:4] == ("leaf_inline", "mid_inline", "worker", "spin"))
+    assert named >= 0.5 * sum(chains.values()), chains.most_common(5)
