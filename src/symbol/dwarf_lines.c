@@ -66,6 +66,26 @@ static bool is_debug_section(const char *name)
 }
 
 /*
+ * The uncompressed size a GNU .zdebug_* section announces: "ZLIB", then
+ * the size as 8 big-endian bytes (the compressed bytes are read for it:
+ * they count within the cap anyway). UINT64_MAX when it cannot be read,
+ * so that an unreadable header is over any cap.
+ */
+static uint64_t zdebug_size(Elf_Scn *scn)
+{
+	Elf_Data *d = elf_rawdata(scn, NULL);
+	const unsigned char *p;
+	uint64_t size = 0;
+
+	if (!d || !d->d_buf || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
+		return UINT64_MAX / 2;
+	p = (const unsigned char *)d->d_buf + 4;
+	for (int i = 0; i < 8; i++)
+		size = size << 8 | p[i];
+	return size < UINT64_MAX / 2 ? size : UINT64_MAX / 2;
+}
+
+/*
  * Bytes the .debug_* sections of @elf take once read: their in-memory
  * (decompressed) size where the header says it (SHF_COMPRESSED), else
  * their file size; with @loaded, what libelf holds now (after libdw
@@ -103,6 +123,8 @@ static uint64_t debug_bytes(Elf *elf, bool loaded, bool *has_info)
 		} else if ((sh.sh_flags & SHF_COMPRESSED) &&
 			   gelf_getchdr(scn, &ch)) {
 			sum += ch.ch_size;
+		} else if (name[1] == 'z') {
+			sum += zdebug_size(scn);
 		}
 	}
 	return sum;
