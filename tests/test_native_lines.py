@@ -25,6 +25,7 @@ line is made up, and the loss is counted.
 Needs root, like profd itself. About 30 s (profd's BPF load: ~3 s a run).
 """
 import collections
+import json
 import os
 import random
 import re
@@ -168,6 +169,30 @@ def run_profd(profd_bin, pprof, tmp_path, binary, *args):
     return samples, paths, err
 
 
+def flame_paths(outdir):
+    """{(frame, kind), ...} paths root-first of flamegraph.html's first
+    (CPU) view: every node's path as a tuple of (name, kind) pairs."""
+    with open(os.path.join(outdir, "flamegraph.html")) as f:
+        html = f.read()
+    block = re.search(r'<script[^>]*type="application/json"[^>]*>(.*?)</script>', html, re.S)
+    view = json.loads(block.group(1))["views"][0]
+    names, nodes = view["names"], view["nodes"]
+    kinds = re.search(r"var KINDS = (\[[^\]]*\])", html).group(1)
+    kinds = json.loads(kinds.replace("'", '"'))
+    paths, stack, i = set(), [], 0
+    while i < len(nodes):
+        name, _, kind, nchildren = nodes[i:i + 4]
+        i += 4
+        while stack and stack[-1][1] == 0:
+            stack.pop()
+        if stack:
+            stack[-1][1] -= 1
+        path = (stack[-1][0] if stack else ()) + ((names[name], kinds[kind]),)
+        paths.add(path)
+        stack.append([path, nchildren])
+    return paths
+
+
 def check_flags(locs):
     """Each flag pprof prints for the mapping holds for all its locations."""
     flags = {e["flags"] for e in locs.values()}
@@ -217,6 +242,11 @@ def test_lines_and_inlined_frames(profd_bin, pprof, tmp_path, lines_build, varia
                e["lines"][2] == ("worker", "lines.c", src_line("WORKER_CALL"))
                for e in leaf), leaf
     check_flags(locs)
+    # the flame graph: each inlined function its own frame, kind "inlined"
+    want_tail = (("spin", "user"), ("worker", "user"), ("mid_inline", "inlined"),
+                 ("leaf_inline", "inlined"))
+    assert any(p[-4:] == want_tail for p in flame_paths(tmp_path)), \
+        sorted(p[-4:] for p in flame_paths(tmp_path) if "worker" in str(p))[:5]
     print(f"{variant}: {checked} locations match addr2line -i; chains {dict(chains)} "
           f"of {total}")
 
