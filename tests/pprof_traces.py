@@ -11,10 +11,15 @@ VALUE_LINE = re.compile(r"^(\s*)(\d+)([a-z]*)(\s+)(\S.*)$")  # value, unit (-uni
 LABEL_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*):\s+(.*)$")
 
 
-def pprof_traces(pprof, path, *extra):
-    """Samples of profile @path as pprof -traces prints them (counts)."""
+def pprof_traces(pprof, path, *extra, inlines=False):
+    """Samples of profile @path as pprof -traces prints them (counts).
+    Functions inlined into a frame (the extra Lines of a location, from
+    DWARF) are left out (pprof -noinlines: each location is the function
+    that holds the code), unless @inlines: then each is a frame of its
+    own, named "NAME (inline)", innermost first."""
     out = subprocess.run(
-        [pprof, "-traces", "-sample_index=samples", "-symbolize=none", *extra, path],
+        [pprof, "-traces", "-sample_index=samples", "-symbolize=none",
+         *([] if inlines else ["-noinlines"]), *extra, path],
         check=True, capture_output=True, text=True).stdout
     samples, block = [], None
     for line in out.splitlines():

@@ -334,7 +334,7 @@ def test_pprof_names_what_profd_could_not(profd_bin, pprof, tmp_path, lines_buil
         kernel = {line.split()[2] for line in f}
     chains = collections.Counter()
     for p in paths:
-        for s in pprof_traces(pprof, p, "-symbolize=local"):
+        for s in pprof_traces(pprof, p, "-symbolize=local", inlines=True):
             if s["labels"].get("pid"):
                 # pprof marks the Lines of inlined functions " (inline)"
                 user = [f.removesuffix(" (inline)") for f in s["frames"]
