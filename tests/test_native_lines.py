@@ -343,3 +343,33 @@ def test_pprof_names_what_profd_could_not(profd_bin, pprof, tmp_path, lines_buil
     named = sum(v for k, v in chains.items()
                 if k[:4] == ("leaf_inline", "mid_inline", "worker", "spin"))
     assert named >= 0.5 * sum(chains.values()), chains.most_common(5)
+
+
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def libc_lines(samples):
+    """Lines of libc's locations (its frames below main)."""
+    return [(f["function"], f["file"], f["line"]) for s in samples for f in s["frames"]
+            if f["mapping"] == LIBC]
+
+
+def test_dwarf_within_the_budget(profd_bin, pprof, tmp_path, lines_build):
+    """libc's DWARF (libc6-dbg's debug file, ~10 MB of sections) is read
+    with the default budget, and not at all when the symbol cache may hold
+    1 MiB (--symbol-cache-limit 1: an object's DWARF may take half):
+    libc's frames keep their names, lose their lines, and the refusal is
+    counted (partial.lines_too_big)."""
+    if not any(os.scandir("/usr/lib/debug/.build-id")):
+        pytest.skip("no libc6-dbg")
+    binary = lines_build["plain"]
+    samples, _, err = run_profd(profd_bin, pprof, tmp_path / "default", binary)
+    full = libc_lines(samples)
+    assert full and all(file and line for _, file, line in full), full
+    samples, paths, err = run_profd(profd_bin, pprof, tmp_path / "small", binary,
+                                    "--symbol-cache-limit", "1", "--profile-interval", "1")
+    small = libc_lines(samples)
+    assert small and all(fn and not file and not line for fn, file, line in small), small
+    assert {fn for fn, _, _ in small} <= {fn for fn, _, _ in full}
+    text = "".join(comments(pprof, p) for p in paths)
+    assert max(int(n) for n in re.findall(r"lines_too_big=(\d+)", text)) > 0

@@ -78,18 +78,20 @@ static uint64_t zdebug_size(Elf_Scn *scn)
 	uint64_t size = 0;
 
 	if (!d || !d->d_buf || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
-		return UINT64_MAX / 2;
+		return UINT64_MAX / 4;
 	p = (const unsigned char *)d->d_buf + 4;
 	for (int i = 0; i < 8; i++)
 		size = size << 8 | p[i];
-	return size < UINT64_MAX / 2 ? size : UINT64_MAX / 2;
+	return size < UINT64_MAX / 4 ? size : UINT64_MAX / 4;
 }
 
 /*
- * Bytes the .debug_* sections of @elf take once read: their in-memory
- * (decompressed) size where the header says it (SHF_COMPRESSED), else
- * their file size; with @loaded, what libelf holds now (after libdw
- * read and decompressed them). *@has_info: a .debug_info with data.
+ * Bytes the .debug_* sections of @elf take once read: before (@loaded
+ * false), from the headers: a compressed section's uncompressed size
+ * (SHF_COMPRESSED's header, a .zdebug_'s "ZLIB" size), else its size;
+ * after (@loaded), what libelf holds now (libdw replaced a compressed
+ * section's data with its decompressed bytes). *@has_info: a
+ * .debug_info with data.
  */
 static uint64_t debug_bytes(Elf *elf, bool loaded, bool *has_info)
 {
@@ -113,18 +115,16 @@ static uint64_t debug_bytes(Elf *elf, bool loaded, bool *has_info)
 			continue;
 		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
 			*has_info = true;
-		sum += sh.sh_size;
 		if (loaded) {
 			Elf_Data *d = elf_getdata(scn, NULL);
 
-			if (d && (sh.sh_flags & SHF_COMPRESSED ||
-				  name[1] == 'z'))
-				sum += d->d_size;
-		} else if ((sh.sh_flags & SHF_COMPRESSED) &&
-			   gelf_getchdr(scn, &ch)) {
-			sum += ch.ch_size;
+			sum += d ? d->d_size : sh.sh_size;
+		} else if (sh.sh_flags & SHF_COMPRESSED) {
+			sum += gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX / 4;
 		} else if (name[1] == 'z') {
 			sum += zdebug_size(scn);
+		} else {
+			sum += sh.sh_size;
 		}
 	}
 	return sum;
