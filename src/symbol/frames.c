@@ -85,14 +85,6 @@ uint64_t sym_dwarf_shed(struct sym_object *o)
 	return bytes;
 }
 
-/* sym_object_has_lines - see symbolizer.h. */
-bool sym_object_has_lines(const struct sym_object *o)
-{
-	if (o && o->same)
-		o = o->same;
-	return o && o->dwarf;
-}
-
 static struct frame_slot *frame_find(struct sym_object *o, uint64_t off)
 {
 	uint32_t mask = o->frames_cap - 1, i;

@@ -198,14 +198,6 @@ int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
 			      struct sym_frame *out, int max);
 
 /*
- * sym_object_has_lines - whether @o's file:line and inlined frames come
- * from DWARF (it was read, and not shed for the budget since): every
- * frame sym_object_resolve_frames() gives then has its inlined levels.
- * Lock held.
- */
-bool sym_object_has_lines(const struct sym_object *o);
-
-/*
  * symbolizer_set_lines - whether objects opened from now on read their
  * DWARF for source lines and inlined frames (--symbolize-lines; default
  * on). Off: sym_object_resolve_frames() gives the symbol alone, and no
