@@ -11,10 +11,15 @@ VALUE_LINE = re.compile(r"^(\s*)(\d+)([a-z]*)(\s+)(\S.*)$")  # value, unit (-uni
 LABEL_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*):\s+(.*)$")
 
 
-def pprof_traces(pprof, path, *extra):
-    """Samples of profile @path as pprof -traces prints them (counts)."""
+def pprof_traces(pprof, path, *extra, inlines=False):
+    """Samples of profile @path as pprof -traces prints them (counts).
+    Functions inlined into a frame (the extra Lines of a location, from
+    DWARF) are left out (pprof -noinlines: each location is the function
+    that holds the code), unless @inlines: then each is a frame of its
+    own, named "NAME (inline)", innermost first."""
     out = subprocess.run(
-        [pprof, "-traces", "-sample_index=samples", "-symbolize=none", *extra, path],
+        [pprof, "-traces", "-sample_index=samples", "-symbolize=none",
+         *([] if inlines else ["-noinlines"]), *extra, path],
         check=True, capture_output=True, text=True).stdout
     samples, block = [], None
     for line in out.splitlines():
@@ -62,8 +67,9 @@ def pprof_raw_samples(pprof, path, *extra, env=None):
     ..., root]}, a frame {"function", "file", "line", "mapping"} (the
     mapping's file name, e.g. "[python]"; an inlined location gives one
     frame per line, innermost first; an unsymbolized one function None),
-    "address" (the location's runtime address) and "map" (its mapping:
-    {"start", "offset", "file", "has_functions"}, or None).
+    "address" (the location's runtime address), "loc" (its id), "map" (its
+    mapping: {"start", "offset", "file", "has_functions"}, or None) and
+    "flags" (its mapping's as pprof prints them: "[FN][FL][LN][IN]").
     @extra: more pprof arguments (e.g. "-symbolize=local" in place of
     "-symbolize=none", which comes first); @env: pprof's environment
     (e.g. with PPROF_BINARY_PATH)."""
@@ -98,7 +104,9 @@ def pprof_raw_samples(pprof, path, *extra, env=None):
                 maps[int(m.group(1))] = {"start": int(m.group(2), 16),
                                          "offset": int(m.group(3), 16),
                                          "file": m.group(4),
-                                         "has_functions": "[FN]" in m.group(5)}
+                                         "has_functions": "[FN]" in m.group(5),
+                                         "flags": "".join(re.findall(r"\[[A-Z]{2}\]",
+                                                                     m.group(5)))}
     samples = []
     for ids, value, labels in raw:
         frames = []
@@ -108,6 +116,7 @@ def pprof_raw_samples(pprof, path, *extra, env=None):
                 mp = maps.get(loc["mapping"])
                 frames.append({"function": fn, "file": file, "line": no,
                                "mapping": mp["file"] if mp else "",
-                               "address": loc["address"], "map": mp})
+                               "address": loc["address"], "loc": i, "map": mp,
+                               "flags": mp["flags"] if mp else ""})
         samples.append({"labels": labels, "value": value, "frames": frames})
     return samples

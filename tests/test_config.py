@@ -28,6 +28,7 @@ NON_DEFAULT = {
     "probabilistic-threshold": ("--probabilistic-threshold", "25", 25),
     "no-kernel-version-check": ("--no-kernel-version-check", None, True),
     "no-dwarf-unwinding": ("--no-dwarf-unwinding", None, True),
+    "no-symbolize-lines": ("--no-symbolize-lines", None, True),
     "no-python-unwinding": ("--no-python-unwinding", None, True),
     "tracers": ("--tracers", "native", ["native"]),
     "stack-copy-bytes": ("--stack-copy-bytes", "4096", 4096),

@@ -399,6 +399,7 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	if (ag->sym) {
 		symbolizer_set_budget(ag->sym, ag->budgets.symbols);
 		debuginfod_setup(ag);
+		symbolizer_set_lines(ag->sym, cfg->symbolize_lines);
 	}
 	ag->procs = ag->sym ? process_table_new(ag->sym, &ag->sym_lock) : NULL;
 	ag->gate = file_gate_new(0);

@@ -123,17 +123,44 @@ static uint32_t kernel_location(struct stack_builder *b, uint64_t ip, bool leaf)
 	return profile_location_id(b->p, b->kernel_mapping, ip, fn, 0);
 }
 
+/*
+ * The function and line of each level of @fr[0..n-1] (innermost first,
+ * the last the symbol table's function) into @inl (the inlined levels)
+ * and *@fn, *@line (the last). Lock held: the strings are the object's.
+ */
+static uint32_t frames_lines(struct stack_builder *b, const struct sym_frame *fr,
+			     int n, struct profile_line *inl, uint32_t *fn,
+			     int64_t *line)
+{
+	uint32_t ninl = 0;
+
+	for (int i = 0; i < n - 1; i++) {
+		inl[ninl].function_id = profile_function_id(b->p, fr[i].name,
+							    fr[i].system_name,
+							    fr[i].file ? fr[i].file : "");
+		inl[ninl].line = fr[i].line;
+		if (inl[ninl].function_id)
+			ninl++;
+	}
+	*fn = profile_function_id(b->p, fr[n - 1].name, fr[n - 1].system_name,
+				  fr[n - 1].file ? fr[n - 1].file : "");
+	*line = fr[n - 1].line;
+	return ninl;
+}
+
 static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *snap,
 			      uint64_t ip, bool exact)
 {
 	uint64_t lookup = exact ? ip : ip - 1;
+	struct profile_line inl[SYM_FRAMES_MAX];
+	struct sym_frame fr[SYM_FRAMES_MAX];
 	const struct proc_mapping *m;
 	enum proc_obj_state state;
 	struct sym_object *obj;
-	struct sym_result r;
-	uint32_t mapping_id, fn = 0;
+	uint32_t mapping_id, fn = 0, ninl = 0;
 	int64_t line = 0;
-	int idx, ret;
+	bool known = false;
+	int idx, n = 0;
 
 	m = snap ? proc_maps_find(&snap->maps, lookup) : NULL;
 	if (!m)
@@ -143,23 +170,25 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 	obj = proc_snapshot_object(snap, idx, &state);
 	if (obj) {
 		pthread_mutex_lock(b->o->sym_lock);
-		ret = sym_object_resolve(obj, lookup - m->start + m->offset, &r);
-		if (!ret) {
-			fn = profile_function_id(b->p, r.name, r.system_name,
-						 r.file ? r.file : "");
-			line = fn ? r.line : 0;
+		n = sym_object_resolve_frames(obj, lookup - m->start + m->offset,
+					      fr, SYM_FRAMES_MAX);
+		if (n > 0) {
+			/* a file from DWARF: its inlined levels were looked up */
+			known = fr[n - 1].file && fr[n - 1].file[0];
+			ninl = frames_lines(b, fr, n, inl, &fn, &line);
 		}
 		pthread_mutex_unlock(b->o->sym_lock);
-		if (ret == -EAGAIN)
+		if (n == -EAGAIN)
 			counter_inc(&counter_symbols_shed);
-		else if (ret == -EINPROGRESS)
+		else if (n == -EINPROGRESS)
 			counter_inc(&counter_symbols_pending_debuginfod);
 	} else if (state == PROC_OBJ_HUNG) {
 		counter_inc(&counter_file_hung);
 	} else if (state != PROC_OBJ_DONE) {
 		counter_inc(&counter_file_pending);	/* still queued, or its file pending */
 	}
-	return profile_location_id(b->p, mapping_id, ip, fn, line);
+	return profile_location_id_lines(b->p, mapping_id, ip, fn, line, inl,
+					 ninl, known);
 }
 
 /* The location of runtime frame token @token: its runtime's mapping, the

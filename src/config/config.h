@@ -29,6 +29,7 @@ struct agent_config {
 	unsigned int max_stack_depth;	/* --max-stack-depth, user frames */
 	bool check_kernel_version;	/* !--no-kernel-version-check */
 	bool dwarf_unwinding;		/* !--no-dwarf-unwinding */
+	bool symbolize_lines;		/* !--no-symbolize-lines: DWARF lines, inlined frames */
 	unsigned int stack_copy_bytes;	/* --stack-copy-bytes */
 	bool check_unwinder;		/* --check-unwinder */
 	bool python_unwinding;		/* !--no-python-unwinding */

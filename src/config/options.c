@@ -62,6 +62,9 @@ static const struct option_def table[] = {
 	  "Do not refuse kernels older than 5.15" },
 	{ "no-dwarf-unwinding", OPT_NO_DWARF, NULL, OPTION_FLAG, true, 2,
 	  "Walk user stacks with frame pointers only (no .eh_frame tables)" },
+	{ "no-symbolize-lines", OPT_NO_LINES, NULL, OPTION_FLAG, true, 2,
+	  "Name native frames by their symbols only: no source file:line and no "
+	  "inlined frames from DWARF (no debug information read; less memory)" },
 	{ "stack-copy-bytes", OPT_STACK_COPY, "BYTES", OPTION_VALUE, true, 2,
 	  "User stack a sample carries when its process's unwind tables are not "
 	  "loaded yet, walked once they are: 0-16384 (default 16384; 0: such "
@@ -187,6 +190,7 @@ void options_init(struct options *o)
 		.max_stack_depth = 256,
 		.check_kernel_version = true,
 		.dwarf_unwinding = true,
+		.symbolize_lines = true,
 		.stack_copy_bytes = 16384,
 		.python_unwinding = true,
 		.tracers = config_tracers_all(),
@@ -647,6 +651,9 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 		break;
 	case OPT_NO_DWARF:
 		c->dwarf_unwinding = !b;
+		break;
+	case OPT_NO_LINES:
+		c->symbolize_lines = !b;
 		break;
 	case OPT_STACK_COPY:
 		v = parse_uint(value, 0, PROFD_STACK_COPY_MAX);

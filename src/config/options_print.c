@@ -145,6 +145,8 @@ static void emit_value(struct emitter *em, const struct options *o,
 		return emit_scalar(em, c->check_kernel_version ? "false" : "true", true);
 	case OPT_NO_DWARF:
 		return emit_scalar(em, c->dwarf_unwinding ? "false" : "true", true);
+	case OPT_NO_LINES:
+		return emit_scalar(em, c->symbolize_lines ? "false" : "true", true);
 	case OPT_STACK_COPY:
 		snprintf(buf, sizeof(buf), "%u", c->stack_copy_bytes);
 		break;

@@ -313,16 +313,27 @@ int otlp_enc_tables(struct enc *e)
 		l->mapping_index = src->mapping_id;
 		l->address = src->address;
 		if (src->function_id) {
-			Line *ln = otlp_arena_alloc(&e->a, 1, sizeof(*ln));
+			/* the inlined functions first, the caller last (OTLP's
+			 * Location.lines order, as pprof's) */
+			uint32_t n = src->ninlined + 1;
+			Line *ln = otlp_arena_alloc(&e->a, n, sizeof(*ln));
 
-			l->lines = otlp_arena_alloc(&e->a, 1, sizeof(*l->lines));
+			l->lines = otlp_arena_alloc(&e->a, n, sizeof(*l->lines));
 			if (!ln || !l->lines)
 				return -ENOMEM;
-			PF(line__init)(ln);
-			ln->function_index = src->function_id;
-			ln->line = src->line;
-			l->lines[0] = ln;
-			l->n_lines = 1;
+			for (uint32_t j = 0; j < n; j++) {
+				const struct profile_line *pl = j < src->ninlined ?
+					&src->inlined[j] : NULL;
+
+				PF(line__init)(&ln[j]);
+				ln[j].function_index = pl ? pl->function_id : src->function_id;
+				ln[j].line = pl ? pl->line : src->line;
+				if (!ln[j].function_index ||
+				    ln[j].function_index > (int32_t)p->nfunctions)
+					return -EINVAL;
+				l->lines[j] = &ln[j];
+			}
+			l->n_lines = n;
 		}
 	}
 	links[0] = otlp_arena_alloc(&e->a, 1, sizeof(**links));

@@ -404,6 +404,54 @@ static int64_t location_frame(struct flamegraph *fg, const struct profile *p,
 	return idx;
 }
 
+/*
+ * The frames of @s's locations: one per location plus one per function
+ * inlined at it (each its own frame in the graph).
+ */
+static uint32_t sample_frames(const struct profile *p,
+			      const struct profile_sample *s)
+{
+	uint32_t n = s->nlocations;
+
+	for (uint32_t j = 0; j < s->nlocations; j++) {
+		const struct profile_location *l = profile_location(p, s->location_ids[j]);
+
+		if (l && l->function_id)
+			n += l->ninlined;
+	}
+	return n;
+}
+
+/*
+ * The frames of the functions inlined at location @id, below @node
+ * (outermost first: the caller's frame is @node), kind FG_INLINED; each
+ * node appended to @path. Returns the last node, or < 0 (-ENOSPC: the
+ * tree is full; -ENOMEM).
+ */
+static int64_t inlined_frames(struct flamegraph *fg, const struct profile *p,
+			      uint32_t id, int64_t node, uint32_t *path,
+			      uint32_t *depth)
+{
+	const struct profile_location *l = profile_location(p, id);
+
+	if (!l || !l->function_id)
+		return node;
+	for (uint32_t k = l->ninlined; k-- > 0;) {
+		const struct profile_function *f =
+			profile_function(p, l->inlined[k].function_id);
+		int64_t idx = fg_intern(fg, f && f->name && *f->name ? f->name :
+					"[inlined]");
+
+		if (idx < 0)
+			return -ENOMEM;
+		node = fg_child(fg, node, idx, FG_INLINED);
+		if (node < 0)
+			return node;
+		path[(*depth)++] = node;
+	}
+	return node;
+}
+
 static const char *sample_comm(const struct profile_sample *s)
 {
 	for (uint32_t i = 0; i < s->nlabels; i++) {
@@ -425,8 +473,8 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 	if (value_index >= p->nsample_types)
 		return -EINVAL;
 	for (uint32_t i = 0; i < p->nsamples; i++)
-		if (p->samples[i].nlocations > maxdepth)
-			maxdepth = p->samples[i].nlocations;
+		if (sample_frames(p, &p->samples[i]) > maxdepth)
+			maxdepth = sample_frames(p, &p->samples[i]);
 	cache = calloc(p->nlocations + 1, sizeof(*cache));
 	kinds = calloc(p->nlocations + 1, sizeof(*kinds));
 	/* Nodes of one sample's path: comm + one per frame. */
@@ -439,7 +487,7 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 		const struct profile_sample *s = &p->samples[i];
 		const char *comm = sample_comm(s);
 		int64_t w = s->values[value_index], idx, node = 0;
-		uint32_t depth = 0;
+		uint32_t depth = 0, nframes = sample_frames(p, s);
 
 		if (w <= 0)
 			continue;
@@ -448,8 +496,8 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 		 * that frees enough for this path), so a heavy stack seen late
 		 * still gets its frames; else the path is cut at the bound.
 		 */
-		if (fg->nnodes + s->nlocations + 1 > fg->max_nodes &&
-		    s->nlocations + 1 <= fg->max_nodes / 4) {
+		if (fg->nnodes + nframes + 1 > fg->max_nodes &&
+		    nframes + 1 <= fg->max_nodes / 4) {
 			err = fg_prune(fg, fg->max_nodes / 4 * 3);
 			if (err)
 				goto out;
@@ -499,6 +547,15 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 				goto out;
 			}
 			path[depth++] = node;
+			node = inlined_frames(fg, p, id, node, path, &depth);
+			if (node == -ENOSPC) {
+				fg->truncated++;
+				break;
+			}
+			if (node < 0) {
+				err = -ENOMEM;
+				goto out;
+			}
 		}
 add:
 		fg->nodes[0].value += w;

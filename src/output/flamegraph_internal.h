@@ -20,6 +20,7 @@ enum fg_kind {
 	FG_KERNEL = 3,
 	FG_CUDA = 4,
 	FG_INTERP = 5,		/* a language runtime's frame (src/runtime/) */
+	FG_INLINED = 6,		/* a native function inlined into its caller (DWARF) */
 };
 
 struct fg_node {

@@ -95,7 +95,7 @@ static const char page_tail[] =
 	"var D = JSON.parse(document.getElementById('fg-data').textContent);\n"
 	"var VIEWS = D.views || [], built = [], zooms = [], cur = -1;\n"
 	"var ROW = 16, MINFRAC = 0.001, FONT = '11px monospace';\n"
-	"var KINDS = ['root', 'process', 'user', 'kernel', 'cuda', 'interpreted'];\n"
+	"var KINDS = ['root', 'process', 'user', 'kernel', 'cuda', 'interpreted', 'inlined'];\n"
 	"/* The shown view: its arrays (see build) and weight unit. */\n"
 	"var names = [], N = 0, nm, val, kind, end, dep, xs, par, col, unit = '', total = 0;\n"
 	"var zoom = 0, nameHit = null, lastQuery = '';\n"

@@ -215,6 +215,9 @@ static int enc_mappings(struct enc *e, const struct profile *p)
 		m->filename = strtab_index(&e->st, src->filename);
 		m->build_id = strtab_index(&e->st, src->build_id);
 		m->has_functions = src->has_functions;
+		m->has_filenames = src->has_filenames;
+		m->has_line_numbers = src->has_line_numbers;
+		m->has_inline_frames = src->has_inline_frames;
 		e->mapp[i] = m;
 	}
 	e->msg.n_mapping = p->nmappings;
@@ -244,13 +247,33 @@ static int enc_functions(struct enc *e, const struct profile *p)
 	return 0;
 }
 
-/* One Line per resolved location (the model has no inline frames). */
+/* A Line of @f's id and @line at *@k of the flat arrays. */
+static void enc_line(struct enc *e, size_t *k, uint32_t function_id,
+		     int64_t line)
+{
+	Perftools__Profiles__Line *ln = &e->lines[*k];
+
+	perftools__profiles__line__init(ln);
+	ln->function_id = function_id;
+	ln->line = line;
+	e->linep[(*k)++] = ln;
+}
+
+/*
+ * The Lines of each resolved location: the functions inlined at its
+ * address, innermost first, then the function itself (pprof's order:
+ * the last Line is the caller). The mapping flags are the model's.
+ */
 static int enc_locations(struct enc *e, const struct profile *p)
 {
+	size_t nlines = 0, k = 0;
+
+	for (uint32_t i = 0; i < p->nlocations; i++)
+		nlines += 1 + p->locations[i].ninlined;
 	e->locs = xcalloc(p->nlocations, sizeof(*e->locs));
 	e->locp = xcalloc(p->nlocations, sizeof(*e->locp));
-	e->lines = xcalloc(p->nlocations, sizeof(*e->lines));
-	e->linep = xcalloc(p->nlocations, sizeof(*e->linep));
+	e->lines = xcalloc(nlines, sizeof(*e->lines));
+	e->linep = xcalloc(nlines, sizeof(*e->linep));
 	if (!e->locs || !e->locp || !e->lines || !e->linep)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < p->nlocations; i++) {
@@ -265,25 +288,16 @@ static int enc_locations(struct enc *e, const struct profile *p)
 		l->mapping_id = src->mapping_id;
 		l->address = src->address;
 		if (src->function_id) {
-			Perftools__Profiles__Line *ln = &e->lines[i];
-
-			perftools__profiles__line__init(ln);
-			ln->function_id = src->function_id;
-			ln->line = src->line;
-			e->linep[i] = ln;
-			l->n_line = 1;
-			l->line = &e->linep[i];
-		}
-		if (src->mapping_id) {
-			Perftools__Profiles__Mapping *m =
-				&e->maps[src->mapping_id - 1];
-			const struct profile_function *f =
-				profile_function(p, src->function_id);
-
-			if (f && f->filename && *f->filename)
-				m->has_filenames = true;
-			if (f && src->line)
-				m->has_line_numbers = true;
+			l->line = &e->linep[k];
+			for (uint32_t j = 0; j < src->ninlined; j++) {
+				if (!src->inlined[j].function_id ||
+				    src->inlined[j].function_id > p->nfunctions)
+					return -EINVAL;
+				enc_line(e, &k, src->inlined[j].function_id,
+					 src->inlined[j].line);
+			}
+			enc_line(e, &k, src->function_id, src->line);
+			l->n_line = src->ninlined + 1;
 		}
 		e->locp[i] = l;
 	}

@@ -230,7 +230,12 @@ static uint64_t location_hash(const struct profile_location *l)
 
 	h = hash_u64(l->address, h);
 	h = hash_u64(l->function_id, h);
-	return hash_u64((uint64_t)l->line, h);
+	h = hash_u64((uint64_t)l->line, h);
+	for (uint32_t i = 0; i < l->ninlined; i++) {
+		h = hash_u64(l->inlined[i].function_id, h);
+		h = hash_u64((uint64_t)l->inlined[i].line, h);
+	}
+	return hash_u64(l->ninlined * 2 + l->inline_known, h);
 }
 
 static uint64_t location_hash_id(const void *ctx, uint32_t id)
@@ -246,12 +251,55 @@ static bool location_eq(const void *ctx, uint32_t id, const void *key)
 	const struct profile_location *a = &p->locations[id - 1], *b = key;
 
 	return a->mapping_id == b->mapping_id && a->address == b->address &&
-	       a->function_id == b->function_id && a->line == b->line;
+	       a->function_id == b->function_id && a->line == b->line &&
+	       a->ninlined == b->ninlined && a->inline_known == b->inline_known &&
+	       (!a->ninlined || !memcmp(a->inlined, b->inlined,
+					a->ninlined * sizeof(*a->inlined)));
 }
 
-uint32_t profile_location_id(struct profile *p, uint32_t mapping_id,
-			     uint64_t address, uint32_t function_id,
-			     int64_t line)
+/* Whether function @id has a source file. */
+static bool function_has_file(const struct profile *p, uint32_t id)
+{
+	const struct profile_function *f = profile_function(p, id);
+
+	return f && f->filename && *f->filename;
+}
+
+/*
+ * Fold new location @l into its mapping's flags: each is true while
+ * every location of the mapping has it.
+ */
+static void mapping_flags_add(struct profile *p, const struct profile_location *l)
+{
+	struct profile_mapping *m;
+	bool fn = l->function_id, file, line;
+
+	if (!l->mapping_id || l->mapping_id > p->nmappings)
+		return;
+	m = &p->mappings[l->mapping_id - 1];
+	file = fn && function_has_file(p, l->function_id);
+	line = fn && l->line > 0;
+	for (uint32_t i = 0; i < l->ninlined; i++) {
+		file = file && function_has_file(p, l->inlined[i].function_id);
+		line = line && l->inlined[i].line > 0;
+	}
+	if (!m->nlocations++) {
+		m->has_functions = fn;
+		m->has_filenames = file;
+		m->has_line_numbers = line;
+		m->has_inline_frames = fn && l->inline_known;
+		return;
+	}
+	m->has_functions = m->has_functions && fn;
+	m->has_filenames = m->has_filenames && file;
+	m->has_line_numbers = m->has_line_numbers && line;
+	m->has_inline_frames = m->has_inline_frames && fn && l->inline_known;
+}
+
+uint32_t profile_location_id_lines(struct profile *p, uint32_t mapping_id,
+				   uint64_t address, uint32_t function_id,
+				   int64_t line, const struct profile_line *inlined,
+				   uint32_t ninlined, bool inline_known)
 {
 	struct profile_index *d = p->index;
 	struct profile_location l = {
@@ -259,7 +307,11 @@ uint32_t profile_location_id(struct profile *p, uint32_t mapping_id,
 		.address = address,
 		.function_id = function_id,
 		.line = line,
+		.inlined = ninlined ? inlined : NULL,
+		.ninlined = ninlined,
+		.inline_known = inline_known,
 	};
+	struct profile_line *copy = NULL;
 	uint32_t found, slot;
 
 	if (idset_prepare(&d->locations, location_hash(&l), location_hash_id,
@@ -270,19 +322,26 @@ uint32_t profile_location_id(struct profile *p, uint32_t mapping_id,
 	if (grow_array((void **)&p->locations, &p->cap_locations,
 		       p->nlocations, sizeof(l)))
 		return 0;
+	if (ninlined) {
+		copy = malloc(ninlined * sizeof(*copy));
+		if (!copy)
+			return 0;
+		memcpy(copy, inlined, ninlined * sizeof(*copy));
+		l.inlined = copy;
+	}
 	p->locations[p->nlocations++] = l;
 	d->locations.slots[slot] = p->nlocations;
 	d->locations.n++;
-	if (mapping_id && mapping_id <= p->nmappings) {
-		struct profile_mapping *m = &p->mappings[mapping_id - 1];
-
-		if (function_id)
-			m->any_named = true;
-		else
-			m->any_unnamed = true;
-		m->has_functions = m->any_named && !m->any_unnamed;
-	}
+	mapping_flags_add(p, &l);
 	return p->nlocations;
+}
+
+uint32_t profile_location_id(struct profile *p, uint32_t mapping_id,
+			     uint64_t address, uint32_t function_id,
+			     int64_t line)
+{
+	return profile_location_id_lines(p, mapping_id, address, function_id,
+					 line, NULL, 0, false);
 }
 
 /* the rest */
@@ -319,6 +378,8 @@ void profile_free(struct profile *p)
 	free(p->samples);
 	free(p->mappings);
 	free(p->functions);
+	for (uint32_t i = 0; i < p->nlocations; i++)
+		free((void *)p->locations[i].inlined);
 	free(p->locations);
 	free(p->comments);
 	free(p);

@@ -35,14 +35,17 @@ struct profile_mapping {
 	const char *filename;	/* path as the process saw it, or "[kernel.kallsyms]" */
 	const char *build_id;	/* lowercase hex, "" if unknown */
 	/*
-	 * has_functions: every location of the mapping resolved to a
-	 * function, so a later symbolizer (pprof, a backend) may skip it;
-	 * false when any location is an address only (pprof.proto's
-	 * meaning, which pprof -symbolize reads).
+	 * pprof's Mapping flags, kept by profile_location_id*(): true only
+	 * when every location of the mapping has it (a function; a source
+	 * file for every Line; a line number for every Line; its inlined
+	 * frames resolved from debug information), so a consumer (pprof
+	 * -symbolize, a backend) knows what is left to name.
 	 */
 	bool has_functions;
-	bool any_named;		/* some location resolved (for has_functions) */
-	bool any_unnamed;	/* some location did not */
+	bool has_filenames;
+	bool has_line_numbers;
+	bool has_inline_frames;
+	uint32_t nlocations;	/* locations of this mapping so far */
 };
 
 struct profile_function {
@@ -51,11 +54,26 @@ struct profile_function {
 	const char *filename;	/* source file, "" if unknown */
 };
 
+/* One pprof Line: a function and the source line executing in it. */
+struct profile_line {
+	uint32_t function_id;
+	int64_t line;		/* 0: unknown */
+};
+
+/*
+ * A location's pprof Lines are @inlined[0..ninlined-1] (the functions
+ * inlined at the address, innermost first), then { function_id, line }:
+ * the function the symbol table names, last (pprof's convention: the
+ * last Line is the caller).
+ */
 struct profile_location {
 	uint32_t mapping_id;	/* 0: no mapping known */
 	uint64_t address;	/* runtime address */
 	uint32_t function_id;	/* 0: unresolved */
 	int64_t line;		/* 0: unknown */
+	const struct profile_line *inlined;	/* owned by the profile; NULL if none */
+	uint32_t ninlined;
+	bool inline_known;	/* its inlined frames were looked up in debug info */
 };
 
 /* A label is a string label (str != NULL) or a numeric one. */
@@ -160,6 +178,19 @@ uint32_t profile_function_id(struct profile *p, const char *name,
 uint32_t profile_location_id(struct profile *p, uint32_t mapping_id,
 			     uint64_t address, uint32_t function_id,
 			     int64_t line);
+
+/*
+ * profile_location_id_lines - profile_location_id() for a location with
+ * @ninlined functions inlined at @address (@inlined, innermost first,
+ * copied; see struct profile_location) and whether its inlined frames
+ * were looked up in debug information (@inline_known: the mapping's
+ * has_inline_frames). Deduplicated on all of it. Returns 0 on out of
+ * memory.
+ */
+uint32_t profile_location_id_lines(struct profile *p, uint32_t mapping_id,
+				   uint64_t address, uint32_t function_id,
+				   int64_t line, const struct profile_line *inlined,
+				   uint32_t ninlined, bool inline_known);
 
 /*
  * profile_add_sample - append a sample. @location_ids (leaf first) and the

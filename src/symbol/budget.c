@@ -4,7 +4,8 @@
  *
  * Owns: the periodic trim (objects nobody held for SYM_IDLE_TRIMS trims
  * freed), the byte count of the cache, and shedding past the budget:
- * idle objects, then address caches, then symbol tables of held objects
+ * idle objects, then address caches, then DWARF (lines and inlined
+ * frames, frames.c), then symbol tables of held objects
  * (least recently sampled or looked up first; those with samples still
  * to name only past SYM_PENDING_SLACK more), and reading a shed table
  * back (symbolizer_reload(), on the object loader, rate limited, never
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "symbol/dwarf_lines.h"
 #include "symbol/elf_symtab.h"
 #include "symbol/symbolizer_internal.h"
 #include "util/clock.h"
@@ -66,7 +68,9 @@ uint64_t sym_object_bytes(const struct sym_object *o)
 {
 	return sizeof(*o) + elf_file_bytes(o->ef) +
 	       (uint64_t)o->offs_cap * sizeof(*o->offs) +
-	       (uint64_t)o->names_cap * sizeof(*o->names);
+	       (uint64_t)o->names_cap * sizeof(*o->names) +
+	       dwarf_lines_bytes(o->dwarf) + o->frames_bytes +
+	       (uint64_t)o->frames_cap * sizeof(*o->frames);
 }
 
 /*
@@ -113,6 +117,22 @@ static void shed(struct symbolizer *s)
 		lru->offs = NULL;
 		lru->offs_cap = lru->offs_n = 0;
 		s->sheds++;
+	}
+	/*
+	 * Then DWARF (lines and inlined frames), least recently used first:
+	 * the largest and least needed part of an object, never read back
+	 * (counted as lines_shed; the symbols still name its frames).
+	 */
+	while (s->budget && s->bytes > s->budget) {
+		struct sym_object *lru = NULL;
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
+				if (o->dwarf && (!lru || o->last_use < lru->last_use))
+					lru = o;
+		if (!lru)
+			break;
+		bytes_sub(s, sym_dwarf_shed(lru));
 	}
 	/*
 	 * Then the symbol tables of objects live processes still map, least
@@ -178,6 +198,8 @@ static uint64_t object_shed(struct sym_object *o)
 	uint64_t bytes = elf_file_unload_symbols(o->ef);
 
 	bytes += sym_object_forget(o);
+	bytes += o->frames_bytes + (uint64_t)o->frames_cap * sizeof(*o->frames);
+	sym_frames_free(o);
 	__atomic_store_n(&o->shed, true, __ATOMIC_RELEASE);
 	return bytes;
 }

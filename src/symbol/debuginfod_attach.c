@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "symbol/debuginfod.h"
+#include "symbol/dwarf_lines.h"
 #include "symbol/elf_file.h"
 #include "symbol/elf_symtab.h"
 #include "symbol/symbolizer_internal.h"
@@ -104,7 +105,7 @@ int sym_fetched_attach(struct symbolizer *s, pthread_mutex_t *lock,
 {
 	struct elf_symtab *t = NULL;
 	struct dbgd_entry *e;
-	uint64_t before, freed;
+	uint64_t before, after, freed;
 	bool stale = false;
 	struct stat st;
 	int fd, ret;
@@ -132,14 +133,16 @@ int sym_fetched_attach(struct symbolizer *s, pthread_mutex_t *lock,
 	pthread_mutex_lock(lock);
 	o->reloading = false;
 	if (!ret) {
-		before = elf_file_bytes(o->ef);
+		before = elf_file_bytes(o->ef) + dwarf_lines_bytes(o->dwarf);
 		freed = sym_object_forget(o);	/* misses cached before it */
 		s->bytes = s->bytes > freed ? s->bytes - freed : 0;
 		elf_file_adopt_debug(o->ef, fd, t);
+		/* its source lines too, from the debug file's DWARF (frames.c) */
+		sym_dwarf_load(s, o);
 		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
 		__atomic_store_n(&o->dbgd_attached, true, __ATOMIC_RELEASE);
-		sym_admit(s, o, elf_file_bytes(o->ef) > before ?
-				elf_file_bytes(o->ef) - before : 0);
+		after = elf_file_bytes(o->ef) + dwarf_lines_bytes(o->dwarf);
+		sym_admit(s, o, after > before ? after - before : 0);
 	} else if (stale) {
 		/* its own names would be wrong: never named, never reloaded */
 		__atomic_store_n(&o->changed, true, __ATOMIC_RELAXED);

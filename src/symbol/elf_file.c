@@ -538,6 +538,18 @@ bool elf_file_has_debug(const struct elf_file *f)
 	return f->dbg_fd >= 0;
 }
 
+/* elf_file_fd - see elf_file.h. */
+int elf_file_fd(const struct elf_file *f)
+{
+	return f->fd;
+}
+
+/* elf_file_debug_fd - see elf_file.h. */
+int elf_file_debug_fd(const struct elf_file *f)
+{
+	return f->dbg_fd;
+}
+
 /* elf_file_is_dyn - see elf_file.h. */
 bool elf_file_is_dyn(const struct elf_file *f)
 {

@@ -121,6 +121,14 @@ int elf_debug_file_check(int fd, const char *build_id);
 /* elf_file_has_debug - true once elf_file_set_debug() accepted a file. */
 bool elf_file_has_debug(const struct elf_file *f);
 
+/*
+ * elf_file_fd, elf_file_debug_fd - the descriptor of the object's own
+ * file, of its attached debug file; -1 for none (an in-memory image, no
+ * debug file). Owned by @f: read them (pread), never close them.
+ */
+int elf_file_fd(const struct elf_file *f);
+int elf_file_debug_fd(const struct elf_file *f);
+
 /* elf_file_is_dyn - true for ET_DYN (PIE executables, libraries). */
 bool elf_file_is_dyn(const struct elf_file *f);
 

@@ -205,35 +205,3 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 	out->line = sl->line;
 	return 0;
 }
-
-/*
- * sym_object_resolve_frames - see symbolizer.h. A Go pc's frames from
- * the pclntab, uncached; any other's the one sym_object_resolve() names.
- */
-int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
-			      struct sym_frame *out, int max)
-{
-	struct sym_result r;
-	uint64_t vaddr;
-	int ret;
-
-	if (max < 1)
-		return -EINVAL;
-	if (o->same)
-		return sym_object_resolve_frames(o->same, file_offset, out, max);
-	if (o->shed)
-		return -EAGAIN;
-	if (!o->vdso && !elf_file_offset_to_vaddr(o->ef, file_offset, &vaddr)) {
-		ret = elf_file_go_frames(o->ef, vaddr, out, max, NULL);
-		if (ret > 0)
-			return ret;
-	}
-	ret = sym_object_resolve(o, file_offset, &r);
-	if (ret)
-		return ret;
-	out[0].name = r.name;
-	out[0].system_name = r.system_name;
-	out[0].file = r.file;
-	out[0].line = r.line;
-	return 1;
-}

@@ -18,7 +18,9 @@
  * Objects without a .symtab get their separate debug file attached at
  * open (debuginfo.c), searched under the process's root, then the host's;
  * without one there, it is fetched from debuginfod servers in the
- * background and attached later (debuginfod_attach.c).
+ * background and attached later (debuginfod_attach.c). Their DWARF (the
+ * debug file's, else their own) is read at open too, for source lines and
+ * inlined frames (frames.c, dwarf_lines.c).
  *
  * Copies: a file with the build ID and size of an object already cached
  * (the same binary copied, installed twice, or in two containers' layers)
@@ -46,6 +48,7 @@
 
 #include "counters/counters.h"
 #include "symbol/debuginfo.h"
+#include "symbol/dwarf_lines.h"
 #include "symbol/elf_file.h"
 #include "symbol/elf_symtab.h"
 #include "symbol/symbolizer_internal.h"
@@ -94,6 +97,8 @@ void sym_object_destroy(struct sym_object *o)
 		free(o->fde_names[i]);
 	free(o->fde_names);
 	free(o->offs);
+	sym_frames_free(o);
+	dwarf_lines_free(o->dwarf);
 	elf_file_free(o->ef);
 	sym_object_put(o->same);	/* after: it may free the copy's object */
 	free(o);
@@ -420,7 +425,7 @@ static struct sym_object *find_copy_of(struct symbolizer *s,
  * unless it is a copy (o->same). Without the cache's lock. *@unreadable:
  * the symbols could not be read.
  */
-static void object_load(struct sym_object *o, pid_t pid,
+static void object_load(struct symbolizer *s, struct sym_object *o, pid_t pid,
 			const struct proc_mapping *m, bool *unreadable)
 {
 	char *root;
@@ -445,6 +450,8 @@ static void object_load(struct sym_object *o, pid_t pid,
 	 */
 	if (o->ef && elf_file_load_symbols(o->ef) < 0)
 		*unreadable = true;
+	/* its DWARF too, after the debug file was attached (frames.c) */
+	sym_dwarf_load(s, o);
 }
 
 /*
@@ -524,7 +531,7 @@ struct sym_object *symbolizer_get(struct symbolizer *s, pid_t pid,
 	o = object_open(s, pid, m, &k, &fd_err, &ret);
 	if (o)
 		o->same = sym_object_get(find_copy_of(s, o));
-	object_load(o, pid, m, &unreadable);
+	object_load(s, o, pid, m, &unreadable);
 	return object_insert(s, o, fd_err, ret, unreadable, err);
 }
 
@@ -565,7 +572,7 @@ struct sym_object *symbolizer_get_unlocked(struct symbolizer *s,
 		o->same = sym_object_get(find_copy_of(s, o));
 		pthread_mutex_unlock(lock);
 	}
-	object_load(o, pid, m, &unreadable);
+	object_load(s, o, pid, m, &unreadable);
 	pthread_mutex_lock(lock);
 	cached = find_node(s, &k);
 	if (cached && o) {

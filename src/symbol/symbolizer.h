@@ -37,15 +37,19 @@ struct sym_result {
 };
 
 /*
- * One frame at an address: inlined calls first, the real function last
- * (sym_object_resolve_frames()). Strings owned by the object.
+ * One level of the call chain at an address (pprof's Line): the function
+ * and the source file:line executing in it. Strings owned by the object
+ * (valid while the caller holds the symbolizer's lock; copy them).
  */
 struct sym_frame {
-	const char *name;
-	const char *system_name;
-	const char *file;
-	uint32_t line;
+	const char *name;	/* demangled (or as-is when not C++) */
+	const char *system_name;/* as in the symbol table or DW_AT_linkage_name / DW_AT_name */
+	const char *file;	/* source file (DWARF's line table, Go's pclntab); "" or NULL if unknown */
+	uint32_t line;		/* 1-based source line; 0 if unknown */
 };
+
+/* Inlined levels (plus the function) sym_object_resolve_frames() gives at most. */
+#define SYM_FRAMES_MAX		16
 
 /* symbolizer_new - an empty cache. NULL on out of memory. */
 struct symbolizer *symbolizer_new(void);
@@ -90,7 +94,9 @@ void symbolizer_trim(struct symbolizer *s);
  * symbolizer_set_budget - at most @bytes (0: no limit) of heap for the
  * cached objects: past it, each symbolizer_trim() frees the idle
  * (unreferenced) objects, then empties the address caches of the least
- * recently resolved objects (they refill on use), then frees the symbol
+ * recently resolved objects (they refill on use), then frees the DWARF
+ * (lines, inlined frames; not read again) of the least recently
+ * resolved, then frees the symbol
  * tables of objects still held, least recently sampled
  * (sym_object_sampled()) or resolved first, until under (each counted);
  * tables with samples not looked up yet only past a quarter more.
@@ -199,18 +205,34 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		       struct sym_result *out);
 
 /*
- * sym_object_resolve_frames - the frames at file offset @file_offset:
- * innermost first, inlined calls then the real function (the last), each
- * with its file and line where known, at most @max (>= 1; past it the
- * outermost inlined levels are left out, never the real function). A Go
- * executable's come from its pclntab (go_symtab.h), as Go's
- * runtime.CallersFrames gives them; other objects give the one frame
- * sym_object_resolve() names. Not cached. Returns the number of frames,
- * -ENOENT (nothing names it) or -EAGAIN (table shed, see
- * sym_object_resolve()).
+ * sym_object_resolve_frames - the call chain at file offset @file_offset
+ * (as sym_object_resolve()), innermost first, into @out (up to @max
+ * entries): the functions inlined there, each with the file:line
+ * executing in it, then, last, the real function, with its file:line.
+ * A Go executable's pcs come from its pclntab (go_symtab.h), as Go's
+ * runtime.CallersFrames gives them (past @max the outermost inlined
+ * levels are left out, never the real function; not cached). Other
+ * objects' from DWARF (DWARF 5 section 3.3.8: DW_TAG_inlined_subroutine,
+ * DW_AT_call_file/line; section 6.2: the line number program), the last
+ * frame being the function the symbol table names (sym_object_resolve()'s);
+ * a chain longer than @max keeps its outermost @max levels; cached per
+ * offset. Without either, or with lines off (symbolizer_set_lines(): DWARF
+ * only), one frame: the symbol, file "" and line 0. Returns the number of
+ * frames (>= 1), -ENOENT (no symbol covers the offset), -EAGAIN (the
+ * symbol table was shed, as sym_object_resolve()), -EINPROGRESS (as
+ * sym_object_resolve()), -EINVAL (@max < 1).
  */
 int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
 			      struct sym_frame *out, int max);
+
+/*
+ * symbolizer_set_lines - whether objects opened from now on read their
+ * DWARF for source lines and inlined frames (--symbolize-lines; default
+ * on). Off: sym_object_resolve_frames() gives the symbol alone, and no
+ * DWARF is read (no memory, no file reads). Set it before the first
+ * symbolizer_get().
+ */
+void symbolizer_set_lines(struct symbolizer *s, bool on);
 
 /* symbolizer_stats - objects cached and open-failure count, for status. */
 void symbolizer_stats(const struct symbolizer *s, uint64_t *objects,

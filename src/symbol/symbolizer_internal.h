@@ -21,6 +21,7 @@
 #include "symbol/symbolizer.h"
 
 #define OFFSET_CACHE_MAX	65536	/* entries per object */
+#define FRAME_CACHE_MAX		16384	/* call chains cached per object */
 #define BUCKETS_MIN		256
 
 struct id_key {
@@ -49,6 +50,19 @@ struct file_stamp {
 	struct timespec ctime;
 };
 
+/* A cached call chain: its frames, then their strings, in one block. */
+struct frames_entry {
+	uint32_t n;
+	uint32_t bytes;		/* of the block */
+	struct sym_frame f[];
+};
+
+struct frame_slot {
+	uint64_t offset;
+	struct frames_entry *e;	/* NULL: DWARF has no line for it */
+	uint8_t state;		/* enum slot_state */
+};
+
 struct name_slot {
 	const char *system_name;	/* key: owned by the elf_file */
 	char *name;			/* demangled, or NULL: same as key */
@@ -67,6 +81,18 @@ struct sym_object {
 	uint32_t offs_cap, offs_n;	/* cap: power of two */
 	struct name_slot *names;
 	uint32_t names_cap, names_n;
+
+	/*
+	 * DWARF for source lines and inlined frames (dwarf_lines.c), read
+	 * at load; NULL without one, with lines off, or once shed for the
+	 * budget (dwarf_shed). The chains resolved in it, cached per offset
+	 * (frames.c); each entry a self-contained block (frames_bytes).
+	 */
+	struct dwarf_lines *dwarf;
+	bool dwarf_shed;
+	struct frame_slot *frames;
+	uint32_t frames_cap, frames_n;
+	uint64_t frames_bytes;
 
 	bool vdso;			/* the vDSO: misses get FDE names */
 	char **fde_names;		/* "[vdso]+0x..." names handed out */
@@ -136,6 +162,7 @@ struct symbolizer {
 	uint64_t clock;		/* resolves so far: the LRU clock */
 	uint64_t bytes;		/* heap bytes of the objects, at the last trim */
 	uint64_t budget;	/* bytes; 0: none */
+	bool lines;		/* read DWARF for lines (symbolizer_set_lines) */
 	uint64_t sheds;		/* address caches emptied for the budget */
 	uint64_t tables_shed;	/* symbol tables of held objects freed for it */
 	uint64_t tables_reloaded;
@@ -173,6 +200,22 @@ void sym_drop_node(struct symbolizer *s, struct sym_object *o);
  * stamped @fs (size, mtime or ctime changed: rewritten or truncated).
  */
 bool sym_stamp_differs(const struct file_stamp *fs, const struct stat *st);
+
+/* sym_frames_free - empty @o's cache of call chains (frames.c). */
+void sym_frames_free(struct sym_object *o);
+
+/*
+ * sym_dwarf_load - read @o's DWARF (dwarf_lines_open()) when lines are
+ * on, within the per-object cap; failures counted (frames.c). Without
+ * the lock (it reads files); @o not yet shared.
+ */
+void sym_dwarf_load(struct symbolizer *s, struct sym_object *o);
+
+/*
+ * sym_dwarf_shed - free @o's DWARF and its chains for the budget;
+ * returns the bytes freed (frames.c). Lock held.
+ */
+uint64_t sym_dwarf_shed(struct sym_object *o);
 
 /* sym_object_bytes - heap bytes of @o: struct, ELF data, caches. */
 uint64_t sym_object_bytes(const struct sym_object *o);

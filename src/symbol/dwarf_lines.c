@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dwarf_lines.c - source lines and inlined call chains from DWARF (see
+ * dwarf_lines.h).
+ *
+ * Owns: the libelf handle on the file whose DWARF is read (the debug
+ * file's descriptor or the object's own, both held by the elf_file; the
+ * handle reads with ELF_C_READ, pread into heap, never mmap), libdw's
+ * Dwarf over it, and the byte count of both. dwarf_begin_elf() reads
+ * every .debug_* section at once (and decompresses the compressed ones);
+ * libelf is then told to leave the descriptor alone (ELF_C_FDDONE), so
+ * everything after the open works from memory.
+ *
+ * Input is untrusted: libdw checks every offset, size and form; a
+ * failure is an error for the lookup, never a crash. The size cap is
+ * checked on the section headers before anything is read, and again on
+ * what was read (a compressed section's real size).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbol/dwarf_lines.h"
+#include "symbol/elf_file.h"
+
+/*
+ * Heap a decoded line row and a file entry take in libdw (struct
+ * Dwarf_Line is 40 bytes in elfutils 0.188, a Dwarf_Fileinfo 24, plus
+ * their arrays' slack): an estimate, added per compilation unit the
+ * first time its line table is decoded.
+ */
+#define LINE_ROW_BYTES	48
+#define FILE_ENTRY_BYTES 32
+
+/* A compilation unit's address range (DW_AT_low_pc/high_pc/ranges). */
+struct cu_range {
+	uint64_t lo, hi;	/* [lo, hi) */
+	uint64_t off;		/* the CU DIE's offset */
+};
+
+/* CU ranges kept at most (a hostile file cannot grow the table past it). */
+#define CU_RANGES_MAX	(1u << 20)
+/* DIE nesting followed at most (namespaces, classes, blocks, inlines). */
+#define SCOPE_DEPTH_MAX	64
+
+struct dwarf_lines {
+	Elf *elf;
+	Dwarf *dw;
+	struct cu_range *ranges;	/* sorted by lo */
+	uint32_t nranges, ranges_cap;
+	uint64_t section_bytes;	/* .debug_* data read (decompressed) */
+	uint64_t decoded_bytes;	/* estimate: line tables decoded */
+	uint64_t *cus;		/* CU offsets whose lines were counted (+1; 0 empty) */
+	uint32_t cus_cap, cus_n;
+};
+
+static bool is_debug_section(const char *name)
+{
+	return name && (!strncmp(name, ".debug_", 7) ||
+			!strncmp(name, ".zdebug_", 8));
+}
+
+/*
+ * The uncompressed size a GNU .zdebug_* section announces: "ZLIB", then
+ * the size as 8 big-endian bytes (the compressed bytes are read for it:
+ * they count within the cap anyway). UINT64_MAX when it cannot be read,
+ * so that an unreadable header is over any cap.
+ */
+static uint64_t zdebug_size(Elf_Scn *scn)
+{
+	Elf_Data *d = elf_rawdata(scn, NULL);
+	const unsigned char *p;
+	uint64_t size = 0;
+
+	if (!d || !d->d_buf || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
+		return UINT64_MAX / 4;
+	p = (const unsigned char *)d->d_buf + 4;
+	for (int i = 0; i < 8; i++)
+		size = size << 8 | p[i];
+	return size < UINT64_MAX / 4 ? size : UINT64_MAX / 4;
+}
+
+/*
+ * Bytes the .debug_* sections of @elf take once read: before (@loaded
+ * false), from the headers: a compressed section's uncompressed size
+ * (SHF_COMPRESSED's header, a .zdebug_'s "ZLIB" size), else its size;
+ * after (@loaded), what libelf holds now (libdw replaced a compressed
+ * section's data with its decompressed bytes). *@has_info: a
+ * .debug_info with data.
+ */
+static uint64_t debug_bytes(Elf *elf, bool loaded, bool *has_info)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t sum = 0;
+	size_t shstrndx;
+
+	*has_info = false;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		const char *name;
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !sh.sh_size)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!is_debug_section(name))
+			continue;
+		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
+			*has_info = true;
+		if (loaded) {
+			Elf_Data *d = elf_getdata(scn, NULL);
+
+			sum += d ? d->d_size : sh.sh_size;
+		} else if (sh.sh_flags & SHF_COMPRESSED) {
+			sum += gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX / 4;
+		} else if (name[1] == 'z') {
+			sum += zdebug_size(scn);
+		} else {
+			sum += sh.sh_size;
+		}
+	}
+	return sum;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int range_push(struct dwarf_lines *d, uint64_t lo, uint64_t hi,
+		      uint64_t off)
+{
+	if (d->nranges == d->ranges_cap) {
+		uint32_t ncap = d->ranges_cap ? d->ranges_cap * 2 : 256;
+		struct cu_range *n;
+
+		if (ncap > CU_RANGES_MAX)
+			return -E2BIG;
+		n = realloc(d->ranges, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		d->ranges = n;
+		d->ranges_cap = ncap;
+	}
+	d->ranges[d->nranges++] = (struct cu_range){ lo, hi, off };
+	return 0;
+}
+
+/*
+ * Every compilation unit's address ranges, sorted: the CU of an address
+ * by binary search, with or without .debug_aranges (Go writes none, and
+ * libdw 0.188's dwarf_addrdie() needs it). A unit without ranges, or a
+ * table past CU_RANGES_MAX, leaves its addresses without lines.
+ */
+static int build_ranges(struct dwarf_lines *d)
+{
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	uint8_t unit_type;
+	Dwarf_Half version;
+	int ret = 0;
+
+	while (!ret && !dwarf_get_units(d->dw, cu, &cu, &version, &unit_type,
+					&cudie, NULL)) {
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t o = 0;
+
+		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+			continue;
+		while (!ret && (o = dwarf_ranges(&cudie, o, &base, &lo, &hi)) > 0)
+			if (lo < hi)
+				ret = range_push(d, lo, hi, dwarf_dieoffset(&cudie));
+	}
+	if (ret == -ENOMEM)
+		return ret;
+	if (d->nranges)
+		qsort(d->ranges, d->nranges, sizeof(*d->ranges), range_cmp);
+	return 0;
+}
+
+/* The CU whose ranges hold @vaddr, into @mem; NULL if none. */
+static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem)
+{
+	uint32_t lo = 0, hi = d->nranges;
+
+	while (lo < hi) {	/* first range with lo > vaddr */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (d->ranges[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges may nest or overlap (a CU's range list and another's) */
+	for (uint32_t i = lo, k = 0; i-- > 0 && k < 8; k++)
+		if (vaddr < d->ranges[i].hi)
+			return dwarf_offdie(d->dw, d->ranges[i].off, mem);
+	return NULL;
+}
+
+/* Read @fd's DWARF into @d, within @max_bytes. */
+static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
+{
+	bool has_info;
+	uint64_t bytes;
+
+	d->elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF)
+		return -ENOEXEC;
+	bytes = debug_bytes(d->elf, false, &has_info);
+	if (!has_info)
+		return -ENODATA;
+	if (max_bytes && bytes > max_bytes)
+		return -EFBIG;
+	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
+	if (!d->dw)
+		return -ENOEXEC;	/* a .debug_info libdw refuses: corrupt */
+	d->section_bytes = debug_bytes(d->elf, true, &has_info);
+	/* everything libdw needs is in memory: no read of @fd from here on */
+	elf_cntl(d->elf, ELF_C_FDDONE);
+	if (max_bytes && d->section_bytes > max_bytes)
+		return -EFBIG;
+	return build_ranges(d);
+}
+
+static void close_handles(struct dwarf_lines *d)
+{
+	if (d->dw)
+		dwarf_end(d->dw);
+	if (d->elf)
+		elf_end(d->elf);
+	d->dw = NULL;
+	d->elf = NULL;
+}
+
+/*
+ * dwarf_lines_open - see dwarf_lines.h. The debug file is tried first:
+ * an object with one attached was stripped (its own file has no DWARF).
+ */
+int dwarf_lines_open(const struct elf_file *f, uint64_t max_bytes,
+		     struct dwarf_lines **out)
+{
+	int fds[2] = { elf_file_debug_fd(f), elf_file_fd(f) };
+	struct dwarf_lines *d;
+	int ret = -ENODATA;
+
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] < 0)
+			continue;
+		ret = open_fd(d, fds[i], max_bytes);
+		if (!ret)
+			break;
+		close_handles(d);
+		if (ret != -ENODATA)
+			break;	/* there is DWARF here but not for us: stop */
+	}
+	if (ret) {
+		free(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+/* dwarf_lines_free - see dwarf_lines.h. */
+void dwarf_lines_free(struct dwarf_lines *d)
+{
+	if (!d)
+		return;
+	close_handles(d);
+	free(d->cus);
+	free(d->ranges);
+	free(d);
+}
+
+/* dwarf_lines_bytes - see dwarf_lines.h. */
+uint64_t dwarf_lines_bytes(const struct dwarf_lines *d)
+{
+	if (!d)
+		return 0;
+	return sizeof(*d) + d->section_bytes + d->decoded_bytes +
+	       (uint64_t)d->cus_cap * sizeof(*d->cus) +
+	       (uint64_t)d->ranges_cap * sizeof(*d->ranges);
+}
+
+/* Whether CU @off was counted already; remember it if not. */
+static bool cu_seen(struct dwarf_lines *d, uint64_t off)
+{
+	uint64_t key = off + 1;
+	uint32_t i, mask;
+
+	if ((d->cus_n + 1) * 2 > d->cus_cap) {
+		uint32_t ncap = d->cus_cap ? d->cus_cap * 2 : 64;
+		uint64_t *n = calloc(ncap, sizeof(*n));
+
+		if (!n)
+			return true;	/* not counted: an estimate anyway */
+		for (uint32_t j = 0; j < d->cus_cap; j++) {
+			if (!d->cus[j])
+				continue;
+			for (i = (uint32_t)(d->cus[j] * 0x9e3779b97f4a7c15ULL >> 32) &
+				 (ncap - 1); n[i]; i = (i + 1) & (ncap - 1))
+				;
+			n[i] = d->cus[j];
+		}
+		free(d->cus);
+		d->cus = n;
+		d->cus_cap = ncap;
+	}
+	mask = d->cus_cap - 1;
+	for (i = (uint32_t)(key * 0x9e3779b97f4a7c15ULL >> 32) & mask; d->cus[i];
+	     i = (i + 1) & mask)
+		if (d->cus[i] == key)
+			return true;
+	d->cus[i] = key;
+	d->cus_n++;
+	return false;
+}
+
+/* Count the line table of @cu the first time it is decoded. */
+static void count_cu_lines(struct dwarf_lines *d, Dwarf_Die *cu)
+{
+	Dwarf_Lines *lines;
+	Dwarf_Files *files;
+	size_t nlines = 0, nfiles = 0;
+
+	if (cu_seen(d, dwarf_dieoffset(cu)))
+		return;
+	if (!dwarf_getsrclines(cu, &lines, &nlines))
+		d->decoded_bytes += (uint64_t)nlines * LINE_ROW_BYTES;
+	if (!dwarf_getsrcfiles(cu, &files, &nfiles))
+		d->decoded_bytes += (uint64_t)nfiles * FILE_ENTRY_BYTES;
+}
+
+/* A DIE's name: linkage name (C++, mangled) first, else DW_AT_name. */
+static const char *die_name(Dwarf_Die *die)
+{
+	static const int attrs[] = { DW_AT_linkage_name,
+				     DW_AT_MIPS_linkage_name, DW_AT_name };
+	Dwarf_Attribute a;
+
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		const char *s = dwarf_formstring(dwarf_attr_integrate(die, attrs[i], &a));
+
+		if (s && *s)
+			return s;
+	}
+	return NULL;
+}
+
+/* The file @die's DW_AT_call_file names in @cu's file table, and its line. */
+static int call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file,
+		     uint32_t *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word cf, cl;
+	Dwarf_Files *files;
+	size_t nfiles;
+
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &cf) ||
+	    dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &cl) ||
+	    dwarf_getsrcfiles(cu, &files, &nfiles) || cf >= nfiles ||
+	    cl > UINT32_MAX)
+		return -EINVAL;
+	*file = dwarf_filesrc(files, cf, NULL, NULL);
+	*line = (uint32_t)cl;
+	return 0;
+}
+
+/*
+ * Append to @chain (outermost first) the subprograms and inlined
+ * subroutines below @parent whose ranges hold @vaddr, descending only
+ * into DIEs that hold it (and into namespaces and classes, which have no
+ * ranges but hold C++ functions): the other functions' bodies are never
+ * visited. Returns 0, -E2BIG (deeper than @max or SCOPE_DEPTH_MAX).
+ */
+static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
+		      int *n, int max, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > SCOPE_DEPTH_MAX)
+		return -E2BIG;
+	if (dwarf_child(parent, &child))
+		return 0;
+	do {
+		int tag = dwarf_tag(&child), ret;
+
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_lexical_block:
+			if (dwarf_haspc(&child, vaddr) != 1)
+				break;
+			if (tag != DW_TAG_lexical_block) {
+				if (*n == max)
+					return -E2BIG;
+				chain[(*n)++] = child;
+			}
+			/* the one scope holding @vaddr at this level */
+			return scope_walk(&child, vaddr, chain, n, max, depth + 1);
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type: {
+			int before = *n;
+
+			ret = scope_walk(&child, vaddr, chain, n, max, depth + 1);
+			if (ret || *n > before)
+				return ret;
+			break;
+		}
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+/* dwarf_lines_lookup - see dwarf_lines.h. */
+int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
+		       struct dwarf_frame *out, int max)
+{
+	Dwarf_Die cu_mem, *cu, chain[DWARF_LINES_MAX_DEPTH];
+	const char *file;
+	Dwarf_Line *row;
+	uint32_t line;
+	int lineno, n = 0, nchain = 0, ret;
+	bool sub = false;
+
+	if (!d || !d->dw || max < 1)
+		return -EINVAL;
+	cu = cu_of(d, vaddr, &cu_mem);
+	if (!cu)
+		return -ENOENT;
+	count_cu_lines(d, cu);
+	row = dwarf_getsrc_die(cu, vaddr);
+	if (!row || dwarf_lineno(row, &lineno) || lineno < 0 ||
+	    !(file = dwarf_linesrc(row, NULL, NULL)))
+		return -ENOENT;
+	line = (uint32_t)lineno;
+	ret = scope_walk(cu, vaddr, chain, &nchain, DWARF_LINES_MAX_DEPTH, 0);
+	if (ret)
+		return ret;
+	/* innermost first, from the subprogram's inlined calls outwards */
+	for (int i = nchain - 1; i >= 0; i--) {
+		int tag = dwarf_tag(&chain[i]);
+
+		if (n == max)
+			return -E2BIG;
+		out[n++] = (struct dwarf_frame){ .name = die_name(&chain[i]),
+						 .file = file, .line = line };
+		if (tag == DW_TAG_subprogram) {
+			sub = true;
+			break;
+		}
+		if (call_site(cu, &chain[i], &file, &line))
+			return -EINVAL;
+	}
+	/*
+	 * No subprogram DIE around @vaddr (none at all, or the chain of
+	 * inlined subroutines ended without one): the row's line, or the
+	 * last call site, for the function the symbol table names.
+	 */
+	if (!sub) {
+		if (n == max)
+			return -E2BIG;
+		out[n++] = (struct dwarf_frame){ .file = file, .line = line };
+	}
+	return n;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dwarf_lines.h - source lines and inlined call chains from DWARF (libdw).
+ *
+ * Owns: one object's DWARF, read whole into memory when the object is
+ * loaded (on the object loader thread, where file reads are allowed):
+ * the .debug_* sections of its separate debug file when one is attached,
+ * else of its own file; compressed sections (SHF_COMPRESSED, .zdebug_*)
+ * are decompressed by libdw. After the read libelf is told it is done
+ * with the descriptor (ELF_C_FDDONE): a lookup never reads a file, so
+ * the interval's write-out never waits on storage and a file truncated
+ * later cannot fault it. Lookups follow DWARF 5 section 6.2 (the line
+ * number program, through dwarf_getsrc_die) and 3.3.8 (inlined
+ * subroutines: DW_AT_call_file / DW_AT_call_line, through
+ * dwarf_getscopes / dwarf_getscopes_die, as elfutils' eu-addr2line -i).
+ * Not thread safe: the symbolizer's lock serializes every use.
+ */
+#ifndef PROFD_SYMBOL_DWARF_LINES_H
+#define PROFD_SYMBOL_DWARF_LINES_H
+
+#include <stdint.h>
+
+struct elf_file;
+struct dwarf_lines;
+
+/* Levels of a chain dwarf_lines_lookup() returns at most. */
+#define DWARF_LINES_MAX_DEPTH	32
+
+/* One level of an inlined call chain. Strings owned by the dwarf_lines. */
+struct dwarf_frame {
+	const char *name;	/* DW_AT_linkage_name, else DW_AT_name; NULL if none */
+	const char *file;	/* source file as the line table names it; NULL if none */
+	uint32_t line;		/* 1-based; 0: unknown */
+};
+
+/*
+ * dwarf_lines_open - read the DWARF of @f (its attached debug file's
+ * first, else its own) into a new handle (*@out, owned by the caller;
+ * free with dwarf_lines_free()). @max_bytes caps the memory it may take
+ * (the debug sections' sizes, uncompressed); 0: no cap. Reads files:
+ * call it where a blocked read is allowed. Returns 0, -ENODATA (no
+ * .debug_info / .debug_line with data: no lines to give), -EFBIG (larger
+ * than @max_bytes; nothing read), -ENOEXEC (libelf/libdw could not read
+ * it: corrupt or truncated DWARF), -ENOMEM.
+ */
+int dwarf_lines_open(const struct elf_file *f, uint64_t max_bytes,
+		     struct dwarf_lines **out);
+
+/* dwarf_lines_free - free @d and every string it handed out. NULL is fine. */
+void dwarf_lines_free(struct dwarf_lines *d);
+
+/*
+ * dwarf_lines_bytes - heap bytes @d holds: the sections read (and their
+ * decompressed copies) plus an estimate of the line tables libdw decoded
+ * so far (they grow with lookups in new compilation units).
+ */
+uint64_t dwarf_lines_bytes(const struct dwarf_lines *d);
+
+/*
+ * dwarf_lines_lookup - the call chain at ELF virtual address @vaddr,
+ * innermost first: out[0..n-2] the functions inlined there (name, and
+ * the file:line executing in each), out[n-1] the subprogram that
+ * contains them (its DWARF name; the line where it calls the outermost
+ * inlined function, or executes @vaddr itself). Up to @max levels.
+ * Returns n >= 1, -ENOENT (no compilation unit or line row covers
+ * @vaddr), -E2BIG (a deeper chain than @max), -EINVAL (corrupt DWARF
+ * met on the way).
+ */
+int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
+		       struct dwarf_frame *out, int max);
+
+#endif /* PROFD_SYMBOL_DWARF_LINES_H */

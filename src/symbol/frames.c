@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * frames.c - source lines and inlined frames of one symbolizer object
+ * (see symbolizer.h: sym_object_resolve_frames()).
+ *
+ * Owns: reading an object's DWARF at load (dwarf_lines.c; capped per
+ * object, counted when it cannot be read), the per-object cache of call
+ * chains (file offset -> a block holding the frames and copies of their
+ * strings, so a chain outlives the DWARF it came from; open addressing,
+ * emptied wholesale past FRAME_CACHE_MAX entries), and freeing the DWARF
+ * for the budget (budget.c decides when). The last frame of a chain is
+ * always the symbol table's function (resolve.c): DWARF adds the
+ * functions inlined into it and the file:line of each level, never
+ * renames it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "counters/counters.h"
+#include "symbol/demangle.h"
+#include "symbol/dwarf_lines.h"
+#include "symbol/elf_file.h"
+#include "symbol/symbolizer_internal.h"
+
+COUNTER_DEFINE(lines_unreadable, COUNTER_PARTIAL,
+	       "objects whose DWARF libdw could not read (corrupt or truncated): "
+	       "their frames have no source lines or inlined frames");
+COUNTER_DEFINE(lines_too_big, COUNTER_PARTIAL,
+	       "objects whose DWARF is larger than half the symbol cache budget: "
+	       "their frames have no source lines or inlined frames");
+COUNTER_DEFINE(lines_shed, COUNTER_PARTIAL,
+	       "objects whose DWARF was freed for the symbol cache budget: "
+	       "their frames have no source lines from then on");
+COUNTER_DEFINE(lines_unknown, COUNTER_STAT,
+	       "addresses in objects with DWARF that no line row covers "
+	       "(named by the symbol table alone)");
+
+/* Without a budget, DWARF above this is not read. */
+#define DWARF_MAX_UNBUDGETED	(1ULL << 30)
+
+/* symbolizer_set_lines - see symbolizer.h. */
+void symbolizer_set_lines(struct symbolizer *s, bool on)
+{
+	s->lines = on;
+}
+
+/* sym_dwarf_load - see symbolizer_internal.h. */
+void sym_dwarf_load(struct symbolizer *s, struct sym_object *o)
+{
+	uint64_t cap = s->budget ? s->budget / 2 : DWARF_MAX_UNBUDGETED;
+	int ret;
+
+	if (!s->lines || !o || !o->ef || o->same || o->vdso || o->dwarf)
+		return;
+	ret = dwarf_lines_open(o->ef, cap, &o->dwarf);
+	if (ret == -EFBIG)
+		counter_inc(&counter_lines_too_big);
+	else if (ret && ret != -ENODATA)
+		counter_inc(&counter_lines_unreadable);
+}
+
+/* sym_frames_free - see symbolizer_internal.h. */
+void sym_frames_free(struct sym_object *o)
+{
+	for (uint32_t i = 0; i < o->frames_cap; i++)
+		free(o->frames[i].e);
+	free(o->frames);
+	o->frames = NULL;
+	o->frames_cap = o->frames_n = 0;
+	o->frames_bytes = 0;
+}
+
+/* sym_dwarf_shed - see symbolizer_internal.h. */
+uint64_t sym_dwarf_shed(struct sym_object *o)
+{
+	uint64_t bytes = dwarf_lines_bytes(o->dwarf) + o->frames_bytes +
+			 (uint64_t)o->frames_cap * sizeof(*o->frames);
+
+	dwarf_lines_free(o->dwarf);
+	o->dwarf = NULL;
+	o->dwarf_shed = true;
+	sym_frames_free(o);
+	counter_inc(&counter_lines_shed);
+	return bytes;
+}
+
+static struct frame_slot *frame_find(struct sym_object *o, uint64_t off)
+{
+	uint32_t mask = o->frames_cap - 1, i;
+
+	if (!o->frames_cap)
+		return NULL;
+	for (i = (uint32_t)sym_mix64(off) & mask;; i = (i + 1) & mask) {
+		struct frame_slot *sl = &o->frames[i];
+
+		if (sl->state == SLOT_EMPTY)
+			return NULL;
+		if (sl->offset == off)
+			return sl;
+	}
+}
+
+static void frame_put_slot(struct frame_slot *tab, uint32_t cap,
+			   const struct frame_slot *v)
+{
+	uint32_t mask = cap - 1, i;
+
+	for (i = (uint32_t)sym_mix64(v->offset) & mask;
+	     tab[i].state != SLOT_EMPTY; i = (i + 1) & mask)
+		;
+	tab[i] = *v;
+}
+
+/* Remember @v (not present yet; its entry is then owned by the cache). */
+static void frame_insert(struct sym_object *o, const struct frame_slot *v)
+{
+	if (o->frames_n >= FRAME_CACHE_MAX)
+		sym_frames_free(o);
+	if ((o->frames_n + 1) * 2 > o->frames_cap) {
+		uint32_t ncap = o->frames_cap ? o->frames_cap * 2 : 64;
+		struct frame_slot *nt = calloc(ncap, sizeof(*nt));
+
+		if (!nt) {
+			free(v->e);
+			return;
+		}
+		for (uint32_t i = 0; i < o->frames_cap; i++)
+			if (o->frames[i].state != SLOT_EMPTY)
+				frame_put_slot(nt, ncap, &o->frames[i]);
+		free(o->frames);
+		o->frames = nt;
+		o->frames_cap = ncap;
+	}
+	frame_put_slot(o->frames, o->frames_cap, v);
+	o->frames_n++;
+	if (v->e)
+		o->frames_bytes += v->e->bytes;
+}
+
+/* Append @s to the block's string area at *@p; returns the copy. */
+static const char *put_str(char **p, const char *s)
+{
+	char *dst = *p;
+	size_t len = strlen(s) + 1;
+
+	memcpy(dst, s, len);
+	*p += len;
+	return dst;
+}
+
+/*
+ * A block for the chain @df[0..n-1] from DWARF, its last level named by
+ * the symbol @sym: inlined levels are named by DWARF (demangled; a level
+ * without a name is left out rather than guessed). NULL on OOM.
+ */
+static struct frames_entry *entry_build(const struct dwarf_frame *df, int n,
+					const struct sym_result *sym)
+{
+	char *dem[DWARF_LINES_MAX_DEPTH] = { 0 };
+	struct frames_entry *e;
+	size_t bytes;
+	uint32_t k = 0;
+	char *p;
+
+	bytes = sizeof(*e) + (size_t)n * sizeof(e->f[0]);
+	for (int i = 0; i < n; i++) {
+		bytes += strlen(df[i].file ? df[i].file : "") + 1;
+		if (i == n - 1) {
+			bytes += strlen(sym->name) + strlen(sym->system_name) + 2;
+		} else if (df[i].name) {
+			dem[i] = demangle(df[i].name);
+			bytes += strlen(df[i].name) + 1 +
+				 (dem[i] ? strlen(dem[i]) + 1 : 0);
+		}
+	}
+	e = malloc(bytes);
+	if (e) {
+		p = (char *)&e->f[n];
+		for (int i = 0; i < n; i++) {
+			struct sym_frame *f = &e->f[k];
+
+			if (i < n - 1 && !df[i].name)
+				continue;
+			f->file = put_str(&p, df[i].file ? df[i].file : "");
+			f->line = df[i].line;
+			if (i == n - 1) {
+				f->system_name = put_str(&p, sym->system_name);
+				f->name = put_str(&p, sym->name);
+			} else {
+				f->system_name = put_str(&p, df[i].name);
+				f->name = dem[i] ? put_str(&p, dem[i]) : f->system_name;
+			}
+			k++;
+		}
+		e->n = k;
+		e->bytes = (uint32_t)bytes;
+	}
+	for (int i = 0; i < n; i++)
+		free(dem[i]);
+	return e;
+}
+
+/* The chain at @off of @o (not a copy, has DWARF): cached, or looked up. */
+static const struct frames_entry *chain_at(struct sym_object *o, uint64_t off,
+					   const struct sym_result *sym)
+{
+	struct dwarf_frame df[DWARF_LINES_MAX_DEPTH];
+	struct frame_slot *sl = frame_find(o, off), v = { .offset = off };
+	uint64_t vaddr;
+	int n;
+
+	if (sl)
+		return sl->e;
+	v.state = SLOT_MISS;
+	if (!elf_file_offset_to_vaddr(o->ef, off, &vaddr)) {
+		n = dwarf_lines_lookup(o->dwarf, vaddr, df, DWARF_LINES_MAX_DEPTH);
+		if (n > 0)
+			v.e = entry_build(df, n, sym);
+	}
+	if (v.e)
+		v.state = SLOT_HIT;
+	else
+		counter_inc(&counter_lines_unknown);
+	frame_insert(o, &v);
+	/* frame_insert() may have dropped it (OOM): the copy we made is gone */
+	sl = frame_find(o, off);
+	return sl ? sl->e : NULL;
+}
+
+/*
+ * sym_object_resolve_frames - see symbolizer.h. A Go executable's pc is
+ * expanded from its pclntab (go_symtab.c: Go's own names and inlining,
+ * the same stripped or not), uncached: a lookup there is a table walk;
+ * any other's from the object's DWARF, cached per offset.
+ */
+int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
+			      struct sym_frame *out, int max)
+{
+	const struct frames_entry *e = NULL;
+	struct sym_object *t;
+	struct sym_result r;
+	uint64_t vaddr;
+	uint32_t skip;
+	int ret;
+
+	if (max < 1)
+		return -EINVAL;
+	ret = sym_object_resolve(o, file_offset, &r);
+	if (ret)
+		return ret;
+	t = o->same ? o->same : o;
+	if (!t->vdso && t->ef && !elf_file_offset_to_vaddr(t->ef, file_offset, &vaddr)) {
+		ret = elf_file_go_frames(t->ef, vaddr, out, max, NULL);
+		if (ret > 0)
+			return ret;
+	}
+	if (t->dwarf)
+		e = chain_at(t, file_offset, &r);
+	if (!e || !e->n) {
+		out[0] = (struct sym_frame){ .name = r.name,
+					     .system_name = r.system_name,
+					     .file = r.file ? r.file : "",
+					     .line = r.file ? r.line : 0 };
+		return 1;
+	}
+	skip = e->n > (uint32_t)max ? e->n - (uint32_t)max : 0;
+	memcpy(out, &e->f[skip], (e->n - skip) * sizeof(*out));
+	return (int)(e->n - skip);
+}

@@ -1,0 +1,375 @@
+"""Source lines and inlined frames of native code, from DWARF (issue 18,
+points 1 and 5), against binutils' addr2line as the oracle.
+
+A C program built here with -O2 -g spins in worker(), into which two
+`static inline __attribute__((always_inline))` functions are inlined
+(leaf_inline inside mid_inline inside worker), called by spin(), a
+function that is not inlined. profd samples it; Google's pprof reads the
+profile (-raw); every location of the program's mapping must carry the
+Lines `addr2line -f -i -e BIN ADDR` gives for the same address (ADDR - 1
+for a return address, as profd looks it up): the inlined functions as
+extra Lines, innermost first, the real function last, each with its
+file:line. The same holds when the binary is stripped and its debug file
+split off (objcopy --only-keep-debug, --add-gnu-debuglink; profd finds it
+next to the binary), also with that debug file's sections compressed,
+and when the binary's own debug sections are compressed
+(objcopy --compress-debug-sections). The oracle always reads the
+original unstripped binary: the addresses are the same.
+
+Each mapping's has_functions / has_filenames / has_line_numbers flags
+must say what its locations have: true only when all of them do.
+--no-symbolize-lines gives symbols alone. Corrupt .debug_info and
+.debug_line never crash profd: its frames keep their symbol names, no
+line is made up, and the loss is counted.
+
+Needs root, like profd itself. About 30 s (profd's BPF load: ~3 s a run).
+"""
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from pprof_traces import comments, pprof_raw_samples, pprof_traces
+from test_dwarf import profile
+
+SRC = r"""
+#include <stdint.h>
+
+volatile uint64_t sink;
+
+static inline __attribute__((always_inline)) uint64_t leaf_inline(uint64_t x)
+{
+	for (int i = 0; i < 4000; i++)
+		x = x * 6364136223846793005ULL + (uint64_t)i;	/* LEAF_LINE */
+	return x;
+}
+
+static inline __attribute__((always_inline)) uint64_t mid_inline(uint64_t x)
+{
+	x = leaf_inline(x ^ 3);		/* MID_CALL */
+	return x + sink;
+}
+
+__attribute__((noipa)) uint64_t worker(uint64_t x)
+{
+	return mid_inline(x) ^ 7;	/* WORKER_CALL */
+}
+
+__attribute__((noipa)) void spin(void)
+{
+	for (;;)
+		sink += worker(sink);	/* SPIN_CALL */
+}
+
+int main(void)
+{
+	spin();
+	return 0;
+}
+"""
+
+
+def src_line(marker):
+    return next(i + 1 for i, l in enumerate(SRC.lstrip("\n").splitlines())
+                if marker in l)
+
+
+@pytest.fixture(scope="module")
+def lines_build(tmp_path_factory):
+    """{variant: binary path}, and "source"/"plain" (the oracle's binary)."""
+    d = tmp_path_factory.mktemp("native-lines")
+    src = d / "lines.c"
+    src.write_text(SRC.lstrip("\n"))
+    out = {"source": str(src)}
+    plain = str(d / "lines")
+    subprocess.run(["gcc", "-O2", "-g", "-fno-pie", "-no-pie", "-o", plain, str(src)],
+                   check=True)
+    out["plain"] = plain
+    # the binary's own debug sections compressed (SHF_COMPRESSED, zlib)
+    out["zdebug"] = str(d / "lines-z")
+    subprocess.run(["objcopy", "--compress-debug-sections=zlib", plain, out["zdebug"]],
+                   check=True)
+    # stripped, its debug file split off and found by .gnu_debuglink
+    for variant, extra in (("split", []), ("split-z", ["--compress-debug-sections=zlib"])):
+        sub = d / variant
+        sub.mkdir()
+        dbg = sub / "lines.debug"
+        exe = str(sub / "lines")
+        subprocess.run(["objcopy", "--only-keep-debug", *extra, plain, str(dbg)], check=True)
+        subprocess.run(["objcopy", "--strip-all", plain, exe], check=True)
+        subprocess.run(["objcopy", f"--add-gnu-debuglink={dbg}", exe], check=True,
+                       cwd=str(sub))
+        out[variant] = exe
+    return out
+
+
+def addr2line(binary, addrs):
+    """{addr: [(function, file basename, line), ...]} innermost first, from
+    `addr2line -f -i`; [] where it knows no file:line."""
+    r = subprocess.run(["addr2line", "-f", "-i", "-a", "-e", binary,
+                        *[hex(a) for a in addrs]],
+                       check=True, capture_output=True, text=True).stdout.splitlines()
+    res, cur = {}, None
+    i = 0
+    while i < len(r):
+        if r[i].startswith("0x"):
+            cur = int(r[i], 16)
+            res[cur] = []
+            i += 1
+            continue
+        fn, loc = r[i], r[i + 1]
+        i += 2
+        file, _, line = re.sub(r" \(discriminator \d+\)$", "", loc).rpartition(":")
+        if file != "??" and line.isdigit() and int(line) > 0:
+            res[cur].append((fn, os.path.basename(file), int(line)))
+    return res
+
+
+def locations(samples, binary):
+    """{(location id, exact): {"address", "lines": [(fn, file, line)...],
+    "flags", "samples"}} of @binary's mapping; exact: the sample's first
+    user-space location (looked up at its address, not address - 1)."""
+    locs = {}
+    for s in samples:
+        first_user, seen = True, set()
+        prev = None
+        for f in s["frames"]:
+            user = not f["mapping"].startswith("[kernel")
+            if f["loc"] == prev:
+                continue
+            prev = f["loc"]
+            if f["mapping"] == binary and f["loc"] not in seen:
+                seen.add(f["loc"])
+                lines = [(g["function"], os.path.basename(g["file"]), g["line"])
+                         for g in s["frames"] if g["loc"] == f["loc"]]
+                e = locs.setdefault((f["loc"], first_user),
+                                    {"address": f["address"], "lines": lines,
+                                     "flags": f["flags"], "samples": 0})
+                e["samples"] += s["value"]
+            if user:
+                first_user = False
+    return locs
+
+
+def run_profd(profd_bin, pprof, tmp_path, binary, *args):
+    work, rc, err, paths = profile(profd_bin, tmp_path, [binary], "--no-gpu", *args,
+                                   only_workload=True)
+    assert rc == 0, err
+    assert paths, err
+    samples = []
+    for p in paths:
+        samples += [s for s in pprof_raw_samples(pprof, p)
+                    if s["labels"].get("pid") == str(work.pid)]
+    assert sum(s["value"] for s in samples) >= 30, err
+    return samples, paths, err
+
+
+def flame_paths(outdir):
+    """{(frame, kind), ...} paths root-first of flamegraph.html's first
+    (CPU) view: every node's path as a tuple of (name, kind) pairs."""
+    with open(os.path.join(outdir, "flamegraph.html")) as f:
+        html = f.read()
+    block = re.search(r'<script[^>]*type="application/json"[^>]*>(.*?)</script>', html, re.S)
+    view = json.loads(block.group(1))["views"][0]
+    names, nodes = view["names"], view["nodes"]
+    kinds = re.search(r"var KINDS = (\[[^\]]*\])", html).group(1)
+    kinds = json.loads(kinds.replace("'", '"'))
+    paths, stack, i = set(), [], 0
+    while i < len(nodes):
+        name, _, kind, nchildren = nodes[i:i + 4]
+        i += 4
+        while stack and stack[-1][1] == 0:
+            stack.pop()
+        if stack:
+            stack[-1][1] -= 1
+        path = (stack[-1][0] if stack else ()) + ((names[name], kinds[kind]),)
+        paths.add(path)
+        stack.append([path, nchildren])
+    return paths
+
+
+def check_flags(locs):
+    """Each flag pprof prints for the mapping holds for all its locations."""
+    flags = {e["flags"] for e in locs.values()}
+    assert len(flags) == 1, flags
+    flags = flags.pop()
+    every = {
+        "[FN]": all(fn for e in locs.values() for fn, _, _ in e["lines"]),
+        "[FL]": all(file for e in locs.values() for _, file, _ in e["lines"]),
+        "[LN]": all(line > 0 for e in locs.values() for _, _, line in e["lines"]),
+    }
+    for flag, want in every.items():
+        assert (flag in flags) == want, (flag, flags, locs)
+    return flags
+
+
+@pytest.mark.parametrize("variant", ["plain", "zdebug", "split", "split-z"])
+def test_lines_and_inlined_frames(profd_bin, pprof, tmp_path, lines_build, variant):
+    binary = lines_build[variant]
+    samples, _, err = run_profd(profd_bin, pprof, tmp_path, binary)
+    locs = locations(samples, binary)
+    assert locs, f"no location in {binary}: {samples[:3]}\n{err}"
+    want = addr2line(lines_build["plain"],
+                     {k[1] and e["address"] or e["address"] - 1 for k, e in locs.items()})
+    checked, bad = 0, []
+    for (loc, exact), e in locs.items():
+        oracle = want[e["address"] if exact else e["address"] - 1]
+        if not oracle:      # no DWARF there (crt's _start): no line either
+            assert all(line == 0 and not file for _, file, line in e["lines"]), e
+            continue
+        checked += 1
+        if e["lines"] != oracle:
+            bad.append((hex(e["address"]), exact, e["lines"], oracle))
+    assert checked >= 3 and not bad, "profd vs addr2line -i:\n" + "\n".join(map(str, bad))
+
+    # the chain itself: leaf_inline <- mid_inline <- worker, then spin
+    chains = collections.Counter()
+    for (loc, exact), e in locs.items():
+        chains[tuple(fn for fn, _, _ in e["lines"])] += e["samples"]
+    total = sum(chains.values())
+    inl = chains[("leaf_inline", "mid_inline", "worker")]
+    assert inl >= 0.5 * sum(e["samples"] for (l, x), e in locs.items() if x), chains
+    spin = [e for (l, x), e in locs.items() if e["lines"][-1][0] == "spin"]
+    assert spin and all(e["lines"] == [("spin", "lines.c", src_line("SPIN_CALL"))]
+                        for e in spin), spin
+    leaf = [e for (l, x), e in locs.items() if e["lines"][0][0] == "leaf_inline"]
+    assert all(e["lines"][1] == ("mid_inline", "lines.c", src_line("MID_CALL")) and
+               e["lines"][2] == ("worker", "lines.c", src_line("WORKER_CALL"))
+               for e in leaf), leaf
+    check_flags(locs)
+    # the flame graph: each inlined function its own frame, kind "inlined"
+    want_tail = (("spin", "user"), ("worker", "user"), ("mid_inline", "inlined"),
+                 ("leaf_inline", "inlined"))
+    assert any(p[-4:] == want_tail for p in flame_paths(tmp_path)), \
+        sorted(p[-4:] for p in flame_paths(tmp_path) if "worker" in str(p))[:5]
+    print(f"{variant}: {checked} locations match addr2line -i; chains {dict(chains)} "
+          f"of {total}")
+
+
+def test_lines_off(profd_bin, pprof, tmp_path, lines_build):
+    """--no-symbolize-lines: the symbol alone, no file, no line, one Line."""
+    binary = lines_build["plain"]
+    samples, _, err = run_profd(profd_bin, pprof, tmp_path, binary, "--no-symbolize-lines")
+    locs = locations(samples, binary)
+    assert locs, err
+    for e in locs.values():
+        assert len(e["lines"]) == 1 and e["lines"][0][1:] == ("", 0), e
+    names = {e["lines"][0][0] for e in locs.values()}
+    assert {"worker", "spin"} <= names, names
+    flags = check_flags(locs)
+    assert "[LN]" not in flags and "[IN]" not in flags
+
+
+def corrupt_section(binary, dst, section, seed):
+    """Copy @binary to @dst with @section's bytes replaced by random ones."""
+    raw = dst + "." + section.strip(".")
+    subprocess.run(["objcopy", f"--dump-section={section}={raw}", binary], check=True)
+    size = os.path.getsize(raw)
+    rnd = random.Random(seed)
+    with open(raw, "r+b") as f:
+        data = bytearray(f.read())
+        for _ in range(max(16, size // 8)):
+            data[rnd.randrange(size)] = rnd.randrange(256)
+        data[0:4] = b"\xf0\xff\xff\xff"     # a unit length past the section
+        f.seek(0)
+        f.write(data)
+    subprocess.run(["objcopy", f"--update-section={section}={raw}", binary, dst],
+                   check=True)
+
+
+def test_corrupt_dwarf(profd_bin, pprof, tmp_path, lines_build):
+    """Random bytes in .debug_info and .debug_line: profd runs on, names
+    the frames by their symbols, makes up no line, counts the loss."""
+    bad = str(tmp_path / "lines-bad")
+    mid = str(tmp_path / "lines-mid")
+    corrupt_section(lines_build["plain"], mid, ".debug_info", 18)
+    corrupt_section(mid, bad, ".debug_line", 5)
+    # a build's counts are in the next interval's comments: several intervals
+    samples, paths, err = run_profd(profd_bin, pprof, tmp_path / "out", bad,
+                                    "--profile-interval", "1")
+    locs = locations(samples, bad)
+    names = {fn for e in locs.values() for fn, _, _ in e["lines"]}
+    assert {"worker", "spin"} <= names, (names, err)
+    want = addr2line(lines_build["plain"],
+                     {k[1] and e["address"] or e["address"] - 1 for k, e in locs.items()})
+    for (loc, exact), e in locs.items():
+        oracle = want[e["address"] if exact else e["address"] - 1]
+        # a Line from the corrupt DWARF must still be the true one
+        for got in e["lines"]:
+            if got[2]:
+                assert got in oracle, (got, oracle)
+    text = "".join(comments(pprof, p) for p in paths)
+    counted = [int(n) for n in re.findall(r"lines_(?:unreadable|unknown)=(\d+)", text)]
+    assert counted and max(counted) > 0, text[-2000:]
+
+
+def test_pprof_names_what_profd_could_not(profd_bin, pprof, tmp_path, lines_build,
+                                          monkeypatch):
+    """A stripped binary whose debug file profd cannot find: its frames keep
+    their addresses, and its mapping says it has no functions, so Google's
+    pprof, given the binary with its symbols and DWARF afterwards
+    (PPROF_BINARY_PATH, by build ID), names them itself, inlined frames
+    included. (pprof does not read a debug-only file made by objcopy
+    --only-keep-debug: its segments have no file data, and pprof left the
+    frames unnamed with one.)"""
+    exe = str(tmp_path / "lines-nodebug")
+    subprocess.run(["objcopy", "--strip-all", lines_build["plain"], exe], check=True)
+    samples, paths, err = run_profd(profd_bin, pprof, tmp_path / "out", exe)
+    locs = locations(samples, exe)
+    assert locs and all(fn is None for e in locs.values() for fn, _, _ in e["lines"]), locs
+    flags = check_flags(locs)
+    assert "[FN]" not in flags
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(
+        ["readelf", "-n", exe], check=True, capture_output=True, text=True).stdout).group(1)
+    store = tmp_path / "binaries" / build_id
+    store.mkdir(parents=True)
+    shutil.copy(lines_build["plain"], store / "lines-nodebug")
+    monkeypatch.setenv("PPROF_BINARY_PATH", str(tmp_path / "binaries"))
+    with open("/proc/kallsyms") as f:
+        kernel = {line.split()[2] for line in f}
+    chains = collections.Counter()
+    for p in paths:
+        for s in pprof_traces(pprof, p, "-symbolize=local", inlines=True):
+            if s["labels"].get("pid"):
+                # pprof marks the Lines of inlined functions " (inline)"
+                user = [f.removesuffix(" (inline)") for f in s["frames"]
+                        if f not in kernel]
+                chains[tuple(user[:5])] += s["value"]
+    named = sum(v for k, v in chains.items()
+                if k[:4] == ("leaf_inline", "mid_inline", "worker", "spin"))
+    assert named >= 0.5 * sum(chains.values()), chains.most_common(5)
+
+
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def libc_lines(samples):
+    """Lines of libc's locations (its frames below main)."""
+    return [(f["function"], f["file"], f["line"]) for s in samples for f in s["frames"]
+            if f["mapping"] == LIBC]
+
+
+def test_dwarf_within_the_budget(profd_bin, pprof, tmp_path, lines_build):
+    """libc's DWARF (libc6-dbg's debug file, ~10 MB of sections) is read
+    with the default budget, and not at all when the symbol cache may hold
+    1 MiB (--symbol-cache-limit 1: an object's DWARF may take half):
+    libc's frames keep their names, lose their lines, and the refusal is
+    counted (partial.lines_too_big)."""
+    if not any(os.scandir("/usr/lib/debug/.build-id")):
+        pytest.skip("no libc6-dbg")
+    binary = lines_build["plain"]
+    samples, _, err = run_profd(profd_bin, pprof, tmp_path / "default", binary)
+    full = libc_lines(samples)
+    assert full and all(file and line for _, file, line in full), full
+    samples, paths, err = run_profd(profd_bin, pprof, tmp_path / "small", binary,
+                                    "--symbol-cache-limit", "1", "--profile-interval", "1")
+    small = libc_lines(samples)
+    assert small and all(fn and not file and not line for fn, file, line in small), small
+    assert {fn for fn, _, _ in small} <= {fn for fn, _, _ in full}
+    text = "".join(comments(pprof, p) for p in paths)
+    assert max(int(n) for n in re.findall(r"lines_too_big=(\d+)", text)) > 0
