@@ -308,7 +308,8 @@ class Run:
                 addr = int(parts[0], 16)
                 if addr >= KERNEL_START:
                     continue
-                name = parts[1] if len(parts) > 1 else None
+                # "ADDR NAME FILE:LINE" when the location has a source line
+                name = parts[1].split()[0] if len(parts) > 1 else None
                 if name and name.startswith("[") and name.endswith("]"):
                     name = None     # pprof shows an unnamed frame as [mapping]
                 if lo <= addr < hi:
