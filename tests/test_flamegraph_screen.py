@@ -326,3 +326,66 @@ def test_language_frames_are_drawn_in_their_own_colour(profd_bin, chromium, tmp_
     assert any("teal_leaf" in n for n in names) and \
         any("teal_outer" in n for n in names), sorted(names)[:10]
     assert kinds.get("user"), "no native frames"
+
+
+INLINED_C = r"""
+#include <stdint.h>
+#include <stdio.h>
+static inline __attribute__((always_inline)) uint64_t cream_leaf(uint64_t x)
+{
+	for (int i = 0; i < 1000; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	return x;
+}
+static inline __attribute__((always_inline)) uint64_t cream_mid(uint64_t x)
+{
+	return cream_leaf(x) ^ (x >> 7);
+}
+__attribute__((noinline)) uint64_t warm_worker(uint64_t x) { return cream_mid(x) + 1; }
+int main(void)
+{
+	uint64_t x = 1;
+	for (long i = 0; i < 2500000; i++)
+		x = warm_worker(x);
+	printf("%llu\n", (unsigned long long)x);
+	return 0;
+}
+"""
+
+
+def test_inlined_frames_are_drawn_in_their_own_colour(profd_bin, chromium, tmp_path):
+    """A -O2 -g program whose hot code is two always_inline functions in
+    warm_worker: the page draws them as frames of kind "inlined" above
+    warm_worker, in creams (pale: blue well above the user frames' <= 55),
+    the legend names them, and the other native frames keep the warm
+    colours (blue <= 55)."""
+    if os.geteuid() != 0:
+        pytest.skip("profd needs root")
+    src, exe, out = tmp_path / "cream.c", tmp_path / "cream", tmp_path / "out"
+    src.write_text(INLINED_C)
+    subprocess.run(["cc", "-O2", "-g", "-o", str(exe), str(src)], check=True)
+    r = subprocess.run([profd_bin, "exec", "--no-gpu", "--sampling-frequency", "199",
+                        "-o", str(out), "--", str(exe)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    page = out / "flamegraph.html"
+    dom = parse_dom(dump_dom(chromium, str(page), tmp_path))
+    assert dom.ids["lg-inlined"].get("hidden") is None, "legend has no inlined"
+    img = screenshot(chromium, page, 1920, 1080, tmp_path)
+    root = root_row(img)
+    graph_w = img.width - 20
+    seen = {}
+    for f in dom.frames:
+        width = float(f["data-width"]) / 100 * graph_w
+        if width < 8 or f["data-kind"] not in ("inlined", "user"):
+            continue
+        x = int(10 + float(f["data-left"]) / 100 * graph_w + width / 2)
+        y = root + int(f["data-row"]) * ROW + 1
+        r_, g, b = img.pixel(x, y)
+        if f["data-kind"] == "inlined":
+            assert b > 110 and r_ > b, (f["data-name"], (r_, g, b))
+        else:
+            assert r_ > 150 and b <= 60, (f["data-name"], (r_, g, b))
+        seen.setdefault(f["data-kind"], set()).add(f["data-name"].split()[0])
+    assert {"cream_mid", "cream_leaf"} <= seen.get("inlined", set()), seen
+    assert "warm_worker" in seen.get("user", set()), seen

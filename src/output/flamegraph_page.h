@@ -63,7 +63,8 @@ static const char page_head[] =
  * and the current search. An empty view shows its "empty" text. Frame
  * kinds: KINDS (enum fg_kind); GPU kernels ("cuda") get class "g" and
  * greens as kernel frames get "k" and blues, a language runtime's frames
- * ("interpreted": Python, Ruby) "i" and teals. The header (title, search,
+ * ("interpreted": Python, Ruby) "i" and teals, native functions inlined
+ * into their caller ("inlined") creams. The header (title, search,
  * tabs, the hovered frame's line) stays on top while the page scrolls.
  * State lives in the URL: #v=<view>&s=<search>&z=<frame>.
  */
@@ -80,7 +81,8 @@ static const char page_tail[] =
 	"<span id=\"legend\"><span style=\"background:#ef8a3a\">user</span><span\n"
 	" style=\"background:#5fa8d3\">kernel</span><span id=\"lg-cuda\"\n"
 	" style=\"background:#76b900\" hidden>GPU kernel</span><span id=\"lg-interp\"\n"
-	" style=\"background:#3fb6a0\" hidden>Python/Ruby</span><span\n"
+	" style=\"background:#3fb6a0\" hidden>Python/Ruby</span><span id=\"lg-inlined\"\n"
+	" style=\"background:#f7dc9c\" hidden>inlined</span><span\n"
 	" style=\"background:#b9b0d6\">process</span></span>\n"
 	"<span id=\"note\"></span></div>\n"
 	"<div id=\"tabs\" role=\"tablist\" hidden></div>\n"
@@ -124,7 +126,8 @@ static const char page_tail[] =
 	"		nm: new Uint32Array(n), val: new Float64Array(n),\n"
 	"		kind: new Uint8Array(n), end: new Uint32Array(n),\n"
 	"		dep: new Uint32Array(n), xs: new Float64Array(n),\n"
-	"		par: new Int32Array(n), col: [], cuda: false, interp: false\n"
+	"		par: new Int32Array(n), col: [], cuda: false, interp: false,\n"
+	"		inlined: false\n"
 	"	};\n"
 	"	var nx = new Float64Array(n), rem = new Uint32Array(n), stack = [], i;\n"
 	"	for (i = 0; i < n; i++) {\n"
@@ -133,6 +136,7 @@ static const char page_tail[] =
 	"		T.kind[i] = raw[4 * i + 2];\n"
 	"		if (T.kind[i] === 4) T.cuda = true;\n"
 	"		if (T.kind[i] === 5) T.interp = true;\n"
+	"		if (T.kind[i] === 6) T.inlined = true;\n"
 	"		if (stack.length) {\n"
 	"			var p = stack[stack.length - 1];\n"
 	"			T.par[i] = p; T.dep[i] = T.dep[p] + 1;\n"
@@ -210,6 +214,9 @@ static const char page_tail[] =
 	"	if (k === 5) /* Python, Ruby...: teals */\n"
 	"		return hsl(Math.round(160 + 22 * r), Math.round(45 + 20 * r2),\n"
 	"			   Math.round(48 + 14 * r));\n"
+	"	if (k === 6) /* inlined into its caller: pale warm, creams */\n"
+	"		return hsl(Math.round(40 + 20 * r), Math.round(85 + 10 * r2),\n"
+	"			   Math.round(76 + 6 * r));\n"
 	"	if (k === 1) /* process: lavender */\n"
 	"		return hsl(Math.round(245 + 20 * r), 30, Math.round(74 + 8 * r2));\n"
 	"	if (k === 0)\n"
@@ -520,6 +527,7 @@ static const char page_tail[] =
 	"		tabs[k].setAttribute('aria-selected', k === v ? 'true' : 'false');\n"
 	"	document.getElementById('lg-cuda').hidden = !T.cuda;\n"
 	"	document.getElementById('lg-interp').hidden = !T.interp;\n"
+	"	document.getElementById('lg-inlined').hidden = !T.inlined;\n"
 	"	document.getElementById('note').textContent = [V.pruned > 0 ?\n"
 	"		fmt(V.pruned) + ' light frames folded into their callers' : '',\n"
 	"		V.truncated > 0 ? fmt(V.truncated) + ' stacks cut' : ''].filter(\n"
