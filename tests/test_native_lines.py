@@ -373,3 +373,107 @@ def test_dwarf_within_the_budget(profd_bin, pprof, tmp_path, lines_build):
     assert {fn for fn, _, _ in small} <= {fn for fn, _, _ in full}
     text = "".join(comments(pprof, p) for p in paths)
     assert max(int(n) for n in re.findall(r"lines_too_big=(\d+)", text)) > 0
+
+
+DEEP_LEVELS = 45	# inlined functions f0 (the loop) .. f44, all in top()
+
+
+def deep_source():
+    fns = ["static inline __attribute__((always_inline)) uint64_t f0(uint64_t x)\n"
+           "{\n\tfor (int i = 0; i < 1000; i++)\n"
+           "\t\tx = x * 6364136223846793005ULL + 1;\n\treturn x;\n}\n"]
+    for i in range(1, DEEP_LEVELS):
+        fns.append(f"static inline __attribute__((always_inline)) uint64_t f{i}(uint64_t x)"
+                   f"\n{{\n\treturn f{i - 1}(x) + {i};\n}}\n")
+    return ("#include <stdint.h>\nvolatile uint64_t sink;\n" + "".join(fns) +
+            f"__attribute__((noipa)) uint64_t top(uint64_t x)\n{{\n\treturn "
+            f"f{DEEP_LEVELS - 1}(x);\n}}\n"
+            "int main(void)\n{\n\tfor (;;)\n\t\tsink = top(sink);\n}\n")
+
+
+def test_deep_inline_chain_keeps_its_leaf(profd_bin, pprof, tmp_path):
+    """45 levels of inlined functions in top(): a location keeps the 31
+    innermost and top(), so the leaf (f0, the loop) and its self time stay
+    true, as addr2line -i says; the levels left out are counted
+    (partial.lines_inline_too_deep)."""
+    src, exe = tmp_path / "deep.c", str(tmp_path / "deep")
+    src.write_text(deep_source())
+    subprocess.run(["gcc", "-O2", "-g", "-fno-pie", "-no-pie", "-o", exe, str(src)],
+                   check=True)
+    samples, paths, err = run_profd(profd_bin, pprof, tmp_path, exe)
+    locs = locations(samples, exe)
+    # the hottest leaf (looked up at its own address, not a return address)
+    hot = max((e for (_, exact), e in locs.items() if exact), key=lambda e: e["samples"])
+    oracle = addr2line(exe, [hot["address"]])[hot["address"]]
+    assert len(oracle) == DEEP_LEVELS + 1 and oracle[0][0] == "f0", oracle[:3]
+    names = [fn for fn, _, _ in hot["lines"]]
+    assert names[0] == "f0" and names[-1] == "top" and len(names) == 32, names
+    assert hot["lines"][:31] == oracle[:31], (hot["lines"][:3], oracle[:3])
+    cut = sum(int(m) for p in paths for m in
+              re.findall(r"Comment: partial\.lines_inline_too_deep=(\d+)", comments(pprof, p)))
+    assert cut > 0, err
+
+
+GC_DEAD = r"""
+#include <stdint.h>
+static inline __attribute__((always_inline)) uint64_t dead_inl(uint64_t x)
+{
+	for (int i = 0; i < 64; i++)
+		x = x * 5 + (uint64_t)i;
+	return x;
+}
+uint64_t unused_big(uint64_t x)
+{
+""" + "".join(f"\tx = dead_inl(x ^ {i});\n" for i in range(300)) + r"""	return x;
+}
+"""
+
+GC_MAIN = r"""
+#include <stdint.h>
+uint64_t nodbg_hot(uint64_t);
+volatile uint64_t sink;
+int main(void)
+{
+	uint64_t x = 1;
+	for (;;)
+		sink = x = nodbg_hot(x);
+}
+"""
+
+GC_NODBG = r"""
+#include <stdint.h>
+__attribute__((noinline)) uint64_t nodbg_hot(uint64_t x)
+{
+	for (int i = 0; i < 3000; i++)
+		x = x * 6364136223846793005ULL + 1;
+	return x;
+}
+"""
+
+
+def test_dropped_functions_dwarf_names_nothing(profd_bin, pprof, tmp_path):
+    """A PIE linked with --gc-sections keeps the DWARF of a function it
+    dropped, at address 0 (the linker's tombstone): [0, its size) must
+    not claim live code. nodbg_hot (built without -g) gets no file, no
+    line and no inlined frame, as addr2line says; dead_inl never shows."""
+    objs = []
+    for name, text, flags in (("dead", GC_DEAD, ["-g", "-ffunction-sections"]),
+                              ("main", GC_MAIN, ["-g", "-ffunction-sections"]),
+                              ("nodbg", GC_NODBG, [])):
+        src = tmp_path / f"{name}.c"
+        src.write_text(text)
+        objs.append(str(tmp_path / f"{name}.o"))
+        subprocess.run(["gcc", "-O2", "-fpie", *flags, "-c", "-o", objs[-1], str(src)],
+                       check=True)
+    exe = str(tmp_path / "gcb")
+    subprocess.run(["gcc", "-pie", "-Wl,--gc-sections", "-o", exe, *objs], check=True)
+    nm = subprocess.run(["nm", exe], capture_output=True, text=True, check=True).stdout
+    assert "unused_big" not in nm and "nodbg_hot" in nm
+    samples, paths, err = run_profd(profd_bin, pprof, tmp_path, exe)
+    locs = locations(samples, exe)
+    hot = [e for e in locs.values() if e["lines"][-1][0] == "nodbg_hot"]
+    assert sum(e["samples"] for e in hot) >= 20, locs
+    for e in locs.values():
+        assert all(fn != "dead_inl" and fn != "unused_big" for fn, _, _ in e["lines"]), e
+    for e in hot:
+        assert e["lines"] == [("nodbg_hot", "", 0)], e

@@ -307,6 +307,30 @@ void agent_flush(struct agent *ag)
 	us = ag->unwind_stats;
 	pthread_mutex_unlock(&ag->agg_lock);
 
+	struct build_opts bo = {
+		.period_ns = 1000000000ULL / ag->cfg->frequency_hz,
+		.end_ns = end,
+		.ksyms = ag->ksyms,
+		.kernel_build_id = ag->kernel_build_id,
+		.sym_lock = &ag->sym_lock,
+		.rts = ag->rts,
+	};
+	struct profile *prof = NULL;
+
+	/* probabilistic profiling: an interval never sampled has no profile */
+	skip = !a->nsamples && !ag->ended_sampled;
+	ag->interval_sampled = ag->sampling_on;
+	/* objects still being opened for this interval's samples: a bounded wait */
+	if (!skip) {
+		uint64_t wait = (uint64_t)ag->cfg->interval_s * 1000000000ULL / 4;
+
+		object_loader_wait(ag->objects, wait < OBJECTS_FLUSH_WAIT_NS ?
+				   wait : OBJECTS_FLUSH_WAIT_NS);
+		/* symbolized before the counters are read: what naming this
+		 * interval's frames counted (symbols shed or pending, lines)
+		 * is in this interval's comments and status line */
+		prof = aggregate_build_profile(a, &bo);
+	}
 	tracer_read_counters(ag->tracer, bpf_now);
 	counters_read(bpf_now, now);
 	for (size_t i = 0; i < ncounters; i++) {
@@ -322,30 +346,15 @@ void agent_flush(struct agent *ag)
 						 GPU_COMMENT_DEVICES);
 	for (uint32_t i = 0; i < ncomments; i++)
 		comment_ptrs[i] = comments[i];
-
-	struct build_opts bo = {
-		.period_ns = 1000000000ULL / ag->cfg->frequency_hz,
-		.end_ns = end,
-		.ksyms = ag->ksyms,
-		.kernel_build_id = ag->kernel_build_id,
-		.sym_lock = &ag->sym_lock,
-		.rts = ag->rts,
-		.comments = comment_ptrs,
-		.ncomments = ncomments,
-	};
-	/* probabilistic profiling: an interval never sampled has no profile */
-	skip = !a->nsamples && !ag->ended_sampled;
-	ag->interval_sampled = ag->sampling_on;
-	/* objects still being opened for this interval's samples: a bounded wait */
-	if (!skip) {
-		uint64_t wait = (uint64_t)ag->cfg->interval_s * 1000000000ULL / 4;
-
-		object_loader_wait(ag->objects, wait < OBJECTS_FLUSH_WAIT_NS ?
-				   wait : OBJECTS_FLUSH_WAIT_NS);
-	}
+	bo.comments = comment_ptrs;
+	bo.ncomments = ncomments;
+	for (uint32_t i = 0; prof && i < ncomments; i++)
+		if (profile_add_comment(prof, comment_ptrs[i])) {
+			profile_free(prof);
+			prof = NULL;	/* written as out of memory */
+		}
 	if (!skip)
-		err = output_profile(ag, PROFILE_KIND_CPU, aggregate_build_profile(a, &bo),
-				     a->start_ns, end, &cpu);
+		err = output_profile(ag, PROFILE_KIND_CPU, prof, a->start_ns, end, &cpu);
 	if (err) {
 		count_written(ag, delta, &counter_write_error, 1);
 		count_written(ag, delta, &counter_write_failed, a->nsamples);

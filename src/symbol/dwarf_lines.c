@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <gelf.h>
@@ -157,6 +158,30 @@ static int range_push(struct dwarf_lines *d, uint64_t lo, uint64_t hi,
 }
 
 /*
+ * Whether [@lo, @hi) is code that was linked: a linker that drops a
+ * function (--gc-sections, a discarded COMDAT) leaves its DWARF with a
+ * "tombstone" start, 0 (GNU ld; then DW_AT_high_pc, a length, makes it
+ * [0, size)), 1, or -1/-2 (lld), which would claim addresses of real
+ * code near the image's start. No ELF has code at address 0 or 1.
+ */
+static bool range_live(Dwarf_Addr lo, Dwarf_Addr hi)
+{
+	return lo > 1 && lo < hi && hi <= UINT64_MAX - 2;
+}
+
+/* dwarf_haspc() over @die's live ranges only (range_live()). */
+static bool haspc_live(Dwarf_Die *die, uint64_t vaddr)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t o = 0;
+
+	while ((o = dwarf_ranges(die, o, &base, &lo, &hi)) > 0)
+		if (range_live(lo, hi) && lo <= vaddr && vaddr < hi)
+			return true;
+	return false;
+}
+
+/*
  * Every compilation unit's address ranges, sorted: the CU of an address
  * by binary search, with or without .debug_aranges (Go writes none, and
  * libdw 0.188's dwarf_addrdie() needs it). A unit without ranges, or a
@@ -178,7 +203,7 @@ static int build_ranges(struct dwarf_lines *d)
 		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
 			continue;
 		while (!ret && (o = dwarf_ranges(&cudie, o, &base, &lo, &hi)) > 0)
-			if (lo < hi)
+			if (range_live(lo, hi))
 				ret = range_push(d, lo, hi, dwarf_dieoffset(&cudie));
 	}
 	if (ret == -ENOMEM)
@@ -188,8 +213,12 @@ static int build_ranges(struct dwarf_lines *d)
 	return 0;
 }
 
-/* The CU whose ranges hold @vaddr, into @mem; NULL if none. */
-static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem)
+/*
+ * The CU whose ranges hold @vaddr, into @mem, and where that range
+ * starts (*@start); NULL if none.
+ */
+static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem,
+			uint64_t *start)
 {
 	uint32_t lo = 0, hi = d->nranges;
 
@@ -203,8 +232,10 @@ static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem)
 	}
 	/* ranges may nest or overlap (a CU's range list and another's) */
 	for (uint32_t i = lo, k = 0; i-- > 0 && k < 8; k++)
-		if (vaddr < d->ranges[i].hi)
+		if (vaddr < d->ranges[i].hi) {
+			*start = d->ranges[i].lo;
 			return dwarf_offdie(d->dw, d->ranges[i].off, mem);
+		}
 	return NULL;
 }
 
@@ -404,7 +435,7 @@ static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
 		case DW_TAG_subprogram:
 		case DW_TAG_inlined_subroutine:
 		case DW_TAG_lexical_block:
-			if (dwarf_haspc(&child, vaddr) != 1)
+			if (!haspc_live(&child, vaddr))
 				break;
 			if (tag != DW_TAG_lexical_block) {
 				if (*n == max)
@@ -437,6 +468,8 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		       struct dwarf_frame *out, int max)
 {
 	Dwarf_Die cu_mem, *cu, chain[DWARF_LINES_MAX_DEPTH];
+	Dwarf_Addr row_addr;
+	uint64_t start = 0;
 	const char *file;
 	Dwarf_Line *row;
 	uint32_t line;
@@ -445,12 +478,14 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 
 	if (!d || !d->dw || max < 1)
 		return -EINVAL;
-	cu = cu_of(d, vaddr, &cu_mem);
+	cu = cu_of(d, vaddr, &cu_mem, &start);
 	if (!cu)
 		return -ENOENT;
 	count_cu_lines(d, cu);
 	row = dwarf_getsrc_die(cu, vaddr);
-	if (!row || dwarf_lineno(row, &lineno) || lineno < 0 ||
+	/* a row below the unit's range: a dropped function's sequence */
+	if (!row || dwarf_lineaddr(row, &row_addr) || row_addr < start ||
+	    dwarf_lineno(row, &lineno) || lineno < 0 ||
 	    !(file = dwarf_linesrc(row, NULL, NULL)))
 		return -ENOENT;
 	line = (uint32_t)lineno;

@@ -24,7 +24,7 @@ struct elf_file;
 struct dwarf_lines;
 
 /* Levels of a chain dwarf_lines_lookup() returns at most. */
-#define DWARF_LINES_MAX_DEPTH	32
+#define DWARF_LINES_MAX_DEPTH	64
 
 /* One level of an inlined call chain. Strings owned by the dwarf_lines. */
 struct dwarf_frame {

@@ -32,6 +32,10 @@ COUNTER_DEFINE(lines_too_big, COUNTER_PARTIAL,
 COUNTER_DEFINE(lines_shed, COUNTER_PARTIAL,
 	       "objects whose DWARF was freed for the symbol cache budget: "
 	       "their frames have no source lines from then on");
+COUNTER_DEFINE(lines_inline_too_deep, COUNTER_PARTIAL,
+	       "locations whose chain of inlined functions is deeper than a location "
+	       "keeps (31 and the function; the levels between are left out) or than "
+	       "the DWARF lookup follows (64: no lines at all)");
 COUNTER_DEFINE(lines_unknown, COUNTER_STAT,
 	       "addresses in objects with DWARF that no line row covers "
 	       "(named by the symbol table alone)");
@@ -208,7 +212,7 @@ static const struct frames_entry *chain_at(struct sym_object *o, uint64_t off,
 	struct dwarf_frame df[DWARF_LINES_MAX_DEPTH];
 	struct frame_slot *sl = frame_find(o, off), v = { .offset = off };
 	uint64_t vaddr;
-	int n;
+	int n = -ENOENT;
 
 	if (sl)
 		return sl->e;
@@ -217,10 +221,12 @@ static const struct frames_entry *chain_at(struct sym_object *o, uint64_t off,
 		n = dwarf_lines_lookup(o->dwarf, vaddr, df, DWARF_LINES_MAX_DEPTH);
 		if (n > 0)
 			v.e = entry_build(df, n, sym);
+		else if (n == -E2BIG)
+			counter_inc(&counter_lines_inline_too_deep);
 	}
 	if (v.e)
 		v.state = SLOT_HIT;
-	else
+	else if (n != -E2BIG)
 		counter_inc(&counter_lines_unknown);
 	frame_insert(o, &v);
 	/* frame_insert() may have dropped it (OOM): the copy we made is gone */
@@ -241,7 +247,6 @@ int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
 	struct sym_object *t;
 	struct sym_result r;
 	uint64_t vaddr;
-	uint32_t skip;
 	int ret;
 
 	if (max < 1)
@@ -264,7 +269,13 @@ int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
 					     .line = r.file ? r.line : 0 };
 		return 1;
 	}
-	skip = e->n > (uint32_t)max ? e->n - (uint32_t)max : 0;
-	memcpy(out, &e->f[skip], (e->n - skip) * sizeof(*out));
-	return (int)(e->n - skip);
+	if (e->n <= (uint32_t)max) {
+		memcpy(out, e->f, e->n * sizeof(*out));
+		return (int)e->n;
+	}
+	/* the innermost levels and the function: the leaf stays true */
+	counter_inc(&counter_lines_inline_too_deep);
+	memcpy(out, e->f, (size_t)(max - 1) * sizeof(*out));
+	out[max - 1] = e->f[e->n - 1];
+	return max;
 }

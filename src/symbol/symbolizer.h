@@ -49,7 +49,7 @@ struct sym_frame {
 };
 
 /* Inlined levels (plus the function) sym_object_resolve_frames() gives at most. */
-#define SYM_FRAMES_MAX		16
+#define SYM_FRAMES_MAX		32
 
 /* symbolizer_new - an empty cache. NULL on out of memory. */
 struct symbolizer *symbolizer_new(void);
@@ -215,8 +215,9 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
  * objects' from DWARF (DWARF 5 section 3.3.8: DW_TAG_inlined_subroutine,
  * DW_AT_call_file/line; section 6.2: the line number program), the last
  * frame being the function the symbol table names (sym_object_resolve()'s);
- * a chain longer than @max keeps its outermost @max levels; cached per
- * offset. Without either, or with lines off (symbolizer_set_lines(): DWARF
+ * a chain longer than @max keeps its innermost @max - 1 levels and the
+ * function (partial.lines_inline_too_deep: the levels between are left
+ * out, so the leaf and its self time stay true); cached per offset. Without either, or with lines off (symbolizer_set_lines(): DWARF
  * only), one frame: the symbol, file "" and line 0. Returns the number of
  * frames (>= 1), -ENOENT (no symbol covers the offset), -EAGAIN (the
  * symbol table was shed, as sym_object_resolve()), -EINPROGRESS (as
