@@ -728,7 +728,11 @@ def test_kallsyms_known_symbol():
     addr = known[0]
     rc, lines, got = symbolize_kallsyms([addr, addr + 1, addr + 4])
     assert rc == 0
-    assert int(lines[0].split()[1]) == len(text)
+    # BPF programs loaded or unloaded meanwhile (other tools on the machine)
+    # add or drop [bpf] text symbols: the tool's count lies between the
+    # file's before and after its read
+    after = sum(1 for s in _kallsyms() if s[1] in "tTwW")
+    assert min(len(text), after) <= int(lines[0].split()[1]) <= max(len(text), after)
     for a in (addr, addr + 1, addr + 4):
         name, start, mod = got[a]
         assert start == addr and mod == ""
