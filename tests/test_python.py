@@ -271,7 +271,7 @@ def test_short_lived_forked_children(profd_bin, pprof, tmp_path):
     work, samples = lifecycle(profd_bin, pprof, tmp_path, "forkshort", str(pids_file))
     children = set(pids_file.read_text().split())
     kids = [s for s in samples if s["labels"].get("pid") in children and
-            any(f.startswith("[python:") or " " in f for f in s["frames"])]
+            any(f.startswith("[python:") or ".py:" in f for f in s["frames"])]
     want = [("spin", mk["spin"]), ("short_child", mk["short_child"])]
 
     def ok(s):
