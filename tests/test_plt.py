@@ -339,19 +339,19 @@ P5 = r"""
 #include <string.h>
 char buf[64] = "a string of some length";
 __attribute__((noinline)) int hot_leaf(int x)
-{
+{						/* LEAF */
 	for (int i = 0; i < 1000; i++)		/* LEAF */
 		x = x * 31 + (int)strlen(buf + (x & 7));	/* LEAF */
-	return x;
-}
+	return x;				/* LEAF */
+}						/* LEAF */
 __attribute__((noinline)) int hot_middle(int x)
-{
+{						/* MIDDLE */
 	return hot_leaf(x) + 1;			/* MIDDLE */
-}
+}						/* MIDDLE */
 int main(void)
 {
 	volatile int acc = 0;
-	for (;;)
+	for (;;)				/* MAIN */
 		acc = hot_middle(acc);		/* MAIN */
 }
 """
