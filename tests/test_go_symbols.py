@@ -33,7 +33,8 @@ GO = shutil.which("go", path="/usr/bin:/usr/local/go/bin:" + os.environ.get("PAT
 CHAIN = ["main.spin", "main.work", "main.main", "runtime.main", "runtime.goexit"]
 NAMED_SHARE = 0.95      # of the workload binary's frames, named by profd
 SRC_FILES = ["src/symbol/elf_file.c", "src/symbol/elf_symtab.c", "src/symbol/go_symtab.c",
-             "src/symbol/plt.c", "src/util/gopclntab.c", "src/counters/counters.c"]
+             "src/symbol/plt.c", "src/util/gopclntab.c", "src/util/elf_section.c",
+             "src/counters/counters.c"]
 
 pytestmark = pytest.mark.skipif(GO is None, reason="no Go toolchain (golang-go)")
 

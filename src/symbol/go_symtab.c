@@ -27,6 +27,7 @@
 
 #include "counters/counters.h"
 #include "symbol/go_symtab.h"
+#include "util/elf_section.h"
 #include "util/gopclntab.h"
 
 COUNTER_DEFINE(go_pclntab_unreadable, COUNTER_PARTIAL,
@@ -106,25 +107,6 @@ static bool in_text(Elf *elf, uint64_t lo, uint64_t hi)
 		    hi <= ph.p_vaddr + ph.p_memsz)
 			return true;
 	return false;
-}
-
-static Elf_Scn *section(Elf *elf, const char *name, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
 }
 
 /*
@@ -374,14 +356,14 @@ static int read_table(Elf *elf, struct go_symtab *g)
 	if (!raw)
 		return -ENOENT;
 	/* a PIE's is in its RELRO segment: .data.rel.ro.gopclntab */
-	if (section(elf, ".gopclntab", &sh) ||
-	    section(elf, ".data.rel.ro.gopclntab", &sh)) {
+	if (elf_section_by_name(elf, ".gopclntab", &sh) ||
+	    elf_section_by_name(elf, ".data.rel.ro.gopclntab", &sh)) {
 		if (sh.sh_type != SHT_PROGBITS || !image_at(elf, raw, rawsz, sh.sh_addr, &sp) ||
 		    sp.n < sh.sh_size)
 			return -EINVAL;
 		sp.n = sh.sh_size;
 		vaddr = sh.sh_addr;
-		if (section(elf, ".text", &tsh))
+		if (elf_section_by_name(elf, ".text", &tsh))
 			text = tsh.sh_addr;	/* PIE: textStart is relocated */
 	} else {
 		size_t shnum;

@@ -38,6 +38,7 @@
 #include "counters/counters.h"
 #include "unwind/go.h"
 #include "unwind/go_internal.h"
+#include "util/elf_section.h"
 #include "util/gopclntab.h"
 
 /* The walkers' counters (bpf/unwind_go.h). */
@@ -79,42 +80,6 @@ static const struct {
 	{ "go1.19", 192, 800 },
 };
 
-static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		n = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (n && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
-
-/* uvarint at *@off of @p[0..@n): false when it runs past the end. */
-static bool uvarint(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (int shift = 0; shift < 64 && *off < n; shift += 7) {
-		uint8_t b = p[(*off)++];
-
-		x |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = x;
-			return true;
-		}
-	}
-	return false;
-}
-
 /*
  * The executable's .gopclntab (src/util/gopclntab.c), Go 1.18+ only:
  * the flags and offsets below are those versions'.
@@ -122,7 +87,7 @@ static bool uvarint(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
 static int pclntab_open(Elf *elf, struct gopclntab *pt)
 {
 	GElf_Shdr sh, tsh;
-	Elf_Scn *scn = find_section(elf, ".gopclntab", &sh);
+	Elf_Scn *scn = elf_section_by_name(elf, ".gopclntab", &sh);
 	Elf_Data *d;
 	uint64_t text = 0;
 	int err;
@@ -133,7 +98,7 @@ static int pclntab_open(Elf *elf, struct gopclntab *pt)
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf)
 		return -ENOENT;
-	if (find_section(elf, ".text", &tsh))
+	if (elf_section_by_name(elf, ".text", &tsh))
 		text = tsh.sh_addr;	/* PIE: textStart is relocated */
 	err = gopclntab_init(pt, d->d_buf, d->d_size, text);
 	if (!err && pt->magic == GOPCLNTAB_MAGIC_116)
@@ -414,7 +379,7 @@ static void read_version(Elf *elf, struct unwind_go_info *info)
 {
 	static const char magic[] = "\xff Go buildinf:";
 	GElf_Shdr sh;
-	Elf_Scn *scn = find_section(elf, ".go.buildinfo", &sh);
+	Elf_Scn *scn = elf_section_by_name(elf, ".go.buildinfo", &sh);
 	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
 	const uint8_t *p;
 	size_t off = 32;
@@ -425,7 +390,7 @@ static void read_version(Elf *elf, struct unwind_go_info *info)
 	p = d->d_buf;
 	if (memcmp(p, magic, 14) || !(p[15] & 2))
 		return;	/* pointer format (before 1.18): not read */
-	if (!uvarint(p, d->d_size, &off, &len) || len >= sizeof(info->version) ||
+	if (!gopclntab_uvarint(p, d->d_size, &off, &len) || len >= sizeof(info->version) ||
 	    off + len > d->d_size)
 		return;
 	memcpy(info->version, p + off, len);
@@ -442,7 +407,7 @@ static int32_t tls_g_offset(Elf *elf)
 	GElf_Shdr sh;
 	GElf_Phdr ph;
 	GElf_Sym sym;
-	Elf_Scn *scn = find_section(elf, ".symtab", &sh);
+	Elf_Scn *scn = elf_section_by_name(elf, ".symtab", &sh);
 	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
 	uint64_t memsz = 0, align = 1;
 	size_t nph, i;

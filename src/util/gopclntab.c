@@ -32,8 +32,8 @@ static uint64_t rd(const uint8_t *p, int size)
 	return v;
 }
 
-/* uvarint at *@off of @p[0..@n): false when it runs past the end. */
-static bool uvarint(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
+/* gopclntab_uvarint - see gopclntab.h. */
+bool gopclntab_uvarint(const uint8_t *p, size_t n, size_t *off, uint64_t *v)
 {
 	uint64_t x = 0;
 
@@ -234,9 +234,9 @@ bool gopclntab_iter_next(struct gopclntab_iter *it)
 	uint64_t uv, pcd;
 	size_t off = it->off;
 
-	if (off >= pt->n || !uvarint(pt->p, pt->n, &off, &uv) || (!uv && !it->first))
+	if (off >= pt->n || !gopclntab_uvarint(pt->p, pt->n, &off, &uv) || (!uv && !it->first))
 		return false;
-	if (!uvarint(pt->p, pt->n, &off, &pcd))
+	if (!gopclntab_uvarint(pt->p, pt->n, &off, &pcd))
 		return false;
 	it->val += (int32_t)(uv & 1 ? ~(uv >> 1) : uv >> 1);
 	it->pc = it->next_pc;

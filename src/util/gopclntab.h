@@ -66,6 +66,14 @@ struct gopclntab_func {
 };
 
 /*
+ * gopclntab_uvarint - Go's unsigned varint (encoding/binary.Uvarint: 7
+ * bits a byte, low first, the top bit set on all but the last) at *@off
+ * of @p[0..@n), into *@v; *@off moves past it. False when it runs past
+ * @n or 64 bits. Go's pcvalue tables and build info use it.
+ */
+bool gopclntab_uvarint(const uint8_t *p, size_t n, size_t *off, uint64_t *v);
+
+/*
  * gopclntab_init - check and parse the pcHeader at @p[0..@n) (not
  * copied: @p must outlive @pt). @text: the text's start vaddr to use
  * when the header's textStart is 0 (a PIE, relocated at load; 0 when not
