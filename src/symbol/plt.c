@@ -45,6 +45,10 @@ struct relocs {
 	size_t njmprel;
 	struct data_sec *secs;	/* SHT_PROGBITS sections by address */
 	size_t nsecs;
+	struct reloc *ifuncs;	/* .dynsym's defined STT_GNU_IFUNC symbols:
+				 * slot = their address, one name each */
+	size_t nifuncs;
+	bool ifuncs_read;
 };
 
 static int push(struct reloc **v, size_t *n, size_t *cap, struct reloc r)
@@ -84,9 +88,105 @@ static const char *dynsym_name(Elf *elf, Elf_Scn *sym_scn, size_t idx)
 	return name && name[0] ? name : NULL;
 }
 
+/* How much a name is preferred among a function's aliases: lower wins. */
+static unsigned int alias_rank(const char *name, unsigned char bind)
+{
+	unsigned int u = 0;
+
+	while (name[u] == '_')
+		u++;
+	return u * 4 + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
+}
+
 /*
- * Read one SHT_RELA section linked to a .dynsym: its named JUMP_SLOT and
- * GLOB_DAT relocations into @r, and when @is_jmprel every entry in order.
+ * @r->ifuncs: the defined STT_GNU_IFUNC symbols of .dynsym @sym_scn by
+ * address, one per address (of aliases the name with the fewest leading
+ * underscores, then GLOBAL before WEAK: memcpy, mempcpy).
+ */
+struct ifunc {
+	uint64_t addr;
+	const char *name;
+	unsigned int rank;	/* alias_rank() */
+};
+
+static int cmp_ifunc(const void *a, const void *b)
+{
+	const struct ifunc *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static int read_ifuncs(Elf *elf, Elf_Scn *sym_scn, struct relocs *r)
+{
+	Elf_Data *d = elf_getdata(sym_scn, NULL);
+	struct ifunc *f = NULL;
+	size_t i, n, nf = 0, cap = 0, rcap = 0;
+	GElf_Shdr sh;
+	int ret = 0;
+
+	r->ifuncs_read = true;
+	if (!d || !gelf_getshdr(sym_scn, &sh) || !sh.sh_entsize)
+		return 0;
+	n = d->d_size / sh.sh_entsize;
+	for (i = 1; i < n && i <= INT32_MAX; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (!gelf_getsym(d, (int)i, &sym) ||
+		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC ||
+		    sym.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (!name || !name[0])
+			continue;
+		if (nf == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct ifunc *nv = realloc(f, ncap * sizeof(*nv));
+
+			if (!nv) {
+				free(f);
+				return -ENOMEM;
+			}
+			f = nv;
+			cap = ncap;
+		}
+		f[nf++] = (struct ifunc){ sym.st_value, name,
+			alias_rank(name, GELF_ST_BIND(sym.st_info)) };
+	}
+	if (nf)
+		qsort(f, nf, sizeof(*f), cmp_ifunc);
+	for (i = 0; i < nf && !ret; i++)
+		if (!i || f[i].addr != f[i - 1].addr)
+			ret = push(&r->ifuncs, &r->nifuncs, &rcap,
+				   (struct reloc){ f[i].addr, f[i].name });
+	free(f);
+	return ret;
+}
+
+static const char *reloc_name(const struct relocs *r, uint64_t slot);
+
+/*
+ * The name of the IFUNC an R_X86_64_IRELATIVE relocation of addend
+ * @addend (its resolver's address) selects: the exported IFUNC symbol
+ * at that address, or NULL.
+ */
+static const char *irelative_name(Elf *elf, Elf_Scn *sym_scn,
+				  struct relocs *r, int64_t addend)
+{
+	struct relocs view;
+
+	if (!r->ifuncs_read && read_ifuncs(elf, sym_scn, r))
+		return NULL;
+	view = (struct relocs){ .v = r->ifuncs, .n = r->nifuncs };
+	return reloc_name(&view, (uint64_t)addend);
+}
+
+/*
+ * Read one SHT_RELA section linked to a .dynsym: its named JUMP_SLOT,
+ * GLOB_DAT and IRELATIVE relocations into @r, and when @is_jmprel every
+ * entry in order.
  */
 static int read_rela(Elf *elf, Elf_Scn *scn, Elf_Scn *sym_scn, bool is_jmprel,
 		     struct relocs *r)
@@ -109,10 +209,12 @@ static int read_rela(Elf *elf, Elf_Scn *scn, Elf_Scn *sym_scn, bool is_jmprel,
 		x.slot = rela.r_offset;
 		if (type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT)
 			x.name = dynsym_name(elf, sym_scn, GELF_R_SYM(rela.r_info));
+		else if (type == R_X86_64_IRELATIVE)
+			x.name = irelative_name(elf, sym_scn, r, rela.r_addend);
 		if (x.name && push(&r->v, &r->n, &r->cap, x))
 			return -ENOMEM;
 		if (is_jmprel) {
-			if (type != R_X86_64_JUMP_SLOT)
+			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_IRELATIVE)
 				x.name = NULL;
 			if (push(&r->jmprel, &r->njmprel, &jcap, x))
 				return -ENOMEM;
@@ -392,6 +494,7 @@ int plt_stubs_read(Elf *elf, struct plt_stubs *out)
 	free(r.v);
 	free(r.jmprel);
 	free(r.secs);
+	free(r.ifuncs);
 	if (ret)
 		plt_stubs_free(out);
 	return ret;

@@ -5,8 +5,9 @@
  *
  * Owns: decoding the stubs of .plt, .plt.sec and .plt.got, the GOT slot
  * each one jumps through, and the relocation (R_X86_64_JUMP_SLOT in
- * .rela.plt, R_X86_64_GLOB_DAT in .rela.dyn) whose r_offset is that
- * slot, which names the stub after its .dynsym symbol, as perf does.
+ * .rela.plt, R_X86_64_GLOB_DAT in .rela.dyn, R_X86_64_IRELATIVE) whose
+ * r_offset is that slot, which names the stub after its .dynsym symbol,
+ * as perf does (IRELATIVE: after the IFUNC its addend resolves).
  */
 #ifndef PROFD_SYMBOL_PLT_H
 #define PROFD_SYMBOL_PLT_H
@@ -36,8 +37,12 @@ struct plt_stubs {
  * (free with plt_stubs_free()). A stub is named only when it decodes as
  * [endbr64] [bnd] jmp *disp32(%rip) and the GOT slot it jumps through is
  * the r_offset of exactly one R_X86_64_JUMP_SLOT or R_X86_64_GLOB_DAT
- * relocation of a .dynsym symbol with a name: no name from the entry's
- * index alone. IBT lazy-binding .plt entries (endbr64; push $index) are
+ * relocation of a .dynsym symbol with a name, or of an
+ * R_X86_64_IRELATIVE relocation whose addend (the IFUNC resolver's
+ * address) is the value of a defined STT_GNU_IFUNC .dynsym symbol (a
+ * library's calls to its own memcpy: "memcpy@plt"; of aliases the name
+ * with the fewest leading underscores, GLOBAL before WEAK): no name from
+ * the entry's index alone. IBT lazy-binding .plt entries (endbr64; push $index) are
  * named when relocation number index of .rela.plt points to a GOT slot
  * whose file contents hold that entry's address (the lazy-binding
  * target). Specs: System V ABI AMD64 supplement 1.0, sections 5.2
