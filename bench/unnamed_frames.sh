@@ -9,7 +9,9 @@
 # directory a local `debuginfod -F` serves, the binary stripped
 # (--strip-all: no .symtab, no .gnu_debuglink):
 #   uf_c    bench/cpuwork.c (C, a hash loop down a call chain)
-#   uf_cxx  a small C++ program (templates, a namespace, static functions)
+#   uf_cxx  a C++ program (bench/workloads/uf_cxx.cc: templates, a
+#           namespace, static functions, std::map of std::string,
+#           std::sort, std::unordered_map, std::ostringstream)
 #   uf_libc a C program whose time is in libc's internals (qsort's merge
 #           sort, printf's and strtod's formatting, malloc)
 #   uf_sql  sqlite3's amalgamation (from npm's better-sqlite3 package,
@@ -46,38 +48,7 @@ need_tool g++
 bench_init
 
 mkdir -p "$WORK/served" "$WORK/out"
-cat >"$WORK/uf_cxx.cc" <<'EOF'
-#include <cstdint>
-#include <vector>
-namespace uf {
-template <typename T> struct Acc {
-	T v{};
-	__attribute__((noinline)) void add(T x) { v = v * 31 + x; }
-};
-static __attribute__((noinline)) uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	return x ^ (x >> 29);
-}
-__attribute__((noinline)) uint64_t churn(std::vector<uint64_t> &v)
-{
-	Acc<uint64_t> a;
-	for (auto &e : v) {
-		e = mix(e + 1);
-		a.add(e);
-	}
-	return a.v;
-}
-}
-int main()
-{
-	std::vector<uint64_t> v(4096, 1);
-	volatile uint64_t sink = 0;
-	for (;;)
-		sink = sink + uf::churn(v);
-}
-EOF
+cp "$BENCH_DIR/workloads/uf_cxx.cc" "$WORK/uf_cxx.cc"
 UF_CACHE=${UF_CACHE:-/var/cache/profd-bench}
 PROGS="uf_c uf_cxx uf_libc"
 $CC $WORKLOAD_CFLAGS -o "$WORK/uf_c.full" "$BENCH_DIR/cpuwork.c" || die "cannot build cpuwork.c"
@@ -186,7 +157,7 @@ count_profd() {
 			if ($0 == "[truncated]") next
 			un = ($0 ~ /^\[.*\]$/)
 			all += v; all_un += un * v
-			if (un) print v, $0 >> unn
+			if (un) print v, $0, comm >> unn
 			if (comm ~ /^uf_/) {
 				w += v; w_un += un * v
 				pf[comm] += v; pu[comm] += un * v
@@ -211,6 +182,7 @@ perf script -i "$WORK/perf.data" -F comm,ip,sym,dso 2>/dev/null | awk '
 		un = ($2 == "[unknown]")
 		all++; all_un += un
 		if (comm ~ /^uf_/) { w++; w_un += un; pf[comm]++; pu[comm] += un }
+		if (un && comm ~ /^uf_/) print comm, $3 > "'"$WORK/perf.unnamed"'"
 	}
 	END {
 		for (c in pf) print c, pf[c], pu[c] > "'"$WORK/perf.bycomm"'"
@@ -235,9 +207,14 @@ for p in $PROGS; do
 	printf "  %-10s profd %7d %6d %6s%%   perf %7d %6d %6s%%\n" "$p" "${a:-0}" "${b:-0}" \
 		"$(pct "${b:-0}" "${a:-0}")" "${c:-0}" "${d:-0}" "$(pct "${d:-0}" "${c:-0}")"
 done
+echo "profd's unnamed frames of the programs by mapping (profiles 2.., samples):"
+awk '$3 ~ /^uf_/ { n[$3 " " $2] += $1 } END { for (m in n) print n[m], m }' "$WORK/profd.unnamed" 2>/dev/null |
+	sort -rn | head -8
 echo "profd's unnamed frames by mapping (profiles 2.., samples):"
 awk '{ n[$2] += $1 } END { for (m in n) print n[m], m }' "$WORK/profd.unnamed" 2>/dev/null |
 	sort -rn | head -8
+echo "perf's [unknown] frames of the programs by dso (samples):"
+sort "$WORK/perf.unnamed" 2>/dev/null | uniq -c | sort -rn | head -8
 echo "perf's [unknown] frames by dso (samples):"
 perf script -i "$WORK/perf.data" -F ip,sym,dso 2>/dev/null |
 	awk '$2 == "[unknown]" { n[$3]++ } END { for (d in n) print n[d], d }' | sort -rn | head -8
