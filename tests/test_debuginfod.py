@@ -121,15 +121,19 @@ def built(tmp_path_factory):
     served.mkdir()
     (d / "work.c").write_text(SRC)
     out = {}
-    for name, tag in (("work", '"--work"'), ("other", '"--other"')):
+    for name, tag in (("work", '"--work"'), ("other", '"--other"'), ("stripg", '"--stripg"')):
         full = str(d / f"{name}.full")
         subprocess.run(["gcc", "-O1", "-g", "-fno-pie", "-no-pie", f"-DTAG={tag}",
                         "-o", full, str(d / "work.c")], check=True)
-        debug = str((served if name == "work" else d) / f"{name}.debug")
+        debug = str((d if name == "other" else served) / f"{name}.debug")
         subprocess.run(["objcopy", "--only-keep-debug", full, debug], check=True)
         out[name] = {"full": full, "debug": debug, "build_id": build_id(full)}
     stripped = str(d / "work")
     subprocess.run(["strip", "--strip-all", "-o", stripped, out["work"]["full"]], check=True)
+    # strip -g: the .symtab stays, the DWARF goes (its lines are the server's)
+    stripg = str(d / "work-g")
+    subprocess.run(["strip", "-g", "-o", stripg, out["stripg"]["full"]], check=True)
+    assert ".debug_info" not in run(["readelf", "-SW", stripg])
     sections = run(["readelf", "-SW", stripped])
     assert ".symtab" not in sections and ".gnu_debuglink" not in sections
     assert HOT not in subprocess.run(["nm", "-D", stripped], capture_output=True,
@@ -140,7 +144,9 @@ def built(tmp_path_factory):
     return {"exe": stripped, "build_id": bid, "served": str(served),
             "debug": out["work"]["debug"], "other_debug": out["other"]["debug"],
             "text": text_range(stripped),
-            "funcs": functions(out["work"]["full"])}
+            "funcs": functions(out["work"]["full"]),
+            "stripg": stripg, "stripg_full": out["stripg"]["full"],
+            "stripg_build_id": out["stripg"]["build_id"]}
 
 
 def free_port():
@@ -173,9 +179,10 @@ def server(built, tmp_path_factory):
     want = open(built["debug"], "rb").read()
     try:
         end = time.monotonic() + 60
-        while True:     # indexed once it serves the file by build ID
+        while True:     # indexed once it serves the files by build ID
             status, body = http_get(f"{url}/buildid/{built['build_id']}/debuginfo")
-            if status == 200 and body == want:
+            status_g, _ = http_get(f"{url}/buildid/{built['stripg_build_id']}/debuginfo")
+            if status == 200 and body == want and status_g == 200:
                 break
             assert p.poll() is None, open(d / "debuginfod.log").read()
             assert time.monotonic() < end, "debuginfod never served the debug file:\n" + \
@@ -488,3 +495,45 @@ def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
     assert not any(sizes), f"a file of {mode} server stayed in the cache: {files} {sizes}"
     if mode == "hung":      # cancelled as profd stopped: no miss remembered for the next run
         assert not files, files
+
+
+def test_strip_g_lines_from_debuginfod(profd_bin, pprof, tmp_path, built, server):
+    """A binary stripped with `strip -g` keeps its .symtab (named at once)
+    but lost its DWARF: its debug file is fetched all the same, for the
+    lines, and once it came every location of the workload carries the
+    file:line (and inlined functions) `addr2line -f -i` gives on the
+    unstripped binary. Its frames are never counted as waiting for names."""
+    from pprof_traces import pprof_raw_samples
+    from test_native_lines import addr2line
+    exe = built["stripg"]
+    r = Run(profd_bin, pprof, tmp_path, exe, duration=6, env={"DEBUGINFOD_URLS": server})
+    assert r.rc == 0, r.err
+    assert r.total("debuginfod_fetched") == 1, r.err
+    assert not r.total("symbols_pending_debuginfod"), r.err
+    lo, hi = text_range(exe)
+    last = None
+    for path in r.paths:
+        locs = {}
+        for smp in pprof_raw_samples(pprof, path):
+            if smp["labels"].get("pid") != str(r.pid):
+                continue
+            user, prev = [], None
+            for f in smp["frames"]:
+                if f["address"] >= KERNEL_START or f["loc"] == prev:
+                    continue
+                prev = f["loc"]
+                user.append(f)
+            for i, f in enumerate(user):
+                if lo <= f["address"] < hi:
+                    a = f["address"] if i == 0 else f["address"] - 1
+                    locs[a] = [(g["function"], os.path.basename(g["file"]), g["line"])
+                               for g in smp["frames"] if g["loc"] == f["loc"]]
+        # named from the first profile on: the .symtab is its own
+        assert all(ln and ln[-1][0] for ln in locs.values()), (path, locs)
+        if locs:
+            last = locs
+    assert last, r.err
+    want = addr2line(built["stripg_full"], list(last))
+    bad = {hex(a): (got, want[a]) for a, got in last.items() if want[a] and got != want[a]}
+    assert not bad, f"profd vs addr2line -i: {bad}\n{r.err}"
+    assert any(ln[0][0] == HOT and ln[0][2] > 0 for ln in last.values()), last

@@ -12,8 +12,9 @@ extra Lines, innermost first, the real function last, each with its
 file:line. The same holds when the binary is stripped and its debug file
 split off (objcopy --only-keep-debug, --add-gnu-debuglink; profd finds it
 next to the binary), also with that debug file's sections compressed,
-and when the binary's own debug sections are compressed
-(objcopy --compress-debug-sections). The oracle always reads the
+when only its DWARF was stripped (strip -g: the names stay, the lines
+come from the debug file), and when the binary's own debug sections are
+compressed (objcopy --compress-debug-sections). The oracle always reads the
 original unstripped binary: the addresses are the same.
 
 Each mapping's has_functions / has_filenames / has_line_numbers flags
@@ -94,14 +95,17 @@ def lines_build(tmp_path_factory):
     out["zdebug"] = str(d / "lines-z")
     subprocess.run(["objcopy", "--compress-debug-sections=zlib", plain, out["zdebug"]],
                    check=True)
-    # stripped, its debug file split off and found by .gnu_debuglink
-    for variant, extra in (("split", []), ("split-z", ["--compress-debug-sections=zlib"])):
+    # stripped, its debug file split off and found by .gnu_debuglink; strip-g:
+    # only the DWARF stripped (strip -g), the .symtab kept
+    for variant, extra in (("split", []), ("split-z", ["--compress-debug-sections=zlib"]),
+                           ("strip-g", [])):
         sub = d / variant
         sub.mkdir()
         dbg = sub / "lines.debug"
         exe = str(sub / "lines")
         subprocess.run(["objcopy", "--only-keep-debug", *extra, plain, str(dbg)], check=True)
-        subprocess.run(["objcopy", "--strip-all", plain, exe], check=True)
+        strip = "--strip-debug" if variant == "strip-g" else "--strip-all"
+        subprocess.run(["objcopy", strip, plain, exe], check=True)
         subprocess.run(["objcopy", f"--add-gnu-debuglink={dbg}", exe], check=True,
                        cwd=str(sub))
         out[variant] = exe
@@ -208,7 +212,7 @@ def check_flags(locs):
     return flags
 
 
-@pytest.mark.parametrize("variant", ["plain", "zdebug", "split", "split-z"])
+@pytest.mark.parametrize("variant", ["plain", "zdebug", "split", "split-z", "strip-g"])
 def test_lines_and_inlined_frames(profd_bin, pprof, tmp_path, lines_build, variant):
     binary = lines_build[variant]
     samples, _, err = run_profd(profd_bin, pprof, tmp_path, binary)
