@@ -197,8 +197,8 @@ def server(built, tmp_path_factory):
 class FakeServer:
     """A debuginfod stand-in on localhost: @mode "slow" (answers 404 after
     @delay s), "hung" (never answers), "elf" (any build ID: @body, another
-    program's debug file), "garbage" (any build ID: @body), "proxy"
-    (@delay s, then what @upstream says)."""
+    program's debug file), "garbage" (any build ID: @body), "error" (HTTP
+    500 for any build ID), "proxy" (@delay s, then what @upstream says)."""
 
     def __init__(self, mode, body=b"", delay=0.0, upstream=None):
         outer = self
@@ -217,6 +217,8 @@ class FakeServer:
                 if mode in ("slow", "proxy"):
                     outer.stopping.wait(delay)
                 status, data = 404, b""
+                if mode == "error":
+                    status = 500
                 if mode in ("elf", "garbage"):
                     status, data = 200, body
                 elif mode == "proxy":
@@ -448,6 +450,8 @@ def bad_server(mode, built):
         return FakeServer("elf", body=data[:len(data) // 2])
     if mode == "huge":          # past the 1 MiB cap the run sets
         return FakeServer("garbage", body=b"\0" * (8 << 20))
+    if mode == "error":
+        return FakeServer("error")
     return FakeServer(mode, delay=30)
 
 
@@ -458,16 +462,20 @@ def bad_server(mode, built):
     ("garbage", "debuginfod_rejected"),
     ("truncated", "debuginfod_rejected"),
     ("huge", "debuginfod_failed"),
+    ("error", "debuginfod_server_errors"),
     ("hung", None),
 ])
 def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
     """A server that refuses connections, answers after the timeout
     (DEBUGINFOD_TIMEOUT=1, honoured), sends another program's debug file,
     garbage, the right file truncated, or 8 MiB past the 1 MiB cap for any
-    build ID, or never answers (profd stops anyway: the fetch is
-    cancelled): profd keeps writing a profile a second,
+    build ID, answers HTTP 500 (a server error, not a miss: libdebuginfod
+    says "not found" for both), or never answers (profd stops anyway: the
+    fetch is cancelled): profd keeps writing a profile a second,
     exits on time, names none of the workload's frames, counts the
-    failure and says it in one line; a rejected file leaves the cache."""
+    failure and says it in one line; a rejected file leaves the cache.
+    A server error or a cancelled fetch leaves no miss marker for the next
+    run (libdebuginfod would answer "not found" from it for 10 minutes)."""
     fake = bad_server(mode, built)
     url = fake.url if fake else f"http://127.0.0.1:{free_port()}"
     env = {"DEBUGINFOD_TIMEOUT": "1", "DEBUGINFOD_RETRY_LIMIT": "0"} if mode == "slow" else {}
@@ -493,8 +501,10 @@ def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
     files = [f for _, _, fs in os.walk(bid_dir) for f in fs] if os.path.isdir(bid_dir) else []
     sizes = [os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(bid_dir) for f in fs]
     assert not any(sizes), f"a file of {mode} server stayed in the cache: {files} {sizes}"
-    if mode == "hung":      # cancelled as profd stopped: no miss remembered for the next run
+    if mode in ("hung", "error"):   # no miss remembered for the next run
         assert not files, files
+    if mode == "error":
+        assert not r.total("debuginfod_not_found"), r.err
 
 
 def test_strip_g_lines_from_debuginfod(profd_bin, pprof, tmp_path, built, server):
@@ -537,3 +547,24 @@ def test_strip_g_lines_from_debuginfod(profd_bin, pprof, tmp_path, built, server
     bad = {hex(a): (got, want[a]) for a, got in last.items() if want[a] and got != want[a]}
     assert not bad, f"profd vs addr2line -i: {bad}\n{r.err}"
     assert any(ln[0][0] == HOT and ln[0][2] > 0 for ln in last.values()), last
+
+
+def test_bad_cached_file_fetched_again(profd_bin, pprof, tmp_path, built, server):
+    """The cache holds another program's debug file under the workload's
+    build ID (an earlier run's, a disk fault): libdebuginfod hands it out
+    without asking the server; profd rejects it, deletes it and fetches the
+    real one at once (not 10 minutes later), and names the workload."""
+    bid = built["build_id"]
+    cached = tmp_path / "cache" / bid / "debuginfo"
+    cached.parent.mkdir(parents=True)
+    shutil.copy(built["other_debug"], cached)
+    r = profile(profd_bin, pprof, tmp_path, built, env={"DEBUGINFOD_URLS": server})
+    r.check_on_time()
+    assert r.total("debuginfod_rejected") == 1, r.err
+    assert r.total("debuginfod_fetched") == 1, r.err
+    assert open(cached, "rb").read() == open(built["debug"], "rb").read()
+    last = r.workload_frames(pprof, r.paths[-1])
+    assert any(s and s[0][1] == HOT for s in last), (last, r.err)
+    for p in r.paths:
+        frames = [f for s in r.workload_frames(pprof, p) for f in s]
+        assert not wrong_names(built, frames), (p, wrong_names(built, frames))
