@@ -26,6 +26,7 @@ line is made up, and the loss is counted.
 Needs root, like profd itself. About 30 s (profd's BPF load: ~3 s a run).
 """
 import collections
+import gzip
 import json
 import os
 import random
@@ -531,3 +532,64 @@ def test_dropped_functions_dwarf_names_nothing(profd_bin, pprof, tmp_path):
         assert all(fn != "dead_inl" and fn != "unused_big" for fn, _, _ in e["lines"]), e
     for e in hot:
         assert e["lines"] == [("nodbg_hot", "", 0)], e
+
+
+def decoded_profile(path):
+    """@path (a .pb.gz profd wrote) as protoc --decode prints it, read
+    without Google pprof (whose reader merges mappings of one build ID)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    return subprocess.run(["protoc", "--decode=perftools.profiles.Profile",
+                           "-I", os.path.join(root, "proto"), "profile.proto"],
+                          input=data, capture_output=True, check=True).stdout.decode()
+
+
+def test_copies_keep_their_own_mapping(profd_bin, pprof, tmp_path, lines_build):
+    """The same binary at two paths (one build ID), run as two processes:
+    the profile profd writes has a Mapping per file, each with its own
+    filename and the shared build ID, and each process's locations point
+    at its own file's Mapping. (Google pprof's reader merges mappings by
+    build ID, size and offset: `pprof -raw` shows one of the two names.)"""
+    if not shutil.which("protoc"):
+        pytest.skip("no protoc")
+    paths = []
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        paths.append(str(tmp_path / sub / f"lines-{sub}"))
+        shutil.copy(lines_build["plain"], paths[-1])
+    second = subprocess.Popen([paths[1]])
+    try:
+        work, rc, err, outs = profile(profd_bin, tmp_path / "out", [paths[0]], "--no-gpu",
+                                      "--pid", str(second.pid), only_workload=True)
+    finally:
+        second.kill()
+        second.wait()
+    assert rc == 0 and outs, err
+    text = decoded_profile(outs[-1])
+    strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+    maps = {}
+    for m in re.finditer(r"^mapping \{\n(.*?)^\}", text, re.M | re.S):
+        f = dict(re.findall(r"^  (\w+): (\S+)$", m.group(1), re.M))
+        maps[int(f["id"])] = (strings[int(f.get("filename", 0))],
+                              strings[int(f.get("build_id", 0))])
+    ours = {mid: v for mid, v in maps.items() if v[0] in paths}
+    assert {v[0] for v in ours.values()} == set(paths), maps
+    assert len({v[1] for v in ours.values()}) == 1 and list(ours.values())[0][1], ours
+    # each sample's user locations of the binary: its own process's file
+    locs = {}
+    for m in re.finditer(r"^location \{\n(.*?)^\}", text, re.M | re.S):
+        f = dict(re.findall(r"^  (\w+): (\S+)$", m.group(1), re.M))
+        locs[int(f["id"])] = int(f.get("mapping_id", 0))
+    pid_of = {str(work.pid): paths[0], str(second.pid): paths[1]}
+    seen = set()
+    for m in re.finditer(r"^sample \{\n(.*?)^\}", text, re.M | re.S):
+        ids = [int(x) for x in re.findall(r"^  location_id: (\d+)$", m.group(1), re.M)]
+        labels = re.findall(r"label \{\n    key: (\d+)\n    (?:str|num): (\S+)", m.group(1))
+        pid = next((v for k, v in labels if strings[int(k)] == "pid"), None)
+        if pid not in pid_of:
+            continue
+        files = {maps[locs[i]][0] for i in ids if locs.get(i) in ours}
+        assert files == {pid_of[pid]}, (pid, files)
+        seen.add(pid)
+    assert seen == set(pid_of), (seen, err)
