@@ -121,15 +121,19 @@ def built(tmp_path_factory):
     served.mkdir()
     (d / "work.c").write_text(SRC)
     out = {}
-    for name, tag in (("work", '"--work"'), ("other", '"--other"')):
+    for name, tag in (("work", '"--work"'), ("other", '"--other"'), ("stripg", '"--stripg"')):
         full = str(d / f"{name}.full")
         subprocess.run(["gcc", "-O1", "-g", "-fno-pie", "-no-pie", f"-DTAG={tag}",
                         "-o", full, str(d / "work.c")], check=True)
-        debug = str((served if name == "work" else d) / f"{name}.debug")
+        debug = str((d if name == "other" else served) / f"{name}.debug")
         subprocess.run(["objcopy", "--only-keep-debug", full, debug], check=True)
         out[name] = {"full": full, "debug": debug, "build_id": build_id(full)}
     stripped = str(d / "work")
     subprocess.run(["strip", "--strip-all", "-o", stripped, out["work"]["full"]], check=True)
+    # strip -g: the .symtab stays, the DWARF goes (its lines are the server's)
+    stripg = str(d / "work-g")
+    subprocess.run(["strip", "-g", "-o", stripg, out["stripg"]["full"]], check=True)
+    assert ".debug_info" not in run(["readelf", "-SW", stripg])
     sections = run(["readelf", "-SW", stripped])
     assert ".symtab" not in sections and ".gnu_debuglink" not in sections
     assert HOT not in subprocess.run(["nm", "-D", stripped], capture_output=True,
@@ -140,7 +144,9 @@ def built(tmp_path_factory):
     return {"exe": stripped, "build_id": bid, "served": str(served),
             "debug": out["work"]["debug"], "other_debug": out["other"]["debug"],
             "text": text_range(stripped),
-            "funcs": functions(out["work"]["full"])}
+            "funcs": functions(out["work"]["full"]),
+            "stripg": stripg, "stripg_full": out["stripg"]["full"],
+            "stripg_build_id": out["stripg"]["build_id"]}
 
 
 def free_port():
@@ -173,9 +179,10 @@ def server(built, tmp_path_factory):
     want = open(built["debug"], "rb").read()
     try:
         end = time.monotonic() + 60
-        while True:     # indexed once it serves the file by build ID
+        while True:     # indexed once it serves the files by build ID
             status, body = http_get(f"{url}/buildid/{built['build_id']}/debuginfo")
-            if status == 200 and body == want:
+            status_g, _ = http_get(f"{url}/buildid/{built['stripg_build_id']}/debuginfo")
+            if status == 200 and body == want and status_g == 200:
                 break
             assert p.poll() is None, open(d / "debuginfod.log").read()
             assert time.monotonic() < end, "debuginfod never served the debug file:\n" + \
@@ -190,8 +197,8 @@ def server(built, tmp_path_factory):
 class FakeServer:
     """A debuginfod stand-in on localhost: @mode "slow" (answers 404 after
     @delay s), "hung" (never answers), "elf" (any build ID: @body, another
-    program's debug file), "garbage" (any build ID: @body), "proxy"
-    (@delay s, then what @upstream says)."""
+    program's debug file), "garbage" (any build ID: @body), "error" (HTTP
+    500 for any build ID), "proxy" (@delay s, then what @upstream says)."""
 
     def __init__(self, mode, body=b"", delay=0.0, upstream=None):
         outer = self
@@ -210,6 +217,8 @@ class FakeServer:
                 if mode in ("slow", "proxy"):
                     outer.stopping.wait(delay)
                 status, data = 404, b""
+                if mode == "error":
+                    status = 500
                 if mode in ("elf", "garbage"):
                     status, data = 200, body
                 elif mode == "proxy":
@@ -441,6 +450,8 @@ def bad_server(mode, built):
         return FakeServer("elf", body=data[:len(data) // 2])
     if mode == "huge":          # past the 1 MiB cap the run sets
         return FakeServer("garbage", body=b"\0" * (8 << 20))
+    if mode == "error":
+        return FakeServer("error")
     return FakeServer(mode, delay=30)
 
 
@@ -451,16 +462,20 @@ def bad_server(mode, built):
     ("garbage", "debuginfod_rejected"),
     ("truncated", "debuginfod_rejected"),
     ("huge", "debuginfod_failed"),
+    ("error", "debuginfod_server_errors"),
     ("hung", None),
 ])
 def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
     """A server that refuses connections, answers after the timeout
     (DEBUGINFOD_TIMEOUT=1, honoured), sends another program's debug file,
     garbage, the right file truncated, or 8 MiB past the 1 MiB cap for any
-    build ID, or never answers (profd stops anyway: the fetch is
-    cancelled): profd keeps writing a profile a second,
+    build ID, answers HTTP 500 (a server error, not a miss: libdebuginfod
+    says "not found" for both), or never answers (profd stops anyway: the
+    fetch is cancelled): profd keeps writing a profile a second,
     exits on time, names none of the workload's frames, counts the
-    failure and says it in one line; a rejected file leaves the cache."""
+    failure and says it in one line; a rejected file leaves the cache.
+    A server error or a cancelled fetch leaves no miss marker for the next
+    run (libdebuginfod would answer "not found" from it for 10 minutes)."""
     fake = bad_server(mode, built)
     url = fake.url if fake else f"http://127.0.0.1:{free_port()}"
     env = {"DEBUGINFOD_TIMEOUT": "1", "DEBUGINFOD_RETRY_LIMIT": "0"} if mode == "slow" else {}
@@ -486,5 +501,70 @@ def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
     files = [f for _, _, fs in os.walk(bid_dir) for f in fs] if os.path.isdir(bid_dir) else []
     sizes = [os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(bid_dir) for f in fs]
     assert not any(sizes), f"a file of {mode} server stayed in the cache: {files} {sizes}"
-    if mode == "hung":      # cancelled as profd stopped: no miss remembered for the next run
+    if mode in ("hung", "error"):   # no miss remembered for the next run
         assert not files, files
+    if mode == "error":
+        assert not r.total("debuginfod_not_found"), r.err
+
+
+def test_strip_g_lines_from_debuginfod(profd_bin, pprof, tmp_path, built, server):
+    """A binary stripped with `strip -g` keeps its .symtab (named at once)
+    but lost its DWARF: its debug file is fetched all the same, for the
+    lines, and once it came every location of the workload carries the
+    file:line (and inlined functions) `addr2line -f -i` gives on the
+    unstripped binary. Its frames are never counted as waiting for names."""
+    from pprof_traces import pprof_raw_samples
+    from test_native_lines import addr2line
+    exe = built["stripg"]
+    r = Run(profd_bin, pprof, tmp_path, exe, duration=6, env={"DEBUGINFOD_URLS": server})
+    assert r.rc == 0, r.err
+    assert r.total("debuginfod_fetched") == 1, r.err
+    assert not r.total("symbols_pending_debuginfod"), r.err
+    lo, hi = text_range(exe)
+    last = None
+    for path in r.paths:
+        locs = {}
+        for smp in pprof_raw_samples(pprof, path):
+            if smp["labels"].get("pid") != str(r.pid):
+                continue
+            user, prev = [], None
+            for f in smp["frames"]:
+                if f["address"] >= KERNEL_START or f["loc"] == prev:
+                    continue
+                prev = f["loc"]
+                user.append(f)
+            for i, f in enumerate(user):
+                if lo <= f["address"] < hi:
+                    a = f["address"] if i == 0 else f["address"] - 1
+                    locs[a] = [(g["function"], os.path.basename(g["file"]), g["line"])
+                               for g in smp["frames"] if g["loc"] == f["loc"]]
+        # named from the first profile on: the .symtab is its own
+        assert all(ln and ln[-1][0] for ln in locs.values()), (path, locs)
+        if locs:
+            last = locs
+    assert last, r.err
+    want = addr2line(built["stripg_full"], list(last))
+    bad = {hex(a): (got, want[a]) for a, got in last.items() if want[a] and got != want[a]}
+    assert not bad, f"profd vs addr2line -i: {bad}\n{r.err}"
+    assert any(ln[0][0] == HOT and ln[0][2] > 0 for ln in last.values()), last
+
+
+def test_bad_cached_file_fetched_again(profd_bin, pprof, tmp_path, built, server):
+    """The cache holds another program's debug file under the workload's
+    build ID (an earlier run's, a disk fault): libdebuginfod hands it out
+    without asking the server; profd rejects it, deletes it and fetches the
+    real one at once (not 10 minutes later), and names the workload."""
+    bid = built["build_id"]
+    cached = tmp_path / "cache" / bid / "debuginfo"
+    cached.parent.mkdir(parents=True)
+    shutil.copy(built["other_debug"], cached)
+    r = profile(profd_bin, pprof, tmp_path, built, env={"DEBUGINFOD_URLS": server})
+    r.check_on_time()
+    assert r.total("debuginfod_rejected") == 1, r.err
+    assert r.total("debuginfod_fetched") == 1, r.err
+    assert open(cached, "rb").read() == open(built["debug"], "rb").read()
+    last = r.workload_frames(pprof, r.paths[-1])
+    assert any(s and s[0][1] == HOT for s in last), (last, r.err)
+    for p in r.paths:
+        frames = [f for s in r.workload_frames(pprof, p) for f in s]
+        assert not wrong_names(built, frames), (p, wrong_names(built, frames))

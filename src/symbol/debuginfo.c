@@ -216,7 +216,9 @@ int debuginfo_attach(struct elf_file *f, const char *root,
 
 	if (s.found)
 		s.found[0] = '\0';
-	if (elf_file_has_symtab(f) || elf_file_has_debug(f))
+	/* strip -g kept the names: the debug file is looked for its DWARF */
+	if ((elf_file_has_symtab(f) && elf_file_has_dwarf(f)) ||
+	    elf_file_has_debug(f))
 		return -EEXIST;
 	/*
 	 * Even a root that is the host's "/" is searched twice: the process

@@ -2,9 +2,10 @@
 /*
  * debuginfo.h - finding an object's separate debug file.
  *
- * Owns: the search for the file that holds the .symtab a stripped
- * object lost (Debian's libc6-dbg, *-dbgsym packages, objcopy
- * --only-keep-debug), in the places GDB looks:
+ * Owns: the search for the file that holds the .symtab and the DWARF a
+ * stripped object lost (Debian's libc6-dbg, *-dbgsym packages, objcopy
+ * --only-keep-debug; `strip -g` keeps the .symtab and loses the DWARF
+ * alone), in the places GDB looks:
  *   1. /usr/lib/debug/.build-id/<first 2 hex>/<rest>.debug  (build ID)
  *   2. the .gnu_debuglink name in the object's directory,
  *   3. ... in its .debug/ subdirectory,
@@ -24,7 +25,8 @@ struct elf_file;
 
 /*
  * debuginfo_attach - find the debug file of @f and attach it with
- * elf_file_set_debug(). Does nothing for an object that has a .symtab.
+ * elf_file_set_debug(). Does nothing for an object that has both a
+ * .symtab and DWARF (.debug_info) of its own.
  * @root: the process's root as a path ("/proc/PID/root"), searched
  *	before the host's own root; NULL or "" to search the host only.
  *	Paths under it are resolved as if it were "/" (openat2
@@ -34,7 +36,7 @@ struct elf_file;
  * @found: if non-NULL, receives the path of the file attached (under
  *	@root if found there; truncated to @found_len bytes), "" otherwise.
  * Returns 0 when a debug file was attached, -EEXIST when @f has a .symtab
- * or a debug file already, -ENOENT when no acceptable file was found,
+ * and DWARF, or a debug file, already, -ENOENT when no acceptable file was found,
  * -ENOMEM. Costs a few failed open()s for an object without one; a
  * debuglink candidate is read whole once for its CRC.
  */

@@ -16,6 +16,21 @@
  * DEBUGINFOD_MAXTIME for all of it, DEBUGINFOD_MAXSIZE for the size)
  * and by our progress callback, which cancels when profd stops, when
  * more than the cache's cap arrived, or after DBGD_FETCH_MAX_NS.
+ *
+ * What a failure means decides when it is asked again. libdebuginfod
+ * (0.188, debuginfod-client.c) returns -ENOENT for every HTTP error
+ * status alike, 404 or 500 or 503, and leaves its miss marker (an empty
+ * file, believed for its cache_miss_s) for each. The status each server
+ * answered is in the client's verbose output ("header HTTP/1.1 500 ...",
+ * "url N The requested URL returned error: 500"), which each worker
+ * keeps in a memfd: a 5xx from any server is a server error, not a miss.
+ * A miss (404 everywhere) or a rejected file is asked again after
+ * DBGD_RETRY_S; a server error, a timeout or an unreachable server
+ * after DBGD_ERROR_RETRY_S, doubled at each such failure in a row up to
+ * DBGD_RETRY_S, with the client's miss marker deleted so that the retry
+ * reaches the servers. A file that fails the check (from the cache, or
+ * as it came) is deleted and fetched again at once, once: the second
+ * file in a row that fails it fails the entry.
  */
 #include <errno.h>
 #include <elfutils/debuginfod.h>
@@ -25,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,10 +54,14 @@
 COUNTER_DEFINE(debuginfod_fetched, COUNTER_STAT,
 	       "debug files fetched from debuginfod servers, checked and cached");
 COUNTER_DEFINE(debuginfod_not_found, COUNTER_STAT,
-	       "build IDs no debuginfod server had a debug file for");
+	       "build IDs no debuginfod server had a debug file for (HTTP 404): "
+	       "asked again after 10 minutes");
+COUNTER_DEFINE(debuginfod_server_errors, COUNTER_STAT,
+	       "debuginfod fetches a server answered with an error (HTTP 5xx): "
+	       "asked again after 1 minute, doubling while it lasts");
 COUNTER_DEFINE(debuginfod_failed, COUNTER_STAT,
-	       "debuginfod fetches that failed: server unreachable, timed out, "
-	       "too big, cancelled");
+	       "debuginfod fetches that failed: server unreachable, timed out "
+	       "(asked again after 1 minute, doubling), too big, cancelled");
 COUNTER_DEFINE(debuginfod_rejected, COUNTER_STAT,
 	       "files debuginfod servers sent that were not the object's debug "
 	       "file (another build ID, not ELF, no .symtab): deleted, never used");
@@ -62,6 +82,8 @@ struct dbgd_entry {
 	int state;			/* enum dbgd_state; atomic */
 	char *path;			/* DBGD_READY: the file in the cache */
 	uint64_t retry_ns;		/* DBGD_FAILED: queued again from then */
+	unsigned int errors;		/* server errors/timeouts in a row */
+	unsigned int rejections;	/* files rejected in a row */
 	char build_id[DBGD_BUILD_ID_MAX + 1];
 };
 
@@ -71,6 +93,7 @@ struct dbgd_worker {
 	unsigned int index;
 	uint64_t start_ns;		/* CLOCK_MONOTONIC start of its fetch */
 	int cancelled;			/* why progress() cancelled it, or 0 */
+	int vfd;			/* memfd: the client's verbose output, or -1 */
 };
 
 struct dbgd_fetcher {
@@ -87,6 +110,7 @@ struct dbgd_fetcher {
 	struct dbgd_worker workers[DBGD_WORKERS];
 	char *cache_dir;
 	uint64_t cap;
+	uint64_t error_retry_ns;	/* first retry after a server error */
 	int verbose;
 	unsigned int warned;		/* failures printed */
 };
@@ -239,13 +263,35 @@ static void warn_failure(struct dbgd_fetcher *d, const struct dbgd_entry *e,
 }
 
 /*
- * @e failed with @err: retried after DBGD_RETRY_S; counted by kind
- * (unless profd is stopping: a cancelled fetch). @rejected: a file came
- * but was not the object's.
+ * Whether a fetch that failed with @err may work soon: a server error
+ * (-EREMOTEIO, from the status it answered), a timeout, a server not
+ * reached. Not a miss (-ENOENT), a file too big, a rejected file.
+ */
+static bool transient(int err)
+{
+	switch (err) {
+	case -EREMOTEIO: case -ETIME: case -ETIMEDOUT: case -ECONNREFUSED:
+	case -ECONNRESET: case -EHOSTUNREACH: case -ENETUNREACH: case -EAGAIN:
+	case -EIO:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * @e failed with @err: retried after DBGD_RETRY_S, or, for a transient
+ * failure, after the fetcher's error retry doubled for each one in a row
+ * before (at most DBGD_RETRY_S); counted by kind (unless profd is
+ * stopping: a cancelled fetch). @rejected: a file came but was not the
+ * object's.
  */
 static void fail(struct dbgd_fetcher *d, struct dbgd_entry *e, int err,
 		 bool rejected, const char *url)
 {
+	uint64_t wait_ns = DBGD_RETRY_S * 1000000000ULL;
+	bool again = !rejected && transient(err);
+
 	if (__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
 		/* cancelled as profd stops: not the server's failure */
 	} else if (rejected) {
@@ -256,16 +302,103 @@ static void fail(struct dbgd_fetcher *d, struct dbgd_entry *e, int err,
 		counter_inc(&counter_debuginfod_not_found);
 		if (d->verbose)
 			warn_failure(d, e, "no server has it", err, url);
+	} else if (err == -EREMOTEIO) {
+		counter_inc(&counter_debuginfod_server_errors);
+		warn_failure(d, e, "server error (HTTP 5xx)", err, url);
 	} else {
 		counter_inc(&counter_debuginfod_failed);
 		warn_failure(d, e, "fetch failed", err, url);
 	}
 	pthread_mutex_lock(&d->lock);
-	e->retry_ns = clock_mono_ns() + DBGD_RETRY_S * 1000000000ULL;
+	if (again) {
+		unsigned int shift = e->errors < 16 ? e->errors : 16;
+
+		if (d->error_retry_ns << shift < wait_ns)
+			wait_ns = d->error_retry_ns << shift;
+		e->errors++;
+	} else {
+		e->errors = 0;
+	}
+	if (!rejected)
+		e->rejections = 0;
+	e->retry_ns = clock_mono_ns() + wait_ns;
 	free(e->path);
 	e->path = NULL;
 	set_state(e, DBGD_FAILED);
 	pthread_mutex_unlock(&d->lock);
+}
+
+/*
+ * The HTTP status of a line of libdebuginfod's verbose output: a status
+ * line ("header HTTP/1.1 500 Internal Server Error") or curl's error
+ * for a URL ("url 0 The requested URL returned error: 500"); 0 if none.
+ */
+static int line_status(const char *line)
+{
+	const char *p = NULL;
+
+	if (!strncmp(line, "header HTTP/", 12)) {
+		p = strchr(line + 12, ' ');
+	} else if (!strncmp(line, "url ", 4)) {
+		p = strstr(line, "returned error: ");
+		p = p ? p + 15 : NULL;
+	}
+	if (!p || p[0] != ' ' || p[1] < '1' || p[1] > '5' || p[2] < '0' ||
+	    p[2] > '9' || p[3] < '0' || p[3] > '9')
+		return 0;
+	return (p[1] - '0') * 100 + (p[2] - '0') * 10 + (p[3] - '0');
+}
+
+/*
+ * Whether a server answered the last fetch of @w with a 5xx status (its
+ * verbose output read line by line; a line longer than the buffer is
+ * skipped).
+ */
+static bool server_error(struct dbgd_worker *w)
+{
+	char buf[1024];
+	size_t have = 0;
+	off_t off = 0;
+	bool skip = false, found = false;
+	ssize_t r;
+
+	if (w->vfd < 0)
+		return false;
+	while (!found && (r = pread(w->vfd, buf + have, sizeof(buf) - 1 - have,
+				    off)) > 0) {
+		char *line = buf, *nl;
+
+		off += r;
+		have += (size_t)r;
+		buf[have] = '\0';
+		while (!found && (nl = strchr(line, '\n')) != NULL) {
+			*nl = '\0';
+			if (!skip && line_status(line) / 100 == 5)
+				found = true;
+			skip = false;
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1) {	/* no end in sight: skip it */
+			have = 0;
+			skip = true;
+		}
+	}
+	if (!found && have && !skip) {
+		buf[have] = '\0';
+		found = line_status(buf) / 100 == 5;
+	}
+	return found;
+}
+
+/* Empty @w's verbose output before a fetch. */
+static void verbose_reset(struct dbgd_worker *w)
+{
+	if (w->vfd >= 0 && (ftruncate(w->vfd, 0) || lseek(w->vfd, 0, SEEK_SET))) {
+		close(w->vfd);	/* cannot tell server errors from misses now */
+		w->vfd = -1;
+	}
 }
 
 /*
@@ -307,7 +440,10 @@ static void forget_miss(struct dbgd_fetcher *d, const struct dbgd_entry *e)
 	free(path);
 }
 
-/* Fetch @e's debug file with client @c, check it, and say how it went. */
+/*
+ * Fetch @e's debug file with client @c, check it, and say how it went:
+ * a file that fails the check is deleted and fetched again, once.
+ */
 static void fetch(struct dbgd_worker *w, debuginfod_client *c, struct dbgd_entry *e)
 {
 	struct dbgd_fetcher *d = w->d;
@@ -315,13 +451,18 @@ static void fetch(struct dbgd_worker *w, debuginfod_client *c, struct dbgd_entry
 	char *path = NULL, *url = NULL;
 	int fd, ret, evicted;
 
+again:
 	w->start_ns = clock_mono_ns();
 	w->cancelled = 0;
+	verbose_reset(w);
 	fd = c ? debuginfod_find_debuginfo(c, (const unsigned char *)e->build_id, 0,
 					   &path) : -ENOMEM;
 	if (fd < 0 && w->cancelled)	/* the library says -ENOENT then */
 		fd = w->cancelled;
-	if (fd == -ECANCELED)
+	if (fd == -ENOENT && server_error(w))
+		fd = -EREMOTEIO;	/* the library says -ENOENT for a 5xx too */
+	/* not a miss: the client's marker would answer the retry */
+	if (fd == -ECANCELED || (fd < 0 && transient(fd)))
 		forget_miss(d, e);
 	u = c ? debuginfod_get_url(c) : NULL;
 	url = u ? strdup(u) : NULL;
@@ -336,6 +477,16 @@ static void fetch(struct dbgd_worker *w, debuginfod_client *c, struct dbgd_entry
 	if (ret) {
 		if (path)
 			unlink(path);	/* never to be served from the cache */
+		if (ret != -ENOMEM && !e->rejections++ &&
+		    !__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
+			/* one more try: the bad file may have been the cache's */
+			counter_inc(&counter_debuginfod_rejected);
+			warn_failure(d, e, "rejected, fetched again", ret, url);
+			free(path);
+			free(url);
+			path = url = NULL;
+			goto again;
+		}
 		fail(d, e, ret, ret != -ENOMEM, url);
 		goto out;
 	}
@@ -349,6 +500,7 @@ static void fetch(struct dbgd_worker *w, debuginfod_client *c, struct dbgd_entry
 	free(e->path);
 	e->path = path;
 	path = NULL;
+	e->errors = 0;
 	set_state(e, DBGD_READY);
 	pthread_mutex_unlock(&d->lock);
 out:
@@ -364,9 +516,13 @@ static void *worker_main(void *arg)
 	struct dbgd_entry *e;
 	int evicted;
 
+	w->vfd = memfd_create("profd-debuginfod", MFD_CLOEXEC);
 	if (c) {
 		debuginfod_set_user_data(c, w);
 		debuginfod_set_progressfn(c, progress);
+		/* the HTTP status of a failure: server_error() */
+		if (w->vfd >= 0)
+			debuginfod_set_verbose_fd(c, w->vfd);
 	}
 	if (w->index == 0) {
 		/* a cap lowered since the last run applies from the start */
@@ -395,6 +551,8 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&d->lock);
 	if (c)
 		debuginfod_end(c);
+	if (w->vfd >= 0)
+		close(w->vfd);
 	return NULL;
 }
 
@@ -436,6 +594,8 @@ struct dbgd_fetcher *dbgd_fetcher_new(const struct dbgd_config *cfg,
 		return NULL;
 	}
 	d->cap = cfg->cache_bytes;
+	d->error_retry_ns = cfg->error_retry_ms ? cfg->error_retry_ms * 1000000ULL :
+				DBGD_ERROR_RETRY_S * 1000000000ULL;
 	d->verbose = cfg->verbose;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->work, NULL);
@@ -527,9 +687,23 @@ int dbgd_entry_open(struct dbgd_fetcher *d, struct dbgd_entry *e)
 /* dbgd_entry_reject - see debuginfod.h. */
 void dbgd_entry_reject(struct dbgd_fetcher *d, struct dbgd_entry *e, int why)
 {
+	bool again;
+
 	pthread_mutex_lock(&d->lock);
 	if (e->path)
 		unlink(e->path);
+	again = !e->rejections++ && !d->stop && d->qlen < DBGD_QUEUE_MAX &&
+		dbgd_entry_state(e) == DBGD_READY;
+	if (again) {
+		free(e->path);
+		e->path = NULL;
+		enqueue(d, e);	/* fetched again at once, once */
+	}
 	pthread_mutex_unlock(&d->lock);
+	if (again) {
+		counter_inc(&counter_debuginfod_rejected);
+		warn_failure(d, e, "rejected, fetched again", why, NULL);
+		return;
+	}
 	fail(d, e, why, true, NULL);
 }

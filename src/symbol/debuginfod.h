@@ -33,7 +33,8 @@
 #define DBGD_WORKERS		2	/* fetches at once */
 #define DBGD_QUEUE_MAX		256	/* build IDs waiting for a worker */
 #define DBGD_ENTRIES_MAX	8192	/* build IDs remembered (each ~200 bytes) */
-#define DBGD_RETRY_S		600	/* a failed build ID is asked again after */
+#define DBGD_RETRY_S		600	/* a missing/rejected build ID is asked again after */
+#define DBGD_ERROR_RETRY_S	60	/* after a server error or timeout (doubling) */
 #define DBGD_TIMEOUT_S		10	/* DEBUGINFOD_TIMEOUT unless set */
 #define DBGD_MAXTIME_S		120	/* DEBUGINFOD_MAXTIME unless set */
 #define DBGD_CACHE_DIR		"/var/cache/profd/debuginfod"
@@ -52,6 +53,8 @@ struct dbgd_config {
 	const char *urls;	/* DEBUGINFOD_URLS' form; NULL or "": off */
 	const char *cache_dir;	/* libdebuginfod's cache; NULL: DBGD_CACHE_DIR */
 	uint64_t cache_bytes;	/* the cache's size cap, bytes (> 0) */
+	uint32_t error_retry_ms;	/* first retry after a server error or a
+					 * timeout; 0: DBGD_ERROR_RETRY_S */
 	int verbose;		/* > 0: every failed fetch printed */
 };
 
@@ -96,7 +99,11 @@ bool dbgd_fetcher_free(struct dbgd_fetcher *d, uint64_t wait_ns);
 /*
  * dbgd_request - the entry for @build_id (lowercase hex, as
  * elf_file_build_id()), queuing a fetch unless one is queued, running or
- * done, or it failed less than DBGD_RETRY_S ago. Never waits for a
+ * done, or it failed less than DBGD_RETRY_S ago (a miss: HTTP 404
+ * everywhere; a rejected file), or less than its error retry ago (a
+ * server error, HTTP 5xx, a timeout, an unreachable server:
+ * DBGD_ERROR_RETRY_S doubled for each in a row, at most DBGD_RETRY_S).
+ * Never waits for a
  * fetch. The entry is owned by @d and valid until dbgd_fetcher_free().
  * NULL for an empty or non-hex build ID, or when DBGD_ENTRIES_MAX
  * entries exist or the queue is full (counted: debuginfod_dropped; ask
@@ -119,8 +126,10 @@ int dbgd_entry_open(struct dbgd_fetcher *d, struct dbgd_entry *e);
 /*
  * dbgd_entry_reject - the file of @e (DBGD_READY) did not fit the object
  * after all (elf_file_read_debug_symbols(): another class or machine, an
- * unreadable symbol table): the entry fails for DBGD_RETRY_S, the file
- * is deleted from the cache, and it counts as debuginfod_rejected.
+ * unreadable symbol table): the file is deleted from the cache and
+ * counts as debuginfod_rejected; the entry is queued again at once the
+ * first time (the file may have been a bad one in the cache), and fails
+ * for DBGD_RETRY_S when the file rejected before it was rejected too.
  * @why: a negative errno, for the message.
  */
 void dbgd_entry_reject(struct dbgd_fetcher *d, struct dbgd_entry *e, int why);

@@ -4,7 +4,8 @@
  * objects want a debug file fetched, and attaching it once it came (see
  * symbolizer_internal.h: sym_fetched_*; the fetcher is debuginfod.c).
  *
- * An object wants one when, at its open, it has no .symtab and
+ * An object wants one when, at its open, it has no .symtab (or, with
+ * lines on, no DWARF: `strip -g` keeps the names and drops the lines),
  * debuginfo.c found no local debug file, and it has a build ID (the only
  * key a server knows). Its request is queued then (never on the sample
  * path); symbolizer_trim() asks again for a request that was dropped or
@@ -16,7 +17,8 @@
  * it with the object's caches emptied (a miss cached before must not
  * stay a miss). Until then its lookups miss with -EINPROGRESS: the
  * writer counts those frames (symbols_pending_debuginfod) and keeps
- * their addresses.
+ * their addresses; an object with names of its own names its frames
+ * meanwhile, without lines.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -51,8 +53,10 @@ void sym_fetched_wanted(struct symbolizer *s, struct sym_object *o)
 	struct dbgd_entry *e;
 	int fd, ret;
 
-	if (!s->dbgd || !o->ef || o->same || elf_file_has_symtab(o->ef) ||
-	    elf_file_has_debug(o->ef) || !elf_file_build_id(o->ef)[0])
+	if (!s->dbgd || !o->ef || o->same || elf_file_has_debug(o->ef) ||
+	    (elf_file_has_symtab(o->ef) &&
+	     (!s->lines || elf_file_has_dwarf(o->ef))) ||
+	    !elf_file_build_id(o->ef)[0])
 		return;
 	o->dbgd_wanted = true;
 	e = dbgd_request(s->dbgd, elf_file_build_id(o->ef));
@@ -83,7 +87,9 @@ bool sym_fetched_pending(const struct sym_object *o)
 {
 	struct dbgd_entry *e = entry_of(o);
 
-	return e && !attached(o) && dbgd_entry_state(e) != DBGD_FAILED;
+	/* names of its own (strip -g): only its lines wait */
+	return e && !attached(o) && dbgd_entry_state(e) != DBGD_FAILED &&
+	       !(o->ef && elf_file_has_symtab(o->ef));
 }
 
 /* sym_fetched_retry - see symbolizer_internal.h. */

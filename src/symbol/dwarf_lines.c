@@ -42,6 +42,7 @@
 struct cu_range {
 	uint64_t lo, hi;	/* [lo, hi) */
 	uint64_t off;		/* the CU DIE's offset */
+	bool split;		/* a skeleton unit: its DIEs are in a .dwo/.dwp */
 };
 
 /* CU ranges kept at most (a hostile file cannot grow the table past it). */
@@ -58,6 +59,10 @@ struct dwarf_lines {
 	uint64_t decoded_bytes;	/* estimate: line tables decoded */
 	uint64_t *cus;		/* CU offsets whose lines were counted (+1; 0 empty) */
 	uint32_t cus_cap, cus_n;
+	bool unreadable;	/* corrupt DWARF met (a unit, a line table, a DIE) */
+	bool units_cut;		/* the unit walk stopped at one it could not read */
+	bool unreadable_told;	/* dwarf_lines_unreadable() said so once */
+	uint32_t nsplit;	/* skeleton units (split DWARF) */
 };
 
 static bool is_debug_section(const char *name)
@@ -139,7 +144,7 @@ static int range_cmp(const void *a, const void *b)
 }
 
 static int range_push(struct dwarf_lines *d, uint64_t lo, uint64_t hi,
-		      uint64_t off)
+		      uint64_t off, bool split)
 {
 	if (d->nranges == d->ranges_cap) {
 		uint32_t ncap = d->ranges_cap ? d->ranges_cap * 2 : 256;
@@ -153,7 +158,7 @@ static int range_push(struct dwarf_lines *d, uint64_t lo, uint64_t hi,
 		d->ranges = n;
 		d->ranges_cap = ncap;
 	}
-	d->ranges[d->nranges++] = (struct cu_range){ lo, hi, off };
+	d->ranges[d->nranges++] = (struct cu_range){ lo, hi, off, split };
 	return 0;
 }
 
@@ -186,6 +191,17 @@ static bool haspc_live(Dwarf_Die *die, uint64_t vaddr)
  * by binary search, with or without .debug_aranges (Go writes none, and
  * libdw 0.188's dwarf_addrdie() needs it). A unit without ranges, or a
  * table past CU_RANGES_MAX, leaves its addresses without lines.
+ *
+ * A unit header libdw cannot read (a length past the section, a version
+ * it does not know) ends the walk: the units before it are kept, the
+ * handle is marked unreadable (its addresses past that point cannot be
+ * told from code without DWARF). A skeleton unit (DWARF 5 split units,
+ * GCC's -gsplit-dwarf, and GNU DebugFission in DWARF 4, which libdw
+ * reports the same way) keeps its functions in a .dwo or .dwp file,
+ * which is not read (libdw would open it by a path the DWARF names:
+ * subdie NULL keeps it from looking): its ranges are kept, marked split,
+ * so that a lookup there says so instead of giving a line without the
+ * functions inlined at it.
  */
 static int build_ranges(struct dwarf_lines *d)
 {
@@ -193,32 +209,41 @@ static int build_ranges(struct dwarf_lines *d)
 	Dwarf_Die cudie;
 	uint8_t unit_type;
 	Dwarf_Half version;
-	int ret = 0;
+	int ret = 0, more;
 
-	while (!ret && !dwarf_get_units(d->dw, cu, &cu, &version, &unit_type,
-					&cudie, NULL)) {
+	while (!ret && !(more = dwarf_get_units(d->dw, cu, &cu, &version,
+						&unit_type, &cudie, NULL))) {
 		Dwarf_Addr base, lo, hi;
 		ptrdiff_t o = 0;
+		bool split = unit_type == DW_UT_skeleton;
 
-		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial &&
+		    !split)
 			continue;
+		if (split)
+			d->nsplit++;
 		while (!ret && (o = dwarf_ranges(&cudie, o, &base, &lo, &hi)) > 0)
 			if (range_live(lo, hi))
-				ret = range_push(d, lo, hi, dwarf_dieoffset(&cudie));
+				ret = range_push(d, lo, hi, dwarf_dieoffset(&cudie),
+						 split);
+		if (o < 0)	/* a range list it could not read */
+			d->unreadable = d->units_cut = true;
 	}
 	if (ret == -ENOMEM)
 		return ret;
+	if (!ret && more < 0)
+		d->unreadable = d->units_cut = true;
 	if (d->nranges)
 		qsort(d->ranges, d->nranges, sizeof(*d->ranges), range_cmp);
 	return 0;
 }
 
 /*
- * The CU whose ranges hold @vaddr, into @mem, and where that range
- * starts (*@start); NULL if none.
+ * The CU whose ranges hold @vaddr, into @mem, where that range starts
+ * (*@start) and whether it is a skeleton unit (*@split); NULL if none.
  */
 static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem,
-			uint64_t *start)
+			uint64_t *start, bool *split)
 {
 	uint32_t lo = 0, hi = d->nranges;
 
@@ -233,7 +258,9 @@ static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem,
 	/* ranges may nest or overlap (a CU's range list and another's) */
 	for (uint32_t i = lo, k = 0; i-- > 0 && k < 8; k++)
 		if (vaddr < d->ranges[i].hi) {
+			/* a range found (*@start set) but no DIE: unreadable */
 			*start = d->ranges[i].lo;
+			*split = d->ranges[i].split;
 			return dwarf_offdie(d->dw, d->ranges[i].off, mem);
 		}
 	return NULL;
@@ -244,6 +271,7 @@ static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 {
 	bool has_info;
 	uint64_t bytes;
+	int ret;
 
 	d->elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF)
@@ -261,7 +289,10 @@ static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 	elf_cntl(d->elf, ELF_C_FDDONE);
 	if (max_bytes && d->section_bytes > max_bytes)
 		return -EFBIG;
-	return build_ranges(d);
+	ret = build_ranges(d);
+	if (!ret && d->unreadable && !d->nranges)
+		ret = -ENOEXEC;	/* not one unit readable */
+	return ret;
 }
 
 static void close_handles(struct dwarf_lines *d)
@@ -423,11 +454,13 @@ static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
 		      int *n, int max, int depth)
 {
 	Dwarf_Die child;
+	int more;
 
 	if (depth > SCOPE_DEPTH_MAX)
 		return -E2BIG;
-	if (dwarf_child(parent, &child))
-		return 0;
+	more = dwarf_child(parent, &child);
+	if (more)
+		return more < 0 ? -EINVAL : 0;	/* -1: a DIE libdw could not read */
 	do {
 		int tag = dwarf_tag(&child), ret;
 
@@ -459,8 +492,8 @@ static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
 		default:
 			break;
 		}
-	} while (dwarf_siblingof(&child, &child) == 0);
-	return 0;
+	} while ((more = dwarf_siblingof(&child, &child)) == 0);
+	return more < 0 ? -EINVAL : 0;
 }
 
 /* dwarf_lines_lookup - see dwarf_lines.h. */
@@ -471,17 +504,31 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 	Dwarf_Addr row_addr;
 	uint64_t start = 0;
 	const char *file;
+	Dwarf_Lines *rows;
 	Dwarf_Line *row;
 	uint32_t line;
+	size_t nrows;
 	int lineno, n = 0, nchain = 0, ret;
-	bool sub = false;
+	bool sub = false, split = false;
 
 	if (!d || !d->dw || max < 1)
 		return -EINVAL;
-	cu = cu_of(d, vaddr, &cu_mem, &start);
-	if (!cu)
+	cu = cu_of(d, vaddr, &cu_mem, &start, &split);
+	/* past a unit it could not read: maybe code with DWARF, maybe not */
+	if (!cu && !d->units_cut && !start)
 		return -ENOENT;
+	if (!cu) {
+		d->unreadable = true;
+		return -EILSEQ;
+	}
+	if (split)
+		return -EOPNOTSUPP;
 	count_cu_lines(d, cu);
+	/* a line table libdw cannot decode: corrupt, not "no row here" */
+	if (dwarf_getsrclines(cu, &rows, &nrows)) {
+		d->unreadable = true;
+		return -EILSEQ;
+	}
 	row = dwarf_getsrc_die(cu, vaddr);
 	/* a row below the unit's range: a dropped function's sequence */
 	if (!row || dwarf_lineaddr(row, &row_addr) || row_addr < start ||
@@ -490,6 +537,10 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		return -ENOENT;
 	line = (uint32_t)lineno;
 	ret = scope_walk(cu, vaddr, chain, &nchain, DWARF_LINES_MAX_DEPTH, 0);
+	if (ret == -EINVAL) {
+		d->unreadable = true;
+		return -EILSEQ;
+	}
 	if (ret)
 		return ret;
 	/* innermost first, from the subprogram's inlined calls outwards */
@@ -504,8 +555,10 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 			sub = true;
 			break;
 		}
-		if (call_site(cu, &chain[i], &file, &line))
-			return -EINVAL;
+		if (call_site(cu, &chain[i], &file, &line)) {
+			d->unreadable = true;
+			return -EILSEQ;
+		}
 	}
 	/*
 	 * No subprogram DIE around @vaddr (none at all, or the chain of
@@ -518,4 +571,19 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		out[n++] = (struct dwarf_frame){ .file = file, .line = line };
 	}
 	return n;
+}
+
+/* dwarf_lines_unreadable - see dwarf_lines.h. */
+bool dwarf_lines_unreadable(struct dwarf_lines *d)
+{
+	if (!d || !d->unreadable || d->unreadable_told)
+		return false;
+	d->unreadable_told = true;
+	return true;
+}
+
+/* dwarf_lines_split_units - see dwarf_lines.h. */
+uint32_t dwarf_lines_split_units(const struct dwarf_lines *d)
+{
+	return d ? d->nsplit : 0;
 }

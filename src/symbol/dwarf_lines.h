@@ -18,6 +18,7 @@
 #ifndef PROFD_SYMBOL_DWARF_LINES_H
 #define PROFD_SYMBOL_DWARF_LINES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct elf_file;
@@ -41,7 +42,9 @@ struct dwarf_frame {
  * call it where a blocked read is allowed. Returns 0, -ENODATA (no
  * .debug_info / .debug_line with data: no lines to give), -EFBIG (larger
  * than @max_bytes; nothing read), -ENOEXEC (libelf/libdw could not read
- * it: corrupt or truncated DWARF), -ENOMEM.
+ * it, or not one of its units: corrupt or truncated DWARF), -ENOMEM.
+ * Units after one whose header libdw cannot read are not used; the
+ * handle is then unreadable (dwarf_lines_unreadable()) but opens.
  */
 int dwarf_lines_open(const struct elf_file *f, uint64_t max_bytes,
 		     struct dwarf_lines **out);
@@ -63,10 +66,26 @@ uint64_t dwarf_lines_bytes(const struct dwarf_lines *d);
  * contains them (its DWARF name; the line where it calls the outermost
  * inlined function, or executes @vaddr itself). Up to @max levels.
  * Returns n >= 1, -ENOENT (no compilation unit or line row covers
- * @vaddr), -E2BIG (a deeper chain than @max), -EINVAL (corrupt DWARF
- * met on the way).
+ * @vaddr), -E2BIG (a deeper chain than @max), -EILSEQ (corrupt DWARF met
+ * on the way: a line table, a DIE or a call site libdw could not read,
+ * or an address past a unit it could not read; @d is then unreadable),
+ * -EOPNOTSUPP (@vaddr's unit is a skeleton: split DWARF, whose DIEs are
+ * in a .dwo/.dwp file that is not read), -EINVAL (bad arguments).
  */
 int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		       struct dwarf_frame *out, int max);
+
+/*
+ * dwarf_lines_unreadable - true the first time it is asked after @d met
+ * corrupt DWARF (at its open, or in a lookup since), false before and
+ * after: one count per object (lines_unreadable). NULL: false.
+ */
+bool dwarf_lines_unreadable(struct dwarf_lines *d);
+
+/*
+ * dwarf_lines_split_units - how many of @d's units are skeletons of
+ * split DWARF (-gsplit-dwarf): their addresses get no lines. NULL: 0.
+ */
+uint32_t dwarf_lines_split_units(const struct dwarf_lines *d);
 
 #endif /* PROFD_SYMBOL_DWARF_LINES_H */

@@ -61,6 +61,7 @@ struct elf_file {
 	bool is_dyn;
 	int syms_err;		/* load_symbols() result, once loaded */
 	bool has_symtab;	/* own file has a non-empty SHT_SYMTAB */
+	bool has_dwarf;		/* own file has a .debug_info with data */
 	char build_id[2 * BUILD_ID_MAX + 1];
 	char *debuglink;	/* .gnu_debuglink file name, or NULL */
 	uint32_t debuglink_crc;
@@ -187,7 +188,7 @@ static void read_debuglink(struct elf_file *f, Elf_Data *d,
 	f->debuglink = strndup(p, len);
 }
 
-/* Whether there is a .symtab, and the .gnu_debuglink if any. */
+/* Whether there is a .symtab, a .debug_info, and the .gnu_debuglink if any. */
 static void read_section_info(struct elf_file *f, Elf *elf,
 			      const GElf_Ehdr *eh, bool want_debuglink)
 {
@@ -203,6 +204,10 @@ static void read_section_info(struct elf_file *f, Elf *elf,
 			continue;
 		if (sh.sh_type == SHT_SYMTAB && sh.sh_size)
 			f->has_symtab = true;
+		if (names && sh.sh_type == SHT_PROGBITS && sh.sh_size &&
+		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			f->has_dwarf = true;
 		if (!want_debuglink || f->debuglink || !names ||
 		    sh.sh_type != SHT_PROGBITS || (sh.sh_flags & SHF_COMPRESSED))
 			continue;
@@ -425,6 +430,12 @@ bool elf_file_has_symtab(const struct elf_file *f)
 	return f->has_symtab;
 }
 
+/* elf_file_has_dwarf - see elf_file.h. */
+bool elf_file_has_dwarf(const struct elf_file *f)
+{
+	return f->has_dwarf;
+}
+
 /* elf_file_debuglink - see elf_file.h. */
 const char *elf_file_debuglink(const struct elf_file *f, uint32_t *crc)
 {
@@ -601,8 +612,11 @@ static int read_symbols_with(const struct elf_file *f, int dbg_fd,
 		return -ENOEXEC;
 	}
 	n++;
-	/* A debug file's .dynsym has no data: its .symtab only. */
-	if (dbg_fd >= 0) {
+	/*
+	 * A debug file's .dynsym has no data: its .symtab only. An object
+	 * with a .symtab of its own (strip -g) has it for its DWARF alone.
+	 */
+	if (dbg_fd >= 0 && !f->has_symtab) {
 		elves[n] = elf_begin(dbg_fd, ELF_C_READ, NULL);
 		if (elves[n] && elf_kind(elves[n]) == ELF_K_ELF)
 			n++;

@@ -70,9 +70,16 @@ const char *elf_file_build_id(const struct elf_file *f);
 
 /*
  * elf_file_has_symtab - true when the object's own file has a non-empty
- * .symtab, i.e. when a separate debug file has nothing to add.
+ * .symtab: its names need no separate debug file (its lines may).
  */
 bool elf_file_has_symtab(const struct elf_file *f);
+
+/*
+ * elf_file_has_dwarf - true when the object's own file has a non-empty
+ * .debug_info (or GNU .zdebug_info): its source lines need no debug file.
+ * A binary stripped with `strip -g` has a .symtab but no DWARF.
+ */
+bool elf_file_has_dwarf(const struct elf_file *f);
 
 /*
  * elf_file_debuglink - the file name in the object's .gnu_debuglink

@@ -24,8 +24,13 @@
 #include "symbol/symbolizer_internal.h"
 
 COUNTER_DEFINE(lines_unreadable, COUNTER_PARTIAL,
-	       "objects whose DWARF libdw could not read (corrupt or truncated): "
-	       "their frames have no source lines or inlined frames");
+	       "objects whose DWARF libdw could not read, whole or in part (corrupt "
+	       "or truncated units, line tables, DIEs; once per object): the frames "
+	       "there have no source lines or inlined frames");
+COUNTER_DEFINE(lines_split_dwarf, COUNTER_PARTIAL,
+	       "objects built with split DWARF (-gsplit-dwarf: functions in .dwo/.dwp "
+	       "files, not read; once per object): their frames there have no source "
+	       "lines or inlined frames");
 COUNTER_DEFINE(lines_too_big, COUNTER_PARTIAL,
 	       "objects whose DWARF is larger than half the symbol cache budget: "
 	       "their frames have no source lines or inlined frames");
@@ -62,6 +67,11 @@ void sym_dwarf_load(struct symbolizer *s, struct sym_object *o)
 		counter_inc(&counter_lines_too_big);
 	else if (ret && ret != -ENODATA)
 		counter_inc(&counter_lines_unreadable);
+	/* opened, but some of it could not be read: counted now, once */
+	if (dwarf_lines_unreadable(o->dwarf))
+		counter_inc(&counter_lines_unreadable);
+	if (dwarf_lines_split_units(o->dwarf))
+		counter_inc(&counter_lines_split_dwarf);
 }
 
 /* sym_frames_free - see symbolizer_internal.h. */
@@ -223,10 +233,13 @@ static const struct frames_entry *chain_at(struct sym_object *o, uint64_t off,
 			v.e = entry_build(df, n, sym);
 		else if (n == -E2BIG)
 			counter_inc(&counter_lines_inline_too_deep);
+		/* corrupt DWARF met first here: the object counts once */
+		else if (n == -EILSEQ && dwarf_lines_unreadable(o->dwarf))
+			counter_inc(&counter_lines_unreadable);
 	}
 	if (v.e)
 		v.state = SLOT_HIT;
-	else if (n != -E2BIG)
+	else if (n == -ENOENT)	/* not -EILSEQ / -EOPNOTSUPP: counted per object */
 		counter_inc(&counter_lines_unknown);
 	frame_insert(o, &v);
 	/* frame_insert() may have dropped it (OOM): the copy we made is gone */

@@ -433,7 +433,9 @@ static void object_load(struct symbolizer *s, struct sym_object *o, pid_t pid,
 	*unreadable = false;
 	if (!o || o->same)
 		return;
-	if (o->ef && !elf_file_has_symtab(o->ef) &&
+	/* no names, or (strip -g) names but no lines: a debug file has them */
+	if (o->ef && (!elf_file_has_symtab(o->ef) ||
+		      (s->lines && !elf_file_has_dwarf(o->ef))) &&
 	    asprintf(&root, "/proc/%d/root", (int)pid) >= 0) {
 		debuginfo_attach(o->ef, root, m->path, NULL, 0);
 		free(root);

@@ -7,14 +7,24 @@
  * build ID asked for, and whole fetches through libdebuginfod from a
  * file:// "server" (a directory laid out as the debuginfod API:
  * buildid/ID/debuginfo): a right file ready, a file of another build ID
- * and garbage rejected and deleted, a missing one not found, and one
- * fetch per build ID. Run by tests/test_debuginfod.py.
+ * and garbage rejected and deleted (each fetched twice: a rejected file
+ * is fetched again at once, once), a missing one not found, one fetch
+ * per build ID, and a bad file left in the cache replaced at once by the
+ * server's. Then through a small HTTP server here on localhost that
+ * answers as told: a 500 is a server error (not a miss), asked again
+ * after the error retry (the client's miss marker gone, so the retry
+ * reaches the server), twice as long after a second one; a 404 waits
+ * the full DBGD_RETRY_S. Run by tests/test_debuginfod.py.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +37,7 @@
 COUNTER_EXTERN(debuginfod_fetched);
 COUNTER_EXTERN(debuginfod_rejected);
 COUNTER_EXTERN(debuginfod_not_found);
+COUNTER_EXTERN(debuginfod_server_errors);
 
 static char tmp[] = "/tmp/profd-dbgd-XXXXXX";
 
@@ -206,7 +217,8 @@ static void test_fetch(const char *self, const char *self_id)
 	CHECK(junk && settle(junk) == DBGD_FAILED, "garbage: failed");
 	CHECK(none && settle(none) == DBGD_FAILED, "missing: failed");
 	CHECK(counter_debuginfod_fetched.value - ok0 == 1, "fetched counted once");
-	CHECK(counter_debuginfod_rejected.value - rej0 == 2, "both lies rejected (%llu)",
+	/* each lie fetched twice (a rejected file is fetched again, once) */
+	CHECK(counter_debuginfod_rejected.value - rej0 == 4, "both lies rejected twice (%llu)",
 	      (unsigned long long)(counter_debuginfod_rejected.value - rej0));
 	CHECK(counter_debuginfod_not_found.value - nf0 == 1, "missing: not found");
 	snprintf(path, sizeof(path), "%s/%s/debuginfo", cache, lie_id);
@@ -221,6 +233,200 @@ static void test_fetch(const char *self, const char *self_id)
 	CHECK(dbgd_entry_open(d, lie) == -EAGAIN, "a failed entry does not open");
 	CHECK(counter_debuginfod_fetched.value - ok0 == 1, "no second fetch");
 	CHECK(dbgd_fetcher_free(d, 3000000000ULL), "workers stopped");
+}
+
+/*
+ * A bad file in the cache under the build ID (an earlier run's, a disk
+ * error): rejected, deleted and fetched again from the server at once.
+ */
+static void test_bad_cached_file(const char *self, const char *self_id)
+{
+	char urls[300], cache[300], path[400], why[200];
+	uint64_t ok0 = counter_debuginfod_fetched.value;
+	uint64_t rej0 = counter_debuginfod_rejected.value;
+	struct dbgd_config cfg;
+	struct dbgd_fetcher *d;
+	struct dbgd_entry *e;
+	int fd;
+
+	served(path, sizeof(path), self_id);
+	copy_file(self, path);
+	snprintf(urls, sizeof(urls), "file://%s/srv", tmp);
+	snprintf(cache, sizeof(cache), "%s/badcache/%s", tmp, self_id);
+	dbgd_mkdirs(cache);
+	snprintf(path, sizeof(path), "%s/debuginfo", cache);
+	write_file(path, "\177ELF not the debug file, left in the cache", 44);
+	snprintf(cache, sizeof(cache), "%s/badcache", tmp);
+	cfg = (struct dbgd_config){ .urls = urls, .cache_dir = cache,
+				    .cache_bytes = 64 << 20 };
+	CHECK(!dbgd_env_setup(&cfg), "environment set");
+	d = dbgd_fetcher_new(&cfg, why, sizeof(why));
+	CHECK(d != NULL, "fetcher started (%s)", d ? "" : why);
+	if (!d)
+		return;
+	e = dbgd_request(d, self_id);
+	CHECK(e && settle(e) == DBGD_READY, "a bad cached file: fetched again, ready");
+	CHECK(counter_debuginfod_rejected.value - rej0 == 1, "the cached file rejected");
+	CHECK(counter_debuginfod_fetched.value - ok0 == 1, "the server's file fetched");
+	fd = e ? dbgd_entry_open(d, e) : -1;
+	CHECK(fd >= 0 && elf_debug_file_check(fd, self_id) == 0, "and it is the object's");
+	if (fd >= 0)
+		close(fd);
+	CHECK(dbgd_fetcher_free(d, 3000000000ULL), "workers stopped");
+}
+
+/* An HTTP server on localhost answering requests with codes[i] in turn. */
+struct fake_http {
+	int lfd, port;
+	const int *codes;
+	int ncodes;
+	int requests;		/* atomic */
+	const char *body;	/* a file sent with a 200 */
+	pthread_t thread;
+};
+
+static void *fake_http_main(void *arg)
+{
+	struct fake_http *h = arg;
+	char req[4096], head[256], buf[65536];
+
+	for (;;) {
+		int c = accept(h->lfd, NULL, NULL), n, code, fd;
+		size_t got = 0;
+		ssize_t r;
+		off_t size = 0;
+		struct stat st;
+
+		if (c < 0)
+			return NULL;
+		while (got < sizeof(req) - 1 &&
+		       (r = read(c, req + got, sizeof(req) - 1 - got)) > 0) {
+			got += (size_t)r;
+			req[got] = '\0';
+			if (strstr(req, "\r\n\r\n"))
+				break;
+		}
+		n = __atomic_fetch_add(&h->requests, 1, __ATOMIC_RELAXED);
+		code = h->codes[n < h->ncodes ? n : h->ncodes - 1];
+		fd = code == 200 ? open(h->body, O_RDONLY) : -1;
+		if (fd >= 0 && !fstat(fd, &st))
+			size = st.st_size;
+		n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Length: %lld\r\n"
+			     "Connection: close\r\n\r\n", code, code == 200 ? "OK" : "Error",
+			     (long long)size);
+		if (write(c, head, (size_t)n) == n)
+			while (fd >= 0 && (r = read(fd, buf, sizeof(buf))) > 0 &&
+			       write(c, buf, (size_t)r) == r)
+				;
+		if (fd >= 0)
+			close(fd);
+		close(c);
+	}
+}
+
+static int fake_http_start(struct fake_http *h)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+
+	h->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (h->lfd < 0 || bind(h->lfd, (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(h->lfd, 16) || getsockname(h->lfd, (struct sockaddr *)&a, &len))
+		return -1;
+	h->port = ntohs(a.sin_port);
+	return pthread_create(&h->thread, NULL, fake_http_main, h) ? -1 : 0;
+}
+
+static void fake_http_stop(struct fake_http *h)
+{
+	shutdown(h->lfd, SHUT_RDWR);
+	close(h->lfd);
+	pthread_join(h->thread, NULL);
+}
+
+static int requests(struct fake_http *h)
+{
+	return __atomic_load_n(&h->requests, __ATOMIC_RELAXED);
+}
+
+#define ERROR_RETRY_MS	1500
+
+/*
+ * A server answering 500 twice, then the file; another answering 404:
+ * the 500s are server errors asked again after ERROR_RETRY_MS, then
+ * twice that; the 404 is a miss, not asked again within DBGD_RETRY_S.
+ */
+static void test_server_errors(const char *self, const char *self_id)
+{
+	static const int err_codes[] = { 500, 500, 200 }, miss_codes[] = { 404 };
+	struct fake_http err = { .codes = err_codes, .ncodes = 3, .body = self };
+	struct fake_http miss = { .codes = miss_codes, .ncodes = 1 };
+	const char *none_id = "00000000000000000000000000000000000000fe";
+	uint64_t se0 = counter_debuginfod_server_errors.value;
+	uint64_t nf0 = counter_debuginfod_not_found.value;
+	uint64_t ok0 = counter_debuginfod_fetched.value;
+	char urls[300], cache[300], why[200];
+	struct dbgd_config cfg;
+	struct dbgd_fetcher *d;
+	struct dbgd_entry *e, *none;
+
+	if (fake_http_start(&err) || fake_http_start(&miss)) {
+		CHECK(0, "fake HTTP servers started");
+		return;
+	}
+	/* the build ID asks the erring server, the missing one the other */
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%d", err.port);
+	snprintf(cache, sizeof(cache), "%s/httpcache", tmp);
+	cfg = (struct dbgd_config){ .urls = urls, .cache_dir = cache,
+				    .cache_bytes = 64 << 20,
+				    .error_retry_ms = ERROR_RETRY_MS };
+	CHECK(!dbgd_env_setup(&cfg), "environment set");
+	d = dbgd_fetcher_new(&cfg, why, sizeof(why));
+	CHECK(d != NULL, "fetcher started (%s)", d ? "" : why);
+	if (!d)
+		goto out;
+	e = dbgd_request(d, self_id);
+	CHECK(e && settle(e) == DBGD_FAILED, "HTTP 500: failed");
+	CHECK(counter_debuginfod_server_errors.value - se0 == 1, "counted as a server error");
+	CHECK(counter_debuginfod_not_found.value == nf0, "not as not found");
+	CHECK(dbgd_request(d, self_id) == e && dbgd_entry_state(e) == DBGD_FAILED &&
+	      requests(&err) == 1, "not asked again at once");
+	usleep((ERROR_RETRY_MS + 300) * 1000);
+	CHECK(dbgd_request(d, self_id) == e, "asked again after the error retry");
+	CHECK(settle(e) == DBGD_FAILED && requests(&err) == 2,
+	      "the retry reached the server (no miss remembered): %d requests",
+	      requests(&err));
+	CHECK(counter_debuginfod_server_errors.value - se0 == 2, "the second 500 counted");
+	usleep((ERROR_RETRY_MS + 300) * 1000);
+	dbgd_request(d, self_id);
+	CHECK(dbgd_entry_state(e) == DBGD_FAILED && requests(&err) == 2,
+	      "a second error in a row: the wait doubled");
+	usleep((ERROR_RETRY_MS + 300) * 1000);
+	dbgd_request(d, self_id);
+	CHECK(settle(e) == DBGD_READY && requests(&err) == 3, "then fetched (%d requests)",
+	      requests(&err));
+	CHECK(counter_debuginfod_fetched.value - ok0 == 1, "fetched counted");
+	CHECK(dbgd_fetcher_free(d, 3000000000ULL), "workers stopped");
+
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%d", miss.port);
+	CHECK(!dbgd_env_setup(&cfg), "environment set");
+	d = dbgd_fetcher_new(&cfg, why, sizeof(why));
+	CHECK(d != NULL, "fetcher started (%s)", d ? "" : why);
+	if (!d)
+		goto out;
+	none = dbgd_request(d, none_id);
+	CHECK(none && settle(none) == DBGD_FAILED, "HTTP 404: failed");
+	CHECK(counter_debuginfod_not_found.value - nf0 == 1, "counted as not found");
+	CHECK(counter_debuginfod_server_errors.value - se0 == 2, "not as a server error");
+	usleep((ERROR_RETRY_MS + 300) * 1000);
+	dbgd_request(d, none_id);
+	CHECK(dbgd_entry_state(none) == DBGD_FAILED && requests(&miss) == 1,
+	      "a miss is not asked again after the error retry");
+	CHECK(dbgd_fetcher_free(d, 3000000000ULL), "workers stopped");
+out:
+	fake_http_stop(&err);
+	fake_http_stop(&miss);
 }
 
 int main(void)
@@ -244,6 +450,8 @@ int main(void)
 	test_cache_trim();
 	test_check(self, id);
 	test_fetch(self, id);
+	test_bad_cached_file(self, id);
+	test_server_errors(self, id);
 	if (!failures) {
 		char cmd[128];
 
