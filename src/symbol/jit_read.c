@@ -579,6 +579,11 @@ static int read_file(struct jit_syms *js, struct jit_file *f, int fd,
 	f->seen = true;
 	if (f->dead)
 		return 0;
+	if (__atomic_load_n(&js->full, __ATOMIC_RELAXED)) {
+		/* over the budget: nothing more is kept, so nothing more is read */
+		f->off = (uint64_t)st->st_size;
+		return 0;
+	}
 	added = f->kind == JIT_FILE_MAP ?
 		read_map(js, f, fd, (uint64_t)st->st_size, buf) :
 		read_dump(js, f, fd, (uint64_t)st->st_size, buf);
@@ -619,6 +624,8 @@ int jit_syms_refresh(struct jit_syms *js, const char *const *dump_paths,
 	}
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", js->nspid);
 	fd = open_in_root(js->pid, path);
+	if (fd == -ELOOP || fd == -EXDEV)	/* a symlink on the way */
+		counter_inc(&counter_jit_files_rejected);
 	if (fd >= 0)
 		fd = open_checked(js, fd, &st);
 	if (fd >= 0) {
@@ -641,6 +648,8 @@ int jit_syms_refresh(struct jit_syms *js, const char *const *dump_paths,
 		pfd = open(mf, O_PATH | O_CLOEXEC);
 		if (pfd < 0)
 			pfd = open_in_root(js->pid, dump_paths[i]);
+		if (pfd == -ELOOP || pfd == -EXDEV)
+			counter_inc(&counter_jit_files_rejected);
 		if (pfd < 0)
 			continue;
 		fd = open_checked(js, pfd, &st);

@@ -185,7 +185,7 @@ int jit_syms_add(struct jit_syms *js, uint64_t start, uint64_t size,
 	int c = size_class(size);
 
 	if (js->full || !fits(js, need)) {
-		js->full = true;
+		__atomic_store_n(&js->full, true, __ATOMIC_RELAXED);
 		counter_inc(&counter_jit_entries_dropped);
 		return -ENOSPC;
 	}

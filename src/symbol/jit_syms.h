@@ -35,7 +35,8 @@
  * past JIT_RECORD_MAX are parse errors; entries larger than
  * JIT_ENTRY_SIZE_MAX are refused; a process holds at most
  * JIT_PROC_ENTRIES_MAX entries and its share of the total byte budget
- * (jit_syms_set_budget()); past them new entries are dropped (counted),
+ * (jit_syms_set_budget()); past them new entries are dropped (counted) and the rest of the file
+ * is skipped unread,
  * so their code stays unnamed. Every loss is a named counter.
  *
  * Threads: jit_syms_refresh() on one thread at a time (the object
