@@ -34,6 +34,7 @@
 #include "bpf/gpu_events.h"
 #include "gpu/gpu.h"
 #include "proc/process.h"
+#include "proc/process_jit.h"
 #include "runtime/runtime.h"
 #include "tracer/tracer.h"
 #include "unwind/async.h"
@@ -140,7 +141,7 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 	struct proc_snapshot *snap;
 	struct aggregate *table;
 	const char *comm;
-	uint32_t nuser, verified;
+	uint32_t nuser, verified, time_bin;
 	/* a walk stopped by a read error was cut short: it ends in [truncated] */
 	uint32_t flags = s->flags | (s->flags & PROFD_SAMPLE_USER_ERROR ?
 				     PROFD_SAMPLE_USER_TRUNCATED : 0);
@@ -233,9 +234,12 @@ add:
 	}
 	/* the sample's own timestamp picks the interval (interval.c) */
 	table = agent_sample_table(ag, s->ktime_ns);
+	/* JIT frames are named by the code there then: the time is kept */
+	time_bin = p ? process_jit_bin(ag->procs, p, ips + s->kernel_len, nuser,
+				       s->ktime_ns, now) : 0;
 	/* only flags the profile shows are part of a stack's identity */
 	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
-				   flags & PROFD_SAMPLE_USER_TRUNCATED, ips,
+				   flags & PROFD_SAMPLE_USER_TRUNCATED, time_bin, ips,
 				   s->kernel_len, nuser))
 		counter_inc(&counter_aggregation_full);
 	pthread_mutex_unlock(&ag->agg_lock);

@@ -73,12 +73,13 @@ static void grow(struct aggregate *a)
 
 int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 		  const char *comm, const char *thread_name,
-		  struct proc_snapshot *snap, uint32_t flags,
+		  struct proc_snapshot *snap, uint32_t flags, uint32_t time_bin,
 		  const uint64_t *ips, uint16_t nkernel, uint16_t nuser)
 {
 	uint32_t nips = (uint32_t)nkernel + nuser;
 	char c[PROCESS_COMM_LEN] = { 0 }, t[PROCESS_COMM_LEN] = { 0 };
-	uint64_t h = mix(mix(mix(pid, tid), (uintptr_t)snap), flags);
+	uint64_t h = mix(mix(mix(pid, tid), (uintptr_t)snap),
+			 flags | (uint64_t)time_bin << 32);
 	struct agg_stack *s;
 
 	strncpy(c, comm, sizeof(c) - 1);
@@ -98,7 +99,7 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 	for (s = a->buckets[h & (a->nbuckets - 1)]; s; s = s->next) {
 		if (s->hash == h && s->pid == pid && s->tid == tid &&
 		    s->snap == snap && s->flags == flags &&
-		    s->nkernel == nkernel && s->nuser == nuser &&
+		    s->time_bin == time_bin && s->nkernel == nkernel && s->nuser == nuser &&
 		    !memcmp(s->comm, c, sizeof(c)) &&
 		    !memcmp(s->thread_name, t, sizeof(t)) &&
 		    !memcmp(s->ips, ips, nips * sizeof(*ips))) {
@@ -122,6 +123,7 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 	memcpy(s->thread_name, t, sizeof(t));
 	s->snap = proc_snapshot_get(snap);
 	s->flags = flags;
+	s->time_bin = time_bin;
 	s->count = 1;
 	s->nkernel = nkernel;
 	s->nuser = nuser;

@@ -27,6 +27,7 @@ struct agg_stack {
 	char thread_name[PROCESS_COMM_LEN];
 	struct proc_snapshot *snap;		/* ref held; NULL if never read */
 	uint32_t flags;				/* PROFD_SAMPLE_* */
+	uint32_t time_bin;			/* process_jit_bin(); 0: none */
 	uint64_t count;
 	uint16_t nkernel;
 	uint16_t nuser;
@@ -57,11 +58,14 @@ void aggregate_free(struct aggregate *a);
 /*
  * aggregate_add - count one sample. @ips holds @nkernel kernel then @nuser
  * user addresses, leaf first. @snap may be NULL (a reference is taken).
+ * @time_bin: when the sample was taken, for stacks with JIT frames whose
+ * names depend on it (src/proc/process_jit.h: JIT_TIME_BIN_NS units + 1;
+ * 0: none), part of the stack's identity.
  * Returns 0, or -ENOSPC/-ENOMEM when the sample was dropped (counted).
  */
 int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 		  const char *comm, const char *thread_name,
-		  struct proc_snapshot *snap, uint32_t flags,
+		  struct proc_snapshot *snap, uint32_t flags, uint32_t time_bin,
 		  const uint64_t *ips, uint16_t nkernel, uint16_t nuser);
 
 struct build_opts {
@@ -125,11 +129,14 @@ uint32_t proc_meta_labels(const struct proc_snapshot *snap,
  * stack_builder_locations - the location ids (leaf first) of a stack laid
  * out as in struct agg_stack (@nkernel kernel then @nuser user IPs, user
  * IPs possibly runtime frame tokens), plus "[truncated]" when @flags has
- * PROFD_SAMPLE_USER_TRUNCATED. @locs holds STACK_BUILDER_MAX_LOCATIONS;
- * *@nlocs gets the count. Returns 0 or -ENOMEM.
+ * PROFD_SAMPLE_USER_TRUNCATED. Frames in JIT code are named by the code
+ * there in @time_bin (agg_stack's; 0: unknown, named only where the
+ * address only ever held one piece of code). @locs holds
+ * STACK_BUILDER_MAX_LOCATIONS; *@nlocs gets the count. Returns 0 or -ENOMEM.
  */
 int stack_builder_locations(struct stack_builder *b, struct proc_snapshot *snap,
-			    uint32_t flags, const uint64_t *ips, uint16_t nkernel,
+			    uint32_t flags, uint32_t time_bin,
+			    const uint64_t *ips, uint16_t nkernel,
 			    uint16_t nuser, uint32_t *locs, uint32_t *nlocs);
 
 #endif /* PROFD_AGGREGATE_AGGREGATE_H */

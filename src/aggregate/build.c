@@ -15,8 +15,11 @@
 #include "aggregate/aggregate.h"
 #include "bpf/profd.h"
 #include "counters/counters.h"
+#include "proc/process_jit.h"
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
+/* The mapping of JIT code named from the process's perf map or jitdump. */
+#define JIT_MAPPING_NAME "[jit]"
 #define KERNEL_START 0xffff800000000000ULL
 
 /* (snapshot, mapping index) -> profile mapping id, open addressing. */
@@ -33,6 +36,7 @@ struct stack_builder {
 	uint32_t mcap, mn;
 	uint32_t kernel_mapping;
 	uint32_t runtime_mapping[PROFD_RUNTIME_END];	/* by runtime id, added on first use */
+	uint32_t jit_mapping;	/* "[jit]" for JIT code outside every mapping */
 	uint32_t truncated_location;
 	uint32_t *locs;		/* scratch: location ids of one stack */
 };
@@ -85,7 +89,9 @@ static uint32_t user_mapping_id(struct stack_builder *b, struct proc_snapshot *s
 	b->mkeys[j].snap = snap;
 	b->mkeys[j].idx = idx;
 	b->mkeys[j].id = profile_add_mapping(b->p, m->start, m->end, m->offset,
-					     m->path[0] ? m->path : "[anon]",
+					     m->path[0] ? m->path :
+					     jit_syms_found(proc_snapshot_jit(snap)) ? JIT_MAPPING_NAME :
+					     "[anon]",
 					     obj ? sym_object_build_id(obj) : "");
 	if (b->mkeys[j].id)
 		b->mn++;
@@ -103,6 +109,13 @@ COUNTER_DEFINE(symbols_shed, COUNTER_PARTIAL,
 COUNTER_DEFINE(symbols_pending_debuginfod, COUNTER_PARTIAL,
 	       "frames left unsymbolized: their object's debug file was being "
 	       "fetched from debuginfod (named from a later interval on)");
+
+COUNTER_DEFINE(jit_unknown, COUNTER_PARTIAL,
+	       "JIT frames left unnamed: no perf map / jitdump entry held their "
+	       "address when the sample was taken (or it was left out for the budget)");
+COUNTER_DEFINE(jit_ambiguous, COUNTER_PARTIAL,
+	       "JIT frames left unnamed: the code at their address changed within "
+	       "the sample's time bin (or the entries there were too many to tell)");
 
 static uint32_t kernel_location(struct stack_builder *b, uint64_t ip, bool leaf)
 {
@@ -148,8 +161,38 @@ static uint32_t frames_lines(struct stack_builder *b, const struct sym_frame *fr
 	return ninl;
 }
 
+/*
+ * Name JIT frame @lookup of @snap (in anonymous executable memory, or no
+ * mapping) by the code there in @time_bin (0: any time) from the
+ * process's perf map / jitdump: *@fn and *@line, or nothing (counted).
+ */
+static void jit_name(struct stack_builder *b, struct proc_snapshot *snap,
+		     uint64_t lookup, uint32_t time_bin, uint32_t *fn, int64_t *line)
+{
+	uint64_t lo = 0, hi = UINT64_MAX;
+	struct jit_frame f;
+	int ret;
+
+	if (time_bin) {
+		lo = (uint64_t)(time_bin - 1) << JIT_TIME_BIN_SHIFT;
+		hi = lo + JIT_TIME_BIN_NS;
+	}
+	ret = jit_syms_lookup(proc_snapshot_jit(snap), lookup, lo, hi, &f);
+	if (ret == -EAGAIN) {
+		counter_inc(&counter_jit_ambiguous);
+		return;
+	}
+	if (ret) {
+		counter_inc(&counter_jit_unknown);
+		return;
+	}
+	/* no system name: pprof would demangle it as C++ */
+	*fn = profile_function_id(b->p, f.name, "", f.file ? f.file : "");
+	*line = f.line;
+}
+
 static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *snap,
-			      uint64_t ip, bool exact)
+			      uint64_t ip, bool exact, uint32_t time_bin)
 {
 	uint64_t lookup = exact ? ip : ip - 1;
 	struct profile_line inl[SYM_FRAMES_MAX];
@@ -163,11 +206,23 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 	int idx, n = 0;
 
 	m = snap ? proc_maps_find(&snap->maps, lookup) : NULL;
+	if (!m && snap && jit_syms_found(proc_snapshot_jit(snap))) {
+		/* JIT code unmapped since: named by what was there then */
+		if (!b->jit_mapping)
+			b->jit_mapping = profile_add_mapping(b->p, 0, 0, 0,
+							     JIT_MAPPING_NAME, "");
+		jit_name(b, snap, lookup, time_bin, &fn, &line);
+		return profile_location_id(b->p, b->jit_mapping, ip, fn, line);
+	}
 	if (!m)
 		return profile_location_id(b->p, 0, ip, 0, 0);
 	idx = m - snap->maps.v;
 	mapping_id = user_mapping_id(b, snap, idx);
 	obj = proc_snapshot_object(snap, idx, &state);
+	if (!obj && proc_mapping_anon_exec(m) && jit_syms_found(proc_snapshot_jit(snap))) {
+		jit_name(b, snap, lookup, time_bin, &fn, &line);
+		return profile_location_id(b->p, mapping_id, ip, fn, line);
+	}
 	if (obj) {
 		pthread_mutex_lock(b->o->sym_lock);
 		n = sym_object_resolve_frames(obj, lookup - m->start + m->offset,
@@ -218,7 +273,8 @@ static uint32_t runtime_location(struct stack_builder *b, uint64_t token)
 }
 
 int stack_builder_locations(struct stack_builder *b, struct proc_snapshot *snap,
-			    uint32_t flags, const uint64_t *ips, uint16_t nkernel,
+			    uint32_t flags, uint32_t time_bin,
+			    const uint64_t *ips, uint16_t nkernel,
 			    uint16_t nuser, uint32_t *locs, uint32_t *nlocs)
 {
 	uint32_t n = 0, nips = (uint32_t)nkernel + nuser;
@@ -231,7 +287,8 @@ int stack_builder_locations(struct stack_builder *b, struct proc_snapshot *snap,
 			continue;
 		}
 		locs[n++] = user_location(b, snap, ips[i] & ~PROFD_IP_EXACT,
-					  i == nkernel || (ips[i] & PROFD_IP_EXACT));
+					  i == nkernel || (ips[i] & PROFD_IP_EXACT),
+					  time_bin);
 	}
 	if (flags & PROFD_SAMPLE_USER_TRUNCATED)
 		locs[n++] = b->truncated_location;
@@ -276,7 +333,7 @@ static int add_stack(struct stack_builder *b, const struct agg_stack *s)
 		(int64_t)s->count,
 		(int64_t)(s->count * b->o->period_ns),
 	};
-	int ret = stack_builder_locations(b, s->snap, s->flags, s->ips,
+	int ret = stack_builder_locations(b, s->snap, s->flags, s->time_bin, s->ips,
 					  s->nkernel, s->nuser, b->locs, &n);
 
 	if (ret)

@@ -61,7 +61,7 @@ static int add_kernel_sample(struct profile *p, struct stack_builder *sb,
 		locs[1] = placeholder(p, "[launch stack not captured]");
 		n = 1;
 	} else {
-		ret = stack_builder_locations(sb, s->snap, s->flags, s->ips,
+		ret = stack_builder_locations(sb, s->snap, s->flags, 0, s->ips,
 					      s->nkernel, s->nuser, locs + 1, &n);
 		if (ret)
 			return ret;

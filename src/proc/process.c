@@ -26,6 +26,7 @@
 #include "proc/file_gate.h"
 #include "proc/object_loader.h"
 #include "proc/process.h"
+#include "proc/process_jit.h"
 
 COUNTER_DEFINE(maps_read_error, COUNTER_PARTIAL,
 	       "processes gone before their /proc/PID/maps was read");
@@ -60,7 +61,7 @@ struct process_table {
 };
 
 /* What the loader is asked to do (see the file's top comment). */
-enum job_kind { JOB_SNAPSHOT, JOB_OBJECT, JOB_REMOVED, JOB_RELOAD };
+enum job_kind { JOB_SNAPSHOT, JOB_OBJECT, JOB_REMOVED, JOB_RELOAD, JOB_JIT };
 
 struct load_job {
 	enum job_kind kind;
@@ -124,6 +125,7 @@ void proc_snapshot_put(struct proc_snapshot *s)
 	for (size_t i = 0; i < s->maps.n; i++)
 		sym_object_put(s->objs[i]);
 	pthread_mutex_unlock(s->sym_lock);
+	jit_syms_put(s->jit);
 	proc_maps_free(&s->maps);
 	free(s->meta.cgroup);
 	free(s->meta.executable);
@@ -160,9 +162,18 @@ struct process_table *process_table_new(struct symbolizer *sym,
 	return pt;
 }
 
+/* Forget @p's JIT symbols (a new image, a new process): its snapshots keep theirs. */
+static void drop_jit(struct process *p)
+{
+	jit_syms_put(p->jit);
+	p->jit = NULL;
+	p->jit_probe_ns = p->jit_read_ns = 0;
+}
+
 static void process_free(struct process *p)
 {
 	proc_snapshot_put(p->snap);
+	drop_jit(p);
 	free(p);
 }
 
@@ -418,6 +429,9 @@ static void run_job(void *arg, bool cancel)
 		symbolizer_reload(pt->sym, pt->sym_lock,
 				  proc_snapshot_object(j->s, j->idx, NULL));
 		break;
+	case JOB_JIT:
+		process_jit_read(j->s);
+		break;
 	}
 	job_free(j);
 }
@@ -488,6 +502,11 @@ static void ask_object(struct process_table *pt, struct proc_snapshot *s, int id
 					    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+int process_queue_jit(struct process_table *pt, struct proc_snapshot *s)
+{
+	return queue_job(pt, JOB_JIT, s, -1, 0, NULL);
+}
+
 /* Tell the listener @pid left, after the jobs queued before (in order). */
 static void tell_removed(struct process_table *pt, pid_t pid)
 {
@@ -547,6 +566,7 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	s->pid = p->pid;
 	s->sym = pt->sym;
 	s->sym_lock = pt->sym_lock;
+	s->jit = jit_syms_get(p->jit);
 	exe = read_meta(s);
 	s->bytes = snapshot_size(s);
 	__atomic_add_fetch(&snapshot_bytes, s->bytes, __ATOMIC_RELAXED);
@@ -566,6 +586,7 @@ static void reset(struct process *p)
 {
 	proc_snapshot_put(p->snap);
 	p->snap = NULL;
+	drop_jit(p);
 	p->exited = false;
 	p->exited_ns = 0;
 	p->exit_event_ns = 0;
@@ -791,6 +812,7 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 		reset(p);
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	p->stale = true;
+	drop_jit(p);
 }
 
 void process_exit(struct process_table *pt, pid_t pid, uint64_t now, uint64_t event_ns)

@@ -39,6 +39,7 @@
 
 #include "proc/cgroup.h"
 #include "proc/maps.h"
+#include "symbol/jit_syms.h"
 #include "symbol/symbolizer.h"
 
 #define PROCESS_COMM_LEN 16
@@ -85,6 +86,12 @@ struct proc_snapshot {
 	struct symbolizer *sym;		/* for releasing objs */
 	pthread_mutex_t *sym_lock;
 	size_t bytes;			/* heap it holds, counted in snapshot_bytes */
+	/*
+	 * The process's JIT symbols (perf map, jitdump: process_jit.h), a
+	 * reference, or NULL; atomic: the reader sets it once on the
+	 * snapshot that was current when they were first wanted.
+	 */
+	struct jit_syms *jit;
 };
 
 struct process {
@@ -102,6 +109,9 @@ struct process {
 	bool gone;			/* /proc/PID vanished before we read it */
 	uint64_t last_sample_ns;
 	uint64_t unwind_touched_ns;	/* last sample handed to the unwind LRU */
+	struct jit_syms *jit;		/* its JIT symbols (process_jit.h), or NULL */
+	uint64_t jit_probe_ns;		/* last look for its JIT files */
+	uint64_t jit_read_ns;		/* last re-read of them asked for */
 	struct process *next;		/* hash chain */
 };
 

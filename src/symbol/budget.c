@@ -20,6 +20,7 @@
 
 #include "symbol/dwarf_lines.h"
 #include "symbol/elf_symtab.h"
+#include "symbol/jit_syms.h"
 #include "symbol/symbolizer_internal.h"
 #include "util/clock.h"
 
@@ -40,6 +41,7 @@ void symbolizer_trim(struct symbolizer *s)
 	size_t b;
 
 	s->bytes = s->vdso ? sym_object_bytes(s->vdso) : 0;
+	s->bytes += jit_syms_total_bytes();	/* the objects shed for them too */
 	for (b = 0; b < s->nbuckets; b++) {
 		struct sym_object **pp = &s->buckets[b];
 
@@ -208,6 +210,7 @@ static uint64_t object_shed(struct sym_object *o)
 void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes)
 {
 	s->budget = bytes;
+	jit_syms_set_budget(bytes / 4);	/* JIT symbols: a quarter at most */
 }
 
 /* symbolizer_memory - see symbolizer.h. */
