@@ -199,8 +199,20 @@ static int name_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t me
 	    (err = get_ptr(m, cp, o->cp_pool_holder, &holder)) || !holder ||
 	    (err = get_ptr(m, holder, o->ik_constants, &holder_cp)))
 		return err ? err : -EPROTO;
-	if (holder_cp != cp)
-		return -EPROTO;	/* not a method of a class we can see */
+	/*
+	 * The holder must be a class whose own pool points back at it. The
+	 * method's pool is the class's, or (a method handle intrinsic such
+	 * as MethodHandle.linkToStatic, an old method of a redefined class)
+	 * another pool of the same holder.
+	 */
+	if (holder_cp != cp) {
+		uint64_t back;
+
+		if (!holder_cp || (err = get_ptr(m, holder_cp, o->cp_pool_holder, &back)))
+			return err ? err : -EPROTO;
+		if (back != holder)
+			return -EPROTO;
+	}
 	if ((err = hs_mem_uint(m, cm + o->cm_name_index.off, o->cm_name_index.size, &name_idx)) ||
 	    (err = hs_mem_uint(m, cm + o->cm_signature_index.off, o->cm_signature_index.size,
 			       &sig_idx)) ||
@@ -272,8 +284,10 @@ static int read_blob(struct hs_mem *m, const struct hs_offsets *o, uint64_t blob
 	if ((err = hs_mem_read(m, blob, hdr, len)))
 		return err;
 	size = field_s(hdr, len, o->blob_size);
-	if (size <= 0 || (uint64_t)size > limit - blob || pc >= blob + (uint64_t)size)
+	if (size <= 0 || (uint64_t)size > limit - blob)
 		return -EPROTO;
+	if (pc >= blob + (uint64_t)size)
+		return -ENODATA;	/* the block's tail the blob gave back */
 	out->blob = blob;
 	out->blob_end = blob + (uint64_t)size;
 	out->frame_size = (int32_t)field_s(hdr, len, o->blob_frame_size);

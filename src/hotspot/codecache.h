@@ -15,9 +15,9 @@
  * ("Interpreter", "StubRoutines (1)", "I2C/C2I adapters").
  *
  * Never a wrong name: the pc must lie in the block and in the blob's
- * bounds, the block must be in use, the holder class's constant pool
- * must be the method's, the name entries must be UTF-8 entries of the
- * pool, and the blob's header must read the same before and after the
+ * bounds, the block must be in use, the method's constant pool must
+ * name a holder class whose own pool names it back, the name entries
+ * must be UTF-8 entries of the pool, and the blob's header must read the same before and after the
  * naming (a blob freed or replaced meanwhile is caught). Anything else
  * gives no name, counted (hotspot_pc_*); a hostile process's memory
  * costs at most HS_CC_MAX_HOPS hops and a few bounded reads per pc.
@@ -82,8 +82,8 @@ int hs_codecache_read(struct hs_mem *m, const struct hs_offsets *o, struct hs_co
 /*
  * hs_codecache_pc - what is at @pc: fills @out and returns 0, or returns
  * -ENOENT (@pc in no code heap of @cc: not JIT code, or the heaps grew:
- * read them again), -ENODATA (@pc in an unused segment or a free block:
- * no code there now), -ENOTSUP (a feature this needs is off), -EPROTO
+ * read them again), -ENODATA (@pc in an unused segment, a free block or
+ * the tail of a block past its blob: no code there now), -ENOTSUP (a feature this needs is off), -EPROTO
  * (memory contradicts the layout, or the blob changed while read: no
  * name), -ENAMETOOLONG (a name over its cap), or a read error (-ESRCH,
  * -EFAULT, -ETIMEDOUT). Every outcome but 0 and -ENOENT is counted.

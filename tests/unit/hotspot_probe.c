@@ -9,7 +9,8 @@
  *                                      vmstructsdump / intConstant /
  *                                      longConstant print them (statics too)
  *        hotspot_probe PID offsets     the offsets, one "name value" a line
- *        hotspot_probe PID pc ADDR...  one line per pc (codecache.h)
+ *        hotspot_probe PID pc ADDR...  one line per pc (codecache.h); "-"
+ *                                      reads the pcs from stdin, one a line
  * Exit: 0, 1 the JVM could not be read (the error on stderr), 2 usage.
  */
 #include <errno.h>
@@ -100,8 +101,18 @@ static int name_pcs(struct remote_reader *rr, pid_t pid, const struct hs_offsets
 		return 1;
 	}
 	for (int i = 0; i < n; i++) {
-		uint64_t pc = strtoull(pcs[i], NULL, 0);
+		char line[64];
+		uint64_t pc;
 		struct hs_pc_info pi;
+
+		if (!strcmp(pcs[i], "-")) {
+			if (!fgets(line, sizeof(line), stdin))
+				continue;	/* stdin ended: the next argument */
+			pc = strtoull(line, NULL, 0);
+			i--;	/* "-" again until stdin ends */
+		} else {
+			pc = strtoull(pcs[i], NULL, 0);
+		}
 
 		err = hs_codecache_pc(&mem, o, &cc, pc, &pi);
 		if (err == -ENOENT && !hs_codecache_read(&mem, o, &cc))
