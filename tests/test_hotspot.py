@@ -257,6 +257,9 @@ def test_nmethods_named_as_compiler_codelist(jvm, jdk, flags):
     for want in ("profd.hot.HotLoop.work", "profd.hot.HotLoop$Inner.mix",
                  "profd.hot.HotLoop$1.compare"):
         assert want in names, sorted(names)
+    # a hidden class (the lambda's): "HotLoop$$Lambda.../0x..." as Java names it
+    assert any(n.startswith("profd.hot.HotLoop$$Lambda") and "/0x" in n for n in names), \
+        sorted(names)
     assert check_codelist(p.pid, nm) >= 40
     heaps = [line for line in probe(p.pid, "pc").stderr.splitlines() if " heap " in line]
     # a small code cache is one heap; the default one three (segmented)
@@ -277,7 +280,9 @@ def sa_says(rest):
     """(kind, name) from the SA's findpc text, or None when it names no blob."""
     m = re.match(r"code in NMethod for (\S+?)(\(.*?) content:", rest)
     if m:
-        return ("nmethod", m.group(1).replace("/", ".") + " " + m.group(2))
+        # the SA writes the internal name ("p/C$$Lambda+0x...")
+        name = re.sub(r"\+(0x[0-9a-f]+)$", r"/\1", m.group(1).replace("/", "."))
+        return ("nmethod", name + " " + m.group(2))
     if rest.startswith("interpreter codelet"):
         return ("blob", "Interpreter")
     m = re.match(r"code in (.*?) content:", rest)

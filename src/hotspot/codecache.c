@@ -181,6 +181,24 @@ static int pool_symbol(struct hs_mem *m, const struct hs_offsets *o, uint64_t cp
 	return hs_mem_u64(m, cp + o->cp_size + idx * 8, sym);
 }
 
+/*
+ * A class's internal name @s as Java writes it, in place, as HotSpot's
+ * Klass::external_name() does: "java/util/HashMap" -> "java.util.HashMap";
+ * a hidden class (a lambda's) keeps its suffix "+0x<hex>" internally,
+ * written "/0x<hex>": "p/C$$Lambda+0x0a08" -> "p.C$$Lambda/0x0a08".
+ */
+static void external_name(char *s)
+{
+	char *plus = strrchr(s, '+');
+
+	for (char *p = s; *p; p++)
+		if (*p == '/')
+			*p = '.';
+	if (plus && plus[1] == '0' && plus[2] == 'x' && plus[3] &&
+	    strspn(plus + 3, "0123456789abcdefABCDEF") == strlen(plus + 3))
+		*plus = '/';
+}
+
 /* Name Method* @method: out->name "pkg.Class.method", out->signature. */
 static int name_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
 		       struct hs_pc_info *out)
@@ -227,10 +245,7 @@ static int name_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t me
 		return err;
 	if ((n = read_symbol(m, o, klass_sym, out->name, sizeof(out->name))) < 0)
 		return n;
-	/* internal form "java/util/HashMap" -> "java.util.HashMap" */
-	for (char *p = out->name; *p; p++)
-		if (*p == '/')
-			*p = '.';
+	external_name(out->name);
 	if ((err = read_symbol(m, o, name_sym, mname, sizeof(mname))) < 0 ||
 	    (err = read_symbol(m, o, sig_sym, out->signature, sizeof(out->signature))) < 0)
 		return err;

@@ -1,5 +1,6 @@
 // A JVM workload for tests/test_hotspot.py: methods of a package class and
-// of a nested class that get JIT-compiled (C1, then C2), a comparator the
+// of a nested class and a lambda that get JIT-compiled (C1, then C2), a
+// comparator the
 // runtime's sort calls, and a thread of its own. Prints "ready" once every
 // hot method has been called often enough to be compiled, then runs until
 // killed.
@@ -7,6 +8,7 @@ package profd.hot;
 
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.function.LongUnaryOperator;
 
 public class HotLoop {
     static final class Inner {
@@ -15,10 +17,13 @@ public class HotLoop {
         }
     }
 
+    // a lambda: its class is hidden ("HotLoop$$Lambda.../0x...")
+    static final LongUnaryOperator STEP = x -> x * 31 + 7;
+
     static long work(long n) {
         long s = 0;
         for (long i = 0; i < n; i++)
-            s = Inner.mix(s, i);
+            s = STEP.applyAsLong(Inner.mix(s, i));
         return s;
     }
 
