@@ -18,6 +18,8 @@
  * and last the V8 counters, "counter<TAB>NAME<TAB>VALUE".
  *
  * Usage: v8_walk [--perturb MEMBER=DELTA] [--kill] PID
+ *        v8_walk --dump-layout ELF   (prints "field<TAB>MEMBER<TAB>VALUE"
+ *        lines of the layout read from ELF, for a check against nm)
  *   --perturb  add DELTA to a layout member before the walk (a wrong
  *              offset must give no names, never wrong ones)
  *   --kill     SIGKILL the process after stopping it, before the walk
@@ -62,11 +64,10 @@ static void die(const char *msg)
 	exit(2);
 }
 
-/* The V8 object of @maps: its layout, opened ELF and load bias. */
+/* The V8 object of @maps: its layout, opened ELF and path. */
 struct v8obj {
 	struct v8_layout l;
 	struct elf_file *ef;
-	uint64_t bias;
 	const char *path;
 };
 
@@ -75,7 +76,6 @@ static int find_v8(const struct proc_maps *maps, struct v8obj *o)
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_mapping *m = &maps->v[i];
 		char mf[128];
-		uint64_t vaddr;
 		int err, fd;
 
 		if (!m->path[0] || m->special || !m->executable)
@@ -90,9 +90,8 @@ static int find_v8(const struct proc_maps *maps, struct v8obj *o)
 			continue;
 		}
 		o->ef = elf_file_open_fd(fd, &err);
-		if (!o->ef || elf_file_offset_to_vaddr(o->ef, m->offset, &vaddr))
+		if (!o->ef)
 			return -1;
-		o->bias = m->start - vaddr;
 		o->path = m->path;
 		return 0;
 	}
@@ -143,7 +142,7 @@ static bool classify(const struct proc_maps *maps, struct v8obj *o, uint64_t pc,
 		     enum v8_code *code, const char **sym)
 {
 	const struct proc_mapping *m = proc_maps_find(maps, pc);
-	uint64_t start;
+	uint64_t start, vaddr;
 
 	*sym = NULL;
 	*code = V8_CODE_OTHER;
@@ -151,14 +150,41 @@ static bool classify(const struct proc_maps *maps, struct v8obj *o, uint64_t pc,
 		return false;
 	if (!m->path[0])
 		return true;	/* JIT code */
-	if (strcmp(m->path, o->path))
+	/*
+	 * By file offset, not by one load bias: outside --jitless, V8 maps
+	 * the builtins' pages of its own file a second time, near its JIT
+	 * code (short builtin calls), and runs them there.
+	 */
+	if (strcmp(m->path, o->path) ||
+	    elf_file_offset_to_vaddr(o->ef, pc - m->start + m->offset, &vaddr))
 		return false;
-	*sym = elf_file_lookup(o->ef, pc - o->bias, &start);
+	*sym = elf_file_lookup(o->ef, vaddr, &start);
 	if (!*sym || !starts(*sym, "Builtins_"))
 		return false;
 	if (starts(*sym, "Builtins_InterpreterEntryTrampoline") || ends(*sym, "Handler"))
 		*code = V8_CODE_INTERPRETED;
 	return true;
+}
+
+static int dump_layout(const char *path)
+{
+	struct v8_layout l;
+	int ret = v8_metadata_read_path(path, &l);
+
+	if (ret != 1) {
+		fprintf(stderr, "v8_walk: %s: no V8 metadata (%d)\n", path, ret);
+		return 2;
+	}
+#define D(m)	printf("field\t%s\t%lld\n", #m, (long long)l.m)
+	D(fp_context); D(fp_function); D(fp_bytecode_array); D(fp_bytecode_offset);
+	D(js_function_shared); D(sfi_name_or_scope_info); D(script_name);
+	D(t_js_function); D(t_scope_info); D(heap_object_map);
+	D(bytecode_array_data); D(offset_register); D(smi_shift); D(tagged_size);
+#undef D
+	printf("field\tversion\t%u.%u\n", l.major, l.minor);
+	printf("field\tfeatures\t0x%x\n", l.features);
+	printf("field\tmissing\t%u\n", l.nmissing);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -172,6 +198,8 @@ int main(int argc, char **argv)
 	uint64_t pc, fp;
 	int i, st;
 
+	if (argc == 3 && !strcmp(argv[1], "--dump-layout"))
+		return dump_layout(argv[2]);
 	for (i = 1; i < argc - 1; i++) {
 		if (!strcmp(argv[i], "--perturb") && i + 1 < argc - 1)
 			perturb = argv[++i];
