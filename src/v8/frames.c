@@ -109,7 +109,28 @@ static int smi_field(const struct v8_reader *r, uint64_t tagged, uint32_t off, i
 struct strbuf {
 	char *p;
 	size_t n, cap;		/* cap counts the NUL */
+	/* counting mode (p NULL): line terminators before position @stop */
+	uint64_t unit, stop, lines;
+	bool cr;		/* the unit before was a '\r' */
 };
+
+/*
+ * Count code unit @c, the @b->unit'th, in @b->lines when it ends a line
+ * before @b->stop: V8's String::CalculateLineEnds() (a '\r' not followed
+ * by '\n', '\n', U+2028, U+2029).
+ */
+static void count_unit(struct strbuf *b, uint32_t c)
+{
+	if (b->cr && c != '\n')
+		b->lines++;	/* the '\r' at unit - 1 < stop */
+	b->cr = false;
+	if (b->unit++ >= b->stop)
+		return;
+	if (c == '\r')
+		b->cr = true;
+	else if (c == '\n' || c == 0x2028 || c == 0x2029)
+		b->lines++;
+}
 
 static int put_cp(struct strbuf *b, uint32_t cp)
 {
@@ -155,7 +176,7 @@ static int seq_chars(const struct v8_reader *r, uint64_t tagged, bool one_byte,
 		(one_byte ? l->seq_one_byte_chars : l->seq_two_byte_chars) + (uint64_t)start * csize;
 	uint32_t hi = 0;	/* a pending high surrogate */
 
-	if (len > b->cap)	/* each character is at least one byte out */
+	if (b->p && len > b->cap)	/* each character is at least one byte out */
 		return -E2BIG;
 	while (len) {
 		uint32_t n = len > sizeof(buf) / csize ? (uint32_t)(sizeof(buf) / csize) : len;
@@ -165,6 +186,11 @@ static int seq_chars(const struct v8_reader *r, uint64_t tagged, bool one_byte,
 			return err;
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t c = one_byte ? buf[i] : (uint32_t)(buf[2 * i] | buf[2 * i + 1] << 8);
+
+			if (!b->p) {
+				count_unit(b, c);
+				continue;
+			}
 
 			if (hi && c >= 0xdc00 && c <= 0xdfff) {
 				c = 0x10000 + ((hi - 0xd800) << 10) + (c - 0xdc00);
@@ -184,7 +210,7 @@ static int seq_chars(const struct v8_reader *r, uint64_t tagged, bool one_byte,
 		base += (uint64_t)n * csize;
 		len -= n;
 	}
-	return hi ? put_cp(b, 0xfffd) : 0;
+	return hi && b->p ? put_cp(b, 0xfffd) : 0;
 }
 
 /*
@@ -456,6 +482,44 @@ static int table_position(const uint8_t *tab, uint32_t n, int64_t offset, int64_
 	return *pos < 0 ? -ENOENT : 0;
 }
 
+/*
+ * The line of script offset @pos counted in the Script's source, for a
+ * script whose line ends V8 has not computed (no stack trace asked for
+ * them yet): the terminators before @pos (at most V8_SOURCE_SCAN_MAX
+ * characters read; an external string, node's own modules, is -ENOTSUP).
+ */
+static int source_line(const struct v8_reader *r, uint64_t script, int64_t pos,
+		       int64_t line_offset, int *line)
+{
+	const struct v8_layout *l = r->l;
+	struct strbuf b = { .stop = (uint64_t)pos };
+	uint64_t src;
+	uint16_t type;
+	int32_t slen;
+	int err;
+
+	if ((err = field(r, script, l->script_source, &src)) ||
+	    (err = obj_type(r, src, &type)))
+		return err;
+	if (type >= l->first_nonstring)
+		return -ENOENT;
+	if ((err = rd(r, obj(l, src) + l->string_length, &slen, sizeof(slen))))
+		return err;
+	if (slen < 0 || pos > slen)
+		return -EPROTO;
+	if (pos > V8_SOURCE_SCAN_MAX)
+		return -E2BIG;
+	/* one character past @pos: a '\r' just before it ends a line only
+	 * when no '\n' follows */
+	if ((err = str_range(r, src, type, 0, pos < slen ? (uint32_t)pos + 1 : (uint32_t)slen,
+			     &b, 0)))
+		return err;
+	if (b.cr)
+		b.lines++;	/* a '\r' at the source's end */
+	*line = (int)(b.lines + 1 + (uint64_t)line_offset);
+	return 0;
+}
+
 /* The 1-based line of script offset @pos in @script (Script::GetPositionInfo()). */
 static int script_line(const struct v8_reader *r, uint64_t script, int64_t pos, int *line)
 {
@@ -465,15 +529,18 @@ static int script_line(const struct v8_reader *r, uint64_t script, int64_t pos, 
 	uint16_t type;
 	int err;
 
+	if ((err = smi_field(r, script, l->script_line_offset, &off)))
+		return err;
+	if (off < 0 || off > LINE_ENDS_MAX)
+		return -EPROTO;
 	if ((err = field(r, script, l->script_line_ends, &ends)) ||
 	    (err = obj_type(r, ends, &type)))
 		return err;
-	if (type != l->t_fixed_array)
-		return -ENOENT;	/* undefined: V8 computes them on demand */
-	if ((err = smi_field(r, ends, l->fixed_array_length, &n)) ||
-	    (err = smi_field(r, script, l->script_line_offset, &off)))
+	if (type != l->t_fixed_array)	/* undefined: V8 computes them on demand */
+		return source_line(r, script, pos, off, line);
+	if ((err = smi_field(r, ends, l->fixed_array_length, &n)))
 		return err;
-	if (n <= 0 || n > LINE_ENDS_MAX || off < 0 || off > LINE_ENDS_MAX)
+	if (n <= 0 || n > LINE_ENDS_MAX)
 		return -EPROTO;
 	/* the first line end at or after @pos */
 	lo = 0;

@@ -18,7 +18,9 @@
  * the BytecodeArray's source position table (V8's
  * AbstractCode::SourcePosition(): the last entry at or before the
  * offset), the position's line through Script::line_ends (binary search
- * as Script::GetPositionInfo(); plus Script::line_offset).
+ * as Script::GetPositionInfo(); plus Script::line_offset) or, where
+ * V8 has not computed the line ends yet, by counting line terminators in
+ * the Script's source up to the position.
  *
  * Every read is checked: heap object tags, the map's instance type of
  * every object followed, Smi tags, lengths and offsets against their
@@ -45,6 +47,7 @@ struct remote_reader;
 #define V8_FILE_MAX	1024	/* bytes of a file name, with its NUL */
 #define V8_STRING_DEPTH	8	/* cons/thin/sliced levels followed */
 #define V8_POSITIONS_MAX	(256u << 10)	/* bytes of a source position table read */
+#define V8_SOURCE_SCAN_MAX	(16u << 20)	/* characters of a source counted for a line */
 
 /* One process's V8: where to read and how. */
 struct v8_reader {

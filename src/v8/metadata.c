@@ -111,6 +111,7 @@ static const struct field {
 	   "class_SharedFunctionInfo__script_or_debug_info__Object",
 	   sfi_script_or_debug_info, K_U16, SCRIPT),
 	F("class_Script__name__Object", script_name, K_U16, SCRIPT),
+	F("class_Script__source__Object", script_source, K_U16, V8_FEAT_LINES),
 	F("class_Script__line_ends__Object", script_line_ends, K_U16, V8_FEAT_LINES),
 	F("class_String__length__int32_t", string_length, K_U16, NAMES),
 	F("class_SeqOneByteString__chars__char", seq_one_byte_chars, K_U16, NAMES),

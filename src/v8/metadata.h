@@ -84,7 +84,7 @@ struct v8_layout {
 	uint16_t heap_object_map, map_instance_type;
 	uint16_t js_function_shared;
 	uint16_t sfi_name_or_scope_info, sfi_function_data, sfi_script_or_debug_info;
-	uint16_t script_name, script_line_offset, script_line_ends;
+	uint16_t script_source, script_name, script_line_offset, script_line_ends;
 	uint16_t string_length, seq_one_byte_chars, seq_two_byte_chars;
 	uint16_t cons_first, cons_second, thin_actual, sliced_parent, sliced_offset;
 	uint16_t fixed_array_length, fixed_array_data, byte_array_data;

@@ -98,6 +98,23 @@ static int find_v8(const struct proc_maps *maps, struct v8obj *o)
 	return -1;
 }
 
+/* Whether the process is a zombie (or gone): its memory is released. */
+static bool zombie(void)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(f = fopen(path, "r")))
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return !p || (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
 static uint64_t reg(const struct user_regs_struct *r, int code)
 {
 	switch (code) {
@@ -246,6 +263,10 @@ int main(int argc, char **argv)
 		while (waitpid(pid, &st, __WALL) == pid && !WIFEXITED(st) && !WIFSIGNALED(st))
 			;
 		seized = 0;
+		/* the leader's exit is reported before its other threads
+		 * finish and the memory goes: wait for the zombie */
+		for (int t = 0; t < 500 && !zombie(); t++)
+			usleep(10000);
 	}
 
 	r.rr = remote_reader_new();
