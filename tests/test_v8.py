@@ -206,6 +206,43 @@ def test_lines_without_line_ends(tmp_path, walker):
         stop(p)
 
 
+def test_scope_info_with_many_locals(tmp_path, walker):
+    """A function with 80 context locals (past V8 11.3's 75 inlined local
+    names its ScopeInfo keeps a hash table instead): named as node names
+    it."""
+    n = 80
+    decl = " ".join(f"let v{i} = {i};" for i in range(n))
+    use = "+".join(f"v{i}" for i in range(n))
+    out = tmp_path / "stack.json"
+    (tmp_path / "many.js").write_text(f"""'use strict';
+const fs = require('fs');
+let sink = 0;
+function manyLocals() {{
+  {decl}
+  const g = () => {use};
+  sink = g();
+  Error.prepareStackTrace = (e, cs) => cs.map(c => c.getFunctionName() || '');
+  fs.writeFileSync(process.argv[2], JSON.stringify(new Error().stack));
+  let x = 1;
+  for (;;) {{ x = (x * 3 + 1) | 0; sink ^= x; }}
+}}
+function outer() {{ manyLocals(); }}
+outer();
+""")
+    p = start([NODE, "--jitless", str(tmp_path / "many.js"), str(out)],
+              stderr=subprocess.DEVNULL)
+    try:
+        wait_file(str(out), timeout=60)
+        time.sleep(0.3)
+        names = json.loads(out.read_text())
+        frames, counters, text = walk(walker, p.pid)
+        got = [f[1] for f in frames if f[0] == "js"]
+        assert names[:2] == ["manyLocals", "outer"] and got == names, text
+        assert counters["v8_name_unreadable"] == 0, text
+    finally:
+        stop(p)
+
+
 def nm_values(path):
     """v8dbg_ symbols' values read here, independently of metadata.c:
     nm's addresses and sizes, the bytes at them through the PT_LOADs."""
