@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * frames.h - naming the V8 frame at a frame pointer of a stopped thread,
+ * from user space, through the layout the metadata gave (metadata.h).
+ *
+ * Owns: the reads from one frame of a live process (remote.h: reads that
+ * time out) to a name: the frame's context-or-marker and function slots;
+ * a typed frame (a Smi marker: entry, exit, stub, builtin frames) gives
+ * its frame type; a JS frame (interpreted, baseline, optimized; the
+ * context slot a Context, the function slot a JSFunction) gives
+ *   JSFunction::shared -> SharedFunctionInfo
+ *     ::name_or_scope_info -> the name (a String, or a ScopeInfo's
+ *       function variable name, else its inferred name: V8's
+ *       SharedFunctionInfo::DebugName(), what Error().stack shows),
+ *     ::script_or_debug_info -> Script::name (the file),
+ * and, for an interpreted frame, the line: the frame's BytecodeArray and
+ * bytecode offset (or the interpreter's offset register, for the leaf),
+ * the BytecodeArray's source position table (V8's
+ * AbstractCode::SourcePosition(): the last entry at or before the
+ * offset), the position's line through Script::line_ends (binary search
+ * as Script::GetPositionInfo(); plus Script::line_offset) or, where
+ * V8 has not computed the line ends yet, by counting line terminators in
+ * the Script's source up to the position.
+ *
+ * Every read is checked: heap object tags, the map's instance type of
+ * every object followed, Smi tags, lengths and offsets against their
+ * object; strings are read only as sequential (one- or two-byte), cons,
+ * thin and sliced strings, at most V8_NAME_MAX / V8_FILE_MAX bytes of
+ * UTF-8 and V8_STRING_DEPTH levels deep. What does not check out gives
+ * no name (counted), never a guess. Line numbers of compiled frames
+ * (baseline, optimized: from the Code object's tables) are not read yet:
+ * such frames get line 0.
+ *
+ * Threads: the caller's (remote.h: one caller per reader at a time).
+ */
+#ifndef PROFD_V8_FRAMES_H
+#define PROFD_V8_FRAMES_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "v8/metadata.h"
+
+struct remote_reader;
+
+#define V8_NAME_MAX	256	/* bytes of a function name, with its NUL */
+#define V8_FILE_MAX	1024	/* bytes of a file name, with its NUL */
+#define V8_STRING_DEPTH	8	/* cons/thin/sliced levels followed */
+#define V8_POSITIONS_MAX	(256u << 10)	/* bytes of a source position table read */
+#define V8_SOURCE_SCAN_MAX	(16u << 20)	/* characters of a source counted for a line */
+
+/* One process's V8: where to read and how. */
+struct v8_reader {
+	struct remote_reader *rr;
+	pid_t pid;
+	const struct v8_layout *l;
+};
+
+/* What the code at the frame's pc is, as the caller knows it. */
+enum v8_code {
+	V8_CODE_OTHER,		/* JIT code, builtins: no line read */
+	V8_CODE_INTERPRETED,	/* the interpreter (entry trampoline, bytecode handlers) */
+};
+
+enum v8_frame_kind {
+	V8_FRAME_NONE,		/* not a V8 frame, or its slots did not check out */
+	V8_FRAME_TYPED,		/* a typed frame: .type */
+	V8_FRAME_JS,		/* a JS function's frame: .function, .name, .file, .line */
+};
+
+struct v8_frame {
+	enum v8_frame_kind kind;
+	int64_t type;			/* V8_FRAME_TYPED: StackFrame::Type */
+	uint64_t function;		/* V8_FRAME_JS: the JSFunction (tagged) */
+	char name[V8_NAME_MAX];		/* "" when anonymous or unread (name_err) */
+	char file[V8_FILE_MAX];		/* "" when none (a builtin) or unread (file_err) */
+	int line;			/* 1-based; 0 when not read (line_err) */
+	int name_err, file_err, line_err;	/* 0, or why not read (-errno) */
+};
+
+/*
+ * v8_read_frame - read the frame whose frame pointer is @fp in @r's
+ * process into @out. @code says what the frame's pc runs; @live_offset
+ * is, for the leaf frame of an interpreted function whose pc is in the
+ * interpreter, the value of V8's bytecode offset register
+ * (v8dbg_InterpreterBytecodeOffsetRegister, as the frame keeps it:
+ * the offset plus BytecodeArray's header, less the heap object tag), or
+ * -1 to use the frame's slot (valid once the frame called out).
+ * Returns 0 with @out filled (kind NONE when the slots did not check out:
+ * counted in v8_frame_unverified), or a negative errno when the frame's
+ * slots could not be read (the process is gone, -ESRCH; unmapped, -EFAULT;
+ * ...: counted in v8_read_errors). Parts that cannot be read leave their
+ * field empty and set its *_err (each counted).
+ */
+int v8_read_frame(const struct v8_reader *r, uint64_t fp, enum v8_code code,
+		  int64_t live_offset, struct v8_frame *out);
+
+#endif /* PROFD_V8_FRAMES_H */
