@@ -10,7 +10,11 @@
  * to name only past SYM_PENDING_SLACK more), and reading a shed table
  * back (symbolizer_reload(), on the object loader, rate limited, never
  * after the file changed; or, for an object whose debug file debuginfod
- * fetched, attaching it: debuginfod_attach.c). Everything runs under the
+ * fetched, attaching it: debuginfod_attach.c). A table larger than the
+ * whole budget is refused (sym_table_fits(): by its section headers
+ * before it is read, else as read) and not read again while the budget
+ * stays the same: it could only be read, shed and read again, each time
+ * past the budget. Everything runs under the
  * caller's sym_lock except the reload's file read. Each trim also asks
  * again for debug files whose fetch was dropped or failed long ago.
  */
@@ -207,7 +211,7 @@ static uint64_t object_shed(struct sym_object *o)
 /* symbolizer_set_budget - see symbolizer.h. */
 void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes)
 {
-	s->budget = bytes;
+	__atomic_store_n(&s->budget, bytes, __ATOMIC_RELAXED);
 }
 
 /* symbolizer_memory - see symbolizer.h. */
@@ -225,6 +229,31 @@ void symbolizer_table_stats(const struct symbolizer *s,
 	out->shed = s->tables_shed;
 	out->reloaded = s->tables_reloaded;
 	out->reloads_refused = s->reloads_refused;
+	out->too_big = __atomic_load_n(&s->too_big, __ATOMIC_RELAXED);
+}
+
+/* sym_table_fits - see symbolizer_internal.h. */
+bool sym_table_fits(struct symbolizer *s, struct sym_object *o, uint64_t bytes)
+{
+	if (!bytes && o->ef)
+		bytes = elf_file_symbols_estimate(o->ef);
+	if (!s->budget || bytes <= s->budget)
+		return true;
+	__atomic_store_n(&o->too_big, s->budget, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->too_big, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+/*
+ * Whether @o's table was refused under a budget other than @o's
+ * symbolizer's now (atomic reads: any thread): then it may fit.
+ */
+static bool too_big_retry(const struct sym_object *o)
+{
+	uint64_t refused = __atomic_load_n(&o->too_big, __ATOMIC_RELAXED);
+
+	return refused && o->owner &&
+	       refused != __atomic_load_n(&o->owner->budget, __ATOMIC_RELAXED);
 }
 
 /*
@@ -257,7 +286,8 @@ bool sym_object_wants_reload(const struct sym_object *o)
 	if (o && o->same)
 		o = o->same;
 	return o && !__atomic_load_n(&o->changed, __ATOMIC_RELAXED) &&
-	       (__atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) || sym_fetched_ready(o));
+	       (__atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) || too_big_retry(o) ||
+		sym_fetched_ready(o));
 }
 
 /* A reload allowed now by SYM_RELOADS_PER_S (lock held). */
@@ -295,7 +325,7 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	if (sym_fetched_ready(o))	/* fetched: attached, its table with it */
 		return sym_fetched_attach(s, lock, o);
 	pthread_mutex_lock(lock);
-	if (!o->shed || o->reloading || o->changed || !o->ef) {
+	if ((!o->shed && !too_big_retry(o)) || o->reloading || o->changed || !o->ef) {
 		pthread_mutex_unlock(lock);
 		return 0;
 	}
@@ -312,6 +342,10 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	ret = elf_file_stat(o->ef, &st);
 	if (!ret && sym_stamp_differs(&o->stamp, &st))
 		ret = -ESTALE;
+	/* a table that cannot fit the budget is not read (its headers say) */
+	table_bytes = ret ? 0 : elf_file_symbols_estimate(o->ef);
+	if (!ret && s->budget && table_bytes > s->budget)
+		ret = -EFBIG;
 	if (!ret)
 		ret = elf_file_read_symbols(o->ef, &t);
 	pthread_mutex_lock(lock);
@@ -320,9 +354,21 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 		table_bytes = elf_file_bytes(o->ef);
 		elf_file_set_symbols(o->ef, t);
 		table_bytes = elf_file_bytes(o->ef) - table_bytes;
+		if (!sym_table_fits(s, o, table_bytes)) {	/* as read */
+			elf_file_unload_symbols(o->ef);
+			ret = -EFBIG;
+		}
+	} else if (ret == -EFBIG) {
+		sym_table_fits(s, o, table_bytes);	/* marks it, counted */
+	}
+	if (!ret) {
+		__atomic_store_n(&o->too_big, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
 		s->tables_reloaded++;
 		sym_admit(s, o, table_bytes);
+	} else if (ret == -EFBIG) {
+		/* refused under this budget: not asked for again (too_big) */
+		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
 	} else {
 		__atomic_store_n(&o->changed, ret == -ESTALE || ret == -ENOEXEC,
 				 __ATOMIC_RELAXED);
@@ -331,4 +377,3 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	pthread_mutex_unlock(lock);
 	return ret;
 }
-

@@ -108,6 +108,13 @@ struct sym_object {
 	bool shed;
 	bool reloading;			/* a symbolizer_reload() is reading it */
 	/*
+	 * The budget (bytes) its symbol table was refused under, being
+	 * larger (sym_table_fits()); 0: not refused. Lookups miss (-EFBIG)
+	 * and it is not read again while the budget stays that. Atomic: the
+	 * reader thread asks sym_object_wants_reload() without the lock.
+	 */
+	uint64_t too_big;
+	/*
 	 * CLOCK_MONOTONIC ns of the last sample in its code (atomic: the
 	 * reader's sym_object_sampled()) and of the last lookup in it: the
 	 * later of the two orders the held tables for shedding.
@@ -167,6 +174,7 @@ struct symbolizer {
 	uint64_t tables_shed;	/* symbol tables of held objects freed for it */
 	uint64_t tables_reloaded;
 	uint64_t reloads_refused;	/* past SYM_RELOADS_PER_S, or file changed */
+	uint64_t too_big;	/* symbol tables refused: larger than the budget */
 	uint64_t reload_window_ns;	/* CLOCK_MONOTONIC start of the rate window */
 	uint32_t reloads_in_window;
 
@@ -262,6 +270,14 @@ int sym_fetched_attach(struct symbolizer *s, pthread_mutex_t *lock,
  * dropped or failed long enough ago (symbolizer_trim(), lock held).
  */
 void sym_fetched_retry(struct symbolizer *s, struct sym_object *o);
+
+/*
+ * sym_table_fits - whether @o's symbol table, of @bytes (0: not read yet,
+ * elf_file_symbols_estimate()), fits @s's whole budget; if not, @o is
+ * marked too_big under it and counted (budget.c). With the lock held, or
+ * before @o is shared.
+ */
+bool sym_table_fits(struct symbolizer *s, struct sym_object *o, uint64_t bytes);
 
 /*
  * sym_admit - count @bytes just read for @o (a new object, or its
