@@ -5,9 +5,10 @@
  * Owns: the periodic trim (objects nobody held for SYM_IDLE_TRIMS trims
  * freed), the byte count of the cache, and shedding past the budget:
  * idle objects, then address caches, then DWARF (lines and inlined
- * frames, frames.c), then symbol tables of held objects
- * (least recently sampled or looked up first; those with samples still
- * to name only past SYM_PENDING_SLACK more), and reading a shed table
+ * frames, frames.c) and symbol tables of held objects, least recently
+ * sampled or looked up object first (its DWARF before its table; those
+ * with samples still to name only past SYM_PENDING_SLACK more), and
+ * reading a shed table
  * back (symbolizer_reload(), on the object loader, rate limited, never
  * after the file changed; or, for an object whose debug file debuginfod
  * fetched, attaching it: debuginfod_attach.c). A table larger than the
@@ -20,6 +21,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "symbol/dwarf_lines.h"
@@ -31,7 +33,7 @@ static void shed(struct symbolizer *s);
 static bool sheddable(const struct sym_object *o);
 static bool has_pending(const struct sym_object *o);
 static uint64_t used_ns(const struct sym_object *o);
-static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending);
+static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending);
 static uint64_t object_shed(struct sym_object *o);
 
 /*
@@ -123,52 +125,46 @@ static void shed(struct symbolizer *s)
 		s->sheds++;
 	}
 	/*
-	 * Then DWARF (lines and inlined frames), least recently used first:
-	 * the largest and least needed part of an object, never read back
-	 * (counted as lines_shed; the symbols still name its frames).
-	 */
-	while (s->budget && s->bytes > s->budget) {
-		struct sym_object *lru = NULL;
-
-		for (size_t b = 0; b < s->nbuckets; b++)
-			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if (o->dwarf && (!lru || o->last_use < lru->last_use))
-					lru = o;
-		if (!lru)
-			break;
-		bytes_sub(s, sym_dwarf_shed(lru));
-	}
-	/*
-	 * Then the symbol tables of objects live processes still map, least
-	 * recently sampled or looked up first: first those whose samples
-	 * were all named already; those with samples waiting for the
-	 * interval's write-out only past SYM_PENDING_SLACK more (their frames
-	 * are then counted as partial.symbols_shed: the ceiling holds). Names
+	 * Then DWARF (lines and inlined frames; never read back: counted as
+	 * lines_shed, the symbols still name its frames) and the symbol
+	 * tables of objects live processes still map, least recently
+	 * sampled or looked up first, an object's DWARF before its table:
+	 * the lines of libc, sampled all the time, outlast the table of a
+	 * program asleep for a minute (read back when it wakes). First
+	 * objects whose samples were all named already; those with samples
+	 * waiting for the interval's write-out (libc's, nearly always) only
+	 * past SYM_PENDING_SLACK more (their frames are then counted as
+	 * partial.symbols_shed or lines_shed: the ceiling holds). Names
 	 * handed out are copied by their users under the lock
 	 * (profile_intern()), so none outlives this. The reader asks for a
 	 * table again when its code is sampled.
 	 */
-	shed_tables(s, s->budget, false);
-	shed_tables(s, s->budget + s->budget / SYM_PENDING_SLACK, true);
+	shed_lru(s, s->budget, false);
+	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true);
 }
 
 /*
- * Free held symbol tables, least recently needed first, while the cache
- * is over @limit; tables with samples not looked up yet only if
- * @pending too.
+ * Free DWARF and held symbol tables, least recently needed object first
+ * (its DWARF, then its table), while the cache is over @limit; those of
+ * objects with samples not looked up yet only if @pending too.
  */
-static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending)
+static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending)
 {
 	while (s->budget && s->bytes > limit) {
 		struct sym_object *lru = NULL;
 
 		for (size_t b = 0; b < s->nbuckets; b++)
 			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if (sheddable(o) && (pending || !has_pending(o)) &&
+				if ((o->dwarf || sheddable(o)) &&
+				    (pending || !has_pending(o)) &&
 				    (!lru || used_ns(o) < used_ns(lru)))
 					lru = o;
 		if (!lru)
 			return;
+		if (lru->dwarf) {
+			bytes_sub(s, sym_dwarf_shed(lru));
+			continue;
+		}
 		bytes_sub(s, object_shed(lru));
 		s->tables_shed++;
 	}
@@ -240,8 +236,24 @@ bool sym_table_fits(struct symbolizer *s, struct sym_object *o, uint64_t bytes)
 	if (!s->budget || bytes <= s->budget)
 		return true;
 	__atomic_store_n(&o->too_big, s->budget, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&s->too_big, 1, __ATOMIC_RELAXED);
 	return false;
+}
+
+/* sym_too_big_count - see symbolizer_internal.h. */
+void sym_too_big_count(struct symbolizer *s, const struct sym_object *o)
+{
+	struct sym_too_big v = { .key = o->key, .size = o->stamp.size,
+				 .budget = o->too_big };
+
+	for (uint32_t i = 0; i < SYM_TOO_BIG_KEPT; i++) {
+		const struct sym_too_big *e = &s->too_big_seen[i];
+
+		if (e->budget == v.budget && e->size == v.size &&
+		    !memcmp(&e->key, &v.key, sizeof(v.key)))
+			return;
+	}
+	s->too_big_seen[s->too_big_next++ % SYM_TOO_BIG_KEPT] = v;
+	__atomic_add_fetch(&s->too_big, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -369,6 +381,7 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	} else if (ret == -EFBIG) {
 		/* refused under this budget: not asked for again (too_big) */
 		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
+		sym_too_big_count(s, o);
 	} else {
 		__atomic_store_n(&o->changed, ret == -ESTALE || ret == -ENOEXEC,
 				 __ATOMIC_RELAXED);

@@ -501,6 +501,8 @@ static struct sym_object *object_insert(struct symbolizer *s,
 	}
 	o->refs = 1;
 	insert_node(s, o);
+	if (o->too_big)
+		sym_too_big_count(s, o);
 	sym_admit(s, o, sym_object_bytes(o));
 	return o;
 }

@@ -95,10 +95,10 @@ void symbolizer_trim(struct symbolizer *s);
  * cached objects: past it, each symbolizer_trim() frees the idle
  * (unreferenced) objects, then empties the address caches of the least
  * recently resolved objects (they refill on use), then frees the DWARF
- * (lines, inlined frames; not read again) of the least recently
- * resolved, then frees the symbol
- * tables of objects still held, least recently sampled
- * (sym_object_sampled()) or resolved first, until under (each counted);
+ * (lines, inlined frames; not read again) and the symbol tables of
+ * objects still held, least recently sampled (sym_object_sampled()) or
+ * resolved first (an object's DWARF before its table), until under
+ * (each counted);
  * tables with samples not looked up yet only past a quarter more.
  * A new object is counted, and the cache shed for it, when it is read.
  * A held object whose table was freed resolves nothing (-EAGAIN) until
@@ -122,7 +122,8 @@ struct symbolizer_table_stats {
 	uint64_t shed;		/* symbol tables of held objects freed for the budget */
 	uint64_t reloaded;	/* of those, read again (symbolizer_reload()) */
 	uint64_t reloads_refused;	/* over the rate limit, or the file changed */
-	uint64_t too_big;	/* tables refused: larger than the whole budget */
+	uint64_t too_big;	/* files whose table was refused, larger than the
+				 * whole budget (each once per budget) */
 };
 
 /* symbolizer_table_stats - the figures above, since creation (lock held). */
