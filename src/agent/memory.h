@@ -23,7 +23,7 @@
  * by count: measured ~60 MiB), then the share, split between every cache
  * and queue that grows with what the host does: half for the symbolizer
  * (its budget two fifths, at most --symbol-cache-limit, plus the quarter
- * more it keeps for tables whose samples wait to be named), a quarter for the CPU flame graph tree
+ * more it keeps for tables and DWARF whose samples wait to be named), a quarter for the CPU flame graph tree
  * and a 32nd for the GPU one, an eighth for the language runtimes (code
  * objects read from processes and the frame tables), a 16th for the OTLP export queue
  * (a dead endpoint) and a 32nd for the NVTX tracer's queue (bursts). The

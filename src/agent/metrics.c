@@ -289,7 +289,8 @@ static void labelled(struct prom_buf *b, const char *name, enum prom_type type,
 static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 {
 	static const char *const heap[] = { "in_use", "free", "mmapped" };
-	static const char *const table_events[] = { "shed", "reloaded", "reload_refused" };
+	static const char *const table_events[] = { "shed", "reloaded", "reload_refused",
+						      "too_big" };
 	/* the fixed caches, then one per language runtime (its name) */
 	const char *bytes[5 + PROFD_RUNTIME_COUNT] = {
 		"symbols", "flamegraph", "processes", "aggregation",
@@ -364,10 +365,13 @@ static void render_memory(struct prom_buf *b, const struct agent_snapshot *s)
 		 "Symbol tables of files live processes map: freed for the "
 		 "symbol budget (shed), read back when their code was sampled "
 		 "again (reloaded), reloads refused (over 4 a second, or the "
-		 "file changed since).", "event", 3, table_events,
+		 "file changed since), tables refused as larger than the whole "
+		 "budget (too_big: not read again under it).", "event", 4,
+		 table_events,
 		 (uint64_t[]){ s->caches.sym_tables.shed,
 			       s->caches.sym_tables.reloaded,
-			       s->caches.sym_tables.reloads_refused });
+			       s->caches.sym_tables.reloads_refused,
+			       s->caches.sym_tables.too_big });
 }
 
 static void render_ringbufs(struct prom_buf *b, const struct agent_readings *r)

@@ -106,6 +106,9 @@ COUNTER_DEFINE(file_hung, COUNTER_PARTIAL,
 COUNTER_DEFINE(symbols_shed, COUNTER_PARTIAL,
 	       "frames left unsymbolized: their symbol table was shed for the "
 	       "memory budget and not read back yet");
+COUNTER_DEFINE(symbols_too_big, COUNTER_PARTIAL,
+	       "frames left unsymbolized: their object's symbol table is larger "
+	       "than the whole symbol cache budget, so it is not read");
 COUNTER_DEFINE(symbols_pending_debuginfod, COUNTER_PARTIAL,
 	       "frames left unsymbolized: their object's debug file was being "
 	       "fetched from debuginfod (named from a later interval on)");
@@ -235,6 +238,8 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 		pthread_mutex_unlock(b->o->sym_lock);
 		if (n == -EAGAIN)
 			counter_inc(&counter_symbols_shed);
+		else if (n == -EFBIG)
+			counter_inc(&counter_symbols_too_big);
 		else if (n == -EINPROGRESS)
 			counter_inc(&counter_symbols_pending_debuginfod);
 	} else if (state == PROC_OBJ_HUNG) {

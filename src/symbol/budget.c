@@ -5,17 +5,23 @@
  * Owns: the periodic trim (objects nobody held for SYM_IDLE_TRIMS trims
  * freed), the byte count of the cache, and shedding past the budget:
  * idle objects, then address caches, then DWARF (lines and inlined
- * frames, frames.c), then symbol tables of held objects
- * (least recently sampled or looked up first; those with samples still
- * to name only past SYM_PENDING_SLACK more), and reading a shed table
+ * frames, frames.c) and symbol tables of held objects, least recently
+ * sampled or looked up object first (its DWARF before its table; those
+ * with samples still to name only past SYM_PENDING_SLACK more), and
+ * reading a shed table
  * back (symbolizer_reload(), on the object loader, rate limited, never
  * after the file changed; or, for an object whose debug file debuginfod
- * fetched, attaching it: debuginfod_attach.c). Everything runs under the
+ * fetched, attaching it: debuginfod_attach.c). A table larger than the
+ * whole budget is refused (sym_table_fits(): by its section headers
+ * before it is read, else as read) and not read again while the budget
+ * stays the same: it could only be read, shed and read again, each time
+ * past the budget. Everything runs under the
  * caller's sym_lock except the reload's file read. Each trim also asks
  * again for debug files whose fetch was dropped or failed long ago.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "symbol/dwarf_lines.h"
@@ -28,7 +34,7 @@ static void shed(struct symbolizer *s);
 static bool sheddable(const struct sym_object *o);
 static bool has_pending(const struct sym_object *o);
 static uint64_t used_ns(const struct sym_object *o);
-static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending);
+static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending);
 static uint64_t object_shed(struct sym_object *o);
 
 /*
@@ -121,52 +127,46 @@ static void shed(struct symbolizer *s)
 		s->sheds++;
 	}
 	/*
-	 * Then DWARF (lines and inlined frames), least recently used first:
-	 * the largest and least needed part of an object, never read back
-	 * (counted as lines_shed; the symbols still name its frames).
-	 */
-	while (s->budget && s->bytes > s->budget) {
-		struct sym_object *lru = NULL;
-
-		for (size_t b = 0; b < s->nbuckets; b++)
-			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if (o->dwarf && (!lru || o->last_use < lru->last_use))
-					lru = o;
-		if (!lru)
-			break;
-		bytes_sub(s, sym_dwarf_shed(lru));
-	}
-	/*
-	 * Then the symbol tables of objects live processes still map, least
-	 * recently sampled or looked up first: first those whose samples
-	 * were all named already; those with samples waiting for the
-	 * interval's write-out only past SYM_PENDING_SLACK more (their frames
-	 * are then counted as partial.symbols_shed: the ceiling holds). Names
+	 * Then DWARF (lines and inlined frames; never read back: counted as
+	 * lines_shed, the symbols still name its frames) and the symbol
+	 * tables of objects live processes still map, least recently
+	 * sampled or looked up first, an object's DWARF before its table:
+	 * the lines of libc, sampled all the time, outlast the table of a
+	 * program asleep for a minute (read back when it wakes). First
+	 * objects whose samples were all named already; those with samples
+	 * waiting for the interval's write-out (libc's, nearly always) only
+	 * past SYM_PENDING_SLACK more (their frames are then counted as
+	 * partial.symbols_shed or lines_shed: the ceiling holds). Names
 	 * handed out are copied by their users under the lock
 	 * (profile_intern()), so none outlives this. The reader asks for a
 	 * table again when its code is sampled.
 	 */
-	shed_tables(s, s->budget, false);
-	shed_tables(s, s->budget + s->budget / SYM_PENDING_SLACK, true);
+	shed_lru(s, s->budget, false);
+	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true);
 }
 
 /*
- * Free held symbol tables, least recently needed first, while the cache
- * is over @limit; tables with samples not looked up yet only if
- * @pending too.
+ * Free DWARF and held symbol tables, least recently needed object first
+ * (its DWARF, then its table), while the cache is over @limit; those of
+ * objects with samples not looked up yet only if @pending too.
  */
-static void shed_tables(struct symbolizer *s, uint64_t limit, bool pending)
+static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending)
 {
 	while (s->budget && s->bytes > limit) {
 		struct sym_object *lru = NULL;
 
 		for (size_t b = 0; b < s->nbuckets; b++)
 			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if (sheddable(o) && (pending || !has_pending(o)) &&
+				if ((o->dwarf || sheddable(o)) &&
+				    (pending || !has_pending(o)) &&
 				    (!lru || used_ns(o) < used_ns(lru)))
 					lru = o;
 		if (!lru)
 			return;
+		if (lru->dwarf) {
+			bytes_sub(s, sym_dwarf_shed(lru));
+			continue;
+		}
 		bytes_sub(s, object_shed(lru));
 		s->tables_shed++;
 	}
@@ -209,7 +209,7 @@ static uint64_t object_shed(struct sym_object *o)
 /* symbolizer_set_budget - see symbolizer.h. */
 void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes)
 {
-	s->budget = bytes;
+	__atomic_store_n(&s->budget, bytes, __ATOMIC_RELAXED);
 	jit_syms_set_budget(bytes / 4);	/* JIT symbols: a quarter at most */
 }
 
@@ -228,6 +228,47 @@ void symbolizer_table_stats(const struct symbolizer *s,
 	out->shed = s->tables_shed;
 	out->reloaded = s->tables_reloaded;
 	out->reloads_refused = s->reloads_refused;
+	out->too_big = __atomic_load_n(&s->too_big, __ATOMIC_RELAXED);
+}
+
+/* sym_table_fits - see symbolizer_internal.h. */
+bool sym_table_fits(struct symbolizer *s, struct sym_object *o, uint64_t bytes)
+{
+	if (!bytes && o->ef)
+		bytes = elf_file_symbols_estimate(o->ef);
+	if (!s->budget || bytes <= s->budget)
+		return true;
+	__atomic_store_n(&o->too_big, s->budget, __ATOMIC_RELAXED);
+	return false;
+}
+
+/* sym_too_big_count - see symbolizer_internal.h. */
+void sym_too_big_count(struct symbolizer *s, const struct sym_object *o)
+{
+	struct sym_too_big v = { .key = o->key, .size = o->stamp.size,
+				 .budget = o->too_big };
+
+	for (uint32_t i = 0; i < SYM_TOO_BIG_KEPT; i++) {
+		const struct sym_too_big *e = &s->too_big_seen[i];
+
+		if (e->budget == v.budget && e->size == v.size &&
+		    !memcmp(&e->key, &v.key, sizeof(v.key)))
+			return;
+	}
+	s->too_big_seen[s->too_big_next++ % SYM_TOO_BIG_KEPT] = v;
+	__atomic_add_fetch(&s->too_big, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Whether @o's table was refused under a budget other than @o's
+ * symbolizer's now (atomic reads: any thread): then it may fit.
+ */
+static bool too_big_retry(const struct sym_object *o)
+{
+	uint64_t refused = __atomic_load_n(&o->too_big, __ATOMIC_RELAXED);
+
+	return refused && o->owner &&
+	       refused != __atomic_load_n(&o->owner->budget, __ATOMIC_RELAXED);
 }
 
 /*
@@ -260,7 +301,8 @@ bool sym_object_wants_reload(const struct sym_object *o)
 	if (o && o->same)
 		o = o->same;
 	return o && !__atomic_load_n(&o->changed, __ATOMIC_RELAXED) &&
-	       (__atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) || sym_fetched_ready(o));
+	       (__atomic_load_n(&o->shed, __ATOMIC_ACQUIRE) || too_big_retry(o) ||
+		sym_fetched_ready(o));
 }
 
 /* A reload allowed now by SYM_RELOADS_PER_S (lock held). */
@@ -298,7 +340,7 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	if (sym_fetched_ready(o))	/* fetched: attached, its table with it */
 		return sym_fetched_attach(s, lock, o);
 	pthread_mutex_lock(lock);
-	if (!o->shed || o->reloading || o->changed || !o->ef) {
+	if ((!o->shed && !too_big_retry(o)) || o->reloading || o->changed || !o->ef) {
 		pthread_mutex_unlock(lock);
 		return 0;
 	}
@@ -315,6 +357,10 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	ret = elf_file_stat(o->ef, &st);
 	if (!ret && sym_stamp_differs(&o->stamp, &st))
 		ret = -ESTALE;
+	/* a table that cannot fit the budget is not read (its headers say) */
+	table_bytes = ret ? 0 : elf_file_symbols_estimate(o->ef);
+	if (!ret && s->budget && table_bytes > s->budget)
+		ret = -EFBIG;
 	if (!ret)
 		ret = elf_file_read_symbols(o->ef, &t);
 	pthread_mutex_lock(lock);
@@ -323,9 +369,22 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 		table_bytes = elf_file_bytes(o->ef);
 		elf_file_set_symbols(o->ef, t);
 		table_bytes = elf_file_bytes(o->ef) - table_bytes;
+		if (!sym_table_fits(s, o, table_bytes)) {	/* as read */
+			elf_file_unload_symbols(o->ef);
+			ret = -EFBIG;
+		}
+	} else if (ret == -EFBIG) {
+		sym_table_fits(s, o, table_bytes);	/* marks it, counted */
+	}
+	if (!ret) {
+		__atomic_store_n(&o->too_big, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
 		s->tables_reloaded++;
 		sym_admit(s, o, table_bytes);
+	} else if (ret == -EFBIG) {
+		/* refused under this budget: not asked for again (too_big) */
+		__atomic_store_n(&o->shed, false, __ATOMIC_RELEASE);
+		sym_too_big_count(s, o);
 	} else {
 		__atomic_store_n(&o->changed, ret == -ESTALE || ret == -ENOEXEC,
 				 __ATOMIC_RELAXED);
@@ -334,4 +393,3 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 	pthread_mutex_unlock(lock);
 	return ret;
 }
-

@@ -54,10 +54,20 @@ void dwarf_lines_free(struct dwarf_lines *d);
 
 /*
  * dwarf_lines_bytes - heap bytes @d holds: the sections read (and their
- * decompressed copies) plus an estimate of the line tables libdw decoded
- * so far (they grow with lookups in new compilation units).
+ * decompressed copies; only those a lookup reads) plus an estimate of
+ * what libdw decoded since (the units walked to and the line tables
+ * decoded; they grow with lookups in new compilation units, up to
+ * dwarf_lines_resets()' cap).
  */
 uint64_t dwarf_lines_bytes(const struct dwarf_lines *d);
+
+/*
+ * dwarf_lines_resets - how many times @d dropped what libdw had decoded
+ * (units walked, line tables) to stay within its share: the sections
+ * read, then a quarter of them (at least 1 MiB) of line tables, plus
+ * the units' headers.
+ */
+uint32_t dwarf_lines_resets(const struct dwarf_lines *d);
 
 /*
  * dwarf_lines_lookup - the call chain at ELF virtual address @vaddr,

@@ -44,6 +44,7 @@
 #include "symbol/elf_file.h"
 #include "symbol/elf_symtab.h"
 #include "symbol/go_symtab.h"
+#include "util/elf_section.h"
 
 #define BUILD_ID_MAX	64	/* bytes; SHA-1 ones are 20 */
 
@@ -647,6 +648,41 @@ static int load_symbols(struct elf_file *f)
 	ret = read_symbols(f, &f->symtab);
 	f->syms_err = ret < 0 ? ret : 0;
 	return ret;
+}
+
+/*
+ * elf_file_symbols_estimate - see elf_file.h. The handles read_symbols()
+ * would open, their section headers only; a Go executable's pclntab
+ * (copied whole by go_symtab.c) by its section.
+ */
+uint64_t elf_file_symbols_estimate(const struct elf_file *f)
+{
+	bool symtab_only[2] = { false, true };
+	Elf *elves[2] = { elf_handle(f), NULL };
+	uint64_t bytes = 0;
+	size_t n = 1;
+	GElf_Shdr sh;
+
+	if (!elves[0] || elf_kind(elves[0]) != ELF_K_ELF) {
+		elf_end(elves[0]);
+		return 0;
+	}
+	if (f->dbg_fd >= 0 && (elves[1] = elf_begin(f->dbg_fd, ELF_C_READ, NULL)))
+		n += elf_kind(elves[1]) == ELF_K_ELF;
+	bytes = elf_symtab_estimate(elves, symtab_only, n);
+	if ((elf_section_by_name(elves[0], ".gopclntab", &sh) ||
+	     elf_section_by_name(elves[0], ".data.rel.ro.gopclntab", &sh)) &&
+	    sh.sh_type != SHT_NOBITS)
+		bytes += sh.sh_size;
+	elf_end(elves[1]);
+	elf_end(elves[0]);
+	return bytes;
+}
+
+/* elf_file_is_go - see elf_file.h. */
+bool elf_file_is_go(const struct elf_file *f)
+{
+	return f->syms_loaded && f->symtab.go;
 }
 
 /* elf_file_unload_symbols - see elf_file.h. */

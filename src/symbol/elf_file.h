@@ -182,6 +182,21 @@ int elf_file_cfi_range(const struct elf_file *f, uint64_t vaddr,
 int elf_file_load_symbols(struct elf_file *f);
 
 /*
+ * elf_file_symbols_estimate - an upper bound of the heap bytes
+ * elf_file_load_symbols() would add to elf_file_bytes(@f), from section
+ * headers alone (elf_symtab_estimate(), plus a Go executable's
+ * .gopclntab): a table too big for a budget is refused without being
+ * read. 0 when the file cannot be read as ELF (the load says why).
+ */
+uint64_t elf_file_symbols_estimate(const struct elf_file *f);
+
+/*
+ * elf_file_is_go - whether @f's loaded symbols hold a Go pclntab (a Go
+ * executable: Go's own names, lines and inlining; go_symtab.h).
+ */
+bool elf_file_is_go(const struct elf_file *f);
+
+/*
  * elf_file_unload_symbols - free the symbols read (to be read again by
  * the next lookup, or elf_file_read_symbols() + elf_file_set_symbols()),
  * a Go executable's pclntab copies with them. Names handed out before

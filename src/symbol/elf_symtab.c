@@ -430,6 +430,42 @@ int elf_symtab_build(struct elf_symtab *t, Elf *const *elves,
 }
 
 /*
+ * elf_symtab_estimate - see elf_symtab.h. Every entry of the symbol
+ * sections counts as a function and every byte of their string tables
+ * as a name: what build_table() could keep at most, read from the
+ * section headers alone.
+ */
+uint64_t elf_symtab_estimate(Elf *const *elves, const bool *symtab_only,
+			     size_t nelves)
+{
+	uint64_t syms = 0, names = 0;
+
+	for (size_t i = 0; i < nelves; i++) {
+		Elf_Scn *scn = NULL;
+
+		while ((scn = elf_nextscn(elves[i], scn)) != NULL) {
+			GElf_Shdr sh, str;
+			Elf_Scn *link;
+			size_t ent;
+
+			if (!gelf_getshdr(scn, &sh) ||
+			    (sh.sh_type != SHT_SYMTAB &&
+			     (sh.sh_type != SHT_DYNSYM || symtab_only[i])))
+				continue;
+			ent = gelf_fsize(elves[i], ELF_T_SYM, 1, EV_CURRENT);
+			if (!ent)
+				continue;
+			syms += sh.sh_size / ent;
+			link = elf_getscn(elves[i], sh.sh_link);
+			if (link && gelf_getshdr(link, &str) &&
+			    str.sh_type != SHT_NOBITS)
+				names += str.sh_size;
+		}
+	}
+	return syms * sizeof(struct elf_sym) + names;
+}
+
+/*
  * elf_symtab_lookup - see elf_symtab.h. The candidate is the last symbol
  * starting at or below @vaddr; when it ends before @vaddr, the symbols
  * enclosing it are tried (a function with a local label symbol inside).

@@ -42,6 +42,17 @@ int elf_symtab_build(struct elf_symtab *t, Elf *const *elves,
 		     const bool *symtab_only, size_t nelves);
 
 /*
+ * elf_symtab_estimate - an upper bound of the heap bytes (@t->bytes)
+ * elf_symtab_build() would give for the same handles, from their section
+ * headers only (no symbol or string is read): every .symtab entry (and
+ * .dynsym entry, unless @symtab_only[i]) counted as a function with the
+ * whole of its string table. PLT stubs not included (a few per .dynsym
+ * entry's worth of bytes). 0 without symbol sections.
+ */
+uint64_t elf_symtab_estimate(Elf *const *elves, const bool *symtab_only,
+			     size_t nelves);
+
+/*
  * elf_symtab_lookup - the function containing ELF virtual address
  * @vaddr (a symbol of size 0 covers up to the next symbol or its
  * section's end): its name (owned by @t) with *@sym_vaddr set to its

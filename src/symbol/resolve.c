@@ -164,6 +164,8 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		o->last_use = ++o->owner->clock;
 	if (o->same)	/* a copy: resolved by the object of the first */
 		return sym_object_resolve(o->same, file_offset, out);
+	if (o->too_big)	/* larger than the budget: not read (budget.c) */
+		return -EFBIG;
 	if (o->shed)	/* not read here: the writer does no file I/O */
 		return -EAGAIN;
 	o->resolved_ns = clock_mono_ns();

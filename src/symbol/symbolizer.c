@@ -428,6 +428,7 @@ static struct sym_object *find_copy_of(struct symbolizer *s,
 static void object_load(struct symbolizer *s, struct sym_object *o, pid_t pid,
 			const struct proc_mapping *m, bool *unreadable)
 {
+	uint64_t before;
 	char *root;
 
 	*unreadable = false;
@@ -448,10 +449,19 @@ static void object_load(struct symbolizer *s, struct sym_object *o, pid_t pid,
 	 * write-out): a library truncated or rewritten after its samples
 	 * still resolves from what was read here, and the writer does no
 	 * file I/O. After debuginfo_attach(): the debug file's .symtab is
-	 * read in the same pass.
+	 * read in the same pass. A table larger than the whole budget is
+	 * refused (budget.c: sym_table_fits()), by its section headers
+	 * before it is read, else as read.
 	 */
-	if (o->ef && elf_file_load_symbols(o->ef) < 0)
+	if (!o->ef || !sym_table_fits(s, o, 0))
+		return;		/* larger than the whole budget: not read */
+	before = elf_file_bytes(o->ef);
+	if (elf_file_load_symbols(o->ef) < 0) {
 		*unreadable = true;
+	} else if (!sym_table_fits(s, o, elf_file_bytes(o->ef) - before + 1)) {
+		elf_file_unload_symbols(o->ef);		/* as read: not kept */
+		return;
+	}
 	/* its DWARF too, after the debug file was attached (frames.c) */
 	sym_dwarf_load(s, o);
 }
@@ -493,6 +503,8 @@ static struct sym_object *object_insert(struct symbolizer *s,
 	}
 	o->refs = 1;
 	insert_node(s, o);
+	if (o->too_big)
+		sym_too_big_count(s, o);
 	sym_admit(s, o, sym_object_bytes(o));
 	return o;
 }

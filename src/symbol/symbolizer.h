@@ -95,14 +95,18 @@ void symbolizer_trim(struct symbolizer *s);
  * cached objects: past it, each symbolizer_trim() frees the idle
  * (unreferenced) objects, then empties the address caches of the least
  * recently resolved objects (they refill on use), then frees the DWARF
- * (lines, inlined frames; not read again) of the least recently
- * resolved, then frees the symbol
- * tables of objects still held, least recently sampled
- * (sym_object_sampled()) or resolved first, until under (each counted);
+ * (lines, inlined frames; not read again) and the symbol tables of
+ * objects still held, least recently sampled (sym_object_sampled()) or
+ * resolved first (an object's DWARF before its table), until under
+ * (each counted);
  * tables with samples not looked up yet only past a quarter more.
  * A new object is counted, and the cache shed for it, when it is read.
  * A held object whose table was freed resolves nothing (-EAGAIN) until
- * symbolizer_reload().
+ * symbolizer_reload(). A table larger than the whole budget (estimated
+ * from its section headers, else as read) is not read, or not kept:
+ * its object resolves nothing (-EFBIG) and is not read again while the
+ * budget stays the same (reading it could only shed everything else,
+ * then itself, and read it again).
  */
 void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes);
 
@@ -118,6 +122,8 @@ struct symbolizer_table_stats {
 	uint64_t shed;		/* symbol tables of held objects freed for the budget */
 	uint64_t reloaded;	/* of those, read again (symbolizer_reload()) */
 	uint64_t reloads_refused;	/* over the rate limit, or the file changed */
+	uint64_t too_big;	/* files whose table was refused, larger than the
+				 * whole budget (each once per budget) */
 };
 
 /* symbolizer_table_stats - the figures above, since creation (lock held). */
@@ -143,7 +149,8 @@ bool sym_object_wants_reload(const struct sym_object *o);
 
 /*
  * symbolizer_reload - read the symbol table of held object @o (shed for
- * the budget) again from the descriptor it holds, without holding @lock
+ * the budget, or refused as too big under another budget than today's)
+ * again from the descriptor it holds, without holding @lock
  * while reading, then put it back (under @lock). Not when its file
  * changed since it was first read (size, mtime, ctime: its names would
  * be wrong; it stays unnamed for good), nor more than SYM_RELOADS_PER_S
@@ -152,7 +159,8 @@ bool sym_object_wants_reload(const struct sym_object *o);
  * @o (build ID, class, machine; rejected and deleted if it does not fit)
  * and its .symtab read with @o's own tables, so @o's frames are named
  * from then on. Returns 0 (reloaded, or nothing to do), -EAGAIN (rate
- * limit: ask again later), -ESTALE (file changed) or the read's error.
+ * limit: ask again later), -ESTALE (file changed), -EFBIG (larger than
+ * the budget: refused, not asked again under it) or the read's error.
  * File I/O: call it where a blocked read is allowed (the object loader).
  */
 int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
@@ -197,7 +205,8 @@ const char *sym_object_build_id(const struct sym_object *o);
  * pcs (cgo's C code) from the ELF symbols. In the vDSO, a function no symbol
  * names is "[vdso]+0xSTART" (START: where its FDE begins, an ELF virtual
  * address of the vDSO image). Returns 0 and fills @out, -ENOENT, -EAGAIN
- * (its table was shed for the budget: symbolizer_reload()), or
+ * (its table was shed for the budget: symbolizer_reload()), -EFBIG (its
+ * table is larger than the whole budget: not read), or
  * -EINPROGRESS (no symbol yet, but its debug file is being fetched from
  * debuginfod or waits to be attached).
  */
@@ -220,8 +229,8 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
  * out, so the leaf and its self time stay true); cached per offset. Without either, or with lines off (symbolizer_set_lines(): DWARF
  * only), one frame: the symbol, file "" and line 0. Returns the number of
  * frames (>= 1), -ENOENT (no symbol covers the offset), -EAGAIN (the
- * symbol table was shed, as sym_object_resolve()), -EINPROGRESS (as
- * sym_object_resolve()), -EINVAL (@max < 1).
+ * symbol table was shed, as sym_object_resolve()), -EFBIG and
+ * -EINPROGRESS (as sym_object_resolve()), -EINVAL (@max < 1).
  */
 int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
 			      struct sym_frame *out, int max);

@@ -108,6 +108,13 @@ struct sym_object {
 	bool shed;
 	bool reloading;			/* a symbolizer_reload() is reading it */
 	/*
+	 * The budget (bytes) its symbol table was refused under, being
+	 * larger (sym_table_fits()); 0: not refused. Lookups miss (-EFBIG)
+	 * and it is not read again while the budget stays that. Atomic: the
+	 * reader thread asks sym_object_wants_reload() without the lock.
+	 */
+	uint64_t too_big;
+	/*
 	 * CLOCK_MONOTONIC ns of the last sample in its code (atomic: the
 	 * reader's sym_object_sampled()) and of the last lookup in it: the
 	 * later of the two orders the held tables for shedding.
@@ -149,6 +156,19 @@ struct sym_object {
  */
 #define SYM_PENDING_SLACK	4
 
+/*
+ * Files whose symbol table was refused as too big, remembered (their
+ * identity, size and the budget) so that each is counted once however
+ * often it is opened again: the last SYM_TOO_BIG_KEPT.
+ */
+#define SYM_TOO_BIG_KEPT	64
+
+struct sym_too_big {
+	struct id_key key;
+	int64_t size;
+	uint64_t budget;
+};
+
 /* Names of vDSO functions no symbol covers: one per FDE, a handful. */
 #define VDSO_FDE_NAMES_MAX	256
 
@@ -167,6 +187,9 @@ struct symbolizer {
 	uint64_t tables_shed;	/* symbol tables of held objects freed for it */
 	uint64_t tables_reloaded;
 	uint64_t reloads_refused;	/* past SYM_RELOADS_PER_S, or file changed */
+	uint64_t too_big;	/* files whose symbol table was refused: larger than the budget */
+	struct sym_too_big too_big_seen[SYM_TOO_BIG_KEPT];	/* those counted */
+	uint32_t too_big_next;
 	uint64_t reload_window_ns;	/* CLOCK_MONOTONIC start of the rate window */
 	uint32_t reloads_in_window;
 
@@ -262,6 +285,20 @@ int sym_fetched_attach(struct symbolizer *s, pthread_mutex_t *lock,
  * dropped or failed long enough ago (symbolizer_trim(), lock held).
  */
 void sym_fetched_retry(struct symbolizer *s, struct sym_object *o);
+
+/*
+ * sym_table_fits - whether @o's symbol table, of @bytes (0: not read yet,
+ * elf_file_symbols_estimate()), fits @s's whole budget; if not, @o is
+ * marked too_big under it (budget.c). With the lock held, or before @o
+ * is shared.
+ */
+bool sym_table_fits(struct symbolizer *s, struct sym_object *o, uint64_t bytes);
+
+/*
+ * sym_too_big_count - count @o's refusal (too_big) unless its file was
+ * counted under the same budget already (budget.c). Lock held.
+ */
+void sym_too_big_count(struct symbolizer *s, const struct sym_object *o);
 
 /*
  * sym_admit - count @bytes just read for @o (a new object, or its

@@ -10,12 +10,15 @@
  *                                    file's executable PT_LOAD segments;
  *                                    print the bytes the symbolizer
  *                                    accounts, the process's RSS growth
- *                                    (kB, VmRSS) and the time per lookup
+ *                                    (kB, VmRSS after malloc_trim()), how
+ *                                    often the decoded state was dropped
+ *                                    and the time per lookup
  */
 #include <elf.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +28,15 @@
 #include "symbol/dwarf_lines.h"
 #include "symbol/elf_file.h"
 
+/* VmRSS after freed heap went back to the kernel (profd trims every 10 s). */
 static long rss_kb(void)
 {
 	char line[256];
 	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
+	FILE *f;
 
+	malloc_trim(0);
+	f = fopen("/proc/self/status", "r");
 	while (f && fgets(line, sizeof(line), f))
 		if (!strncmp(line, "VmRSS:", 6))
 			kb = strtol(line + 6, NULL, 10);
@@ -90,8 +96,9 @@ static int cost(const char *path, uint64_t step)
 	       (unsigned long long)lookups, (unsigned long long)found,
 	       (unsigned long long)inlined,
 	       lookups ? (t1 - t0) * 1e6 / lookups : 0.0);
-	printf("after: accounted=%llu bytes rss_growth=%ld kB\n",
-	       (unsigned long long)dwarf_lines_bytes(d), rss2 - rss0);
+	printf("after: accounted=%llu bytes rss_growth=%ld kB resets=%u\n",
+	       (unsigned long long)dwarf_lines_bytes(d), rss2 - rss0,
+	       dwarf_lines_resets(d));
 	elf_end(elf);
 	close(fd);
 	dwarf_lines_free(d);
