@@ -49,7 +49,7 @@ struct go_symtab {
 static int read_table(Elf *elf, struct go_symtab *g)
 {
 	struct go_elf_pclntab loc;
-	int err = go_elf_pclntab(elf, &loc);
+	int err = go_elf_pclntab(elf, true, &loc);
 
 	if (err)
 		return err;

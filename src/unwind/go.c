@@ -91,7 +91,7 @@ static const struct {
  */
 static int pclntab_open(Elf *elf, struct go_elf_pclntab *loc)
 {
-	int err = go_elf_pclntab(elf, loc);
+	int err = go_elf_pclntab(elf, false, loc);
 
 	if (!err && loc->pt.magic == GOPCLNTAB_MAGIC_116)
 		err = -EPROTONOSUPPORT;	/* Go 1.16-1.17: not handled here */

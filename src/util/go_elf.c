@@ -59,6 +59,8 @@ struct image {
 	uint64_t relro_lo, relro_hi;	/* PT_GNU_RELRO: [lo, hi) */
 	struct reloc *rel;	/* RELATIVE relocations, by offset */
 	size_t nrel;
+	bool rel_read;		/* rel read (on first use) */
+	int rel_err;		/* -ENOMEM reading them, else 0 */
 };
 
 /* The image's bytes at an address, up to its segment's file end. */
@@ -144,12 +146,46 @@ static bool image_at(struct image *img, uint64_t vaddr, struct span *sp)
 	return false;
 }
 
+/*
+ * The image's @size bytes at @vaddr, inside one PT_LOAD's file data:
+ * only those read when their segment was not (a section's), or false.
+ */
+static bool image_range(struct image *img, uint64_t vaddr, uint64_t size, struct span *sp)
+{
+	for (size_t i = 0; i < img->nseg; i++) {
+		struct seg *s = &img->seg[i];
+		Elf_Data *d;
+
+		if (vaddr < s->vaddr || vaddr - s->vaddr >= s->filesz ||
+		    size > s->filesz - (vaddr - s->vaddr))
+			continue;
+		if (s->p) {
+			sp->p = s->p + (vaddr - s->vaddr);
+		} else {
+			d = size ? elf_getdata_rawchunk(img->elf,
+							(int64_t)(s->offset + (vaddr - s->vaddr)),
+							(size_t)size, ELF_T_BYTE) : NULL;
+			if (!d || !d->d_buf)
+				return false;
+			sp->p = d->d_buf;
+		}
+		sp->n = (size_t)size;
+		sp->seg = s;
+		return true;
+	}
+	return false;
+}
+
+static void relocs_read(struct image *img);
+
 /* The word at @vaddr (a relocation's addend where one is), or false. */
 static bool word(struct image *img, uint64_t vaddr, uint64_t *v)
 {
-	size_t lo = 0, hi = img->nrel;
+	size_t lo = 0, hi;
 	struct span s;
 
+	relocs_read(img);
+	hi = img->nrel;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -177,10 +213,11 @@ static int cmp_reloc(const void *a, const void *b)
 
 /*
  * @img's R_X86_64_RELATIVE relocations, from PT_DYNAMIC's DT_RELA table
- * (what ld.so applies; there with or without section headers). None
- * when there is no such table or it is unreadable; -ENOMEM.
+ * (what ld.so applies; there with or without section headers), read
+ * once. None when there is no such table or it is unreadable
+ * (img->rel_err: -ENOMEM).
  */
-static int relocs_read(struct image *img)
+static void relocs_read(struct image *img)
 {
 	uint64_t rela = 0, relasz = 0, relaent = 0;
 	const uint8_t *dyn = NULL;
@@ -188,8 +225,11 @@ static int relocs_read(struct image *img)
 	struct span sp;
 	GElf_Phdr ph;
 
+	if (img->rel_read)
+		return;
+	img->rel_read = true;
 	if (elf_getphdrnum(img->elf, &nph))
-		return 0;
+		return;
 	for (size_t i = 0; i < nph && !dyn; i++) {
 		Elf_Data *d;
 
@@ -216,16 +256,18 @@ static int relocs_read(struct image *img)
 			relaent = val;
 	}
 	if (!rela || relaent != 24 || !image_at(img, rela, &sp))
-		return 0;
+		return;
 	if (relasz > sp.n)
 		relasz = sp.n;
 	for (size_t i = 0; i < relasz / 24; i++)
 		n += (uint32_t)rd8(sp.p + 24 * i + 8) == R_X86_64_RELATIVE;
 	if (!n)
-		return 0;
+		return;
 	img->rel = malloc(n * sizeof(*img->rel));
-	if (!img->rel)
-		return -ENOMEM;
+	if (!img->rel) {
+		img->rel_err = -ENOMEM;
+		return;
+	}
 	for (size_t i = 0; i < relasz / 24; i++) {
 		const uint8_t *r = sp.p + 24 * i;
 
@@ -233,7 +275,6 @@ static int relocs_read(struct image *img)
 			img->rel[img->nrel++] = (struct reloc){ rd8(r), rd8(r + 16) };
 	}
 	qsort(img->rel, img->nrel, sizeof(*img->rel), cmp_reloc);
-	return 0;
 }
 
 /* Whether [@lo, @hi) lies in one executable PT_LOAD. */
@@ -275,15 +316,17 @@ static int check_table(const struct image *img, const struct gopclntab *pt)
 }
 
 /*
- * The text start for a table at @vaddr whose header may say 0 (a PIE's
- * textStart, relocated at load): its relocation's addend, else .text's
- * address, else 0.
+ * The text start gopclntab_init() is to use for the table @p[0..@n) at
+ * @vaddr when its header says 0 (a PIE's textStart, relocated at load):
+ * its relocation's addend, else .text's address, else 0.
  */
-static uint64_t text_hint(struct image *img, uint64_t vaddr)
+static uint64_t text_hint(struct image *img, const uint8_t *p, size_t n, uint64_t vaddr)
 {
 	GElf_Shdr sh;
 	uint64_t v;
 
+	if (n >= PCHDR_TEXT + 8 && rd8(p + PCHDR_TEXT))
+		return 0;	/* the header's own */
 	if (word(img, vaddr + PCHDR_TEXT, &v) && v)
 		return v;
 	if (elf_section_by_name(img->elf, ".text", &sh))
@@ -333,7 +376,8 @@ static int scan(struct image *img, struct span *sp, uint64_t *vaddr,
 			continue;
 		for (uint64_t o = 0; o + 72 <= hi - lo && tries < SCAN_TRIES; o += 8) {
 			if (!gopclntab_header_ok(seg.p + o, seg.n - o) ||
-			    gopclntab_init(pt, seg.p + o, seg.n - o, text_hint(img, lo + o)))
+			    gopclntab_init(pt, seg.p + o, seg.n - o,
+					   text_hint(img, seg.p + o, seg.n - o, lo + o)))
 				continue;
 			if (tries++, check_table(img, pt))
 				continue;
@@ -402,6 +446,7 @@ static bool moduledata_at(struct image *img, uint64_t md, const struct gopclntab
 static bool find_moduledata(struct image *img, const struct gopclntab *pt,
 			    uint64_t vaddr, uint64_t *end, uint64_t *gofunc)
 {
+	relocs_read(img);
 	for (size_t i = 0; i < img->nrel; i++)
 		if (img->rel[i].addend == vaddr &&
 		    moduledata_at(img, img->rel[i].off, pt, vaddr, end, gofunc))
@@ -429,25 +474,20 @@ static int locate(struct image *img, struct span *sp, uint64_t *vaddr,
 	/* a PIE's is in its RELRO segment: .data.rel.ro.gopclntab */
 	if (elf_section_by_name(img->elf, ".gopclntab", &sh) ||
 	    elf_section_by_name(img->elf, ".data.rel.ro.gopclntab", &sh)) {
-		if (sh.sh_type != SHT_PROGBITS || !image_at(img, sh.sh_addr, sp) ||
-		    sp->n < sh.sh_size)
+		if (sh.sh_type != SHT_PROGBITS || !image_range(img, sh.sh_addr, sh.sh_size, sp))
 			return -EINVAL;
-		sp->n = (size_t)sh.sh_size;
 		*vaddr = sh.sh_addr;
-		err = relocs_read(img);
-		if (!err)
-			err = gopclntab_init(&out->pt, sp->p, sp->n, text_hint(img, *vaddr));
+		err = gopclntab_init(&out->pt, sp->p, sp->n, text_hint(img, sp->p, sp->n, *vaddr));
 		return err ? err : check_table(img, &out->pt);
 	}
 	if (!wants_scan(img->elf))
 		return -ENOENT;
 	out->by_magic = true;
-	err = relocs_read(img);
-	return err ? err : scan(img, sp, vaddr, &out->pt);
+	return scan(img, sp, vaddr, &out->pt);
 }
 
 /* go_elf_pclntab - see go_elf.h. */
-int go_elf_pclntab(Elf *elf, struct go_elf_pclntab *out)
+int go_elf_pclntab(Elf *elf, bool funcdata, struct go_elf_pclntab *out)
 {
 	struct image img;
 	struct span sp, fs;
@@ -458,9 +498,8 @@ int go_elf_pclntab(Elf *elf, struct go_elf_pclntab *out)
 	err = image_init(&img, elf);
 	if (!err)
 		err = locate(&img, &sp, &vaddr, out);
-	if (err)
+	if (err || !funcdata)
 		goto out;
-	out->vaddr = vaddr;
 	end = sp.n;
 	out->moduledata = find_moduledata(&img, &out->pt, vaddr, &end, &gofunc);
 	if (out->moduledata) {
@@ -483,6 +522,10 @@ int go_elf_pclntab(Elf *elf, struct go_elf_pclntab *out)
 				(size_t)(vaddr - gofunc) : fs.n;
 	}
 out:
+	if (!err)
+		err = img.rel_err;
+	if (!err)
+		out->vaddr = vaddr;
 	image_free(&img);
 	if (err)
 		memset(out, 0, sizeof(*out));

@@ -42,7 +42,7 @@ struct go_elf_pclntab {
 	struct gopclntab pt;	/* parsed and checked; its bytes are @elf's */
 	uint64_t vaddr;		/* the table's link-time address */
 	bool by_magic;		/* found by its magic, not by a section */
-	bool moduledata;	/* runtime.firstmoduledata found: pt.n is exact */
+	bool moduledata;	/* runtime.firstmoduledata found (asked for): pt.n is exact */
 	uint64_t gofunc;	/* moduledata.gofunc (1.18+), 0 when unknown */
 	const uint8_t *gofunc_p;/* go:func.* from gofunc on (@elf's bytes), or NULL */
 	size_t gofunc_n;	/* its bytes: to the table or its segment's file end */
@@ -52,12 +52,15 @@ struct go_elf_pclntab {
  * go_elf_pclntab - find, check and parse @elf's pclntab into *@out
  * (its bytes borrowed from @elf: valid until elf_end()). A table found
  * by section must pass its checks; a scan takes the first table that
- * passes them. Returns 0; -ENOENT none (not a Go executable, or not an
- * x86-64 one); -EPROTONOSUPPORT a pclntab of an unknown Go version;
- * -EINVAL one that fails its checks, or moduledata disagrees with it;
- * -ENOMEM.
+ * passes them. @funcdata: also find runtime.firstmoduledata (the table's
+ * exact end, gofunc and go:func.*), which reads the writable segments and
+ * the read-only one go:func.* is in; else pt.n is the section's size (the
+ * segment's rest when found by magic). Returns 0; -ENOENT none (not a Go
+ * executable, or not an x86-64 one); -EPROTONOSUPPORT a pclntab of an
+ * unknown Go version; -EINVAL one that fails its checks, or moduledata
+ * disagrees with it; -ENOMEM.
  */
-int go_elf_pclntab(Elf *elf, struct go_elf_pclntab *out);
+int go_elf_pclntab(Elf *elf, bool funcdata, struct go_elf_pclntab *out);
 
 /*
  * go_elf_version - the Go version ("go1.19.8") from @elf's build info
