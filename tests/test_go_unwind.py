@@ -433,6 +433,44 @@ def test_corrupt_pclntab(tmp_path, go_build):
     assert not bad, bad[:3]
 
 
+def test_overlapping_segments(tmp_path, go_build):
+    """A section-less -s -w binary with one more read-only PT_LOAD, listed
+    first, overlapping the start of the one holding the pclntab (its NOTE
+    header made a LOAD of 8 KiB): the scan (in the compiler built with
+    ASan/UBSan) reads each segment's own bytes, never past the shorter
+    one's, and still finds the table: the same rows as without it."""
+    from test_unwind_table import build_asan
+    exe = build_asan(str(tmp_path))
+    src = go_build["noshdr"]
+    with open(src, "rb") as f:
+        buf = bytearray(f.read())
+    phoff, = struct.unpack_from("<Q", buf, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", buf, 0x36)
+    heads = [phoff + i * phentsize for i in range(phnum)]
+    note = next(h for h in heads if struct.unpack_from("<I", buf, h)[0] == 4)   # PT_NOTE
+    rodata = next(h for h in heads if struct.unpack_from("<II", buf, h) == (1, 4))  # LOAD R
+    assert note < rodata
+    off, vaddr = struct.unpack_from("<QQ", buf, rodata + 8)
+    # PT_LOAD, R: [vaddr - 4 KiB, vaddr + 4 KiB) of the same file bytes
+    struct.pack_into("<IIQQQQQQ", buf, note, 1, 4, off - 0x1000, vaddr - 0x1000,
+                     vaddr - 0x1000, 0x2000, 0x2000, 0x1000)
+    path = str(tmp_path / "overlap")
+    with open(path, "wb") as f:
+        f.write(buf)
+    outs = {}
+    for name, binary in (("overlap", path), ("noshdr", src)):
+        for args in (["--go", binary], [binary]):
+            p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0 and "runtime error" not in p.stderr, \
+                (name, args[0], p.returncode, p.stderr[-3000:])
+            outs[name, args[0]] = p.stdout
+    info = dict(kv.split("=", 1) for kv in outs["overlap", "--go"].split())
+    assert info["result"] == "0" and info["pclntab"] == "magic", info
+    rows = [l for l in outs["overlap", path].splitlines() if not l.startswith("#")]
+    assert len(rows) > 1000
+    assert rows == [l for l in outs["noshdr", src].splitlines() if not l.startswith("#")]
+
+
 CGO_PROG = """package main
 
 /*

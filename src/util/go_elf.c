@@ -372,9 +372,11 @@ static int scan(struct image *img, struct span *sp, uint64_t *vaddr,
 			hi = hi < img->relro_hi ? hi : img->relro_hi;
 		}
 		lo = (lo + 7) & ~7ULL;
-		if (lo >= hi || hi - lo > SCAN_MAX || !image_at(img, lo, &seg))
+		if (lo >= hi || hi - lo > SCAN_MAX || !seg_data(img, s))
 			continue;
-		for (uint64_t o = 0; o + 72 <= hi - lo && tries < SCAN_TRIES; o += 8) {
+		/* this segment's bytes (another may overlap it) */
+		seg = (struct span){ s->p + (lo - s->vaddr), (size_t)(hi - lo), s };
+		for (uint64_t o = 0; o + 72 <= seg.n && tries < SCAN_TRIES; o += 8) {
 			if (!gopclntab_header_ok(seg.p + o, seg.n - o) ||
 			    gopclntab_init(pt, seg.p + o, seg.n - o,
 					   text_hint(img, seg.p + o, seg.n - o, lo + o)))
