@@ -15,6 +15,7 @@ call; the inlined frames are checked through test_go_symbols, the CLI
 over the same lookup); every function entry against `nm` of the plain
 binary. Needs /usr/bin/go; the profd test needs root and BPF (~20 s).
 """
+import errno
 import os
 import random
 import re
@@ -195,6 +196,48 @@ def test_entries_match_nm(build_dir, go_build, variant):
            if not isinstance(got.get(a), list) or
            got[a][-1][0] not in (n, re.sub(r"\[\d+\]", "[...]", n))}
     assert not bad, (len(bad), list(bad.items())[:10])
+
+
+CGO_PROG = """package main
+
+/*
+static int add(int a, int b) { return a + b; }
+*/
+import "C"
+
+import "fmt"
+
+func main() { fmt.Println(C.add(1, 2)) }
+"""
+
+
+def test_cgo_pie_entries(build_dir, tmp_path):
+    """A cgo PIE linked -s -w by the host linker, which merges the
+    pclntab into .data.rel.ro (no section of its own: found by its magic
+    there, its text start from its relocation): every sized Go function
+    symbol of the unstripped build is, at its address, the function the
+    pclntab names; the C functions are outside it (-ENOENT)."""
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc for cgo")
+    (tmp_path / "main.go").write_text(CGO_PROG)
+    (tmp_path / "go.mod").write_text("module cgopie\n\ngo 1.19\n")
+    env = dict(os.environ, GOCACHE=str(tmp_path / "cache"), CGO_ENABLED="1",
+               GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    for name, flags in (("plain", []), ("stripped", ["-ldflags=-s -w"])):
+        subprocess.run([GO, "build", "-buildmode=pie", *flags, "-o", name, "."],
+                       cwd=tmp_path, env=env, check=True)
+    from test_unwind_table import readelf_sections
+    assert not any(k.endswith("gopclntab") for k in readelf_sections(str(tmp_path / "stripped")))
+    syms = nm_funcs(str(tmp_path / "plain"), sized=True)
+    got = cli(build_dir, str(tmp_path / "stripped"), sorted(syms))
+    named = {a: g[-1][0] for a, g in got.items() if isinstance(g, list)}
+    bad = {hex(a): (syms[a], n) for a, n in named.items()
+           if n not in (syms[a], re.sub(r"\[\d+\]", "[...]", syms[a]))}
+    assert not bad, (len(bad), list(bad.items())[:10])
+    assert len(named) > 1000 and "main.main" in named.values(), len(named)
+    unnamed = [syms[a] for a, g in got.items() if not isinstance(g, list)]
+    assert all(g == -errno.ENOENT for g in got.values() if not isinstance(g, list))
+    assert all("." not in n or n.startswith(("_cgo", "x_cgo")) for n in unnamed), unnamed[:10]
 
 
 def test_gopclntab_unit(tmp_path):
