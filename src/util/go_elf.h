@@ -17,12 +17,13 @@
  * slices checked against the header: the table's exact end and
  * moduledata.gofunc, where Go 1.18+ keeps funcdata), a PIE's words as
  * its R_X86_64_RELATIVE relocations (PT_DYNAMIC's DT_RELA) give them,
- * and the Go version in the build info (.go.buildinfo, or its magic at
+ * and the Go version in the build info (.go.buildinfo, or its magic in
  * a writable segment). Spec: Go's src/runtime/symtab.go
  * (pcHeader, moduledata), cmd/link/internal/ld (symtab.go, data.go),
  * debug/buildinfo.
  *
- * The image is read through libelf by segment (elf_getdata_rawchunk):
+ * The image is read through libelf by segment, or a section's range
+ * alone (elf_getdata_rawchunk):
  * what is returned points into @elf's bytes and lives until elf_end().
  * Input is untrusted: every read is inside a PT_LOAD's file data, a scan
  * is bounded (size, tables checked in full).
