@@ -23,8 +23,8 @@
  * debug/buildinfo.
  *
  * The image is read through libelf by segment, or a section's range
- * alone (elf_getdata_rawchunk):
- * what is returned points into @elf's bytes and lives until elf_end().
+ * alone (elf_getdata_rawchunk): what is returned points into @elf's
+ * bytes and lives until elf_end().
  * Input is untrusted: every read is inside a PT_LOAD's file data, a scan
  * is bounded (size, tables checked in full).
  */
