@@ -15,6 +15,7 @@ call; the inlined frames are checked through test_go_symbols, the CLI
 over the same lookup); every function entry against `nm` of the plain
 binary. Needs /usr/bin/go; the profd test needs root and BPF (~20 s).
 """
+import errno
 import os
 import random
 import re
@@ -33,7 +34,8 @@ GO = shutil.which("go", path="/usr/bin:/usr/local/go/bin:" + os.environ.get("PAT
 CHAIN = ["main.spin", "main.work", "main.main", "runtime.main", "runtime.goexit"]
 NAMED_SHARE = 0.95      # of the workload binary's frames, named by profd
 SRC_FILES = ["src/symbol/elf_file.c", "src/symbol/elf_symtab.c", "src/symbol/go_symtab.c",
-             "src/symbol/plt.c", "src/util/gopclntab.c", "src/util/elf_section.c",
+             "src/symbol/plt.c", "src/util/gopclntab.c", "src/util/go_elf.c",
+             "src/util/elf_section.c",
              "src/counters/counters.c"]
 
 pytestmark = pytest.mark.skipif(GO is None, reason="no Go toolchain (golang-go)")
@@ -41,15 +43,15 @@ pytestmark = pytest.mark.skipif(GO is None, reason="no Go toolchain (golang-go)"
 
 # the builds, and the unstripped one whose nm gives each one's addresses
 NM_OF = {"plain": "plain", "stripped": "plain", "noshdr": "plain",
-         "pie": "pie-plain", "pie-plain": "pie-plain"}
+         "pie": "pie-plain", "pie-plain": "pie-plain", "pie-noshdr": "pie-plain"}
 
 
 @pytest.fixture(scope="module")
 def go_build(tmp_path_factory):
     """{variant: path}: the workload built plain, with -s -w, as a PIE
-    (with and without -s -w), and the -s -w build with its section
-    headers removed (found by its magic, then); the compiler must say it
-    inlined mix and rotate into spin."""
+    (with and without -s -w), and the -s -w builds (PIE or not) with
+    their section headers removed (found by its magic, then); the
+    compiler must say it inlined mix and rotate into spin."""
     out = tmp_path_factory.mktemp("go-symbols")
     env = dict(os.environ, GOCACHE=str(out / "cache"), GOFLAGS="-mod=mod",
                CGO_ENABLED="0", GOTOOLCHAIN="local")
@@ -65,15 +67,24 @@ def go_build(tmp_path_factory):
             assert re.search(r"main.go:\d+:\d+: inlining call to rotate", p.stderr), p.stderr
             assert "can inline spin" not in p.stderr, p.stderr
         paths[variant] = dst
-    with open(paths["stripped"], "rb") as f:
+    paths["noshdr"] = strip_section_headers(paths["stripped"], str(out / "gosymbols-noshdr"))
+    paths["pie-noshdr"] = strip_section_headers(paths["pie"],
+                                                str(out / "gosymbols-pie-noshdr"))
+    return paths
+
+
+def strip_section_headers(src, dst):
+    """@src copied to @dst without its section headers (e_shoff, e_shnum
+    zeroed: only the segments left, as llvm-objcopy --strip-sections
+    leaves them); returns @dst."""
+    with open(src, "rb") as f:
         buf = bytearray(f.read())
     struct.pack_into("<Q", buf, 0x28, 0)            # e_shoff
     struct.pack_into("<HHH", buf, 0x3a, 0, 0, 0)    # e_shentsize, e_shnum, e_shstrndx
-    paths["noshdr"] = str(out / "gosymbols-noshdr")
-    with open(paths["noshdr"], "wb") as f:
+    with open(dst, "wb") as f:
         f.write(buf)
-    os.chmod(paths["noshdr"], 0o755)
-    return paths
+    os.chmod(dst, 0o755)
+    return dst
 
 
 def nm_funcs(binary, sized=False):
@@ -144,7 +155,7 @@ def cli(build_dir, binary, pcs):
     return out
 
 
-@pytest.mark.parametrize("variant", ["plain", "stripped", "noshdr", "pie"])
+@pytest.mark.parametrize("variant", ["plain", "stripped", "noshdr", "pie", "pie-noshdr"])
 def test_frames_match_go(build_dir, go_build, variant):
     """For every pc Go's runtime.Callers gave (spin's chain; the fault in
     spin's inlined mix, through the panic machinery, where Go's own
@@ -171,7 +182,7 @@ def test_frames_match_go(build_dir, go_build, variant):
     assert [f[0] for f in inl] == ["main.mix", "main.spin"], inl
 
 
-@pytest.mark.parametrize("variant", ["stripped", "noshdr", "pie"])
+@pytest.mark.parametrize("variant", ["stripped", "noshdr", "pie", "pie-noshdr"])
 def test_entries_match_nm(build_dir, go_build, variant):
     """Every sized function symbol of the unstripped build (nm -S) is, at
     its address, the function @variant's pclntab names there (as Go's
@@ -185,6 +196,48 @@ def test_entries_match_nm(build_dir, go_build, variant):
            if not isinstance(got.get(a), list) or
            got[a][-1][0] not in (n, re.sub(r"\[\d+\]", "[...]", n))}
     assert not bad, (len(bad), list(bad.items())[:10])
+
+
+CGO_PROG = """package main
+
+/*
+static int add(int a, int b) { return a + b; }
+*/
+import "C"
+
+import "fmt"
+
+func main() { fmt.Println(C.add(1, 2)) }
+"""
+
+
+def test_cgo_pie_entries(build_dir, tmp_path):
+    """A cgo PIE linked -s -w by the host linker, which merges the
+    pclntab into .data.rel.ro (no section of its own: found by its magic
+    there, its text start from its relocation): every sized Go function
+    symbol of the unstripped build is, at its address, the function the
+    pclntab names; the C functions are outside it (-ENOENT)."""
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc for cgo")
+    (tmp_path / "main.go").write_text(CGO_PROG)
+    (tmp_path / "go.mod").write_text("module cgopie\n\ngo 1.19\n")
+    env = dict(os.environ, GOCACHE=str(tmp_path / "cache"), CGO_ENABLED="1",
+               GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    for name, flags in (("plain", []), ("stripped", ["-ldflags=-s -w"])):
+        subprocess.run([GO, "build", "-buildmode=pie", *flags, "-o", name, "."],
+                       cwd=tmp_path, env=env, check=True)
+    from test_unwind_table import readelf_sections
+    assert not any(k.endswith("gopclntab") for k in readelf_sections(str(tmp_path / "stripped")))
+    syms = nm_funcs(str(tmp_path / "plain"), sized=True)
+    got = cli(build_dir, str(tmp_path / "stripped"), sorted(syms))
+    named = {a: g[-1][0] for a, g in got.items() if isinstance(g, list)}
+    bad = {hex(a): (syms[a], n) for a, n in named.items()
+           if n not in (syms[a], re.sub(r"\[\d+\]", "[...]", syms[a]))}
+    assert not bad, (len(bad), list(bad.items())[:10])
+    assert len(named) > 1000 and "main.main" in named.values(), len(named)
+    unnamed = [syms[a] for a, g in got.items() if not isinstance(g, list)]
+    assert all(g == -errno.ENOENT for g in got.values() if not isinstance(g, list))
+    assert all("." not in n or n.startswith(("_cgo", "x_cgo")) for n in unnamed), unnamed[:10]
 
 
 def test_gopclntab_unit(tmp_path):

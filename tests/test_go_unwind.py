@@ -1,5 +1,6 @@
 """Go's stacks: the real profd against tests/workloads/go (built here with
-/usr/bin/go, with and without -ldflags='-s -w'), read back with Google's
+/usr/bin/go, with and without -ldflags='-s -w', as a PIE, and -s -w
+builds with their section headers removed), read back with Google's
 pprof.
 
 Go runs runtime code on the thread's system stack (g0) through
@@ -18,10 +19,19 @@ as the frame below it, a function whose code calls runtime.systemstack
 (objdump of the binary), and end at runtime.goexit.
 
 Frames are named from their addresses with the unstripped binary's
-symbols (nm) in both variants: -s -w changes no code address (checked:
-the two pclntabs give the same unwind rows), and the names profd gives
-the stripped binary's functions (from its pclntab) are
-tests/test_go_symbols.py's subject, not this test's.
+symbols (nm; the PIE's for a PIE) in every variant: -s -w changes no code
+address (checked: the two pclntabs give the same unwind rows), and the
+names profd gives the stripped binary's functions (from its pclntab) are
+tests/test_go_symbols.py's subject, not this test's. A PIE's addresses
+are taken back to the file's through the profile's mapping (start, file
+offset) and the binary's PT_LOADs.
+
+A -s -w binary has no .debug_frame: its rows come from the pclntab
+alone, which src/util/go_elf.c finds by section (.gopclntab; a PIE's
+.data.rel.ro.gopclntab) or, with no section headers (or none of its own:
+a host-linked PIE's is inside .data.rel.ro), by its magic. Without them
+the walk would fall back to frame pointers, which crypto/sha256.block
+does not keep, and would stop at runtime.systemstack on g0.
 
 Only profiles written once profd unwinds the workload with its tables
 count (test_dwarf.settled(): before that, frame pointers, which stop at
@@ -32,12 +42,13 @@ import bisect
 import os
 import re
 import shutil
+import struct
 import subprocess
 
 import pytest
 
 from conftest import ROOT
-from pprof_traces import pprof_traces
+from pprof_traces import pprof_raw_samples
 from test_dwarf import counters, profile
 
 SRC = os.path.join(ROOT, "tests", "workloads", "go")
@@ -55,19 +66,53 @@ ROOTS = {"runtime.goexit", "runtime.mstart", "runtime.mcall", "runtime.morestack
 pytestmark = pytest.mark.skipif(GO is None, reason="no Go toolchain (golang-go)")
 
 
+# the builds, and the unstripped one whose symbols name each one's addresses
+NM_OF = {"plain": "plain", "stripped": "plain", "noshdr": "plain",
+         "pie-plain": "pie-plain", "pie": "pie-plain", "pie-noshdr": "pie-plain"}
+
+
 @pytest.fixture(scope="module")
 def go_build(tmp_path_factory):
-    """{variant: path}: the workload built plain and with -s -w."""
+    """{variant: path}: the workload built plain, with -s -w, as a PIE
+    (with and without -s -w), and the -s -w builds (PIE or not) with
+    their section headers removed."""
     out = tmp_path_factory.mktemp("go-workload")
     env = dict(os.environ, GOCACHE=str(out / "cache"), GOFLAGS="-mod=mod",
                CGO_ENABLED="0", GOTOOLCHAIN="local")
     paths = {}
-    for variant, flags in (("plain", []), ("stripped", ["-ldflags=-s -w"])):
+    for variant, flags in (("plain", []), ("stripped", ["-ldflags=-s -w"]),
+                           ("pie-plain", ["-buildmode=pie"]),
+                           ("pie", ["-buildmode=pie", "-ldflags=-s -w"])):
         dst = str(out / f"goworkload-{variant}")
         subprocess.run([GO, "build", *flags, "-o", dst, "."], cwd=SRC, env=env,
                        check=True)
         paths[variant] = dst
+    for variant, src in (("noshdr", "stripped"), ("pie-noshdr", "pie")):
+        paths[variant] = strip_section_headers(paths[src], str(out / f"goworkload-{variant}"))
     return paths
+
+
+def strip_section_headers(src, dst):
+    """@src copied to @dst without its section headers (e_shoff, e_shnum
+    zeroed: only the segments left, as llvm-objcopy --strip-sections
+    leaves them); returns @dst."""
+    with open(src, "rb") as f:
+        buf = bytearray(f.read())
+    struct.pack_into("<Q", buf, 0x28, 0)            # e_shoff
+    struct.pack_into("<HHH", buf, 0x3a, 0, 0, 0)    # e_shentsize, e_shnum, e_shstrndx
+    with open(dst, "wb") as f:
+        f.write(buf)
+    os.chmod(dst, 0o755)
+    return dst
+
+
+def load_segments(binary):
+    """[(file offset, vaddr, file size)] of @binary's PT_LOADs."""
+    out = subprocess.run(["readelf", "-lW", binary], check=True, capture_output=True,
+                         text=True).stdout
+    return [(int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16))
+            for m in re.finditer(r"^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x[0-9a-f]+"
+                                 r"\s+0x([0-9a-f]+)", out, re.M)]
 
 
 def go_chains(binary, want=None):
@@ -130,19 +175,28 @@ def systemstack_callers(binary):
     return callers
 
 
-def user_frames(sample, syms):
-    """The sample's user frames, leaf first, named by @syms (return
-    addresses looked up a byte back, the leaf as it is)."""
-    addrs = []
+def user_frames(sample, syms, binary, segs):
+    """The sample's (pprof_raw_samples()) user frames, leaf first: those
+    of @binary named by @syms at their file address (the run-time one
+    back through the profile's mapping and @binary's PT_LOADs @segs;
+    return addresses looked up a byte back, the leaf as it is), others
+    by their mapping."""
+    locs = []
     for f in sample["frames"]:
-        m = re.match(r"^([0-9a-f]{16})\b", f)
-        if not m:
-            continue        # an inlined frame of the same address
-        a = int(m.group(1), 16)
-        if a >= KERNEL_START or (addrs and addrs[-1] == a):
+        if f["address"] >= KERNEL_START or (locs and locs[-1]["loc"] == f["loc"]):
+            continue        # kernel, or an inlined frame of the same location
+        locs.append(f)
+    names = []
+    for i, f in enumerate(locs):
+        a, mp = f["address"], f["map"]
+        if not mp or mp["file"] != binary:
+            names.append(mp["file"] if mp else f"0x{a:x}")
             continue
-        addrs.append(a)
-    return [syms.name(a if i == 0 else a - 1) for i, a in enumerate(addrs)]
+        off = a - mp["start"] + mp["offset"]
+        vaddr = next((off - o + v for o, v, n in segs if o <= off < o + n), None)
+        names.append(syms.name(vaddr if i == 0 else vaddr - 1) if vaddr is not None
+                     else f"0x{a:x}")
+    return names
 
 
 def table(build_dir, binary):
@@ -207,6 +261,37 @@ def test_go_rows(build_dir, go_build):
     assert plain == stripped
 
 
+@pytest.mark.parametrize("variant,like,found", [("pie", "pie-plain", "section"),
+                                                ("noshdr", "plain", "magic"),
+                                                ("pie-noshdr", "pie-plain", "magic")])
+def test_go_rows_found(build_dir, go_build, variant, like, found):
+    """The -s -w PIE (its pclntab in .data.rel.ro.gopclntab, its text
+    start and moduledata relocated) and the section-less -s -w builds
+    (the pclntab found by its magic: in the read-only segment, in a PIE's
+    RELRO; the build info by its magic in a writable segment): their rows,
+    from the pclntab alone, equal those of the unstripped build of the
+    same mode (.debug_frame, and the pclntab's switch rows), the Go
+    version and so m.curg's offset known."""
+    info = go_info(build_dir, go_build[variant])
+    plain = go_info(build_dir, go_build[like])
+    assert info["result"] == "0" and info["pclntab"] == found, info
+    assert plain["result"] == "0" and plain["pclntab"] == "section", plain
+    assert info["version"] == plain["version"] != "-", (info, plain)
+    assert info["curg"] == plain["dwarf_curg"] != "0", (info, plain)
+    assert int(info["switch_funcs"]) >= 6 and int(info["pcsp_rows"]) > 1000, info
+    rows = table(build_dir, go_build[variant])
+    assert rows == table(build_dir, go_build[like])
+    syms = {}
+    for line in subprocess.run(["nm", go_build[like]], check=True, capture_output=True,
+                               text=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            syms[parts[2]] = int(parts[0], 16)
+    assert rows[syms["runtime.systemstack.abi0"]][0] == "go-systemstack"
+    assert rows[syms["crypto/sha256.block.abi0"]][0].startswith("rsp+"), \
+        rows[syms["crypto/sha256.block.abi0"]]
+
+
 def go_info(build_dir, binary):
     """test_unwind_dump --go: {key: value} of what src/unwind/go.c finds."""
     out = subprocess.run([os.path.join(build_dir, "tests", "unit", "test_unwind_dump"),
@@ -221,7 +306,7 @@ def run(profd_bin, pprof, tmp_path, binary):
     assert paths, err
     samples = []
     for p in paths:
-        samples += [s for s in pprof_traces(pprof, p, "-addresses")
+        samples += [s for s in pprof_raw_samples(pprof, p)
                     if s["labels"].get("pid") == str(work.pid)]
     return samples, err, paths
 
@@ -231,14 +316,20 @@ def show(stacks, n=8):
                      sorted(stacks.items(), key=lambda kv: -kv[1])[:n])
 
 
-@pytest.mark.parametrize("variant", ["plain", "stripped"])
+@pytest.mark.parametrize("variant", ["plain", "stripped", "pie", "noshdr", "pie-noshdr"])
 def test_go_stacks(profd_bin, pprof, tmp_path, build_dir, go_build, variant):
-    plain = go_build["plain"]
-    if go_info(build_dir, go_build[variant])["curg"] == "0":
+    """Every sample through a hot function ends with Go's chain from it
+    (runtime.Callers); through runtime.systemstack, with a caller of it
+    below and runtime.goexit at the bottom; through crypto/sha256.block
+    (rbp a general register), down to main.hashBig; >= 95% at a root."""
+    plain = go_build[NM_OF[variant]]
+    known = go_info(build_dir, go_build["plain"])
+    if known["curg"] == "0" or (variant != "plain" and known["curg_from_dwarf"] == "1"):
         pytest.skip("this Go's m.curg offset is unknown without DWARF "
                     "(not in src/unwind/go.c's version table)")
     chains = go_chains(plain)
     syms = Symbols(plain)
+    segs = load_segments(plain)
     callers = systemstack_callers(plain)
     assert "runtime.newproc" in callers, sorted(callers)[:20]
     samples, err, paths = run(profd_bin, pprof, tmp_path, go_build[variant])
@@ -249,7 +340,7 @@ def test_go_stacks(profd_bin, pprof, tmp_path, build_dir, go_build, variant):
     sha_bad, sha_n = {}, 0
     incomplete, total = {}, 0
     for s in samples:
-        frames = user_frames(s, syms)
+        frames = user_frames(s, syms, go_build[variant], segs)
         key = tuple(frames)
         total += s["value"]
         if not frames or frames[-1] not in ROOTS:
@@ -342,6 +433,44 @@ def test_corrupt_pclntab(tmp_path, go_build):
     assert not bad, bad[:3]
 
 
+def test_overlapping_segments(tmp_path, go_build):
+    """A section-less -s -w binary with one more read-only PT_LOAD, listed
+    first, overlapping the start of the one holding the pclntab (its NOTE
+    header made a LOAD of 8 KiB): the scan (in the compiler built with
+    ASan/UBSan) reads each segment's own bytes, never past the shorter
+    one's, and still finds the table: the same rows as without it."""
+    from test_unwind_table import build_asan
+    exe = build_asan(str(tmp_path))
+    src = go_build["noshdr"]
+    with open(src, "rb") as f:
+        buf = bytearray(f.read())
+    phoff, = struct.unpack_from("<Q", buf, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", buf, 0x36)
+    heads = [phoff + i * phentsize for i in range(phnum)]
+    note = next(h for h in heads if struct.unpack_from("<I", buf, h)[0] == 4)   # PT_NOTE
+    rodata = next(h for h in heads if struct.unpack_from("<II", buf, h) == (1, 4))  # LOAD R
+    assert note < rodata
+    off, vaddr = struct.unpack_from("<QQ", buf, rodata + 8)
+    # PT_LOAD, R: [vaddr - 4 KiB, vaddr + 4 KiB) of the same file bytes
+    struct.pack_into("<IIQQQQQQ", buf, note, 1, 4, off - 0x1000, vaddr - 0x1000,
+                     vaddr - 0x1000, 0x2000, 0x2000, 0x1000)
+    path = str(tmp_path / "overlap")
+    with open(path, "wb") as f:
+        f.write(buf)
+    outs = {}
+    for name, binary in (("overlap", path), ("noshdr", src)):
+        for args in (["--go", binary], [binary]):
+            p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0 and "runtime error" not in p.stderr, \
+                (name, args[0], p.returncode, p.stderr[-3000:])
+            outs[name, args[0]] = p.stdout
+    info = dict(kv.split("=", 1) for kv in outs["overlap", "--go"].split())
+    assert info["result"] == "0" and info["pclntab"] == "magic", info
+    rows = [l for l in outs["overlap", path].splitlines() if not l.startswith("#")]
+    assert len(rows) > 1000
+    assert rows == [l for l in outs["noshdr", src].splitlines() if not l.startswith("#")]
+
+
 CGO_PROG = """package main
 
 /*
@@ -355,27 +484,35 @@ func main() { fmt.Println(C.add(1, 2)) }
 """
 
 
-def test_cgo_rows(build_dir, tmp_path):
+@pytest.mark.parametrize("mode", ["exe", "pie"])
+def test_cgo_rows(build_dir, tmp_path, mode):
     """A cgo binary linked with -s -w keeps the .eh_frame of its C code
     and nothing for its Go code: go.c fills the gaps from the pcsp
     tables, so its rows equal those of the same program with
-    .debug_frame; asmcgocall (C on g0) and cgocallback (C calling Go
+    .debug_frame (and so do they with its section headers removed);
+    asmcgocall (C on g0) and cgocallback (C calling Go
     back) are switch rows, crosscall2 (called by C) restores rbp (saved
-    at CFA-16 once its prologue stored it)."""
+    at CFA-16 once its prologue stored it). As a PIE the host linker
+    merges the pclntab into .data.rel.ro: found by its magic there."""
     if not shutil.which("gcc"):
         pytest.skip("no gcc for cgo")
     (tmp_path / "main.go").write_text(CGO_PROG)
     (tmp_path / "go.mod").write_text("module cgorows\n\ngo 1.19\n")
     env = dict(os.environ, GOCACHE=str(tmp_path / "cache"), CGO_ENABLED="1",
                GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    mflags = ["-buildmode=pie"] if mode == "pie" else []
     for name, flags in (("plain", []), ("stripped", ["-ldflags=-s -w"])):
-        subprocess.run([GO, "build", *flags, "-o", name, "."], cwd=tmp_path, env=env,
-                       check=True)
+        subprocess.run([GO, "build", *mflags, *flags, "-o", name, "."], cwd=tmp_path,
+                       env=env, check=True)
     plain, stripped = (str(tmp_path / n) for n in ("plain", "stripped"))
+    noshdr = strip_section_headers(stripped, str(tmp_path / "noshdr"))
     assert ".eh_frame" in readelf_sections(stripped)
     assert ".debug_frame" not in readelf_sections(stripped)
+    assert (".gopclntab" in readelf_sections(stripped)) == (mode == "exe")
     rows = table(build_dir, plain)
     assert rows == table(build_dir, stripped)
+    assert rows == table(build_dir, noshdr)
+    assert go_info(build_dir, stripped)["pclntab"] == ("section" if mode == "exe" else "magic")
     syms = {}
     for line in subprocess.run(["nm", plain], check=True, capture_output=True,
                                text=True).stdout.splitlines():

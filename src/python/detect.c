@@ -63,6 +63,7 @@
 
 #include "python/detect.h"
 #include "runtime/elf_detect.h"
+#include "util/elf_section.h"
 
 enum py_sym {
 	SYM_RUNTIME,
@@ -364,34 +365,14 @@ static bool version_from_getversion(Elf *elf, const GElf_Ehdr *eh,
 	return false;
 }
 
-/* The file's .rodata section, or NULL. */
-static Elf_Scn *find_rodata(Elf *elf)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	GElf_Shdr sh;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".rodata"))
-			return scn;
-	}
-	return NULL;
-}
-
 /*
  * Version from the "3.N.M[suffix]\0" strings of .rodata not preceded by
  * a digit or a dot, when all of them agree. Returns true when found.
  */
 static bool version_from_rodata(Elf *elf, struct py_binary *out)
 {
-	Elf_Scn *scn = find_rodata(elf);
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf_section_by_type(elf, ".rodata", SHT_PROGBITS, &sh);
 	unsigned int minor, micro;
 	bool found = false;
 	Elf_Data *d;

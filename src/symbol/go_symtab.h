@@ -4,21 +4,19 @@
  * frames, from its pclntab (internal to src/symbol; the symbolizer's
  * lookups use it through elf_file.h).
  *
- * Owns: a copy of the executable's .gopclntab (found by section, or,
- * with no section headers, by its magic in a read-only segment, then
- * checked hard: header, pointer size 8, quantum 1, every offset inside,
- * the function table sorted and inside the executable segment) and,
- * when runtime.firstmoduledata is found (the data word that points at
- * the pclntab, its slices checked against the header), the go:func.*
- * data from moduledata.gofunc up to the pclntab, where Go 1.18+ keeps
- * the inline trees (FUNCDATA_InlTree). Decoding is src/util/gopclntab.c.
+ * Owns: a copy of the executable's pclntab and, when
+ * runtime.firstmoduledata is found, of the go:func.* data from
+ * moduledata.gofunc up to the pclntab, where Go 1.18+ keeps the inline
+ * trees (FUNCDATA_InlTree). Finding and checking them (by section, by
+ * magic without one, a PIE's through its relocations) is
+ * src/util/go_elf.c; decoding is src/util/gopclntab.c.
  *
  * Names are Go's own (runtime.FuncForPC().Name(), runtime.Frame.Function):
  * package path, receiver, closure suffixes as Go prints them, nothing
  * demangled. Verified on Go 1.19 (Debian's golang-go); the 1.16-1.17
  * and 1.20+ layouts follow Go's sources, without inline trees for
- * 1.16-1.17 (absolute funcdata pointers) or where moduledata is not in
- * the file (PIE: its words are relocated at load).
+ * 1.16-1.17 (absolute funcdata pointers) or where moduledata is not
+ * found.
  */
 #ifndef PROFD_SYMBOL_GO_SYMTAB_H
 #define PROFD_SYMBOL_GO_SYMTAB_H

@@ -4,7 +4,9 @@
  *
  * A Go executable describes its functions twice: .debug_frame (unless
  * linked with -w), which compile.c reads like any CFI, and the pclntab
- * (.gopclntab, always present: the runtime needs it), whose pcsp table
+ * (always present: the runtime needs it; .gopclntab, a PIE's
+ * .data.rel.ro.gopclntab, or found by its magic: src/util/go_elf.c),
+ * whose pcsp table
  * gives each pc's stack-pointer delta, that is CFA = rsp + spdelta + 8.
  * Neither says where runtime.systemstack / mcall / morestack /
  * asmcgocall switch to the system stack (g0), nor where nanotime1 and
@@ -20,8 +22,8 @@
  * linked). Go's signal restorer gets a SIGNAL row, the functions Go
  * flags TOPFRAME (goexit, mstart, rt0_go) an RA_UNDEFINED one.
  *
- * The pclntab is read by src/util/gopclntab.c (shared with the
- * symbolizer); only Go 1.18+ tables (magic 0xfffffff0 for 1.18-1.19,
+ * The pclntab is found by src/util/go_elf.c and read by
+ * src/util/gopclntab.c (both shared with the symbolizer); only Go 1.18+ tables (magic 0xfffffff0 for 1.18-1.19,
  * 0xfffffff1 for 1.20+) are used here: older ones are left alone
  * (-ENOENT), their flags and offsets not being those known here.
  */
@@ -39,6 +41,7 @@
 #include "unwind/go.h"
 #include "unwind/go_internal.h"
 #include "util/elf_section.h"
+#include "util/go_elf.h"
 #include "util/gopclntab.h"
 
 /* The walkers' counters (bpf/unwind_go.h). */
@@ -81,27 +84,16 @@ static const struct {
 };
 
 /*
- * The executable's .gopclntab (src/util/gopclntab.c), Go 1.18+ only:
- * the flags and offsets below are those versions'.
+ * The executable's pclntab (found by src/util/go_elf.c: by section, or
+ * by its magic in a PIE's RELRO or an image without section headers),
+ * Go 1.18+ only: the flags and offsets below are those versions'. Its
+ * bytes are @elf's. -EPROTONOSUPPORT Go 1.16-1.17.
  */
-static int pclntab_open(Elf *elf, struct gopclntab *pt)
+static int pclntab_open(Elf *elf, struct go_elf_pclntab *loc)
 {
-	GElf_Shdr sh, tsh;
-	Elf_Scn *scn = elf_section_by_name(elf, ".gopclntab", &sh);
-	Elf_Data *d;
-	uint64_t text = 0;
-	int err;
+	int err = go_elf_pclntab(elf, false, loc);
 
-	memset(pt, 0, sizeof(*pt));
-	if (!scn || sh.sh_type == SHT_NOBITS)
-		return -ENOENT;
-	d = elf_getdata(scn, NULL);
-	if (!d || !d->d_buf)
-		return -ENOENT;
-	if (elf_section_by_name(elf, ".text", &tsh))
-		text = tsh.sh_addr;	/* PIE: textStart is relocated */
-	err = gopclntab_init(pt, d->d_buf, d->d_size, text);
-	if (!err && pt->magic == GOPCLNTAB_MAGIC_116)
+	if (!err && loc->pt.magic == GOPCLNTAB_MAGIC_116)
 		err = -EPROTONOSUPPORT;	/* Go 1.16-1.17: not handled here */
 	return err;
 }
@@ -374,29 +366,6 @@ int unwind_go_dwarf_offsets(struct Elf *elf, uint32_t *curg, uint32_t *vdso_sp)
 	return *curg ? 0 : -ENOENT;
 }
 
-/* Go's version from .go.buildinfo (inline-string format, Go 1.18+). */
-static void read_version(Elf *elf, struct unwind_go_info *info)
-{
-	static const char magic[] = "\xff Go buildinf:";
-	GElf_Shdr sh;
-	Elf_Scn *scn = elf_section_by_name(elf, ".go.buildinfo", &sh);
-	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
-	const uint8_t *p;
-	size_t off = 32;
-	uint64_t len;
-
-	if (!d || !d->d_buf || d->d_size < 33)
-		return;
-	p = d->d_buf;
-	if (memcmp(p, magic, 14) || !(p[15] & 2))
-		return;	/* pointer format (before 1.18): not read */
-	if (!gopclntab_uvarint(p, d->d_size, &off, &len) || len >= sizeof(info->version) ||
-	    off + len > d->d_size)
-		return;
-	memcpy(info->version, p + off, len);
-	info->version[len] = 0;
-}
-
 /*
  * tls_g_offset - g's offset from the fs base: runtime.tlsg's place in
  * the executable's TLS block (variant II: the block ends at the thread
@@ -542,6 +511,7 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 		    struct unwind_go_info *info)
 {
 	struct unwind_go_info local;
+	struct go_elf_pclntab loc;
 	struct gopclntab pt;
 	bool changed = false;
 	int err;
@@ -549,13 +519,15 @@ int unwind_go_apply(struct Elf *elf, struct unwind_table *t,
 	if (!info)
 		info = &local;
 	memset(info, 0, sizeof(*info));
-	err = pclntab_open(elf, &pt);
+	err = pclntab_open(elf, &loc);
 	if (err == -EPROTONOSUPPORT)
 		counter_inc(&counter_go_switch_unknown);
 	if (err)
 		return err == -EPROTONOSUPPORT ? -ENOENT : err;
+	pt = loc.pt;
 	info->nfuncs = (uint32_t)pt.nfunc;
-	read_version(elf, info);
+	info->pclntab_by_magic = loc.by_magic;
+	go_elf_version(elf, info->version, sizeof(info->version));
 	info->tls_g_off = tls_g_offset(elf);
 	/*
 	 * A verified version first: reading DWARF means inflating all of

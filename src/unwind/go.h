@@ -5,8 +5,8 @@
  * cgocallback) and, for binaries without .debug_frame (-ldflags=-w), rows
  * from the pclntab's frame sizes.
  *
- * Owns: reading a Go ELF's pclntab (Go 1.18+ layout), its version
- * (.go.buildinfo), the offset of runtime.m's curg (a table of versions
+ * Owns: reading a Go ELF's pclntab (Go 1.18+ layout; found, with its
+ * version, by src/util/go_elf.c), the offset of runtime.m's curg (a table of versions
  * verified against their DWARF, else the binary's DWARF) and where g lives in TLS; the rows it writes are
  * UNWIND_CFA_GO_SWITCH (bpf/unwind_table.h, walked by bpf/unwind_go.h)
  * and plain UNWIND_CFA_RSP rows (crosscall2's with rbp saved: go_cgo.c).
@@ -31,11 +31,13 @@ struct unwind_go_info {
 	uint32_t m_vdso_sp_off;	/* runtime.m's vdsoSP, bytes (0: unknown) */
 	uint8_t curg_from_dwarf;/* m_curg_off read from DWARF: the version
 				 * is not in the table */
+	uint8_t pclntab_by_magic;/* the pclntab found by its magic (no section
+				 * of its own, or no section headers) */
 };
 
 /*
- * unwind_go_apply - when @elf is a Go executable (has a .gopclntab of Go
- * 1.18 or later), make @t Go-aware: where @t has no rows (no CFI: -s -w;
+ * unwind_go_apply - when @elf is a Go executable (has a pclntab of Go
+ * 1.18 or later: src/util/go_elf.c), make @t Go-aware: where @t has no rows (no CFI: -s -w;
  * a cgo binary's .eh_frame covers only its C code), rows from each
  * function's pcsp table first (CFA = rsp + spdelta + 8);
  * then the ranges of runtime.systemstack, runtime.mcall,

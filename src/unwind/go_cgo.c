@@ -127,23 +127,27 @@ int go_cgocallback_rows(struct unwind_table *t, uint64_t start, uint64_t end,
 	return err == -ENOMEM ? err : err ? -ENOTSUP : 0;
 }
 
-/* The @len bytes of @elf's code at @vaddr, or NULL. */
+/*
+ * The @len bytes of @elf's code at @vaddr (in an executable PT_LOAD's
+ * file data: no section headers needed), or NULL. libelf's copy.
+ */
 static const uint8_t *code_at(Elf *elf, uint64_t vaddr, size_t len)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
+	size_t nph;
+	GElf_Phdr ph;
 
-	while ((scn = elf_nextscn(elf, scn))) {
+	if (elf_getphdrnum(elf, &nph))
+		return NULL;
+	for (size_t i = 0; i < nph; i++) {
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    !(sh.sh_flags & SHF_EXECINSTR) || vaddr < sh.sh_addr ||
-		    vaddr - sh.sh_addr > sh.sh_size || len > sh.sh_size - (vaddr - sh.sh_addr))
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_X) || vaddr < ph.p_vaddr ||
+		    vaddr - ph.p_vaddr > ph.p_filesz || len > ph.p_filesz - (vaddr - ph.p_vaddr))
 			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf || d->d_size != sh.sh_size)
-			return NULL;
-		return (const uint8_t *)d->d_buf + (vaddr - sh.sh_addr);
+		d = elf_getdata_rawchunk(elf, (int64_t)(ph.p_offset + (vaddr - ph.p_vaddr)),
+					 len, ELF_T_BYTE);
+		return d && d->d_buf ? d->d_buf : NULL;
 	}
 	return NULL;
 }

@@ -6,8 +6,9 @@
 
 #include "util/elf_section.h"
 
-/* elf_section_by_name - see elf_section.h. */
-Elf_Scn *elf_section_by_name(Elf *elf, const char *name, GElf_Shdr *sh)
+/* elf_section_by_type - see elf_section.h. */
+Elf_Scn *elf_section_by_type(Elf *elf, const char *name, GElf_Word type,
+			     GElf_Shdr *sh)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -17,11 +18,18 @@ Elf_Scn *elf_section_by_name(Elf *elf, const char *name, GElf_Shdr *sh)
 	while ((scn = elf_nextscn(elf, scn))) {
 		const char *n;
 
-		if (!gelf_getshdr(scn, sh))
+		if (!gelf_getshdr(scn, sh) ||
+		    (type != ELF_SECTION_ANY_TYPE && sh->sh_type != type))
 			continue;
 		n = elf_strptr(elf, shstrndx, sh->sh_name);
 		if (n && !strcmp(n, name))
 			return scn;
 	}
 	return NULL;
+}
+
+/* elf_section_by_name - see elf_section.h. */
+Elf_Scn *elf_section_by_name(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	return elf_section_by_type(elf, name, ELF_SECTION_ANY_TYPE, sh);
 }

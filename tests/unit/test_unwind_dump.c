@@ -28,7 +28,8 @@
  * unwind_table_find() returns NULL. Counters follow as "# stats k=v ...",
  * the build's result as "# result N". --go prints one line of key=value:
  * what unwind_go_apply() found (on an empty table: pcsp rows) and the
- * curg offset unwind_go_dwarf_curg() reads from the DWARF. Exit 0 on success, 2 when the
+ * curg offset unwind_go_dwarf_curg() reads from the DWARF, and how the
+ * pclntab was found (pclntab=section|magic, "-" on failure). Exit 0 on success, 2 when the
  * build failed (counters still printed), 1 on usage or I/O errors.
  */
 #include <errno.h>
@@ -241,10 +242,12 @@ static int do_go(const char *path)
 	dret = unwind_go_dwarf_offsets(elf, &dwarf_curg, &dwarf_vdso_sp);
 	printf("version=%s nfuncs=%u switch_funcs=%u special_funcs=%u pcsp_rows=%u "
 	       "tls_g_off=%d curg=%u vdso_sp=%u curg_from_dwarf=%u dwarf_curg=%u "
-	       "dwarf_vdso_sp=%u dwarf_result=%d result=%d\n", info.version[0] ? info.version : "-", info.nfuncs,
+	       "dwarf_vdso_sp=%u dwarf_result=%d pclntab=%s result=%d\n",
+	       info.version[0] ? info.version : "-", info.nfuncs,
 	       info.switch_funcs, info.special_funcs, info.pcsp_rows, info.tls_g_off,
 	       info.m_curg_off, info.m_vdso_sp_off, info.curg_from_dwarf, dwarf_curg,
-	       dwarf_vdso_sp, dret, ret);
+	       dwarf_vdso_sp, dret, ret ? "-" : info.pclntab_by_magic ? "magic" : "section",
+	       ret);
 	unwind_table_free(&t);
 	elf_end(elf);
 	close(fd);
