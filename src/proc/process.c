@@ -459,7 +459,7 @@ static int queue_job(struct process_table *pt, enum job_kind kind,
 	ret = object_loader_add(pt->loader, run_job, j, kind == JOB_REMOVED);
 	if (ret) {
 		job_free(j);
-		pt->stats.loader_dropped++;
+		__atomic_add_fetch(&pt->stats.loader_dropped, 1, __ATOMIC_RELAXED);
 		counter_inc(&counter_object_queue_full);
 	}
 	return ret;
