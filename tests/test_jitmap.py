@@ -94,7 +94,7 @@ def test_node_js_frames(profd_bin, pprof, tmp_path, flag):
     DEBUG_INFO gives the frames their script file."""
     if not NODE:
         pytest.skip("node not installed")
-    argv = [NODE, flag, "--no-turbo-inlining", HOT, "30"]
+    argv = [NODE, flag, "--no-turbo-inlining", HOT, "60"]
     work = start(argv + (["flush"] if flag == "--perf-prof" else []),
                  cwd=str(tmp_path), stdout=subprocess.PIPE, text=True)
     try:
@@ -195,6 +195,25 @@ def test_c_jitdump_reuse_and_move(profd_bin, pprof, jitgen, tmp_path):
     for name, got in (("jitA", a), ("jitB", b), ("jitM", m)):
         total = sum(by.get(name, {}).values())
         assert total and sum(got.values()) * 2 >= total, f"{name}: {by.get(name)}\n{err}"
+
+
+def test_c_jitdump_written_late(profd_bin, pprof, jitgen, tmp_path):
+    """A JIT that buffers its jitdump (V8: a stdio stream, written when
+    the buffer is full) writes a LOAD only after its code ran; here after
+    the code stopped running, so no sample of it comes after the write to
+    ask for a read. The interval's build reads the files once more first:
+    thread jitL's samples are named jitgen_code_L (the record's time is
+    before they ran), never anything else."""
+    work, go, _ = start_jitgen(jitgen, tmp_path, "late", 2.5)
+    try:
+        err, paths = profile(profd_bin, tmp_path, work.pid, 5, go)
+    finally:
+        stop(work)
+    by = leaves_by_thread(of_pid(pprof, paths, work.pid)).get("jitL", {})
+    print(by, counter(paths, pprof, "jit_unknown"))
+    total = sum(by.values())
+    assert not any(k.startswith("jitgen") and k != "jitgen_code_L" for k in by), by
+    assert total and by.get("jitgen_code_L", 0) * 2 >= total, f"{by}\n{err}"
 
 
 # --- hostile perf maps -------------------------------------------------------

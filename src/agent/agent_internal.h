@@ -88,7 +88,7 @@ struct agent {
 	struct tracer *tracer;
 	struct symbolizer *sym;
 	pthread_mutex_t sym_lock;
-	struct process_table *procs;	/* reader thread only */
+	struct process_table *procs;	/* reader thread only (but process_jit_read_all()) */
 	uint64_t flame_bytes, flame_names;	/* at the last flush (atomic) */
 	uint64_t flame_pruned;			/* same */
 	struct agent_budgets budgets;		/* --memory-limit's split */

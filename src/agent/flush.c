@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include "gpu/gpu.h"
 #include "counters/counters.h"
 #include "output/sink.h"
+#include "proc/process_jit.h"
 #include "tracer/tracer.h"
 #include "util/clock.h"
 
@@ -323,7 +325,13 @@ void agent_flush(struct agent *ag)
 	/* objects still being opened for this interval's samples: a bounded wait */
 	if (!skip) {
 		uint64_t wait = (uint64_t)ag->cfg->interval_s * 1000000000ULL / 4;
+		size_t nsnaps;
+		struct proc_snapshot **snaps = aggregate_snapshots(a, &nsnaps);
 
+		/* JIT files once more: records written since the last read
+		 * (a JIT that buffers them writes late) name this interval */
+		process_jit_read_all(ag->procs, snaps, nsnaps);
+		free(snaps);
 		object_loader_wait(ag->objects, wait < OBJECTS_FLUSH_WAIT_NS ?
 				   wait : OBJECTS_FLUSH_WAIT_NS);
 		/* symbolized before the counters are read: what naming this

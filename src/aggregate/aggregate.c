@@ -135,3 +135,33 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 		grow(a);
 	return 0;
 }
+
+static int by_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct proc_snapshot **aggregate_snapshots(const struct aggregate *a, size_t *n)
+{
+	struct proc_snapshot **v;
+	size_t k = 0, u = 0;
+
+	*n = 0;
+	if (!a->nstacks)
+		return NULL;
+	v = malloc(a->nstacks * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (uint32_t b = 0; b < a->nbuckets; b++)
+		for (const struct agg_stack *s = a->buckets[b]; s && k < a->nstacks; s = s->next)
+			if (s->snap)
+				v[k++] = s->snap;
+	qsort(v, k, sizeof(*v), by_ptr);
+	for (size_t i = 0; i < k; i++)
+		if (!u || v[u - 1] != v[i])
+			v[u++] = v[i];
+	*n = u;
+	return v;
+}

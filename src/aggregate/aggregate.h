@@ -68,6 +68,13 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 		  struct proc_snapshot *snap, uint32_t flags, uint32_t time_bin,
 		  const uint64_t *ips, uint16_t nkernel, uint16_t nuser);
 
+/*
+ * aggregate_snapshots - the distinct process snapshots @a's stacks hold
+ * (no references taken: valid while @a lives), in a new array the caller
+ * frees, their number in *@n. NULL (*@n 0) when none or out of memory.
+ */
+struct proc_snapshot **aggregate_snapshots(const struct aggregate *a, size_t *n);
+
 struct build_opts {
 	uint64_t period_ns;		/* 1e9 / sampling frequency */
 	uint64_t end_ns;		/* CLOCK_REALTIME of the interval end */

@@ -27,6 +27,7 @@
 #include "proc/object_loader.h"
 #include "proc/process.h"
 #include "proc/process_jit.h"
+#include "proc/procfs.h"
 
 COUNTER_DEFINE(maps_read_error, COUNTER_PARTIAL,
 	       "processes gone before their /proc/PID/maps was read");
@@ -199,52 +200,6 @@ static struct process **slot_of(struct process_table *pt, pid_t pid)
 	while (*pp && (*pp)->pid != pid)
 		pp = &(*pp)->next;
 	return pp;
-}
-
-void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	out[0] = '\0';
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, out, len - 1);
-	close(fd);
-	if (n <= 0) {
-		out[0] = '\0';
-		return;
-	}
-	out[n] = '\0';
-	out[strcspn(out, "\n")] = '\0';
-}
-
-pid_t proc_parent_pid(pid_t pid)
-{
-	char path[64], buf[512], *close_paren;
-	ssize_t n;
-	int fd, ppid = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
-	close_paren = strrchr(buf, ')');
-	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return ppid;
 }
 
 static void load_object(struct process_table *pt, struct proc_snapshot *s,
@@ -459,7 +414,7 @@ static int queue_job(struct process_table *pt, enum job_kind kind,
 	ret = object_loader_add(pt->loader, run_job, j, kind == JOB_REMOVED);
 	if (ret) {
 		job_free(j);
-		pt->stats.loader_dropped++;
+		__atomic_add_fetch(&pt->stats.loader_dropped, 1, __ATOMIC_RELAXED);
 		counter_inc(&counter_object_queue_full);
 	}
 	return ret;
@@ -595,39 +550,6 @@ static void reset(struct process *p)
 	p->stale = false;
 	p->refreshes = 0;
 	p->comm[0] = '\0';
-}
-
-#define PF_EXITING_FLAG	0x00000004u	/* include/linux/sched.h */
-#define PF_KTHREAD_FLAG	0x00200000u
-
-/*
- * The process is exiting, a zombie or gone (not a kernel thread): what
- * /proc says of it now may be its remains (no mappings, no executable,
- * cgroup "/"), not what it was.
- */
-static bool proc_exiting(pid_t pid)
-{
-	char path[64], buf[512], *f;
-	unsigned long flags = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	f = strrchr(buf, ')');	/* the comm may hold anything */
-	if (!f || f[1] != ' ' || f[2] == 'Z' || f[2] == 'X')
-		return true;
-	/* fields 3.. after the comm: state ppid pgrp session tty_nr tpgid flags */
-	if (sscanf(f + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
-		return false;
-	return (flags & PF_EXITING_FLAG) && !(flags & PF_KTHREAD_FLAG);
 }
 
 void process_drop_remains(struct process_table *pt, struct process *p)
@@ -826,14 +748,6 @@ void process_exit(struct process_table *pt, pid_t pid, uint64_t now, uint64_t ev
 	}
 }
 
-static bool proc_alive(pid_t pid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d", pid);
-	return access(path, F_OK) == 0;
-}
-
 void process_table_reap(struct process_table *pt, uint64_t now,
 			uint64_t idle_ns, uint64_t release_before,
 			uint64_t remove_before)
@@ -875,6 +789,8 @@ void process_table_stats(const struct process_table *pt,
 			 struct process_table_stats *out)
 {
 	*out = pt->stats;
+	out->loader_dropped = __atomic_load_n(&pt->stats.loader_dropped,
+					      __ATOMIC_RELAXED);	/* also the flush's */
 	out->elf_open_errors = __atomic_load_n(&pt->stats.elf_open_errors,
 					       __ATOMIC_RELAXED);	/* the loader's */
 	out->snapshot_bytes = __atomic_load_n(&snapshot_bytes, __ATOMIC_RELAXED);

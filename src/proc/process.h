@@ -39,6 +39,7 @@
 
 #include "proc/cgroup.h"
 #include "proc/maps.h"
+#include "proc/procfs.h"	/* proc_read_comm(), proc_parent_pid() */
 #include "symbol/jit_syms.h"
 #include "symbol/symbolizer.h"
 
@@ -235,18 +236,6 @@ void process_drop_remains(struct process_table *pt, struct process *p);
 
 /* process_exec - exec seen: new name, mappings to re-read. */
 void process_exec(struct process_table *pt, pid_t pid, const char *comm);
-
-/*
- * proc_read_comm - the name of process @pid (/proc/PID/comm), or of its
- * thread @tid when non-zero, into @out of @len bytes; "" if it is gone.
- */
-void proc_read_comm(pid_t pid, pid_t tid, char *out, size_t len);
-
-/*
- * proc_parent_pid - the parent of process @pid (the ppid field of
- * /proc/PID/stat, proc(5)), 0 if it is gone or unreadable.
- */
-pid_t proc_parent_pid(pid_t pid);
 
 /*
  * process_exit - exit seen at @now_ns (CLOCK_MONOTONIC), the exit event

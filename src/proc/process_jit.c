@@ -67,6 +67,31 @@ uint32_t process_jit_bin(struct process_table *pt, struct process *p,
 	return (uint32_t)(sample_ns >> JIT_TIME_BIN_SHIFT) + 1;
 }
 
+static int by_jit(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)proc_snapshot_jit(*(struct proc_snapshot *const *)a);
+	uintptr_t y = (uintptr_t)proc_snapshot_jit(*(struct proc_snapshot *const *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+size_t process_jit_read_all(struct process_table *pt, struct proc_snapshot **snaps,
+			    size_t n)
+{
+	size_t queued = 0;
+
+	qsort(snaps, n, sizeof(*snaps), by_jit);
+	for (size_t i = 0; i < n; i++) {
+		struct jit_syms *js = proc_snapshot_jit(snaps[i]);
+
+		if (!js || (i && proc_snapshot_jit(snaps[i - 1]) == js))
+			continue;	/* none, or its table's read is queued */
+		if (!process_queue_jit(pt, snaps[i]))
+			queued++;
+	}
+	return queued;
+}
+
 /* The basename of @path is "jit-<digits>.dump" (jit_syms checks the pid). */
 static bool maybe_dump(const char *path)
 {

@@ -8,8 +8,11 @@
  * memory makes its process look for its files, at most every
  * PROCESS_JIT_PROBE_NS; a sample newer than the files' last read asks
  * for a re-read, at most every PROCESS_JIT_READ_NS, so reading is
- * incremental and off the sample path) and the object loader's (the
- * read itself, with the jitdump files the process mapped).
+ * incremental and off the sample path), the interval's last read (every
+ * table its stacks use is read once more before the profile is built:
+ * a JIT that buffers its file writes records late, after the last
+ * sample that would have asked) and the object loader's (the read
+ * itself, with the jitdump files the process mapped).
  */
 #ifndef PROFD_PROC_PROCESS_JIT_H
 #define PROFD_PROC_PROCESS_JIT_H
@@ -33,6 +36,17 @@
 uint32_t process_jit_bin(struct process_table *pt, struct process *p,
 			 const uint64_t *ips, uint32_t n, uint64_t sample_ns,
 			 uint64_t now_ns);
+
+/*
+ * process_jit_read_all - queue one process_jit_read() on the object
+ * loader for each JIT table among @snaps[0..@n) (sorted here, by table);
+ * the interval's build waits for them (object_loader_wait()), bounded.
+ * Reads are incremental and capped as any other (jit_syms.h). Any
+ * thread (the loader's queue is locked). Returns the reads queued; one
+ * not queued (queue full) is counted (object_queue_full).
+ */
+size_t process_jit_read_all(struct process_table *pt, struct proc_snapshot **snaps,
+			    size_t n);
 
 /*
  * process_jit_read - on the object loader: read @s->jit's files (the

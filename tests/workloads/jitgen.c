@@ -15,6 +15,12 @@
  *                         record), X unmapped; SECONDS each
  *   jitgen anon SECONDS   code in anonymous memory, no file written (the
  *                         test writes /tmp/perf-PID.map itself)
+ *   jitgen late SECONDS   a buffering JIT (V8's jitdump is a stdio stream
+ *                         flushed when full): "jitgen_code_L" is loaded
+ *                         (its LOAD stamped then) and runs on thread
+ *                         "jitL" for SECONDS; only after it stopped and
+ *                         1 s more is the record written; then it lives
+ *                         3 x SECONDS more running no JIT code
  * Prints "ready PID ADDR" once the code is ready; with a third argument
  * GO, waits until file GO exists before running it (the profiler is up).
  */
@@ -157,9 +163,9 @@ static void dump_debug(uint64_t addr, const char *file, uint32_t line)
 	fflush(dump);
 }
 
-static void dump_load(uint64_t addr, const char *name, uint64_t index)
+static void dump_load_at(uint64_t addr, const char *name, uint64_t index, uint64_t ts)
 {
-	struct rec_header r = { 0, 0, mono_ns() };
+	struct rec_header r = { 0, 0, ts };
 	struct { uint32_t pid, tid; uint64_t vma, code_addr, code_size, code_index; } l = {
 		(uint32_t)getpid(), (uint32_t)syscall(SYS_gettid), addr, addr, CODE_SIZE, index };
 
@@ -169,6 +175,11 @@ static void dump_load(uint64_t addr, const char *name, uint64_t index)
 	fwrite(name, strlen(name) + 1, 1, dump);
 	fwrite((void *)addr, CODE_SIZE, 1, dump);
 	fflush(dump);
+}
+
+static void dump_load(uint64_t addr, const char *name, uint64_t index)
+{
+	dump_load_at(addr, name, index, mono_ns());
 }
 
 static void dump_move(uint64_t from, uint64_t to, uint64_t index)
@@ -217,8 +228,23 @@ int main(int argc, char **argv)
 		phase(x, secs, "jitrun");
 		return 0;
 	}
+	if (!strcmp(mode, "late")) {
+		uint64_t loaded;
+
+		dump_open();
+		x = map_code(NULL);
+		loaded = mono_ns();	/* the LOAD's time: before the code runs */
+		printf("ready %d %lx\n", getpid(), (unsigned long)x);
+		wait_go(go);
+		phase(x, secs, "jitL");
+		sleep(1);
+		dump_load_at((uint64_t)x, "jitgen_code_L", 1, loaded);
+		usleep((useconds_t)(3 * secs * 1e6));
+		printf("done\n");
+		return 0;
+	}
 	if (strcmp(mode, "dump")) {
-		fprintf(stderr, "usage: jitgen map|dump|anon SECONDS\n");
+		fprintf(stderr, "usage: jitgen map|dump|anon|late SECONDS\n");
 		return 2;
 	}
 	dump_open();

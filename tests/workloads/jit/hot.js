@@ -2,9 +2,12 @@
 // inner. At the hot spot it prints the chain as V8 itself sees it
 // (new Error().stack): "STACK inner,middle,outer".
 // node hot.js SECONDS [flush]: with flush (--perf-prof: jit-PID.dump in the cwd),
-// after 3 s of the hot loop (every function optimized) it compiles filler functions until the
-// file grew by 16 KiB (V8 writes its records 8 KiB at a time, so the hot
-// functions' records reach the file), then prints "FLUSHED".
+// once the optimized code of all three (TurboFan's "JS:*NAME") is in the
+// file it prints "FLUSHED". V8 writes its jitdump through a stdio buffer,
+// so the newest records reach the file only when later ones fill it:
+// after 3 s of the hot loop, and every 250 ms until they are there, it
+// compiles filler functions until the file grew by 16 KiB. (When the
+// chain is optimized depends on CPU time: under load, 20 s and more.)
 const fs = require("fs");
 function inner(n) {
   let s = 0;
@@ -27,18 +30,28 @@ function flush(dump) {
     const f = new Function("n", `let s = ${i}; for (let k = 0; k < n; k++) s += k ^ ${i}; return s;`);
     for (let k = 0; k < 300; k++) f(1000);
   }
-  console.log("FLUSHED " + (fs.statSync(dump).size - size0));
+  return fs.statSync(dump).size - size0;
+}
+
+// Whether the records of the chain's optimized code are in the file.
+function written(dump) {
+  const b = fs.readFileSync(dump);
+  return ["inner", "middle", "outer"].every((f) => b.includes(`JS:*${f} `));
 }
 
 globalThis.report = true;
 const end = Date.now() + (+process.argv[2] || 10) * 1000;
-const warm = Date.now() + 3000;
-let x = 0, flushed = !process.argv[3];
+const dump = `jit-${process.pid}.dump`;
+let x = 0, flushed = !process.argv[3], next = Date.now() + 3000;
 while (Date.now() < end) {
-  x += outer(100000);
-  if (!flushed && Date.now() > warm) {
-    flushed = true;
-    flush(`jit-${process.pid}.dump`);
+  x += outer(10000);
+  if (!flushed && Date.now() > next) {
+    const grew = flush(dump);
+    next = Date.now() + 250;
+    if (written(dump)) {
+      flushed = true;
+      console.log("FLUSHED " + grew);
+    }
   }
 }
 console.log("done " + x);
