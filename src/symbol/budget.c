@@ -7,7 +7,8 @@
  * idle objects, then address caches, then DWARF (lines and inlined
  * frames, frames.c) and symbol tables of held objects, least recently
  * sampled or looked up object first (its DWARF before its table; those
- * with samples still to name only past SYM_PENDING_SLACK more), and
+ * with samples still to name only past SYM_PENDING_SLACK more, all their
+ * DWARF before any of their tables), and
  * reading a shed table
  * back (symbolizer_reload(), on the object loader, rate limited, never
  * after the file changed; or, for an object whose debug file debuginfod
@@ -34,7 +35,8 @@ static void shed(struct symbolizer *s);
 static bool sheddable(const struct sym_object *o);
 static bool has_pending(const struct sym_object *o);
 static uint64_t used_ns(const struct sym_object *o);
-static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending);
+static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending,
+		     bool dwarf_only);
 static uint64_t object_shed(struct sym_object *o);
 
 /*
@@ -135,29 +137,34 @@ static void shed(struct symbolizer *s)
 	 * program asleep for a minute (read back when it wakes). First
 	 * objects whose samples were all named already; those with samples
 	 * waiting for the interval's write-out (libc's, nearly always) only
-	 * past SYM_PENDING_SLACK more (their frames are then counted as
-	 * partial.symbols_shed or lines_shed: the ceiling holds). Names
+	 * past SYM_PENDING_SLACK more, and among those every DWARF before
+	 * any table (a frame keeps its name and loses its line before
+	 * another loses its name; their frames are then counted as
+	 * partial.lines_shed or symbols_shed: the ceiling holds). Names
 	 * handed out are copied by their users under the lock
 	 * (profile_intern()), so none outlives this. The reader asks for a
 	 * table again when its code is sampled.
 	 */
-	shed_lru(s, s->budget, false);
-	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true);
+	shed_lru(s, s->budget, false, false);
+	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true, true);
+	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true, false);
 }
 
 /*
  * Free DWARF and held symbol tables, least recently needed object first
- * (its DWARF, then its table), while the cache is over @limit; those of
- * objects with samples not looked up yet only if @pending too.
+ * (its DWARF, then its table; only DWARF if @dwarf_only), while the
+ * cache is over @limit; those of objects with samples not looked up yet
+ * only if @pending too.
  */
-static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending)
+static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending,
+		     bool dwarf_only)
 {
 	while (s->budget && s->bytes > limit) {
 		struct sym_object *lru = NULL;
 
 		for (size_t b = 0; b < s->nbuckets; b++)
 			for (struct sym_object *o = s->buckets[b]; o; o = o->next)
-				if ((o->dwarf || sheddable(o)) &&
+				if ((o->dwarf || (!dwarf_only && sheddable(o))) &&
 				    (pending || !has_pending(o)) &&
 				    (!lru || used_ns(o) < used_ns(lru)))
 					lru = o;
