@@ -33,7 +33,8 @@
  */
 #define PROFD_RUNTIMES(X, a, b, c)				\
 	X(CPYTHON, python, a, b, c)					\
-	X(CRUBY, ruby, a, b, c)
+	X(CRUBY, ruby, a, b, c)					\
+	X(V8, v8, a, b, c)
 
 #define PROFD_RUNTIME_ENUM_(ID, name, a, b, c) PROFD_RUNTIME_##ID,
 enum profd_runtime_id {

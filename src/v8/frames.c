@@ -690,3 +690,54 @@ read_error:
 	out->kind = V8_FRAME_NONE;
 	return err;
 }
+
+/* ---- objects named after the frame is gone (src/v8/merge.c) ---- */
+
+int v8_object_type(const struct v8_reader *r, uint64_t tagged, uint16_t *type)
+{
+	return obj_type(r, tagged, type);
+}
+
+int v8_object_field(const struct v8_reader *r, uint64_t tagged, uint32_t off, uint64_t *v)
+{
+	if (!is_heap(r->l, tagged) || tagged < 4096)
+		return -EPROTO;
+	return field(r, tagged, off, v);
+}
+
+int v8_sfi_describe(const struct v8_reader *r, uint64_t sfi, struct v8_frame *out,
+		    uint64_t *script)
+{
+	memset(out, 0, sizeof(*out));
+	*script = 0;
+	if (!(r->l->features & V8_FEAT_NAMES))
+		return -ENOTSUP;
+	out->kind = V8_FRAME_JS;
+	if ((out->name_err = sfi_name(r, sfi, out->name, sizeof(out->name)))) {
+		out->name[0] = 0;
+		counter_inc(&counter_v8_name_unreadable);
+	}
+	if ((out->file_err = sfi_script(r, sfi, script)) ||
+	    (*script && (out->file_err = script_file(r, *script, out->file, sizeof(out->file))))) {
+		out->file[0] = 0;
+		*script = 0;
+		counter_inc(&counter_v8_file_unreadable);
+	}
+	return 0;
+}
+
+int v8_bytecode_line(const struct v8_reader *r, uint64_t ba, int64_t raw_offset,
+		     uint64_t script, int *line)
+{
+	int err;
+
+	*line = 0;
+	if (raw_offset < 0)
+		return -EINVAL;
+	err = interpreted_line(r, ba, 0, raw_offset, script, line);
+	if (err) {
+		*line = 0;
+		counter_inc(&counter_v8_line_unknown);
+	}
+	return err;
+}

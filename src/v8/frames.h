@@ -95,4 +95,37 @@ struct v8_frame {
 int v8_read_frame(const struct v8_reader *r, uint64_t fp, enum v8_code code,
 		  int64_t live_offset, struct v8_frame *out);
 
+/*
+ * What src/v8/merge.c names after the sampled frame is gone, from the
+ * objects BPF recorded (bpf/unwind_v8.h), with the same checks:
+ *
+ * v8_object_type - the instance type of heap object @tagged (its map's).
+ * v8_object_field - the tagged word at byte @off of heap object @tagged.
+ * Both: 0, -EPROTO (not a heap object, or a map that is none), or the
+ * read's error (-ESRCH gone, -EFAULT unmapped, ...).
+ */
+int v8_object_type(const struct v8_reader *r, uint64_t tagged, uint16_t *type);
+int v8_object_field(const struct v8_reader *r, uint64_t tagged, uint32_t off, uint64_t *v);
+
+/*
+ * v8_sfi_describe - the name and file of SharedFunctionInfo @sfi (the
+ * caller checked its type) into @out (kind V8_FRAME_JS, name/file and
+ * their *_err as v8_read_frame() fills them, each failure counted), its
+ * Script in *@script (0: none or unread). 0, or -ENOTSUP (the layout
+ * names nothing).
+ */
+int v8_sfi_describe(const struct v8_reader *r, uint64_t sfi, struct v8_frame *out,
+		    uint64_t *script);
+
+/*
+ * v8_bytecode_line - the 1-based line of bytecode offset @raw_offset (as
+ * V8's frame slot or offset register holds it: the offset plus
+ * BytecodeArray's header, less the heap object tag) of BytecodeArray @ba
+ * in @script, into *@line (0 when not read: counted in v8_line_unknown).
+ * 0, or why not (-EPROTO: memory contradicts the layout, -ENOENT: no
+ * position recorded, a read's error).
+ */
+int v8_bytecode_line(const struct v8_reader *r, uint64_t ba, int64_t raw_offset,
+		     uint64_t script, int *line);
+
 #endif /* PROFD_V8_FRAMES_H */

@@ -88,6 +88,7 @@ static const struct field {
 	F("type_BytecodeArray__BYTECODE_ARRAY_TYPE", t_bytecode_array, K_U16, V8_FEAT_LINES),
 	F("type_ByteArray__BYTE_ARRAY_TYPE", t_byte_array, K_U16, V8_FEAT_LINES),
 	F("type_FixedArray__FIXED_ARRAY_TYPE", t_fixed_array, K_U16, V8_FEAT_LINES),
+	F("type_Code__CODE_TYPE", t_code, K_U16, 0),
 	F("FirstNonstringType", first_nonstring, K_U16, NAMES),
 	F("FirstContextType", first_context, K_U16, NAMES),
 	F("LastContextType", last_context, K_U16, NAMES),
@@ -124,6 +125,7 @@ static const struct field {
 	F("class_FixedArrayBase__length__SMI", fixed_array_length, K_U16, V8_FEAT_LINES),
 	F("class_FixedArray__data__uintptr_t", fixed_array_data, K_U16, V8_FEAT_LINES),
 	F("class_BytecodeArray__data__uintptr_t", bytecode_array_data, K_U16, V8_FEAT_LINES),
+	F("class_Code__bytecode_or_interpreter_data__HeapObject", code_bytecode, K_U16, 0),
 
 	F("scopeinfo_idx_ncontextlocals", si_idx_ncontext_locals, K_U16, V8_FEAT_SCOPE_INFO),
 	F("scopeinfo_idx_first_vars", si_idx_first_vars, K_U16, V8_FEAT_SCOPE_INFO),

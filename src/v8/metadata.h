@@ -75,6 +75,7 @@ struct v8_layout {
 	/* instance types (InstanceType, instance-type.h) */
 	uint16_t t_js_function, t_sfi, t_scope_info, t_script, t_oddball;
 	uint16_t t_bytecode_array, t_byte_array, t_fixed_array;
+	uint16_t t_code;		/* Code (0: not exported) */
 	uint16_t first_nonstring, first_context, last_context;
 	uint16_t str_rep_mask, str_enc_mask;
 	uint16_t str_seq, str_cons, str_external, str_sliced, str_thin;
@@ -89,6 +90,7 @@ struct v8_layout {
 	uint16_t cons_first, cons_second, thin_actual, sliced_parent, sliced_offset;
 	uint16_t fixed_array_length, fixed_array_data, byte_array_data;
 	uint16_t bytecode_array_data, bytecode_array_positions;
+	uint16_t code_bytecode;		/* Code::bytecode_or_interpreter_data (baseline code) */
 
 	/* ScopeInfo (scope-info.tq): slot indices after the map, the flag bits */
 	uint16_t si_idx_ncontext_locals, si_idx_first_vars;

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * merge.c - JS frames named and put in place of their native IPs (see
+ * v8.h: v8_merge_stack(), v8_frame(), v8_new_interval()).
+ *
+ * Owns: V8's kind of frame table (src/runtime/frames.h), the name cache
+ * (SharedFunctionInfo -> function name, file: an addr_cache keyed by
+ * the process's generation and the SharedFunctionInfo's address, bounded
+ * by the runtime's budget) and the merge.
+ *
+ * Each JS frame the walker recorded (bpf/unwind_v8.h) stands for the
+ * native IP its pc is: the leaf's for the frame at the sample's rbp, else
+ * the first native return address equal to it past the frame before
+ * (both walks follow the same frame pointers, leaf first). It replaces
+ * that IP only when:
+ *   - the code there is V8's JS code: JIT code (an anonymous mapping) or
+ *     the interpreter (its trampolines, bytecode handlers); builtins
+ *     (Array.prototype.sort's code ...) and native code keep their
+ *     native names, counted in v8_frame_native_code;
+ *   - for the leaf, the word at sp is no code address (a function in its
+ *     prologue or epilogue runs with its caller's rbp: its frame would be
+ *     its caller's) or, in a bytecode handler, the return address into
+ *     the interpreter's trampoline (leaf_verified()), else
+ *     v8_leaf_unverified;
+ *   - the SharedFunctionInfo read now is still one, with the name and
+ *     script fields BPF saw (profd_v8_check()), else v8_frame_stale:
+ *     V8's GC moved or freed it, the frame stays unnamed (native).
+ * Interpreted frames get the line of their bytecode offset (the offset
+ * register for a leaf in a bytecode handler, else the frame's slot), read
+ * from the recorded BytecodeArray only while it is still its function's
+ * (SharedFunctionInfo::function_data, or its baseline code's
+ * bytecode_or_interpreter_data), else line 0 (v8_line_unverified).
+ * Compiled frames (baseline, Maglev, Turbofan) get line 0: their code's
+ * position tables are not read, nor the functions inlined into them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/profd.h"
+#include "bpf/unwind_v8.h"
+#include "counters/counters.h"
+#include "v8/v8.h"
+#include "v8/v8_internal.h"
+
+#define V8_BUDGET		(32ULL << 20)	/* when v8_new() is given none */
+#define NAME_CACHE_ENTRIES	65536
+
+COUNTER_DEFINE(v8_frames_named, COUNTER_STAT, "JS frames named in V8 samples");
+COUNTER_DEFINE(v8_frame_stale, COUNTER_LOST,
+	       "JS frames left unnamed: the SharedFunctionInfo BPF saw was moved or freed since");
+COUNTER_DEFINE(v8_frame_unmatched, COUNTER_LOST,
+	       "JS frames left unnamed: no native IP of the sample had their pc");
+COUNTER_DEFINE(v8_frame_native_code, COUNTER_STAT,
+	       "JS frames whose pc is in builtins or native code: the native name kept");
+COUNTER_DEFINE(v8_leaf_unverified, COUNTER_LOST,
+	       "V8 leaf frames left unnamed: [sp] held a code address (prologue or epilogue)");
+COUNTER_DEFINE(v8_line_unverified, COUNTER_PARTIAL,
+	       "interpreted JS frames without a line: their BytecodeArray is no longer their function's");
+COUNTER_DEFINE(v8_frame_table_rotations, COUNTER_STAT, "V8 frame tables started afresh");
+COUNTER_DEFINE(v8_frames_full, COUNTER_PARTIAL,
+	       "JS frames not named: the V8 frame table was full");
+
+enum { V8_FRAME_TABLE_FULL = 1, V8_FIXED_FRAMES = 1 };
+
+static const char *const fixed_names[V8_FIXED_FRAMES + 1] = {
+	[V8_FRAME_TABLE_FULL] = "[v8: frame table full]",
+};
+
+static const struct rt_frames_kind v8_frame_kind = {
+	.tag = RUNTIME_IP_FRAME | ((uint64_t)PROFD_RUNTIME_V8 << RUNTIME_IP_ID_SHIFT),
+	.fixed = fixed_names,
+	.nfixed = V8_FIXED_FRAMES,
+	.full_id = V8_FRAME_TABLE_FULL,
+	.full = &counter_v8_frames_full,
+};
+
+/* A SharedFunctionInfo's name and file, as read while its check held. */
+struct name_entry {
+	struct addr_entry e;
+	uint32_t check;		/* profd_v8_check() of its fields then */
+	uint64_t script;	/* its Script (tagged), 0 if none */
+	char *name, *file;
+};
+
+static void free_name(struct addr_entry *e)
+{
+	struct name_entry *n = (struct name_entry *)e;
+
+	free(n->name);
+	free(n->file);
+	free(n);
+}
+
+int v8_merge_init(struct v8 *v, uint64_t budget)
+{
+	if (!budget)
+		budget = V8_BUDGET;
+	v->names = addr_cache_new(NAME_CACHE_ENTRIES, budget / 2, free_name);
+	if (!v->names)
+		return -ENOMEM;
+	return rt_frame_gens_init(&v->frames, &v8_frame_kind, budget / 4);
+}
+
+void v8_merge_fini(struct v8 *v)
+{
+	addr_cache_free(v->names);
+	rt_frame_gens_fini(&v->frames);
+}
+
+/*
+ * The name entry of @sfi in @p if it still is what BPF saw (@check).
+ * NULL: stale (counted by the caller), or unreadable.
+ */
+static struct name_entry *sfi_entry(struct v8 *v, const struct v8proc *p,
+				    const struct v8_reader *r, uint64_t sfi, uint32_t check)
+{
+	const struct v8_layout *l = &p->bin.l;
+	struct name_entry *n;
+	struct addr_entry *e;
+	struct v8_frame f;
+	uint64_t name, script, sc;
+	uint16_t type;
+
+	if (v8_object_type(r, sfi, &type) || type != l->t_sfi ||
+	    v8_object_field(r, sfi, l->sfi_name_or_scope_info, &name) ||
+	    v8_object_field(r, sfi, l->sfi_script_or_debug_info, &script) ||
+	    profd_v8_check(name, script) != check)
+		return NULL;
+	e = addr_cache_lookup(v->names, p->pid, p->gen, 0, sfi);
+	n = (struct name_entry *)e;
+	if (n && n->check == check) {
+		addr_cache_touch(v->names, e);
+		return n;
+	}
+	if (n)
+		addr_cache_remove(v->names, e);	/* another function there now */
+	if (v8_sfi_describe(r, sfi, &f, &sc) || !(n = calloc(1, sizeof(*n))))
+		return NULL;
+	n->check = check;
+	n->script = sc;
+	n->name = strdup(f.name[0] ? f.name : "(anonymous)");
+	n->file = strdup(f.file);
+	if (!n->name || !n->file) {
+		free_name(&n->e);
+		return NULL;
+	}
+	n->e.pid = p->pid;
+	n->e.gen = p->gen;
+	n->e.kind = 0;
+	n->e.addr = sfi;
+	addr_cache_insert(v->names, &n->e,
+			  sizeof(*n) + strlen(n->name) + strlen(n->file) + 2 + 64);
+	return n;
+}
+
+/* Whether BytecodeArray @ba is still @sfi's (directly, or its baseline code's). */
+static bool bytecode_current(const struct v8proc *p, const struct v8_reader *r,
+			     uint64_t sfi, uint64_t ba)
+{
+	const struct v8_layout *l = &p->bin.l;
+	uint64_t data, inner;
+	uint16_t type;
+
+	if (v8_object_field(r, sfi, l->sfi_function_data, &data))
+		return false;
+	if (data == ba)
+		return true;
+	return l->t_code && l->code_bytecode && !v8_object_type(r, data, &type) &&
+	       type == l->t_code && !v8_object_field(r, data, l->code_bytecode, &inner) &&
+	       inner == ba;
+}
+
+/* The frame id of JS frame @w (4 words) at pc kind @kind; 0: leave it native. */
+static uint32_t frame_id(struct v8 *v, const struct v8proc *p, const struct v8_reader *r,
+			 const uint64_t *w, enum v8_pc_kind kind, uint64_t live_offset)
+{
+	uint64_t sfi = w[1], ba = w[3];
+	uint32_t check = (uint32_t)(w[2] >> 32);
+	struct name_entry *n = sfi_entry(v, p, r, sfi, check);
+	int line = 0;
+
+	if (!n) {
+		counter_inc(&counter_v8_frame_stale);
+		return 0;
+	}
+	if ((kind == V8_PC_TRAMPOLINE || kind == V8_PC_HANDLER) && (w[0] & PROFD_V8_F_OFFSET) &&
+	    ba && n->script) {
+		int64_t raw = (w[0] & PROFD_V8_F_LEAF) && kind == V8_PC_HANDLER ?
+			      (int64_t)live_offset : (int64_t)(int32_t)(uint32_t)w[2];
+
+		if (bytecode_current(p, r, sfi, ba))
+			v8_bytecode_line(r, ba, raw, n->script, &line);
+		else
+			counter_inc(&counter_v8_line_unverified);
+	}
+	counter_inc(&counter_v8_frames_named);
+	return rt_frame_gens_intern(&v->frames, n->name, n->file, line > 0 ? line : 0, 0);
+}
+
+/*
+ * Whether the frame at the sample's rbp is the leaf's (code of kind
+ * @kind), by the word at sp, @spw: in a bytecode handler (its frame is
+ * elided: it runs in the interpreter's frame) it is the return address
+ * into the interpreter's trampoline that called the first handler, as
+ * V8's own sampler has it (SafeStackFrameIterator); elsewhere it must be
+ * no code address (a function before its `push rbp` or after its `pop
+ * rbp` has its return address there, and its caller's rbp).
+ */
+static bool leaf_verified(const struct v8proc *p, enum v8_pc_kind kind, uint64_t spw)
+{
+	if (kind == V8_PC_HANDLER)
+		return spw && v8_classify(p, spw - 1) == V8_PC_TRAMPOLINE;
+	return !v8_exec_addr(p, spw);
+}
+
+static uint32_t merge(struct v8 *v, const struct v8proc *p, const uint64_t *user,
+		      uint32_t nuser, const uint64_t *frames, uint32_t nframes,
+		      uint64_t *out, uint32_t cap)
+{
+	struct v8_reader r = { .rr = v->reader, .pid = p->pid, .l = &p->bin.l };
+	uint64_t tag = rt_frame_gens_tag(&v->frames);
+	uint32_t n = nuser < cap ? nuser : cap, next = 0;
+	uint64_t spw = frames[0], live = frames[1];
+
+	memcpy(out, user, n * sizeof(*out));
+	for (uint32_t k = 1; k + 1 < nframes; k += 2) {
+		const uint64_t *w = &frames[2 * k];
+		uint64_t pc = w[0] & PROFD_V8_PC_MASK;
+		bool leaf = w[0] & PROFD_V8_F_LEAF;
+		enum v8_pc_kind kind;
+		uint32_t i, id;
+
+		if (leaf)
+			i = n && (user[0] & ~PROFD_IP_EXACT) == pc ? 0 : n;
+		else
+			for (i = next > 1 ? next : 1; i < n && (user[i] & ~PROFD_IP_EXACT) != pc; i++)
+				;
+		if (i >= n) {
+			counter_inc(&counter_v8_frame_unmatched);
+			continue;
+		}
+		next = i + 1;
+		kind = v8_classify(p, leaf || (user[i] & PROFD_IP_EXACT) ? pc : pc - 1);
+		if (kind == V8_PC_OTHER) {
+			counter_inc(&counter_v8_frame_native_code);
+			continue;
+		}
+		if (leaf && !leaf_verified(p, kind, spw)) {
+			counter_inc(&counter_v8_leaf_unverified);
+			continue;
+		}
+		id = frame_id(v, p, &r, w, kind, live);
+		if (id)
+			out[i] = tag | id;
+	}
+	return n;
+}
+
+uint32_t v8_merge_stack(struct v8 *v, pid_t pid, uint32_t flags,
+			const uint64_t *user, uint32_t nuser,
+			const uint64_t *frames, uint32_t nframes,
+			uint64_t *out, uint32_t cap)
+{
+	const struct v8proc *p;
+	uint32_t n;
+
+	if (nuser > PROFD_MAX_USER_FRAMES)
+		nuser = PROFD_MAX_USER_FRAMES;
+	if (nframes > PROFD_MAX_INTERP_FRAMES)
+		nframes = PROFD_MAX_INTERP_FRAMES;
+	pthread_mutex_lock(&v->lock);
+	p = *v8_proc_slot(v, pid);
+	if (p && (flags & PROFD_SAMPLE_INTERP) && nframes >= 1) {
+		n = merge(v, p, user, nuser, frames, nframes, out, cap);
+	} else {
+		n = nuser < cap ? nuser : cap;
+		memcpy(out, user, n * sizeof(*out));
+	}
+	pthread_mutex_unlock(&v->lock);
+	return n;
+}
+
+int v8_frame(struct v8 *v, uint64_t token, struct rt_frame *out)
+{
+	return rt_frame_gens_get(&v->frames, token, out);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void v8_new_interval(struct v8 *v)
+{
+	if (rt_frame_gens_new_interval(&v->frames))
+		counter_inc(&counter_v8_frame_table_rotations);
+	pthread_mutex_lock(&v->lock);
+	if (v->ndead) {
+		qsort(v->dead_gens, v->ndead, sizeof(v->dead_gens[0]), cmp_u64);
+		addr_cache_forget(v->names, v->dead_gens, v->ndead);
+		v->ndead = 0;
+	}
+	pthread_mutex_unlock(&v->lock);
+}
+
+void v8_cache_stats(struct v8 *v, uint64_t *bytes, uint64_t *objects, uint64_t *evictions)
+{
+	struct addr_cache_counts c;
+
+	pthread_mutex_lock(&v->lock);
+	addr_cache_counts(v->names, &c);
+	pthread_mutex_unlock(&v->lock);
+	*bytes = c.bytes + rt_frame_gens_bytes(&v->frames);
+	*objects = c.entries;
+	*evictions = c.evictions;
+}
