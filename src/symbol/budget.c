@@ -4,7 +4,8 @@
  *
  * Owns: the periodic trim (objects nobody held for SYM_IDLE_TRIMS trims
  * freed), the byte count of the cache, and shedding past the budget:
- * idle objects, then address caches, then DWARF (lines and inlined
+ * idle objects, then address caches, then DWARF past its share
+ * (SYM_DWARF_SHARE), then DWARF (lines and inlined
  * frames, frames.c) and symbol tables of held objects, least recently
  * sampled or looked up object first (its DWARF before its table; those
  * with samples still to name only past SYM_PENDING_SLACK more, all their
@@ -38,6 +39,7 @@ static uint64_t used_ns(const struct sym_object *o);
 static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending,
 		     bool dwarf_only);
 static uint64_t object_shed(struct sym_object *o);
+static void shed_dwarf_over(struct symbolizer *s, uint64_t cap);
 
 /*
  * symbolizer_trim - see symbolizer.h. Frees cached objects nobody holds a
@@ -145,9 +147,37 @@ static void shed(struct symbolizer *s)
 	 * (profile_intern()), so none outlives this. The reader asks for a
 	 * table again when its code is sampled.
 	 */
+	shed_dwarf_over(s, s->budget / SYM_DWARF_SHARE);
 	shed_lru(s, s->budget, false, false);
 	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true, true);
 	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true, false);
+}
+
+/*
+ * While the cache is over the budget and DWARF holds more than @cap of
+ * it, free DWARF, least recently needed object first, pending or not:
+ * lines never push symbol tables out of the budget's other part (an
+ * active program's table shed for libc's lines is read back at its next
+ * sample, again and again).
+ */
+static void shed_dwarf_over(struct symbolizer *s, uint64_t cap)
+{
+	while (s->budget && s->bytes > s->budget) {
+		struct sym_object *lru = NULL;
+		uint64_t dwarf = 0;
+
+		for (size_t b = 0; b < s->nbuckets; b++)
+			for (struct sym_object *o = s->buckets[b]; o; o = o->next) {
+				if (!o->dwarf)
+					continue;
+				dwarf += dwarf_lines_bytes(o->dwarf);
+				if (!lru || used_ns(o) < used_ns(lru))
+					lru = o;
+			}
+		if (!lru || dwarf <= cap)
+			return;
+		bytes_sub(s, sym_dwarf_shed(lru));
+	}
 }
 
 /*

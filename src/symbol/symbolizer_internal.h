@@ -157,6 +157,13 @@ struct sym_object {
 #define SYM_PENDING_SLACK	4
 
 /*
+ * Past the budget, DWARF (lines) holding more than 1/SYM_DWARF_SHARE of
+ * it is shed first, least recently needed object first: the rest of the
+ * budget stays for symbol tables (names before lines).
+ */
+#define SYM_DWARF_SHARE		2
+
+/*
  * Files whose symbol table was refused as too big, remembered (their
  * identity, size and the budget) so that each is counted once however
  * often it is opened again: the last SYM_TOO_BIG_KEPT.
