@@ -659,10 +659,13 @@ uint64_t elf_file_symbols_estimate(const struct elf_file *f)
 {
 	bool symtab_only[2] = { false, true };
 	Elf *elves[2] = { elf_handle(f), NULL };
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, file_size = f->memsz;
+	struct stat st;
 	size_t n = 1;
 	GElf_Shdr sh;
 
+	if (f->fd >= 0)
+		file_size = fstat(f->fd, &st) ? 0 : (uint64_t)st.st_size;
 	if (!elves[0] || elf_kind(elves[0]) != ELF_K_ELF) {
 		elf_end(elves[0]);
 		return 0;
@@ -670,9 +673,12 @@ uint64_t elf_file_symbols_estimate(const struct elf_file *f)
 	if (f->dbg_fd >= 0 && (elves[1] = elf_begin(f->dbg_fd, ELF_C_READ, NULL)))
 		n += elf_kind(elves[1]) == ELF_K_ELF;
 	bytes = elf_symtab_estimate(elves, symtab_only, n);
+	/* a section past the file's end is corrupt, not big: go_symtab.c
+	 * refuses it (counted go_pclntab_unreadable) */
 	if ((elf_section_by_name(elves[0], ".gopclntab", &sh) ||
 	     elf_section_by_name(elves[0], ".data.rel.ro.gopclntab", &sh)) &&
-	    sh.sh_type != SHT_NOBITS)
+	    sh.sh_type != SHT_NOBITS && sh.sh_offset <= file_size &&
+	    sh.sh_size <= file_size - sh.sh_offset)
 		bytes += sh.sh_size;
 	elf_end(elves[1]);
 	elf_end(elves[0]);
