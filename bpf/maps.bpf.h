@@ -133,6 +133,19 @@ static __always_inline void put_ip(struct profd_unwind_state *st, __u32 idx,
 }
 
 /*
+ * put_frame_bp - keep user frame @n's rbp @bp for the capture's runtime
+ * walker (PROFD_FRAME_BP_SLOT()); nothing when no runtime follows.
+ */
+static __always_inline void put_frame_bp(struct profd_unwind_state *st, __u32 n,
+					 __u64 bp)
+{
+	if (!st->rt_id)
+		return;
+	barrier_var(n);
+	st->ips[PROFD_FRAME_BP_SLOT(n)] = bp;
+}
+
+/*
  * chain_broken - a tail call of the chain failed (counted): the capture
  * ends without a record and gives its scratch back. Returns 0.
  */

@@ -185,6 +185,17 @@ struct profd_unwind_state {
 };
 
 /*
+ * Each user frame's rbp as the native walk had it, by user frame index,
+ * kept only when a runtime walker follows (rt_id set): it reads the slots
+ * of frames that keep a frame pointer. They live in ips[] past the
+ * record's slots, where only the stack copy writes, at emit, after every
+ * walker is done (the per-CPU value is at its 32 KiB bound).
+ */
+#define PROFD_FRAME_BP_SLOT(n)	(PROFD_SCRATCH_IPS + ((n) & (PROFD_MAX_USER_FRAMES - 1)))
+_Static_assert(PROFD_SCRATCH_IPS + PROFD_MAX_USER_FRAMES <= PROFD_SCRATCH_WORDS,
+	       "the frames' rbp fit the scratch record area");
+
+/*
  * Per-CPU scratch slots, one per context that can interrupt the other: a
  * cpu-clock sample (hard interrupt) may fire while a uprobe program runs
  * on the same CPU, and uprobe programs run preemptibly, so one uprobe

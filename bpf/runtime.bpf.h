@@ -33,6 +33,7 @@ struct {
 /* The runtimes' walkers: one include per PROFD_RUNTIMES() line. */
 #include "unwind_python.bpf.h"
 #include "unwind_ruby.bpf.h"
+#include "unwind_hotspot.bpf.h"
 
 /*
  * runtime_begin - set up @st's runtime walk when process @pid has a

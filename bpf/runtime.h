@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * runtime.h - the seam between the native unwinders and language runtimes
- * (CPython, CRuby), shared by BPF and user space.
+ * (CPython, CRuby, HotSpot), shared by BPF and user space.
  *
  * Owns: the registry of runtimes (PROFD_RUNTIMES: one line per runtime),
  * their ids, the value of the `runtime_procs` map (tgid -> runtime id and
@@ -33,7 +33,8 @@
  */
 #define PROFD_RUNTIMES(X, a, b, c)				\
 	X(CPYTHON, python, a, b, c)					\
-	X(CRUBY, ruby, a, b, c)
+	X(CRUBY, ruby, a, b, c)						\
+	X(HOTSPOT, hotspot, a, b, c)
 
 #define PROFD_RUNTIME_ENUM_(ID, name, a, b, c) PROFD_RUNTIME_##ID,
 enum profd_runtime_id {

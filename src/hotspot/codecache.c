@@ -98,7 +98,13 @@ int hs_codecache_read(struct hs_mem *m, const struct hs_offsets *o, struct hs_co
 		    (err = hs_mem_uint(m, heap + o->heap_log2_segment_size.off,
 				       o->heap_log2_segment_size.size, &log2)))
 			return err;
+		h->reserved_high = 0;
+		if (o->vs_high_boundary.size == 8 &&
+		    (err = hs_mem_u64(m, heap + o->heap_memory.off + o->vs_high_boundary.off,
+				      &h->reserved_high)))
+			return err;
 		if (h->high < h->low || h->segmap_high < h->segmap_low || log2 > MAX_SEGMENT_LOG2 ||
+		    (h->reserved_high && h->reserved_high < h->high) ||
 		    ((h->high - h->low) >> log2) > h->segmap_high - h->segmap_low) {
 			counter_inc(&counter_hotspot_codecache_bad);
 			return -EPROTO;
@@ -306,6 +312,7 @@ static int read_blob(struct hs_mem *m, const struct hs_offsets *o, uint64_t blob
 	out->blob = blob;
 	out->blob_end = blob + (uint64_t)size;
 	out->frame_size = (int32_t)field_s(hdr, len, o->blob_frame_size);
+	out->name_addr = field_u(hdr, len, o->blob_name);
 	err = hs_mem_string(m, field_u(hdr, len, o->blob_name), out->name, sizeof(out->name));
 	if (err < 0)
 		return err == -EINVAL ? -EPROTO : err;
@@ -391,4 +398,52 @@ int hs_codecache_pc(struct hs_mem *m, const struct hs_offsets *o,
 	if (pc >= limit || pc < block + o->heap_block_size)
 		return count(-EPROTO);
 	return count(read_blob(m, o, block + o->heap_block_size, limit, pc, out));
+}
+
+int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
+			uint64_t bcp, struct hs_pc_info *out, int32_t *bci)
+{
+	uint64_t cm, code_size;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	*bci = -1;
+	if (bcp && !(o->features & HS_FEAT_INTERP))
+		return -ENOTSUP;
+	if ((err = name_method(m, o, method, out)))
+		return count(err);
+	out->kind = HS_PC_NMETHOD;
+	if (!bcp)
+		return 0;
+	/* the bytecodes follow the ConstMethod: the bcp must be among them */
+	if ((err = get_ptr(m, method, o->method_const_method, &cm)) ||
+	    (err = hs_mem_uint(m, cm + o->cm_code_size.off, o->cm_code_size.size, &code_size)))
+		return count(err);
+	if (bcp < cm + o->const_method_size || bcp >= cm + o->const_method_size + code_size)
+		return count(-EPROTO);
+	*bci = (int32_t)(bcp - cm - o->const_method_size);
+	return 0;
+}
+
+int hs_interpreter_read(struct hs_mem *m, const struct hs_offsets *o, uint64_t *low,
+			uint64_t *size)
+{
+	uint64_t q, limit;
+	int err;
+
+	if (!(o->features & HS_FEAT_INTERP))
+		return -ENOTSUP;
+	if ((err = hs_mem_u64(m, o->interpreter_code, &q)))
+		return err;
+	if (!q)
+		return -EAGAIN;
+	if ((err = get_ptr(m, q, o->sq_stub_buffer, low)) ||
+	    (err = hs_mem_uint(m, q + o->sq_buffer_limit.off, o->sq_buffer_limit.size, &limit)))
+		return err;
+	if (!*low || !limit)
+		return -EAGAIN;
+	if (limit > (1u << 30) || *low + limit < *low)
+		return -EPROTO;
+	*size = limit;
+	return 0;
 }

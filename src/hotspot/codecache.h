@@ -42,6 +42,7 @@ struct hs_mem;
 
 struct hs_codeheap {
 	uint64_t low, high;		/* committed code: [low, high) */
+	uint64_t reserved_high;		/* reserved: [low, reserved_high); 0 unknown */
 	uint64_t segmap_low, segmap_high;	/* its segment map, one byte a segment */
 	uint32_t log2_segment_size;
 };
@@ -61,6 +62,7 @@ struct hs_pc_info {
 	uint64_t blob, blob_end;		/* [blob, blob + _size) */
 	uint64_t code_begin, code_end;		/* 0, 0 when unknown */
 	int32_t frame_size;			/* CodeBlob::_frame_size, words */
+	uint64_t name_addr;			/* the _name pointer (what BPF records) */
 	char name[HS_CC_NAME_MAX];		/* "java.util.HashMap.get", or the
 						 * blob's _name */
 	/* nmethods only */
@@ -90,5 +92,26 @@ int hs_codecache_read(struct hs_mem *m, const struct hs_offsets *o, struct hs_co
  */
 int hs_codecache_pc(struct hs_mem *m, const struct hs_offsets *o,
 		    const struct hs_codecache *cc, uint64_t pc, struct hs_pc_info *out);
+
+/*
+ * hs_codecache_method - name the Method* @method of an interpreted frame
+ * into @out (kind HS_PC_NMETHOD's naming fields: name, signature, method;
+ * no blob), checked as an nmethod's method is; and when @bcp is not 0,
+ * check it points into the method's bytecodes and give its bci in *@bci
+ * (-1 when @bcp is 0). Needs HS_FEAT_METHOD_NAME (and HS_FEAT_INTERP for
+ * @bcp). Returns 0, -ENOTSUP, -EPROTO (not a method, or @bcp outside its
+ * code), -ENAMETOOLONG, or a read error; counted as hs_codecache_pc()'s.
+ */
+int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
+			uint64_t bcp, struct hs_pc_info *out, int32_t *bci);
+
+/*
+ * hs_interpreter_read - the interpreter's code, [*@low, *@low + *@size)
+ * (AbstractInterpreter::_code's StubQueue buffer). Needs HS_FEAT_INTERP.
+ * Returns 0, -ENOTSUP, -EAGAIN (not generated yet), -EPROTO, or a read
+ * error.
+ */
+int hs_interpreter_read(struct hs_mem *m, const struct hs_offsets *o, uint64_t *low,
+			uint64_t *size);
 
 #endif /* PROFD_HOTSPOT_CODECACHE_H */

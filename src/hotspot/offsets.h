@@ -46,6 +46,7 @@ enum {
 	HS_FEAT_NMETHOD		= 1u << 2,	/* tell nmethods from other blobs */
 	HS_FEAT_METHOD_NAME	= 1u << 3,	/* Method* -> Class.method(signature) */
 	HS_FEAT_CODE_RANGE	= 1u << 4,	/* a blob's code begin/end */
+	HS_FEAT_INTERP		= 1u << 5,	/* interpreted frames: code, slots, bci */
 };
 
 struct hs_offsets {
@@ -62,6 +63,7 @@ struct hs_offsets {
 	struct hs_off heap_memory, heap_segmap;		/* VirtualSpace members */
 	struct hs_off heap_log2_segment_size;
 	struct hs_off vs_low, vs_high;			/* VirtualSpace::_low, _high */
+	struct hs_off vs_high_boundary;			/* VirtualSpace::_high_boundary */
 	uint32_t heap_block_size;			/* sizeof(HeapBlock) */
 	struct hs_off block_length, block_used;		/* HeapBlock::_header's members */
 
@@ -92,6 +94,13 @@ struct hs_offsets {
 	struct hs_off array_u1_data;			/* Array<u1>::_data */
 	struct hs_off sym_length, sym_body;		/* Symbol::_length, _body */
 	int64_t utf8_tag;				/* JVM_CONSTANT_Utf8 */
+
+	/* the interpreter (HS_FEAT_INTERP): its code, its frames' slots */
+	uint64_t interpreter_code;	/* address of StubQueue* AbstractInterpreter::_code */
+	struct hs_off sq_stub_buffer, sq_buffer_limit;	/* StubQueue */
+	int64_t interp_last_sp_offset;	/* frame::interpreter_frame_last_sp_offset, words */
+	struct hs_off cm_code_size;			/* ConstMethod::_code_size */
+	uint32_t const_method_size;			/* sizeof(ConstMethod): code follows */
 };
 
 /*
