@@ -49,7 +49,7 @@ enum profd_runtime_id {
 /* Self tail calls any runtime walker may take (the native walk leaves them). */
 #define PROFD_RUNTIME_TAIL_CALLS	3
 /* Bytes of a runtime's per-process state (runtime_procs value). */
-#define PROFD_RUNTIME_STATE_SIZE	80
+#define PROFD_RUNTIME_STATE_SIZE	96
 /* Bytes of the read buffer in the scratch state: a power of two (masks).
  * CRuby reads its control frames 14 at a time into it, and a window of
  * its VM stack's values (the frames' eps) beside them. */

@@ -6,7 +6,8 @@
  * the native walk, and records a frame (format: unwind_hotspot.h) for
  * each one in the JVM's code: a pc in the interpreter's code is an
  * interpreted frame (its Method* and bcp read from the frame's slots at
- * the rbp the native walk had for it); a pc in a code heap is looked up
+ * the rbp the native walk had for it, the method's class name and the
+ * bci recorded); a pc in a code heap is looked up
  * in the heap's segment map, as HotSpot's CodeHeap::find_blob_unsafe()
  * does (the pc's segment, back by the hop counts to the block's first
  * segment, a 0; 0xFF: free), at most PROFD_HS_MAX_HOPS hops, and the
@@ -94,6 +95,46 @@ static __always_inline void hs_put(struct profd_unwind_state *st, __u32 n, __u64
 	st->sample.interp_len = n + 1;
 }
 
+/* The pointer at @addr, 0 when unreadable. */
+static __always_inline __u64 hs_read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/*
+ * hs_interp_frame - record interpreted frame @i running @method at @bcp:
+ * the method's class name Symbol and the bci (unwind_hotspot.h). A bcp
+ * outside the method's bytecodes (the frame is being built or torn
+ * down) records nothing, counted.
+ */
+static __always_inline int hs_interp_frame(struct profd_unwind_state *st, __u32 n, __u32 i,
+					   __u64 method, __u64 bcp)
+{
+	const struct profd_hotspot_proc *hs = HS(st);
+	__u64 cm, sym, code;
+
+	cm = method ? hs_read_ptr(method + hs->method_const_method) : 0;
+	sym = cm ? hs_read_ptr(cm + hs->cm_constants) : 0;
+	sym = sym ? hs_read_ptr(sym + hs->cp_pool_holder) : 0;
+	sym = sym ? hs_read_ptr(sym + hs->klass_name) : 0;
+	if (!sym) {
+		count(PROFD_CNT_HS_READ_ERR);
+		return HS_STEP_NEXT;
+	}
+	code = cm + hs->const_method_size;
+	if (bcp < code || bcp - code >= 0xffff) {
+		count(PROFD_CNT_HS_BAD_INTERP);
+		return HS_STEP_NEXT;
+	}
+	hs_put(st, n, profd_hs_frame0(method, i, PROFD_HS_FRAME_INTERP),
+	       (sym & PROFD_HS_ADDR_MASK) | (bcp - code) << PROFD_HS_BCI_SHIFT);
+	return HS_STEP_NEXT;
+}
+
 /*
  * hs_frame_step - look at native user frame @i: record it when it is
  * the JVM's code. A global function: the verifier checks it once.
@@ -127,9 +168,7 @@ int hs_frame_step(struct profd_unwind_state *st, __u32 i)
 			count(PROFD_CNT_HS_READ_ERR);
 			return HS_STEP_NEXT;
 		}
-		hs_put(st, n, profd_hs_frame0(slots[PROFD_HS_BCP_BELOW_METHOD], i,
-					      PROFD_HS_FRAME_INTERP), slots[0]);
-		return HS_STEP_NEXT;
+		return hs_interp_frame(st, n, i, slots[PROFD_HS_BCP_BELOW_METHOD], slots[0]);
 	}
 	blob = hs_find_blob(st, pc);
 	if (blob == HS_NOT_CODE)

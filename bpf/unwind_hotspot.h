@@ -25,7 +25,13 @@
  *       of the blob's _name pointer: user space names the frame only if
  *       the live blob at that address still has both (a flushed nmethod's
  *       place reused by another is never named after it);
- *       INTERP: the frame's bcp (a pointer into its ConstMethod's code).
+ *       INTERP: bits 0-47: the Symbol* of the name of the method's class
+ *       (Method -> ConstMethod -> ConstantPool -> pool holder -> _name),
+ *       read while the method ran; bits 48-63: the bci (the bcp less the
+ *       start of the ConstMethod's bytecodes). A Method* freed with its
+ *       class and reused by another class's method (class unloading) is
+ *       caught by the class name: user space names the frame only if the
+ *       live Method's class has that name Symbol.
  *
  * The interpreter frame's slots (frame_x86.hpp): the Method* one word
  * below interpreter_frame_last_sp_offset, the bcp six words below it;
@@ -77,9 +83,17 @@ struct profd_hotspot_proc {
 	__s8 interp_method_slot;	/* words from fp to the Method*; the bcp
 					 * is 5 words further down */
 	__u16 compile_id_off;		/* nmethod::_compile_id (int) */
+	/* an interpreted frame's method: Method -> ConstMethod -> pool ->
+	 * holder -> name, each a pointer at these offsets */
+	__u8 method_const_method;	/* Method::_constMethod */
+	__u8 cm_constants;		/* ConstMethod::_constants */
+	__u8 cp_pool_holder;		/* ConstantPool::_pool_holder */
+	__u8 klass_name;		/* Klass::_name */
+	__u8 const_method_size;		/* sizeof(ConstMethod): the bytecodes follow */
 };
 
 #define PROFD_HS_BCP_BELOW_METHOD	5	/* frame_x86.hpp: bcp = method - 5 */
+#define PROFD_HS_BCI_SHIFT		48
 
 /*
  * profd_hs_frame0 - word [0] of a frame: address @addr, native index @idx,
@@ -101,6 +115,8 @@ static inline __u64 profd_hs_frame0(__u64 addr, __u32 idx, __u32 kind)
 	PROFD_CNT_RUNTIME(PROFD_RUNTIME_HOTSPOT, 2)	/* code heap or frame unreadable */
 #define PROFD_CNT_HS_TRUNCATED \
 	PROFD_CNT_RUNTIME(PROFD_RUNTIME_HOTSPOT, 3)	/* more frames than looked at or kept */
+#define PROFD_CNT_HS_BAD_INTERP \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_HOTSPOT, 4)	/* interpreted frame's bcp outside its method */
 
 _Static_assert(sizeof(struct profd_hotspot_proc) <= PROFD_RUNTIME_STATE_SIZE,
 	       "HotSpot's state fits runtime_procs");

@@ -260,6 +260,7 @@ static int name_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t me
 	out->name[n] = '.';
 	strcpy(out->name + n + 1, mname);
 	out->method = method;
+	out->klass_sym = klass_sym;
 	return 0;
 }
 
@@ -401,27 +402,21 @@ int hs_codecache_pc(struct hs_mem *m, const struct hs_offsets *o,
 }
 
 int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
-			uint64_t bcp, struct hs_pc_info *out, int32_t *bci)
+			struct hs_pc_info *out)
 {
 	uint64_t cm, code_size;
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	*bci = -1;
-	if (bcp && !(o->features & HS_FEAT_INTERP))
+	if (!(o->features & HS_FEAT_INTERP))
 		return -ENOTSUP;
 	if ((err = name_method(m, o, method, out)))
 		return count(err);
 	out->kind = HS_PC_NMETHOD;
-	if (!bcp)
-		return 0;
-	/* the bytecodes follow the ConstMethod: the bcp must be among them */
 	if ((err = get_ptr(m, method, o->method_const_method, &cm)) ||
 	    (err = hs_mem_uint(m, cm + o->cm_code_size.off, o->cm_code_size.size, &code_size)))
 		return count(err);
-	if (bcp < cm + o->const_method_size || bcp >= cm + o->const_method_size + code_size)
-		return count(-EPROTO);
-	*bci = (int32_t)(bcp - cm - o->const_method_size);
+	out->code_size = (uint32_t)code_size;
 	return 0;
 }
 

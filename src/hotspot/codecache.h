@@ -69,6 +69,8 @@ struct hs_pc_info {
 	char signature[HS_CC_SIG_MAX];		/* "(Ljava/lang/Object;)I" */
 	uint64_t method;			/* Method* */
 	int32_t compile_id, entry_bci, comp_level;
+	uint64_t klass_sym;			/* Symbol* of the holder's name */
+	uint32_t code_size;			/* hs_codecache_method(): bytecodes */
 	bool osr;				/* entry_bci != InvocationEntryBci */
 };
 
@@ -95,15 +97,15 @@ int hs_codecache_pc(struct hs_mem *m, const struct hs_offsets *o,
 
 /*
  * hs_codecache_method - name the Method* @method of an interpreted frame
- * into @out (kind HS_PC_NMETHOD's naming fields: name, signature, method;
- * no blob), checked as an nmethod's method is; and when @bcp is not 0,
- * check it points into the method's bytecodes and give its bci in *@bci
- * (-1 when @bcp is 0). Needs HS_FEAT_METHOD_NAME (and HS_FEAT_INTERP for
- * @bcp). Returns 0, -ENOTSUP, -EPROTO (not a method, or @bcp outside its
- * code), -ENAMETOOLONG, or a read error; counted as hs_codecache_pc()'s.
+ * into @out (the naming fields: name, signature, method; kind
+ * HS_PC_NMETHOD, no blob), checked as an nmethod's method is, with the
+ * Symbol* of its class's name in out->klass_sym and its bytecodes' size
+ * in out->code_size. Needs HS_FEAT_INTERP. Returns 0, -ENOTSUP, -EPROTO
+ * (not a method), -ENAMETOOLONG, or a read error; counted as
+ * hs_codecache_pc()'s.
  */
 int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
-			uint64_t bcp, struct hs_pc_info *out, int32_t *bci);
+			struct hs_pc_info *out);
 
 /*
  * hs_interpreter_read - the interpreter's code, [*@low, *@low + *@size)

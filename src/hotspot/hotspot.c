@@ -19,11 +19,13 @@
  * word and _name pointer the walker read at the sample (an nmethod's
  * compile id is unique in its JVM: a flushed method's place taken by
  * another is never named after either); else the frame stays the
- * native, unnamed pc, counted (hotspot_frame_stale). An interpreted frame
- * is named from its Method* (checked as codecache.c checks methods) and
- * its bcp must lie in that method's bytecodes. Names are cached by
- * (generation, the frame's two words); an interpreted frame's entry is
- * used only while its Method still points at the same ConstMethod.
+ * native, unnamed pc, counted (hotspot_frame_stale). Other blobs are named
+ * "[their _name]" ("[StubRoutines (1)]"). An interpreted frame
+ * is named from its Method* (checked as codecache.c checks methods) only
+ * if the live method's class has the name Symbol the walker read (a
+ * Method* freed with its class and reused by another's is caught) and
+ * the bci lies in its bytecodes. Names are cached by (generation, blob
+ * and its two stamps) or (generation, Method*, class name Symbol*).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,6 +63,8 @@ COUNTER_DEFINE_BPF(hotspot_walk_read_error, COUNTER_PARTIAL, PROFD_CNT_HS_READ_E
 		   "JVM code heap or frame unreadable at the sample: frame left unnamed");
 COUNTER_DEFINE_BPF(hotspot_walk_truncated, COUNTER_PARTIAL, PROFD_CNT_HS_TRUNCATED,
 		   "samples with more frames than the JVM walker looks at or keeps");
+COUNTER_DEFINE_BPF(hotspot_bad_interpreted, COUNTER_PARTIAL, PROFD_CNT_HS_BAD_INTERP,
+		   "interpreted JVM frames whose bcp lay outside their method: left unnamed");
 COUNTER_DEFINE(hotspot_frame_stale, COUNTER_PARTIAL,
 	       "JVM frames left unnamed: the code at their address changed since the sample");
 COUNTER_DEFINE(hotspot_frame_unnamed, COUNTER_PARTIAL,
@@ -114,7 +118,6 @@ struct hsproc {
 
 struct hs_name {
 	uint64_t gen, w0, w1;
-	uint64_t cm;		/* interpreted: the Method's ConstMethod then */
 	char *name;		/* NULL: empty slot */
 };
 
@@ -177,7 +180,9 @@ static int bpf_state(struct hsproc *p, uint64_t interp_low, uint64_t interp_size
 	memset(b, 0, sizeof(*b));
 	if (!p->cc.nheaps || p->cc.nheaps > PROFD_HS_MAX_HEAPS || o->blob_size.size != 4 ||
 	    o->blob_size.off > 255 || o->blob_name.off > 255 || o->heap_block_size > 255 ||
-	    o->nm_compile_id.size != 4 || o->nm_compile_id.off > 0xffff || interp_size > UINT32_MAX)
+	    o->nm_compile_id.size != 4 || o->nm_compile_id.off > 0xffff || interp_size > UINT32_MAX ||
+	    o->method_const_method.off > 255 || o->cm_constants.off > 255 ||
+	    o->cp_pool_holder.off > 255 || o->klass_name.off > 255 || o->const_method_size > 255)
 		return -EPROTO;
 	for (uint32_t i = 0; i < p->cc.nheaps; i++) {
 		const struct hs_codeheap *h = &p->cc.heap[i];
@@ -198,6 +203,11 @@ static int bpf_state(struct hsproc *p, uint64_t interp_low, uint64_t interp_size
 	b->interp_low = interp_low;
 	b->interp_size = (uint32_t)interp_size;
 	b->interp_method_slot = (int8_t)slot;
+	b->method_const_method = (uint8_t)o->method_const_method.off;
+	b->cm_constants = (uint8_t)o->cm_constants.off;
+	b->cp_pool_holder = (uint8_t)o->cp_pool_holder.off;
+	b->klass_name = (uint8_t)o->klass_name.off;
+	b->const_method_size = (uint8_t)o->const_method_size;
 	return 0;
 }
 
@@ -392,7 +402,7 @@ static struct hs_name *name_slot(struct hotspot *hs, uint64_t gen, uint64_t w0, 
 }
 
 static void name_put(struct hotspot *hs, struct hs_name *e, uint64_t gen, uint64_t w0,
-		     uint64_t w1, uint64_t cm, const char *name)
+		     uint64_t w1, const char *name)
 {
 	char *s = strdup(name);
 
@@ -401,7 +411,7 @@ static void name_put(struct hotspot *hs, struct hs_name *e, uint64_t gen, uint64
 	if (!e->name)
 		hs->nnames++;
 	free(e->name);
-	*e = (struct hs_name){ gen, w0, w1, cm, s };
+	*e = (struct hs_name){ gen, w0, w1, s };
 }
 
 /* A blob frame's name, or NULL (stale or unverified: counted). Lock held. */
@@ -430,33 +440,46 @@ static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, 
 		counter_inc(&counter_hotspot_frame_stale);
 		return NULL;
 	}
-	name_put(hs, e, p->gen, key, w1, 0, pi.name);
+	if (pi.kind != HS_PC_NMETHOD) {
+		/* a stub, adapter or buffer: "[StubRoutines (1)]", never a method's name */
+		char b[HS_CC_NAME_MAX + 2];
+
+		snprintf(b, sizeof(b), "[%s]", pi.name);
+		name_put(hs, e, p->gen, key, w1, b);
+	} else {
+		name_put(hs, e, p->gen, key, w1, pi.name);
+	}
 	return e->name;
 }
 
-/* An interpreted frame's name, or NULL (counted). Lock held. */
+/*
+ * An interpreted frame's name, or NULL (counted). Lock held. The frame
+ * (Method*, its class's name Symbol*, bci) names one method while a
+ * class of that name keeps that Method*: cached without a look at the
+ * live process.
+ */
 static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1)
 {
-	uint64_t method = w0 & PROFD_HS_ADDR_MASK, key = method, cm = 0;
-	struct hs_name *e = name_slot(hs, p->gen, key, w1);
+	uint64_t method = w0 & PROFD_HS_ADDR_MASK, sym = w1 & PROFD_HS_ADDR_MASK;
+	uint32_t bci = (uint32_t)(w1 >> PROFD_HS_BCI_SHIFT);
+	struct hs_name *e = name_slot(hs, p->gen, method, sym);
 	struct hs_pc_info pi;
-	int32_t bci;
 	int err;
 
-	hs_mem_init(hs->mem, hs->reader, p->pid, false);
-	if (!p->off.method_const_method.size ||
-	    hs_mem_u64(hs->mem, method + p->off.method_const_method.off, &cm)) {
-		counter_inc(&counter_hotspot_frame_unnamed);
-		return NULL;
-	}
-	if (e->name && e->gen == p->gen && e->w0 == key && e->w1 == w1 && e->cm == cm)
+	if (e->name && e->gen == p->gen && e->w0 == method && e->w1 == sym)
 		return e->name;
-	err = hs_codecache_method(hs->mem, &p->off, method, w1, &pi, &bci);
+	hs_mem_init(hs->mem, hs->reader, p->pid, false);
+	err = hs_codecache_method(hs->mem, &p->off, method, &pi);
 	if (err) {
 		counter_inc(&counter_hotspot_frame_unnamed);
 		return NULL;
 	}
-	name_put(hs, e, p->gen, key, w1, cm, pi.name);
+	/* the method at that address now must be of the class the walker saw */
+	if (pi.klass_sym != sym || bci >= pi.code_size) {
+		counter_inc(&counter_hotspot_frame_stale);
+		return NULL;
+	}
+	name_put(hs, e, p->gen, method, sym, pi.name);
 	return e->name;
 }
 

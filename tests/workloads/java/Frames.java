@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Frames.java - Java call chains with known stacks, for
- * tests/test_hotspot_frames.py. Each hot spot prints, once, the stack the
- * JVM itself gives there (Throwable.getStackTrace(), innermost first) as
- * one JSON line {"name": ..., "tid": ..., "stack": [...]}, then spins for
+ * tests/test_hotspot_frames.py. Each hot spot prints the stacks the JVM
+ * itself gives there (Throwable.getStackTrace(), innermost first), each
+ * distinct one once, looked at every 256th pass, as one JSON line
+ * {"name": ..., "tid": ..., "stack": [...]}, and spins for
  * PROFD_JAVA_SECS seconds (default 3):
  *   hot     main -> runHot -> hotOuter -> hotMiddle -> hotLeaf (called in
  *           a loop: compiled by C1 then C2), on the main thread, while
@@ -16,6 +17,7 @@ package profd.frames;
 import java.io.File;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.HashSet;
 
 public class Frames {
     static final long SECS = Long.getLong("secs",
@@ -30,28 +32,30 @@ public class Frames {
         }
     }
 
+    static final HashSet<String> seen = new HashSet<>();
+
     static synchronized void report(String name) {
         StackTraceElement[] st = new Throwable().getStackTrace();
         StringBuilder sb = new StringBuilder();
-        sb.append("{\"name\": \"").append(name).append("\", \"tid\": ").append(tid())
-          .append(", \"stack\": [");
         for (int i = 1; i < st.length; i++) {  // [0] is report() itself
             if (i > 1)
                 sb.append(", ");
             sb.append('"').append(st[i].getClassName()).append('.')
               .append(st[i].getMethodName()).append('"');
         }
-        System.out.println(sb.append("]}"));
+        String stack = sb.toString();
+        if (!seen.add(name + stack))
+            return;
+        System.out.println("{\"name\": \"" + name + "\", \"tid\": " + tid() +
+                           ", \"stack\": [" + stack + "]}");
         System.out.flush();
     }
 
-    static boolean reportedHot;
+    static int hotPasses;
 
     static long hotLeaf(long x) {
-        if (!reportedHot) {
-            reportedHot = true;
+        if ((hotPasses++ & 255) == 0)
             report("hot");
-        }
         for (int i = 0; i < 20000; i++)
             x = x * 6364136223846793005L + 1442695040888963407L ^ (x >>> 29);
         return x;
@@ -74,7 +78,7 @@ public class Frames {
 
     static class Worker extends Thread {
         final long end;
-        boolean reported;
+        int passes;
 
         Worker(long end) {
             super("profd-worker");
@@ -82,10 +86,8 @@ public class Frames {
         }
 
         long workB(long x) {
-            if (!reported) {
-                reported = true;
+            if ((passes++ & 255) == 0)
                 report("worker");
-            }
             for (int i = 0; i < 20000; i++)
                 x = (x ^ (x << 13)) * 0x9E3779B97F4A7C15L + i;
             return x;
@@ -105,14 +107,12 @@ public class Frames {
     }
 
     static class SlowCmp implements Comparator<Integer> {
-        boolean reported;
+        int passes;
 
         @Override
         public int compare(Integer a, Integer b) {
-            if (!reported) {
-                reported = true;
+            if ((passes++ & 255) == 0)
                 report("sort");
-            }
             long x = a;
             for (int i = 0; i < 2000; i++)
                 x = x * 31 + (x >>> 7) + i;
