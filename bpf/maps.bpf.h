@@ -133,16 +133,18 @@ static __always_inline void put_ip(struct profd_unwind_state *st, __u32 idx,
 }
 
 /*
- * put_frame_bp - keep user frame @n's rbp @bp for the capture's runtime
- * walker (PROFD_FRAME_BP_SLOT()); nothing when no runtime follows.
+ * put_frame_regs - keep user frame @n's rbp @bp and sp @sp for the
+ * capture's runtime walker (PROFD_FRAME_BP_SLOT(), PROFD_FRAME_SP_SLOT());
+ * nothing when no runtime follows.
  */
-static __always_inline void put_frame_bp(struct profd_unwind_state *st, __u32 n,
-					 __u64 bp)
+static __always_inline void put_frame_regs(struct profd_unwind_state *st, __u32 n,
+					   __u64 bp, __u64 sp)
 {
 	if (!st->rt_id)
 		return;
 	barrier_var(n);
 	st->ips[PROFD_FRAME_BP_SLOT(n)] = bp;
+	st->ips[PROFD_FRAME_SP_SLOT(n)] = sp;
 }
 
 /*

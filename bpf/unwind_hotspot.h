@@ -9,12 +9,26 @@
  * struct profd_hotspot_proc: each code heap's reserved range and segment
  * map, the interpreter's code range, and the few offsets the walker reads.
  *
- * The walker runs after the native walk. The native walk kept each user
- * frame's rbp (PROFD_FRAME_BP_SLOT(), bpf/profd.h); this JVM's frames keep a
- * frame pointer (-XX:+PreserveFramePointer, and the interpreter always),
- * so the native walk went through them. For every native user IP in a
- * code heap the walker appends one frame of two __u64 (after the native
- * IPs, leaf first, in native order):
+ * The walker runs after the native walk (runtime_dispatch()). It looks
+ * at the native user IPs from its cursor on; at the first one in the
+ * JVM's code it takes over: the native frames from there on are dropped
+ * (the native walk cannot unwind compiled code that keeps no frame
+ * pointer) and it walks on from that frame's registers (kept by the
+ * native walk: PROFD_FRAME_BP_SLOT(), PROFD_FRAME_SP_SLOT(), bpf/profd.h)
+ * by HotSpot's own rules, appending each pc to the native IPs and a
+ * frame record for it: a compiled frame or stub with a frame size by that
+ * size (frame::sender_for_compiled_frame: the caller's sp = sp + size
+ * words, its pc at sp - 8, rbp saved at sp - 16), an interpreted frame by
+ * its fp (the caller's pc at fp + 8, its rbp at fp, its sp in the
+ * frame's sender sp slot), a stub without a frame size (the call stub)
+ * by its fp. When the pc leaves the JVM's code (the call stub returns
+ * into JavaCalls; a JNI call), the native walk takes over again, and
+ * comes back here when it ends. Unverifiable (a pc in a code heap no
+ * blob holds, a leaf in a compiled frame's prologue or in a stub without
+ * a frame size): the walk ends, truncated and counted.
+ *
+ * Its frames (two __u64 each, leaf first, in native order) are staged
+ * (PROFD_RUNTIME_STAGE()) and copied after the final native IPs at emit:
  *
  *   [0] bits 0-47: the CodeBlob's address (PROFD_HS_FRAME_BLOB) or the
  *       Method* of an interpreted frame (PROFD_HS_FRAME_INTERP);
@@ -90,6 +104,15 @@ struct profd_hotspot_proc {
 	__u8 cp_pool_holder;		/* ConstantPool::_pool_holder */
 	__u8 klass_name;		/* Klass::_name */
 	__u8 const_method_size;		/* sizeof(ConstMethod): the bytecodes follow */
+	/* unwinding compiled frames by their size (frame::sender_for_compiled_frame) */
+	__u8 blob_frame_size_off;	/* CodeBlob::_frame_size (int, words) */
+	__u8 blob_frame_complete_off;	/* CodeBlob::_frame_complete_offset */
+	__u8 blob_frame_complete_size;	/* its width: 4 (17) or 2 (25) */
+	__u8 blob_code_off;		/* _code_begin (17: a pointer) or _code_offset
+					 * (25: an int from the blob) */
+	__u8 blob_code_is_ptr;
+	__s8 interp_sender_sp_slot;	/* words from fp: the caller's sp
+					 * (frame::interpreter_frame_sender_sp_offset) */
 };
 
 #define PROFD_HS_BCP_BELOW_METHOD	5	/* frame_x86.hpp: bcp = method - 5 */
@@ -117,6 +140,12 @@ static inline __u64 profd_hs_frame0(__u64 addr, __u32 idx, __u32 kind)
 	PROFD_CNT_RUNTIME(PROFD_RUNTIME_HOTSPOT, 3)	/* more frames than looked at or kept */
 #define PROFD_CNT_HS_BAD_INTERP \
 	PROFD_CNT_RUNTIME(PROFD_RUNTIME_HOTSPOT, 4)	/* interpreted frame's bcp outside its method */
+#define PROFD_CNT_HS_UNWIND_STOP \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_HOTSPOT, 5)	/* a JVM frame that cannot be unwound:
+							 * walk cut, truncated */
+#define PROFD_CNT_HS_HANDBACKS \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_HOTSPOT, 6)	/* JVM walks handed back to the native
+							 * walk (not a loss) */
 
 _Static_assert(sizeof(struct profd_hotspot_proc) <= PROFD_RUNTIME_STATE_SIZE,
 	       "HotSpot's state fits runtime_procs");

@@ -17,9 +17,11 @@ churn: threads that each run only their own class's method, compiled
 anew in classes loaded and unloaded all the time in a small code cache;
 a frame of a thread named after another thread's class is misnamed.
 
-Only JVMs that keep frame pointers (-XX:+PreserveFramePointer; the
-interpreter always keeps them, so -Xint runs without the flag): the
-walker does not unwind compiled code that keeps none yet. Needs root.
+Compiled code with and without frame pointers (-XX:+PreserveFramePointer
+or not: the walker unwinds compiled frames by their frame size either
+way); -Xint without. Samples that reach the stack's outermost Java method
+also reach the native frames below it (JavaCalls, the thread's start).
+Needs root.
 """
 import glob
 import json
@@ -107,7 +109,7 @@ def check_spot(name, reports, samples, min_samples=20):
     stacks = [r["stack"] for r in mine]
     outermost = stacks[0][-1]
     spot = set(m for s in stacks for m in s[:-1])  # the spot's own methods
-    ok = reached = 0
+    ok = reached = native = 0
     bad = []
     for s in samples:
         if s["labels"].get("tid") != tid:
@@ -123,20 +125,32 @@ def check_spot(name, reports, samples, min_samples=20):
         chain = jf[k:]
         if any(is_subsequence(chain, st) for st in stacks):
             ok += s["value"]
-            reached += s["value"] if chain and chain[-1] == outermost else 0
+            if chain and chain[-1] == outermost:
+                reached += s["value"]
+                # and on below it, through the call stub into the JVM's C++
+                # code that called Java, to the thread's start
+                names = [f["function"] or "" for f in s["frames"]]
+                if any(n.startswith("JavaCalls::call") for n in names) and \
+                        names[-1] in ("clone3", "clone", "_start"):
+                    native += s["value"]
         else:
             bad.append(jf)
     assert not bad, f"{name}: {len(bad)} samples with frames the JVM did not show, e.g. " \
                     f"{bad[:3]}; the JVM's stacks: {stacks}"
     assert ok >= min_samples, f"{name}: {ok} samples"
     assert reached >= 0.8 * ok, f"{name}: {reached} of {ok} samples reach {outermost}"
+    assert native >= 0.8 * reached, f"{name}: {native} of {reached} reach the thread's start"
     return ok
 
 
+FP_MODES = {"frame-pointers": ("-XX:+PreserveFramePointer",), "no-frame-pointers": ()}
+
+
+@pytest.mark.parametrize("fp", FP_MODES)
 @pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
-def test_compiled_and_interpreted_frames(profd_bin, pprof, tmp_path, classes, jdk):
+def test_compiled_and_interpreted_frames(profd_bin, pprof, tmp_path, classes, jdk, fp):
     reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
-                                     "profd.frames.Frames", "-XX:+PreserveFramePointer")
+                                     "profd.frames.Frames", *FP_MODES[fp])
     for spot in ("hot", "worker", "sort"):
         check_spot(spot, reports, samples)
     # the hot leaf is C2 code by then, the comparator is called from
@@ -165,10 +179,11 @@ def test_interpreted_only(profd_bin, pprof, tmp_path, classes, jdk):
     assert sum(s["value"] for s in full) >= 20, full
 
 
+@pytest.mark.parametrize("fp", FP_MODES)
 @pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
-def test_code_cache_churn_never_misnamed(profd_bin, pprof, tmp_path, classes, jdk):
+def test_code_cache_churn_never_misnamed(profd_bin, pprof, tmp_path, classes, jdk, fp):
     reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
-                                     "profd.frames.Churn", "-XX:+PreserveFramePointer",
+                                     "profd.frames.Churn", *FP_MODES[fp],
                                      "-XX:ReservedCodeCacheSize=4m", secs=5)
     own = {str(r["tid"]): r["cls"] + ".work" for r in reports if r["name"] == "churn"}
     assert len(own) == 4, reports

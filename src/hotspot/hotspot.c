@@ -65,6 +65,11 @@ COUNTER_DEFINE_BPF(hotspot_walk_truncated, COUNTER_PARTIAL, PROFD_CNT_HS_TRUNCAT
 		   "samples with more frames than the JVM walker looks at or keeps");
 COUNTER_DEFINE_BPF(hotspot_bad_interpreted, COUNTER_PARTIAL, PROFD_CNT_HS_BAD_INTERP,
 		   "interpreted JVM frames whose bcp lay outside their method: left unnamed");
+COUNTER_DEFINE_BPF(hotspot_unwind_stopped, COUNTER_PARTIAL, PROFD_CNT_HS_UNWIND_STOP,
+		   "JVM frames that could not be unwound (a leaf still building its frame): "
+		   "stack truncated");
+COUNTER_DEFINE_BPF(hotspot_handbacks, COUNTER_STAT, PROFD_CNT_HS_HANDBACKS,
+		   "JVM walks that handed the stack back to the native walk");
 COUNTER_DEFINE(hotspot_frame_stale, COUNTER_PARTIAL,
 	       "JVM frames left unnamed: the code at their address changed since the sample");
 COUNTER_DEFINE(hotspot_frame_unnamed, COUNTER_PARTIAL,
@@ -182,7 +187,12 @@ static int bpf_state(struct hsproc *p, uint64_t interp_low, uint64_t interp_size
 	    o->blob_size.off > 255 || o->blob_name.off > 255 || o->heap_block_size > 255 ||
 	    o->nm_compile_id.size != 4 || o->nm_compile_id.off > 0xffff || interp_size > UINT32_MAX ||
 	    o->method_const_method.off > 255 || o->cm_constants.off > 255 ||
-	    o->cp_pool_holder.off > 255 || o->klass_name.off > 255 || o->const_method_size > 255)
+	    o->cp_pool_holder.off > 255 || o->klass_name.off > 255 || o->const_method_size > 255 ||
+	    o->blob_frame_size.size != 4 || o->blob_frame_size.off > 255 ||
+	    (o->blob_frame_complete.size != 2 && o->blob_frame_complete.size != 4) ||
+	    o->blob_frame_complete.off > 255 ||
+	    (o->blob_code_begin.size == 8 ? o->blob_code_begin.off > 255 :
+	     o->blob_code_offset.size != 4 || o->blob_code_offset.off > 255))
 		return -EPROTO;
 	for (uint32_t i = 0; i < p->cc.nheaps; i++) {
 		const struct hs_codeheap *h = &p->cc.heap[i];
@@ -208,6 +218,16 @@ static int bpf_state(struct hsproc *p, uint64_t interp_low, uint64_t interp_size
 	b->cp_pool_holder = (uint8_t)o->cp_pool_holder.off;
 	b->klass_name = (uint8_t)o->klass_name.off;
 	b->const_method_size = (uint8_t)o->const_method_size;
+	b->blob_frame_size_off = (uint8_t)o->blob_frame_size.off;
+	b->blob_frame_complete_off = (uint8_t)o->blob_frame_complete.off;
+	b->blob_frame_complete_size = (uint8_t)o->blob_frame_complete.size;
+	if (o->blob_code_begin.size == 8) {
+		b->blob_code_off = (uint8_t)o->blob_code_begin.off;
+		b->blob_code_is_ptr = 1;
+	} else {
+		b->blob_code_off = (uint8_t)o->blob_code_offset.off;
+	}
+	b->interp_sender_sp_slot = (int8_t)o->interp_sender_sp_offset;
 	return 0;
 }
 
@@ -221,7 +241,7 @@ static int attach_read(struct remote_reader *r, struct hs_mem *m, struct hsproc 
 	struct hs_vmstructs vm;
 	uint64_t ilow = 0, isize = 0;
 	uint32_t need = HS_FEAT_FIND_BLOB | HS_FEAT_BLOB_NAME | HS_FEAT_NMETHOD |
-			HS_FEAT_METHOD_NAME | HS_FEAT_INTERP;
+			HS_FEAT_METHOD_NAME | HS_FEAT_INTERP | HS_FEAT_CODE_RANGE;
 	int err;
 
 	err = hs_vmstructs_read(r, p->pid, &p->bin, p->bias, &vm);

@@ -167,7 +167,8 @@ static uint32_t features(const struct hs_offsets *o)
 		feat |= HS_FEAT_METHOD_NAME;
 	if ((feat & HS_FEAT_METHOD_NAME) && o->interpreter_code && ptr(o->sq_stub_buffer) &&
 	    scalar(o->sq_buffer_limit) && o->interp_last_sp_offset < 0 &&
-	    o->interp_last_sp_offset > -16 && scalar(o->cm_code_size) && o->const_method_size)
+	    o->interp_last_sp_offset > -16 && o->interp_sender_sp_offset < 0 &&
+	    o->interp_sender_sp_offset > -16 && scalar(o->cm_code_size) && o->const_method_size)
 		feat |= HS_FEAT_INTERP;
 	return feat;
 }
@@ -194,6 +195,8 @@ uint32_t hs_offsets_from(const struct hs_vmstructs *vm, struct hs_offsets *o)
 	o->const_method_size = type_size(vm, "ConstMethod");
 	o->interp_last_sp_offset = hs_vm_int(vm, "frame::interpreter_frame_last_sp_offset", &v) ?
 				   v : 0;
+	o->interp_sender_sp_offset = hs_vm_int(vm, "frame::interpreter_frame_sender_sp_offset",
+					       &v) ? v : 0;
 	o->cp_size = type_size(vm, "ConstantPool");
 	header = lookup(vm, "HeapBlock", "_header");
 	length = lookup(vm, "HeapBlock::Header", "_length");
@@ -241,6 +244,7 @@ void hs_offsets_each(const struct hs_vmstructs *vm, const struct hs_offsets *o,
 	fn(arg, "InvocationEntryBci", o->invocation_entry_bci);
 	fn(arg, "&AbstractInterpreter::_code", (int64_t)o->interpreter_code);
 	fn(arg, "frame::interpreter_frame_last_sp_offset", o->interp_last_sp_offset);
+	fn(arg, "frame::interpreter_frame_sender_sp_offset", o->interp_sender_sp_offset);
 	fn(arg, "sizeof(ConstMethod)", o->const_method_size);
 	fn(arg, "features", o->features);
 }
