@@ -108,6 +108,20 @@ int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t m
 			struct hs_pc_info *out);
 
 /*
+ * hs_codecache_line - the source line of @bci in Method* @method, from
+ * its ConstMethod's compressed line number table (the pairs HotSpot's
+ * CompressedLineNumberReadStream reads, after the bytecodes: a byte of
+ * bci delta << 3 | line delta, or 0xFF and two signed UNSIGNED5 numbers;
+ * 0 ends it), as Method::line_number_from_bci() picks it. @jdk_major: the
+ * JVM's major version (UNSIGNED5 excludes the zero byte from 20 on).
+ * Needs HS_FEAT_LINES. Returns the line (> 0), or -ENOENT (no table, or
+ * no entry at or before @bci), -ENOTSUP, -EPROTO (a table running past
+ * its method), or a read error. Not counted: the frame keeps its name.
+ */
+int hs_codecache_line(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
+		      uint32_t bci, int jdk_major);
+
+/*
  * hs_interpreter_read - the interpreter's code, [*@low, *@low + *@size)
  * (AbstractInterpreter::_code's StubQueue buffer). Needs HS_FEAT_INTERP.
  * Returns 0, -ENOTSUP, -EAGAIN (not generated yet), -EPROTO, or a read

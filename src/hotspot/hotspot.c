@@ -115,6 +115,7 @@ struct hsproc {
 	uint64_t inode, bias;
 	struct hs_binary bin;
 	uint64_t next_try_ns, retry_ns;
+	int jdk_major;			/* Abstract_VM_Version::_vm_major_version */
 	struct hs_offsets off;
 	struct hs_codecache cc;
 	struct profd_hotspot_proc bpf;
@@ -123,6 +124,7 @@ struct hsproc {
 
 struct hs_name {
 	uint64_t gen, w0, w1;
+	int line;		/* interpreted frames: the bci's line, 0 unknown */
 	char *name;		/* NULL: empty slot */
 };
 
@@ -239,7 +241,7 @@ static int bpf_state(struct hsproc *p, uint64_t interp_low, uint64_t interp_size
 static int attach_read(struct remote_reader *r, struct hs_mem *m, struct hsproc *p)
 {
 	struct hs_vmstructs vm;
-	uint64_t ilow = 0, isize = 0;
+	uint64_t ilow = 0, isize = 0, major = 0;
 	uint32_t need = HS_FEAT_FIND_BLOB | HS_FEAT_BLOB_NAME | HS_FEAT_NMETHOD |
 			HS_FEAT_METHOD_NAME | HS_FEAT_INTERP | HS_FEAT_CODE_RANGE;
 	int err;
@@ -256,6 +258,9 @@ static int attach_read(struct remote_reader *r, struct hs_mem *m, struct hsproc 
 	if ((err = hs_codecache_read(m, &p->off, &p->cc)) ||
 	    (err = hs_interpreter_read(m, &p->off, &ilow, &isize)))
 		return err;
+	if (p->off.vm_major_version &&
+	    !hs_mem_uint(m, p->off.vm_major_version, 4, &major) && major < 1000)
+		p->jdk_major = (int)major;
 	return bpf_state(p, ilow, isize);
 }
 
@@ -431,7 +436,7 @@ static void name_put(struct hotspot *hs, struct hs_name *e, uint64_t gen, uint64
 	if (!e->name)
 		hs->nnames++;
 	free(e->name);
-	*e = (struct hs_name){ gen, w0, w1, s };
+	*e = (struct hs_name){ gen, w0, w1, 0, s };
 }
 
 /* A blob frame's name, or NULL (stale or unverified: counted). Lock held. */
@@ -478,16 +483,19 @@ static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, 
  * class of that name keeps that Method*: cached without a look at the
  * live process.
  */
-static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1)
+static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1,
+			       int *line)
 {
 	uint64_t method = w0 & PROFD_HS_ADDR_MASK, sym = w1 & PROFD_HS_ADDR_MASK;
 	uint32_t bci = (uint32_t)(w1 >> PROFD_HS_BCI_SHIFT);
-	struct hs_name *e = name_slot(hs, p->gen, method, sym);
+	struct hs_name *e = name_slot(hs, p->gen, method, w1);
 	struct hs_pc_info pi;
 	int err;
 
-	if (e->name && e->gen == p->gen && e->w0 == method && e->w1 == sym)
+	if (e->name && e->gen == p->gen && e->w0 == method && e->w1 == w1) {
+		*line = e->line;
 		return e->name;
+	}
 	hs_mem_init(hs->mem, hs->reader, p->pid, false);
 	err = hs_codecache_method(hs->mem, &p->off, method, &pi);
 	if (err) {
@@ -499,7 +507,11 @@ static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0
 		counter_inc(&counter_hotspot_frame_stale);
 		return NULL;
 	}
-	name_put(hs, e, p->gen, method, sym, pi.name);
+	*line = hs_codecache_line(hs->mem, &p->off, method, bci, p->jdk_major);
+	if (*line < 0)
+		*line = 0;
+	name_put(hs, e, p->gen, method, w1, pi.name);
+	e->line = *line;
 	return e->name;
 }
 
@@ -521,15 +533,16 @@ static uint32_t merge_locked(struct hotspot *hs, pid_t pid, uint32_t flags,
 			uint32_t idx = (uint32_t)(w0 >> PROFD_HS_INDEX_SHIFT & PROFD_HS_INDEX_MASK);
 			uint32_t kind = (uint32_t)(w0 >> PROFD_HS_KIND_SHIFT) & 7;
 			const char *name = NULL;
+			int line = 0;
 
 			if (idx >= nuser)
 				continue;
 			if (kind == PROFD_HS_FRAME_BLOB)
 				name = name_blob(hs, p, w0, w1);
 			else if (kind == PROFD_HS_FRAME_INTERP)
-				name = name_interp(hs, p, w0, w1);
+				name = name_interp(hs, p, w0, w1, &line);
 			if (name)
-				ids[idx] = rt_frame_gens_intern(&hs->frames, name, "", 0, 0);
+				ids[idx] = rt_frame_gens_intern(&hs->frames, name, "", line, 0);
 		}
 	}
 	for (uint32_t i = 0; i < nuser && n < cap; i++)

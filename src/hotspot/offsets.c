@@ -68,6 +68,8 @@ static const struct {
 	F(sq_stub_buffer, "StubQueue", "_stub_buffer"),
 	F(sq_buffer_limit, "StubQueue", "_buffer_limit"),
 	F(cm_code_size, "ConstMethod", "_code_size"),
+	F2(cm_flags, "ConstMethod", "_flags._flags", "ConstMethod", "_flags"),
+	F(cm_size, "ConstMethod", "_constMethod_size"),
 #undef F
 #undef F2
 };
@@ -170,6 +172,9 @@ static uint32_t features(const struct hs_offsets *o)
 	    o->interp_last_sp_offset > -16 && o->interp_sender_sp_offset < 0 &&
 	    o->interp_sender_sp_offset > -16 && scalar(o->cm_code_size) && o->const_method_size)
 		feat |= HS_FEAT_INTERP;
+	if ((feat & HS_FEAT_INTERP) && scalar(o->cm_flags) && scalar(o->cm_size) &&
+	    o->has_linenumber_flag > 0 && o->vm_major_version)
+		feat |= HS_FEAT_LINES;
 	return feat;
 }
 
@@ -177,7 +182,7 @@ uint32_t hs_offsets_from(const struct hs_vmstructs *vm, struct hs_offsets *o)
 {
 	struct hs_off header, length, used;
 	uint32_t want = HS_FEAT_FIND_BLOB | HS_FEAT_BLOB_NAME | HS_FEAT_NMETHOD |
-			HS_FEAT_METHOD_NAME | HS_FEAT_CODE_RANGE | HS_FEAT_INTERP;
+			HS_FEAT_METHOD_NAME | HS_FEAT_CODE_RANGE | HS_FEAT_INTERP | HS_FEAT_LINES;
 	int64_t v;
 
 	memset(o, 0, sizeof(*o));
@@ -197,6 +202,11 @@ uint32_t hs_offsets_from(const struct hs_vmstructs *vm, struct hs_offsets *o)
 				   v : 0;
 	o->interp_sender_sp_offset = hs_vm_int(vm, "frame::interpreter_frame_sender_sp_offset",
 					       &v) ? v : 0;
+	/* the flag's name: ConstMethodFlags (21+) or ConstMethod (17) */
+	o->has_linenumber_flag =
+		hs_vm_int(vm, "ConstMethodFlags::_misc_has_linenumber_table", &v) ||
+		hs_vm_int(vm, "ConstMethod::_has_linenumber_table", &v) ? v : -1;
+	o->vm_major_version = static_addr(vm, "Abstract_VM_Version", "_vm_major_version");
 	o->cp_size = type_size(vm, "ConstantPool");
 	header = lookup(vm, "HeapBlock", "_header");
 	length = lookup(vm, "HeapBlock::Header", "_length");
@@ -246,5 +256,6 @@ void hs_offsets_each(const struct hs_vmstructs *vm, const struct hs_offsets *o,
 	fn(arg, "frame::interpreter_frame_last_sp_offset", o->interp_last_sp_offset);
 	fn(arg, "frame::interpreter_frame_sender_sp_offset", o->interp_sender_sp_offset);
 	fn(arg, "sizeof(ConstMethod)", o->const_method_size);
+	fn(arg, "has_linenumber_table", o->has_linenumber_flag);
 	fn(arg, "features", o->features);
 }

@@ -47,6 +47,7 @@ enum {
 	HS_FEAT_METHOD_NAME	= 1u << 3,	/* Method* -> Class.method(signature) */
 	HS_FEAT_CODE_RANGE	= 1u << 4,	/* a blob's code begin/end */
 	HS_FEAT_INTERP		= 1u << 5,	/* interpreted frames: code, slots, bci */
+	HS_FEAT_LINES		= 1u << 6,	/* a method's line number table */
 };
 
 struct hs_offsets {
@@ -102,6 +103,11 @@ struct hs_offsets {
 	int64_t interp_sender_sp_offset;	/* frame::interpreter_frame_sender_sp_offset */
 	struct hs_off cm_code_size;			/* ConstMethod::_code_size */
 	uint32_t const_method_size;			/* sizeof(ConstMethod): code follows */
+	/* line numbers (HS_FEAT_LINES): the compressed table after the code */
+	struct hs_off cm_flags;			/* ConstMethod::_flags(._flags) */
+	struct hs_off cm_size;			/* ConstMethod::_constMethod_size, words */
+	int64_t has_linenumber_flag;		/* its bit: -1 absent */
+	uint64_t vm_major_version;	/* address of int Abstract_VM_Version::_vm_major_version */
 };
 
 /*

@@ -4,7 +4,7 @@
  * tests/test_hotspot_frames.py. Each hot spot prints the stacks the JVM
  * itself gives there (Throwable.getStackTrace(), innermost first), each
  * distinct one once, looked at every 256th pass, as one JSON line
- * {"name": ..., "tid": ..., "stack": [...]}, and spins for
+ * {"name": ..., "tid": ..., "stack": [...], "lines": [...]}, and spins for
  * PROFD_JAVA_SECS seconds (default 3):
  *   hot     main -> runHot -> hotOuter -> hotMiddle -> hotLeaf (called in
  *           a loop: compiled by C1 then C2), on the main thread, while
@@ -46,8 +46,11 @@ public class Frames {
         String stack = sb.toString();
         if (!seen.add(name + stack))
             return;
+        StringBuilder lines = new StringBuilder();
+        for (int i = 1; i < st.length; i++)
+            lines.append(i > 1 ? ", " : "").append(st[i].getLineNumber());
         System.out.println("{\"name\": \"" + name + "\", \"tid\": " + tid() +
-                           ", \"stack\": [" + stack + "]}");
+                           ", \"stack\": [" + stack + "], \"lines\": [" + lines + "]}");
         System.out.flush();
     }
 
