@@ -148,6 +148,19 @@ static __always_inline void put_frame_regs(struct profd_unwind_state *st, __u32 
 }
 
 /*
+ * runtime_code - whether @ip (of user frame @n; a return address unless
+ * n is 0) lies in the capture's runtime's own code: the native walk
+ * ends there, the runtime's walker goes on.
+ */
+static __always_inline bool runtime_code(const struct profd_unwind_state *st, __u32 n,
+					 __u64 ip)
+{
+	__u64 pc = n ? ip - 1 : ip;
+
+	return pc - st->rt_code_low < st->rt_code_high - st->rt_code_low;
+}
+
+/*
  * chain_broken - a tail call of the chain failed (counted): the capture
  * ends without a record and gives its scratch back. Returns 0.
  */

@@ -178,6 +178,7 @@ struct profd_unwind_state {
 	__u32 rt_id;		/* enum profd_runtime_id; 0: native only */
 	__u32 rt_tail_calls;	/* self tail calls the runtime walker took */
 	__u64 rt_cursor;	/* the walker's position (0: walk not started) */
+	__u64 rt_code_low, rt_code_high;	/* its own code: the native walk ends there */
 	__u64 rt_state[PROFD_RUNTIME_STATE_SIZE / 8];	/* runtime_procs state */
 	__u8 rt_buf[PROFD_RUNTIME_BUF + 8];	/* the walker's memory reads */
 	struct profd_sample sample;	/* ips[] follows directly */

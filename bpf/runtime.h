@@ -57,10 +57,17 @@ enum profd_runtime_id {
 /* BPF counter slots each runtime may use (bpf/profd.h, PROFD_CNT_RUNTIME). */
 #define PROFD_RUNTIME_COUNTERS		8
 
-/* runtime_procs value: the runtime a process runs and its state. */
+/*
+ * runtime_procs value: the runtime a process runs and its state, and the
+ * range of the runtime's own machine code (a JIT's code cache; 0, 0:
+ * none): the native walk ends at the first pc there (recorded) and hands
+ * the stack to the runtime's walker, which may give it back
+ * (unwind_hotspot.bpf.h).
+ */
 struct profd_runtime_proc {
 	__u32 runtime;			/* enum profd_runtime_id */
 	__u32 _pad;
+	__u64 code_low, code_high;	/* [code_low, code_high) */
 	__u64 state[PROFD_RUNTIME_STATE_SIZE / 8];	/* the runtime's own layout */
 };
 

@@ -156,7 +156,7 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 		put_ip(st, idx, st->f.ip);
 		put_frame_regs(st, n, st->f.bp, st->f.sp);
 		n++;
-		if (!st->f.bp) {
+		if (!st->f.bp || runtime_code(st, n - 1, st->f.ip)) {
 			done = true;
 			break;
 		}

@@ -100,7 +100,7 @@ def counter(raw, name):
     return None
 
 
-def check_spot(name, reports, samples, min_samples=20):
+def check_spot(name, reports, samples, raw="", min_samples=20):
     """Every sample of spot @name agrees with a stack the JVM gave there.
     Returns how many there were."""
     mine = [r for r in reports if r["name"] == name]
@@ -139,7 +139,8 @@ def check_spot(name, reports, samples, min_samples=20):
             bad.append(jf)
     assert not bad, f"{name}: {len(bad)} samples with frames the JVM did not show, e.g. " \
                     f"{bad[:3]}; the JVM's stacks: {stacks}"
-    assert ok >= min_samples, f"{name}: {ok} samples"
+    assert ok >= min_samples, f"{name}: {ok} samples; " + " ".join(
+        line.split()[-1] for line in raw.splitlines() if "hotspot" in line and "=0" not in line)
     assert reached >= 0.8 * ok, f"{name}: {reached} of {ok} samples reach {outermost}"
     assert native >= 0.8 * reached, \
         f"{name}: {native} of {reached} reach the thread's start, e.g. not {short}"
@@ -155,7 +156,7 @@ def test_compiled_and_interpreted_frames(profd_bin, pprof, tmp_path, classes, jd
     reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
                                      "profd.frames.Frames", *FP_MODES[fp])
     for spot in ("hot", "worker", "sort"):
-        check_spot(spot, reports, samples)
+        check_spot(spot, reports, samples, raw)
     # the hot leaf is C2 code by then, the comparator is called from
     # compiled TimSort, main stays interpreted: all of them named
     names = {f for s in samples for f in java_frames(s)}
@@ -173,7 +174,7 @@ def test_interpreted_only(profd_bin, pprof, tmp_path, classes, jdk):
     reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
                                      "profd.frames.Frames", "-Xint")
     for spot in ("hot", "worker", "sort"):
-        check_spot(spot, reports, samples)
+        check_spot(spot, reports, samples, raw)
     # interpreted, nothing is inlined: the whole chain shows, each caller
     # at the line of its call, as the JVM says (the bci's line in the
     # method's line number table)

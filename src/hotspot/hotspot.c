@@ -9,8 +9,8 @@
  * the offsets derived (offsets.h), its code heaps and the interpreter's
  * code read (codecache.h) -> ATTACHED: the entry written, BPF walks it.
  * A JVM that has not set its tables or code cache up yet is PENDING:
- * tried again at each maps read and from tick() (every 100 ms, backing
- * off to 2 s). One whose layout lacks a feature the walker needs, or
+ * tried again at each maps read and from tick() (after 100 ms, backing
+ * off to every 500 ms). One whose layout lacks a feature the walker needs, or
  * whose state does not fit the walker, is REFUSED (counted). Each attach
  * gets a new generation, part of every naming cache key.
  *
@@ -52,7 +52,7 @@
 #define HS_BUCKETS		1024
 #define HS_NAME_CACHE		16384	/* entries, direct-mapped */
 #define HS_RETRY_FIRST_NS	(100ULL * 1000 * 1000)
-#define HS_RETRY_MAX_NS		(2000ULL * 1000 * 1000)
+#define HS_RETRY_MAX_NS		(500ULL * 1000 * 1000)
 #define HS_BUDGET		(32u << 20)	/* when given none */
 
 COUNTER_DEFINE_BPF(hotspot_samples, COUNTER_STAT, PROFD_CNT_HS_SAMPLES,
@@ -174,6 +174,20 @@ static int entry_write(struct hotspot *hs, const struct hsproc *p)
 	if (hs->procs_fd < 0)
 		return 0;
 	memcpy(rp.state, &p->bpf, sizeof(p->bpf));
+	/* the JVM's code: every heap (the interpreter is in one) */
+	rp.code_low = UINT64_MAX;
+	for (uint32_t i = 0; i < p->bpf.nheaps && i < PROFD_HS_MAX_HEAPS; i++) {
+		if (p->bpf.heap_low[i] < rp.code_low)
+			rp.code_low = p->bpf.heap_low[i];
+		if (p->bpf.heap_low[i] + p->bpf.heap_size[i] > rp.code_high)
+			rp.code_high = p->bpf.heap_low[i] + p->bpf.heap_size[i];
+	}
+	if (p->bpf.interp_size && p->bpf.interp_low < rp.code_low)
+		rp.code_low = p->bpf.interp_low;
+	if (p->bpf.interp_low + p->bpf.interp_size > rp.code_high)
+		rp.code_high = p->bpf.interp_low + p->bpf.interp_size;
+	if (rp.code_low > rp.code_high)
+		rp.code_low = rp.code_high = 0;
 	return bpf_map_update_elem(hs->procs_fd, &key, &rp, BPF_ANY) ? -1 : 0;
 }
 
