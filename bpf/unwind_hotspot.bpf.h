@@ -128,6 +128,37 @@ static __always_inline int hs_interp_frame(struct profd_unwind_state *st, __u32 
 	return 0;
 }
 
+/* Bytes from a frame's sp to its fp in an interpreted frame, at most. */
+#define HS_MAX_FRAME	(1u << 20)
+
+/* ModRM byte @m of an FF /2 (call r/m64) with mode @mod; @sib: rm is 4 */
+static __always_inline bool hs_call_modrm(__u8 m, __u8 mod, bool sib)
+{
+	return (m >> 6) == mod && ((m >> 3) & 7) == 2 && ((m & 7) == 4) == sib;
+}
+
+/*
+ * hs_after_call - whether the code before @ra ends in a call, as HotSpot
+ * emits them: call rel32 (E8), call through a register (FF D0+r, with a
+ * REX prefix 41 for r8-r15) or through memory (FF /2: [reg+disp8],
+ * [reg+disp32], [rip+disp32], with a SIB byte or not: the interpreter's
+ * calls through the Method).
+ */
+static __always_inline bool hs_after_call(__u64 ra)
+{
+	__u8 b[8];	/* b[7] is the byte before ra */
+
+	if (bpf_probe_read_user(b, sizeof(b), (void *)(ra - 8)))
+		return false;
+	return b[3] == 0xe8 ||
+	       (b[6] == 0xff && hs_call_modrm(b[7], 3, false)) ||
+	       (b[6] == 0xff && hs_call_modrm(b[7], 3, true)) ||
+	       (b[5] == 0xff && hs_call_modrm(b[6], 1, false)) ||
+	       (b[4] == 0xff && hs_call_modrm(b[5], 1, true)) ||
+	       (b[2] == 0xff && (hs_call_modrm(b[3], 2, false) || b[3] == 0x15)) ||
+	       (b[1] == 0xff && hs_call_modrm(b[2], 2, true));
+}
+
 enum hs_walk_result {
 	HS_WALK_NEXT = 0,	/* the caller's registers are in st->f */
 	HS_WALK_NATIVE = 1,	/* the pc in st->f is not the JVM's: native walk */
@@ -189,7 +220,7 @@ int hs_walk_frame(struct profd_unwind_state *st)
 
 	if (pc - hs->interp_low < hs->interp_size) {
 		/* [bcp ... Method*]: the slots from fp + (method - 5) words up */
-		if (bp < sp || bpf_probe_read_user(slots, sizeof(slots),
+		if (bp < sp || bp - sp > HS_MAX_FRAME || bpf_probe_read_user(slots, sizeof(slots),
 					       (void *)(bp + (__s64)(hs->interp_method_slot -
 								PROFD_HS_BCP_BELOW_METHOD) * 8)) ||
 		    bpf_probe_read_user(regs, sizeof(regs), (void *)bp)) {
@@ -255,6 +286,16 @@ int hs_walk_frame(struct profd_unwind_state *st)
 		if (bpf_probe_read_user(regs, sizeof(regs), (void *)(sp - 16))) {
 			count(PROFD_CNT_HS_READ_ERR);
 			st->sample.flags |= PROFD_SAMPLE_USER_ERROR;
+			return HS_WALK_STOP;
+		}
+		/* a leaf in its epilogue has popped its frame: its size no longer
+		 * leads to the return address; one after a call it must be, or
+		 * an interpreter's return entry (the interpreter pushes those
+		 * and jumps) */
+		if (leaf && regs[1] - 1 - hs->interp_low >= hs->interp_size &&
+		    !hs_after_call(regs[1])) {
+			count(PROFD_CNT_HS_UNWIND_STOP);
+			st->sample.flags |= PROFD_SAMPLE_USER_TRUNCATED;
 			return HS_WALK_STOP;
 		}
 		goto caller;
