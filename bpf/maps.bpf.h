@@ -133,6 +133,34 @@ static __always_inline void put_ip(struct profd_unwind_state *st, __u32 idx,
 }
 
 /*
+ * put_frame_regs - keep user frame @n's rbp @bp and sp @sp for the
+ * capture's runtime walker (PROFD_FRAME_BP_SLOT(), PROFD_FRAME_SP_SLOT());
+ * nothing when no runtime follows.
+ */
+static __always_inline void put_frame_regs(struct profd_unwind_state *st, __u32 n,
+					   __u64 bp, __u64 sp)
+{
+	if (!st->rt_id)
+		return;
+	barrier_var(n);
+	st->ips[PROFD_FRAME_BP_SLOT(n)] = bp;
+	st->ips[PROFD_FRAME_SP_SLOT(n)] = sp;
+}
+
+/*
+ * runtime_code - whether @ip (of user frame @n; a return address unless
+ * n is 0) lies in the capture's runtime's own code: the native walk
+ * ends there, the runtime's walker goes on.
+ */
+static __always_inline bool runtime_code(const struct profd_unwind_state *st, __u32 n,
+					 __u64 ip)
+{
+	__u64 pc = n ? ip - 1 : ip;
+
+	return pc - st->rt_code_low < st->rt_code_high - st->rt_code_low;
+}
+
+/*
  * chain_broken - a tail call of the chain failed (counted): the capture
  * ends without a record and gives its scratch back. Returns 0.
  */

@@ -178,11 +178,31 @@ struct profd_unwind_state {
 	__u32 rt_id;		/* enum profd_runtime_id; 0: native only */
 	__u32 rt_tail_calls;	/* self tail calls the runtime walker took */
 	__u64 rt_cursor;	/* the walker's position (0: walk not started) */
+	__u64 rt_code_low, rt_code_high;	/* its own code: the native walk ends there */
 	__u64 rt_state[PROFD_RUNTIME_STATE_SIZE / 8];	/* runtime_procs state */
 	__u8 rt_buf[PROFD_RUNTIME_BUF + 8];	/* the walker's memory reads */
 	struct profd_sample sample;	/* ips[] follows directly */
 	__u64 ips[PROFD_SCRATCH_WORDS];
 };
+
+/*
+ * Each user frame's rbp and sp as the native walk had them, by user frame
+ * index, kept only when a runtime walker follows (rt_id set): it reads
+ * the slots of frames that keep a frame pointer, or unwinds from a frame
+ * on by rules of its own. And a runtime walker's frames while the native
+ * walk may still grow (PROFD_RUNTIME_STAGE_WORDS words), copied after the
+ * native IPs before emit. They live in ips[] past the record's slots,
+ * where only the stack copy writes, at emit, after every walker is done
+ * (the per-CPU value is near its 32 KiB bound).
+ */
+#define PROFD_FRAME_BP_SLOT(n)	(PROFD_SCRATCH_IPS + ((n) & (PROFD_MAX_USER_FRAMES - 1)))
+#define PROFD_FRAME_SP_SLOT(n)	(PROFD_SCRATCH_IPS + PROFD_MAX_USER_FRAMES + \
+				 ((n) & (PROFD_MAX_USER_FRAMES - 1)))
+#define PROFD_RUNTIME_STAGE_WORDS	(2 * PROFD_MAX_INTERP_FRAMES)
+#define PROFD_RUNTIME_STAGE(k)	(PROFD_SCRATCH_IPS + 2 * PROFD_MAX_USER_FRAMES + \
+				 ((k) & (PROFD_RUNTIME_STAGE_WORDS - 1)))
+_Static_assert(PROFD_SCRATCH_IPS + 2 * PROFD_MAX_USER_FRAMES + PROFD_RUNTIME_STAGE_WORDS <=
+	       PROFD_SCRATCH_WORDS, "the frames' registers fit the scratch record area");
 
 /*
  * Per-CPU scratch slots, one per context that can interrupt the other: a

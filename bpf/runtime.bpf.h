@@ -34,6 +34,7 @@ struct {
 #include "unwind_python.bpf.h"
 #include "unwind_ruby.bpf.h"
 #include "unwind_v8.bpf.h"
+#include "unwind_hotspot.bpf.h"
 
 /*
  * runtime_begin - set up @st's runtime walk when process @pid has a
@@ -48,10 +49,14 @@ static __always_inline void runtime_begin(struct profd_unwind_state *st, __u32 p
 
 	st->rt_id = 0;
 	st->rt_cursor = 0;
+	st->rt_code_low = 0;
+	st->rt_code_high = 0;
 	st->rt_tail_calls = 0;
 	if (!rp || !rp->runtime || rp->runtime > PROFD_RUNTIME_COUNT)
 		return;
 	__builtin_memcpy(st->rt_state, rp->state, sizeof(st->rt_state));
+	st->rt_code_low = rp->code_low;
+	st->rt_code_high = rp->code_high;
 	st->rt_id = rp->runtime;
 	st->sample.runtime = rp->runtime;
 	st->native_tail_calls = native_max_tail_calls - PROFD_RUNTIME_TAIL_CALLS - 1;

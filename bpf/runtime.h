@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * runtime.h - the seam between the native unwinders and language runtimes
- * (CPython, CRuby), shared by BPF and user space.
+ * (CPython, CRuby, HotSpot), shared by BPF and user space.
  *
  * Owns: the registry of runtimes (PROFD_RUNTIMES: one line per runtime),
  * their ids, the value of the `runtime_procs` map (tgid -> runtime id and
@@ -33,8 +33,9 @@
  */
 #define PROFD_RUNTIMES(X, a, b, c)				\
 	X(CPYTHON, python, a, b, c)					\
-	X(CRUBY, ruby, a, b, c)					\
-	X(V8, v8, a, b, c)
+	X(CRUBY, ruby, a, b, c)						\
+	X(V8, v8, a, b, c)						\
+	X(HOTSPOT, hotspot, a, b, c)
 
 #define PROFD_RUNTIME_ENUM_(ID, name, a, b, c) PROFD_RUNTIME_##ID,
 enum profd_runtime_id {
@@ -49,7 +50,7 @@ enum profd_runtime_id {
 /* Self tail calls any runtime walker may take (the native walk leaves them). */
 #define PROFD_RUNTIME_TAIL_CALLS	3
 /* Bytes of a runtime's per-process state (runtime_procs value). */
-#define PROFD_RUNTIME_STATE_SIZE	80
+#define PROFD_RUNTIME_STATE_SIZE	96
 /* Bytes of the read buffer in the scratch state: a power of two (masks).
  * CRuby reads its control frames 14 at a time into it, and a window of
  * its VM stack's values (the frames' eps) beside them. */
@@ -57,10 +58,17 @@ enum profd_runtime_id {
 /* BPF counter slots each runtime may use (bpf/profd.h, PROFD_CNT_RUNTIME). */
 #define PROFD_RUNTIME_COUNTERS		8
 
-/* runtime_procs value: the runtime a process runs and its state. */
+/*
+ * runtime_procs value: the runtime a process runs and its state, and the
+ * range of the runtime's own machine code (a JIT's code cache; 0, 0:
+ * none): the native walk ends at the first pc there (recorded) and hands
+ * the stack to the runtime's walker, which may give it back
+ * (unwind_hotspot.bpf.h).
+ */
 struct profd_runtime_proc {
 	__u32 runtime;			/* enum profd_runtime_id */
 	__u32 _pad;
+	__u64 code_low, code_high;	/* [code_low, code_high) */
 	__u64 state[PROFD_RUNTIME_STATE_SIZE / 8];	/* the runtime's own layout */
 };
 

@@ -154,8 +154,9 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 			break;
 		}
 		put_ip(st, idx, st->f.ip);
+		put_frame_regs(st, n, st->f.bp, st->f.sp);
 		n++;
-		if (!st->f.bp) {
+		if (!st->f.bp || runtime_code(st, n - 1, st->f.ip)) {
 			done = true;
 			break;
 		}
@@ -171,6 +172,7 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 			if (frame[1] && n < st->max_user_frames &&
 			    idx < PROFD_MAX_IPS) {
 				put_ip(st, idx, frame[1]);
+				put_frame_regs(st, n, frame[0], st->f.bp + 16);
 				n++;
 			}
 			done = true;

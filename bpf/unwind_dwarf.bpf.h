@@ -186,7 +186,13 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs, __u32 slot)
 		}
 		ip = st->f.ip | (n && st->f.pc_exact ? PROFD_IP_EXACT : 0);
 		put_ip(st, base + n, ip);
+		put_frame_regs(st, n, st->f.bp, st->f.sp);
 		n++;
+		if (runtime_code(st, n - 1, st->f.ip)) {
+			/* the runtime's own code: its walker goes on from here */
+			done = true;
+			break;
+		}
 		ret = dwarf_step(&st->f, proc);
 		st->sample.flags |= st->f.flags;
 		if (ret == DWARF_STEP_NEXT && st->f.pc_exact)

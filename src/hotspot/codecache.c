@@ -98,7 +98,13 @@ int hs_codecache_read(struct hs_mem *m, const struct hs_offsets *o, struct hs_co
 		    (err = hs_mem_uint(m, heap + o->heap_log2_segment_size.off,
 				       o->heap_log2_segment_size.size, &log2)))
 			return err;
+		h->reserved_high = 0;
+		if (o->vs_high_boundary.size == 8 &&
+		    (err = hs_mem_u64(m, heap + o->heap_memory.off + o->vs_high_boundary.off,
+				      &h->reserved_high)))
+			return err;
 		if (h->high < h->low || h->segmap_high < h->segmap_low || log2 > MAX_SEGMENT_LOG2 ||
+		    (h->reserved_high && h->reserved_high < h->high) ||
 		    ((h->high - h->low) >> log2) > h->segmap_high - h->segmap_low) {
 			counter_inc(&counter_hotspot_codecache_bad);
 			return -EPROTO;
@@ -254,6 +260,7 @@ static int name_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t me
 	out->name[n] = '.';
 	strcpy(out->name + n + 1, mname);
 	out->method = method;
+	out->klass_sym = klass_sym;
 	return 0;
 }
 
@@ -306,6 +313,7 @@ static int read_blob(struct hs_mem *m, const struct hs_offsets *o, uint64_t blob
 	out->blob = blob;
 	out->blob_end = blob + (uint64_t)size;
 	out->frame_size = (int32_t)field_s(hdr, len, o->blob_frame_size);
+	out->name_addr = field_u(hdr, len, o->blob_name);
 	err = hs_mem_string(m, field_u(hdr, len, o->blob_name), out->name, sizeof(out->name));
 	if (err < 0)
 		return err == -EINVAL ? -EPROTO : err;
@@ -391,4 +399,140 @@ int hs_codecache_pc(struct hs_mem *m, const struct hs_offsets *o,
 	if (pc >= limit || pc < block + o->heap_block_size)
 		return count(-EPROTO);
 	return count(read_blob(m, o, block + o->heap_block_size, limit, pc, out));
+}
+
+int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
+			struct hs_pc_info *out)
+{
+	uint64_t cm, code_size;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!(o->features & HS_FEAT_INTERP))
+		return -ENOTSUP;
+	if ((err = name_method(m, o, method, out)))
+		return count(err);
+	out->kind = HS_PC_NMETHOD;
+	if ((err = get_ptr(m, method, o->method_const_method, &cm)) ||
+	    (err = hs_mem_uint(m, cm + o->cm_code_size.off, o->cm_code_size.size, &code_size)))
+		return count(err);
+	out->code_size = (uint32_t)code_size;
+	return 0;
+}
+
+int hs_interpreter_read(struct hs_mem *m, const struct hs_offsets *o, uint64_t *low,
+			uint64_t *size)
+{
+	uint64_t q, limit;
+	int err;
+
+	if (!(o->features & HS_FEAT_INTERP))
+		return -ENOTSUP;
+	if ((err = hs_mem_u64(m, o->interpreter_code, &q)))
+		return err;
+	if (!q)
+		return -EAGAIN;
+	if ((err = get_ptr(m, q, o->sq_stub_buffer, low)) ||
+	    (err = hs_mem_uint(m, q + o->sq_buffer_limit.off, o->sq_buffer_limit.size, &limit)))
+		return err;
+	if (!*low || !limit)
+		return -EAGAIN;
+	if (limit > (1u << 30) || *low + limit < *low)
+		return -EPROTO;
+	*size = limit;
+	return 0;
+}
+
+#define LINE_TABLE_MAX	4096	/* bytes of a line number table read */
+
+/* One UNSIGNED5 number of @b at *@pos (< @len), zero byte excluded when @x. */
+static int unsigned5(const uint8_t *b, size_t len, size_t *pos, uint32_t x, uint32_t *out)
+{
+	const uint32_t lg_h = 6, l = 256 - x - (1u << lg_h);
+	uint32_t sum, shift = lg_h;
+
+	if (*pos >= len || b[*pos] < x)
+		return -EPROTO;
+	sum = b[(*pos)++] - x;
+	if (sum < l)
+		goto done;
+	for (int i = 1; i < 5; i++) {
+		uint32_t bi;
+
+		if (*pos >= len || b[*pos] < x)
+			return -EPROTO;
+		bi = b[(*pos)++];
+		sum += (bi - x) << shift;
+		if (bi < x + l || i == 4)
+			goto done;
+		shift += lg_h;
+	}
+done:
+	*out = sum;
+	return 0;
+}
+
+static int signed5(const uint8_t *b, size_t len, size_t *pos, uint32_t x, int32_t *out)
+{
+	uint32_t v = 0;
+	int err = unsigned5(b, len, pos, x, &v);
+
+	*out = (int32_t)(v >> 1) ^ -(int32_t)(v & 1);
+	return err;
+}
+
+int hs_codecache_line(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
+		      uint32_t bci, int jdk_major)
+{
+	uint8_t b[LINE_TABLE_MAX];
+	uint64_t cm, flags, code_size, words, start, end;
+	uint32_t x = jdk_major >= 20 ? 1 : 0;
+	int32_t cur_bci = 0, line = 0, best_bci = 0, best = -1;
+	size_t len, pos = 0;
+	int err;
+
+	if (!(o->features & HS_FEAT_LINES))
+		return -ENOTSUP;
+	if ((err = get_ptr(m, method, o->method_const_method, &cm)) ||
+	    (err = hs_mem_uint(m, cm + o->cm_flags.off, o->cm_flags.size, &flags)) ||
+	    (err = hs_mem_uint(m, cm + o->cm_code_size.off, o->cm_code_size.size, &code_size)) ||
+	    (err = hs_mem_uint(m, cm + o->cm_size.off, o->cm_size.size, &words)))
+		return err;
+	if (!(flags & (uint64_t)o->has_linenumber_flag))
+		return -ENOENT;
+	start = cm + o->const_method_size + code_size;
+	end = cm + words * 8;
+	if (end <= start)
+		return -EPROTO;
+	len = end - start < sizeof(b) ? end - start : sizeof(b);
+	if ((err = hs_mem_read(m, start, b, len)))
+		return err;
+	for (;;) {
+		uint8_t next;
+
+		if (pos >= len)
+			return -EPROTO;
+		next = b[pos++];
+		if (!next)
+			break;
+		if (next == 0xFF) {
+			int32_t db, dl;
+
+			if ((err = signed5(b, len, &pos, x, &db)) ||
+			    (err = signed5(b, len, &pos, x, &dl)))
+				return err;
+			cur_bci += db;
+			line += dl;
+		} else {
+			cur_bci += next >> 3;
+			line += next & 7;
+		}
+		if ((uint32_t)cur_bci == bci)
+			return line > 0 ? line : -ENOENT;
+		if ((uint32_t)cur_bci < bci && cur_bci >= best_bci) {
+			best_bci = cur_bci;
+			best = line;
+		}
+	}
+	return best > 0 ? best : -ENOENT;
 }

@@ -42,6 +42,7 @@ struct hs_mem;
 
 struct hs_codeheap {
 	uint64_t low, high;		/* committed code: [low, high) */
+	uint64_t reserved_high;		/* reserved: [low, reserved_high); 0 unknown */
 	uint64_t segmap_low, segmap_high;	/* its segment map, one byte a segment */
 	uint32_t log2_segment_size;
 };
@@ -61,12 +62,15 @@ struct hs_pc_info {
 	uint64_t blob, blob_end;		/* [blob, blob + _size) */
 	uint64_t code_begin, code_end;		/* 0, 0 when unknown */
 	int32_t frame_size;			/* CodeBlob::_frame_size, words */
+	uint64_t name_addr;			/* the _name pointer (what BPF records) */
 	char name[HS_CC_NAME_MAX];		/* "java.util.HashMap.get", or the
 						 * blob's _name */
 	/* nmethods only */
 	char signature[HS_CC_SIG_MAX];		/* "(Ljava/lang/Object;)I" */
 	uint64_t method;			/* Method* */
 	int32_t compile_id, entry_bci, comp_level;
+	uint64_t klass_sym;			/* Symbol* of the holder's name */
+	uint32_t code_size;			/* hs_codecache_method(): bytecodes */
 	bool osr;				/* entry_bci != InvocationEntryBci */
 };
 
@@ -90,5 +94,40 @@ int hs_codecache_read(struct hs_mem *m, const struct hs_offsets *o, struct hs_co
  */
 int hs_codecache_pc(struct hs_mem *m, const struct hs_offsets *o,
 		    const struct hs_codecache *cc, uint64_t pc, struct hs_pc_info *out);
+
+/*
+ * hs_codecache_method - name the Method* @method of an interpreted frame
+ * into @out (the naming fields: name, signature, method; kind
+ * HS_PC_NMETHOD, no blob), checked as an nmethod's method is, with the
+ * Symbol* of its class's name in out->klass_sym and its bytecodes' size
+ * in out->code_size. Needs HS_FEAT_INTERP. Returns 0, -ENOTSUP, -EPROTO
+ * (not a method), -ENAMETOOLONG, or a read error; counted as
+ * hs_codecache_pc()'s.
+ */
+int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
+			struct hs_pc_info *out);
+
+/*
+ * hs_codecache_line - the source line of @bci in Method* @method, from
+ * its ConstMethod's compressed line number table (the pairs HotSpot's
+ * CompressedLineNumberReadStream reads, after the bytecodes: a byte of
+ * bci delta << 3 | line delta, or 0xFF and two signed UNSIGNED5 numbers;
+ * 0 ends it), as Method::line_number_from_bci() picks it. @jdk_major: the
+ * JVM's major version (UNSIGNED5 excludes the zero byte from 20 on).
+ * Needs HS_FEAT_LINES. Returns the line (> 0), or -ENOENT (no table, or
+ * no entry at or before @bci), -ENOTSUP, -EPROTO (a table running past
+ * its method), or a read error. Not counted: the frame keeps its name.
+ */
+int hs_codecache_line(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
+		      uint32_t bci, int jdk_major);
+
+/*
+ * hs_interpreter_read - the interpreter's code, [*@low, *@low + *@size)
+ * (AbstractInterpreter::_code's StubQueue buffer). Needs HS_FEAT_INTERP.
+ * Returns 0, -ENOTSUP, -EAGAIN (not generated yet), -EPROTO, or a read
+ * error.
+ */
+int hs_interpreter_read(struct hs_mem *m, const struct hs_offsets *o, uint64_t *low,
+			uint64_t *size);
 
 #endif /* PROFD_HOTSPOT_CODECACHE_H */

@@ -34,6 +34,7 @@ static const struct {
 	F(heap_log2_segment_size, "CodeHeap", "_log2_segment_size"),
 	F(vs_low, "VirtualSpace", "_low"),
 	F(vs_high, "VirtualSpace", "_high"),
+	F(vs_high_boundary, "VirtualSpace", "_high_boundary"),
 	F(blob_name, "CodeBlob", "_name"),
 	F(blob_size, "CodeBlob", "_size"),
 	F(blob_header_size, "CodeBlob", "_header_size"),
@@ -64,6 +65,11 @@ static const struct {
 	F(array_u1_data, "Array<u1>", "_data"),
 	F(sym_length, "Symbol", "_length"),
 	F(sym_body, "Symbol", "_body"),
+	F(sq_stub_buffer, "StubQueue", "_stub_buffer"),
+	F(sq_buffer_limit, "StubQueue", "_buffer_limit"),
+	F(cm_code_size, "ConstMethod", "_code_size"),
+	F2(cm_flags, "ConstMethod", "_flags._flags", "ConstMethod", "_flags"),
+	F(cm_size, "ConstMethod", "_constMethod_size"),
 #undef F
 #undef F2
 };
@@ -161,6 +167,14 @@ static uint32_t features(const struct hs_offsets *o)
 	    ptr(o->klass_name) && o->array_u1_data.size && scalar(o->sym_length) &&
 	    o->sym_body.size && o->utf8_tag >= 0)
 		feat |= HS_FEAT_METHOD_NAME;
+	if ((feat & HS_FEAT_METHOD_NAME) && o->interpreter_code && ptr(o->sq_stub_buffer) &&
+	    scalar(o->sq_buffer_limit) && o->interp_last_sp_offset < 0 &&
+	    o->interp_last_sp_offset > -16 && o->interp_sender_sp_offset < 0 &&
+	    o->interp_sender_sp_offset > -16 && scalar(o->cm_code_size) && o->const_method_size)
+		feat |= HS_FEAT_INTERP;
+	if ((feat & HS_FEAT_INTERP) && scalar(o->cm_flags) && scalar(o->cm_size) &&
+	    o->has_linenumber_flag > 0 && o->vm_major_version)
+		feat |= HS_FEAT_LINES;
 	return feat;
 }
 
@@ -168,7 +182,7 @@ uint32_t hs_offsets_from(const struct hs_vmstructs *vm, struct hs_offsets *o)
 {
 	struct hs_off header, length, used;
 	uint32_t want = HS_FEAT_FIND_BLOB | HS_FEAT_BLOB_NAME | HS_FEAT_NMETHOD |
-			HS_FEAT_METHOD_NAME | HS_FEAT_CODE_RANGE;
+			HS_FEAT_METHOD_NAME | HS_FEAT_CODE_RANGE | HS_FEAT_INTERP | HS_FEAT_LINES;
 	int64_t v;
 
 	memset(o, 0, sizeof(*o));
@@ -182,6 +196,17 @@ uint32_t hs_offsets_from(const struct hs_vmstructs *vm, struct hs_offsets *o)
 	o->codecache_low = static_addr(vm, "CodeCache", "_low_bound");
 	o->codecache_high = static_addr(vm, "CodeCache", "_high_bound");
 	o->heap_block_size = type_size(vm, "HeapBlock");
+	o->interpreter_code = static_addr(vm, "AbstractInterpreter", "_code");
+	o->const_method_size = type_size(vm, "ConstMethod");
+	o->interp_last_sp_offset = hs_vm_int(vm, "frame::interpreter_frame_last_sp_offset", &v) ?
+				   v : 0;
+	o->interp_sender_sp_offset = hs_vm_int(vm, "frame::interpreter_frame_sender_sp_offset",
+					       &v) ? v : 0;
+	/* the flag's name: ConstMethodFlags (21+) or ConstMethod (17) */
+	o->has_linenumber_flag =
+		hs_vm_int(vm, "ConstMethodFlags::_misc_has_linenumber_table", &v) ||
+		hs_vm_int(vm, "ConstMethod::_has_linenumber_table", &v) ? v : -1;
+	o->vm_major_version = static_addr(vm, "Abstract_VM_Version", "_vm_major_version");
 	o->cp_size = type_size(vm, "ConstantPool");
 	header = lookup(vm, "HeapBlock", "_header");
 	length = lookup(vm, "HeapBlock::Header", "_length");
@@ -227,5 +252,10 @@ void hs_offsets_each(const struct hs_vmstructs *vm, const struct hs_offsets *o,
 	fn(arg, "CodeBlobKind::Nmethod", o->kind_nmethod);
 	fn(arg, "JVM_CONSTANT_Utf8", o->utf8_tag);
 	fn(arg, "InvocationEntryBci", o->invocation_entry_bci);
+	fn(arg, "&AbstractInterpreter::_code", (int64_t)o->interpreter_code);
+	fn(arg, "frame::interpreter_frame_last_sp_offset", o->interp_last_sp_offset);
+	fn(arg, "frame::interpreter_frame_sender_sp_offset", o->interp_sender_sp_offset);
+	fn(arg, "sizeof(ConstMethod)", o->const_method_size);
+	fn(arg, "has_linenumber_table", o->has_linenumber_flag);
 	fn(arg, "features", o->features);
 }

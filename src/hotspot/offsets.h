@@ -46,6 +46,8 @@ enum {
 	HS_FEAT_NMETHOD		= 1u << 2,	/* tell nmethods from other blobs */
 	HS_FEAT_METHOD_NAME	= 1u << 3,	/* Method* -> Class.method(signature) */
 	HS_FEAT_CODE_RANGE	= 1u << 4,	/* a blob's code begin/end */
+	HS_FEAT_INTERP		= 1u << 5,	/* interpreted frames: code, slots, bci */
+	HS_FEAT_LINES		= 1u << 6,	/* a method's line number table */
 };
 
 struct hs_offsets {
@@ -62,6 +64,7 @@ struct hs_offsets {
 	struct hs_off heap_memory, heap_segmap;		/* VirtualSpace members */
 	struct hs_off heap_log2_segment_size;
 	struct hs_off vs_low, vs_high;			/* VirtualSpace::_low, _high */
+	struct hs_off vs_high_boundary;			/* VirtualSpace::_high_boundary */
 	uint32_t heap_block_size;			/* sizeof(HeapBlock) */
 	struct hs_off block_length, block_used;		/* HeapBlock::_header's members */
 
@@ -92,6 +95,19 @@ struct hs_offsets {
 	struct hs_off array_u1_data;			/* Array<u1>::_data */
 	struct hs_off sym_length, sym_body;		/* Symbol::_length, _body */
 	int64_t utf8_tag;				/* JVM_CONSTANT_Utf8 */
+
+	/* the interpreter (HS_FEAT_INTERP): its code, its frames' slots */
+	uint64_t interpreter_code;	/* address of StubQueue* AbstractInterpreter::_code */
+	struct hs_off sq_stub_buffer, sq_buffer_limit;	/* StubQueue */
+	int64_t interp_last_sp_offset;	/* frame::interpreter_frame_last_sp_offset, words */
+	int64_t interp_sender_sp_offset;	/* frame::interpreter_frame_sender_sp_offset */
+	struct hs_off cm_code_size;			/* ConstMethod::_code_size */
+	uint32_t const_method_size;			/* sizeof(ConstMethod): code follows */
+	/* line numbers (HS_FEAT_LINES): the compressed table after the code */
+	struct hs_off cm_flags;			/* ConstMethod::_flags(._flags) */
+	struct hs_off cm_size;			/* ConstMethod::_constMethod_size, words */
+	int64_t has_linenumber_flag;		/* its bit: -1 absent */
+	uint64_t vm_major_version;	/* address of int Abstract_VM_Version::_vm_major_version */
 };
 
 /*

@@ -1,0 +1,209 @@
+"""HotSpot frames in profd's stacks (issue 19): the real profd (BPF walker
+bpf/unwind_hotspot.bpf.h, naming in src/hotspot/hotspot.c) over real JVMs
+(each JDK under /usr/lib/jvm with java and javac: Debian's openjdk-17 and
+the JDK 25 there), read back with Google's pprof.
+
+The oracle is the JVM itself: tests/workloads/java/Frames.java prints, at
+each hot spot, every distinct stack Throwable.getStackTrace() gives there
+(innermost first) with the thread's kernel tid. Each sample of that thread
+in that hot spot must show its Java frames (mapping "[hotspot]", names
+not in brackets: those are stubs) as a subsequence of one of those stacks
+(methods C2 inlined have no frame of their own yet: a true subsequence is
+allowed, a frame that is not there is not), from the innermost frame of
+the spot's methods on (what they call, System.nanoTime, a class loaded,
+the report itself, is no part of the JVM's stacks there), and most
+must reach the stack's outermost method. Churn.java gives the code cache
+churn: threads that each run only their own class's method, compiled
+anew in classes loaded and unloaded all the time in a small code cache;
+a frame of a thread named after another thread's class is misnamed.
+
+Compiled code with and without frame pointers (-XX:+PreserveFramePointer
+or not: the walker unwinds compiled frames by their frame size either
+way); -Xint without. Samples that reach the stack's outermost Java method
+also reach the native frames below it (JavaCalls, the thread's start).
+Needs root.
+"""
+import glob
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from pprof_traces import comments, pprof_raw_samples
+
+JAVA_DIR = os.path.join(ROOT, "tests", "workloads", "java")
+MAPPING = "[hotspot]"
+FREQ = "199"
+
+
+def jdks():
+    seen, out = set(), []
+    for d in sorted(glob.glob("/usr/lib/jvm/*")):
+        real = os.path.realpath(d)
+        if real in seen or not all(os.access(os.path.join(real, "bin", t), os.X_OK)
+                                   for t in ("java", "javac")):
+            continue
+        seen.add(real)
+        out.append(real)
+    return out
+
+
+JDKS = jdks()  # none: the tests are skipped (an empty parameter set)
+
+
+@pytest.fixture
+def classes(tmp_path):
+    def build(jdk):
+        out = tmp_path / ("classes-" + os.path.basename(jdk))
+        if not out.exists():
+            subprocess.run([os.path.join(jdk, "bin", "javac"), "-d", str(out),
+                            os.path.join(JAVA_DIR, "Frames.java"),
+                            os.path.join(JAVA_DIR, "Churn.java")], check=True, timeout=180)
+        return str(out)
+    return build
+
+
+def run_java(profd_bin, pprof, tmp_path, jdk, cp, main, *flags, secs=3):
+    """`profd exec` of `java FLAGS -cp CP MAIN`: (the program's JSON lines,
+    samples as pprof_raw_samples() gives them, profile comments)."""
+    out = tmp_path / "out"
+    env = dict(os.environ, PROFD_JAVA_SECS=str(secs))
+    r = subprocess.run([profd_bin, "exec", "--no-gpu", "-o", str(out), "--sampling-frequency",
+                        FREQ, "--", os.path.join(jdk, "bin", "java"), *flags, "-cp", cp, main],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    reports = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    samples, raw = [], ""
+    for p in sorted(out.glob("cpu-*.pb.gz")):
+        samples += pprof_raw_samples(pprof, str(p))
+        raw += comments(pprof, str(p))
+    return reports, samples, raw
+
+
+def java_frames(sample):
+    """The sample's Java method frames, innermost first."""
+    return [f["function"] for f in sample["frames"]
+            if f["mapping"] == MAPPING and f["function"] and not f["function"].startswith("[")]
+
+
+def is_subsequence(frames, stack):
+    it = iter(stack)
+    return all(any(f == s for s in it) for f in frames)
+
+
+def counter(raw, name):
+    for line in raw.splitlines():
+        if line.strip().startswith(f"Comment: {name}="):
+            return int(line.split("=")[1])
+    return None
+
+
+def check_spot(name, reports, samples, raw="", min_samples=20):
+    """Every sample of spot @name agrees with a stack the JVM gave there.
+    Returns how many there were."""
+    mine = [r for r in reports if r["name"] == name]
+    assert mine, f"the program never reported {name}"
+    tid = str(mine[0]["tid"])
+    stacks = [r["stack"] for r in mine]
+    outermost = stacks[0][-1]
+    spot = set(m for s in stacks for m in s[:-1])  # the spot's own methods
+    ok = reached = native = 0
+    bad, short = [], None
+    for s in samples:
+        if s["labels"].get("tid") != tid:
+            continue
+        jf = java_frames(s)
+        if not spot & set(jf):
+            continue  # another phase of the thread
+        # from the spot's innermost method: what it calls (System.nanoTime,
+        # a class loaded, the oracle's report()) is no part of its stacks
+        k = 0
+        while jf[k] not in spot:
+            k += 1
+        chain = jf[k:]
+        if any(is_subsequence(chain, st) for st in stacks):
+            ok += s["value"]
+            if chain and chain[-1] == outermost:
+                reached += s["value"]
+                # and on below it, through the call stub into libjvm's code
+                # that called Java, to the thread's start in libc (by
+                # mapping: a loaded machine may leave symbols pending)
+                maps = [os.path.basename(f["mapping"] or "") for f in s["frames"]]
+                if "libjvm.so" in maps and maps[-1].startswith("libc.so"):
+                    native += s["value"]
+                else:
+                    short = [(f["function"], f["mapping"]) for f in s["frames"]]
+        else:
+            bad.append(jf)
+    assert not bad, f"{name}: {len(bad)} samples with frames the JVM did not show, e.g. " \
+                    f"{bad[:3]}; the JVM's stacks: {stacks}"
+    assert ok >= min_samples, f"{name}: {ok} samples; " + " ".join(
+        line.split()[-1] for line in raw.splitlines() if "hotspot" in line and "=0" not in line)
+    assert reached >= 0.8 * ok, f"{name}: {reached} of {ok} samples reach {outermost}"
+    assert native >= 0.8 * reached, \
+        f"{name}: {native} of {reached} reach the thread's start, e.g. not {short}"
+    return ok
+
+
+FP_MODES = {"frame-pointers": ("-XX:+PreserveFramePointer",), "no-frame-pointers": ()}
+
+
+@pytest.mark.parametrize("fp", FP_MODES)
+@pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
+def test_compiled_and_interpreted_frames(profd_bin, pprof, tmp_path, classes, jdk, fp):
+    reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
+                                     "profd.frames.Frames", *FP_MODES[fp])
+    for spot in ("hot", "worker", "sort"):
+        check_spot(spot, reports, samples, raw)
+    # the hot leaf is C2 code by then, the comparator is called from
+    # compiled TimSort, main stays interpreted: all of them named
+    names = {f for s in samples for f in java_frames(s)}
+    for want in ("profd.frames.Frames.hotMiddle", "profd.frames.Frames$SlowCmp.compare",
+                 "java.util.TimSort.sort", "profd.frames.Frames.main",
+                 "profd.frames.Frames$Worker.workB"):
+        assert want in names, sorted(names)
+    assert counter(raw, "stat.hotspot_samples") > 0
+
+
+@pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
+def test_interpreted_only(profd_bin, pprof, tmp_path, classes, jdk):
+    """-Xint: every Java frame interpreted (named from its Method*, with the
+    line of its bci)."""
+    reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
+                                     "profd.frames.Frames", "-Xint")
+    for spot in ("hot", "worker", "sort"):
+        check_spot(spot, reports, samples, raw)
+    # interpreted, nothing is inlined: the whole chain shows, each caller
+    # at the line of its call, as the JVM says (the bci's line in the
+    # method's line number table)
+    hot = [r for r in reports if r["name"] == "hot"][0]
+    full = [s for s in samples if java_frames(s)[:5] == hot["stack"]]
+    assert sum(s["value"] for s in full) >= 20, full
+    for s in full:
+        lines = [f["line"] for f in s["frames"] if f["mapping"] == MAPPING and
+                 f["function"] and not f["function"].startswith("[")][:5]
+        assert lines[1:] == hot["lines"][1:], (lines, hot["lines"])
+        assert lines[0] > 0
+
+
+@pytest.mark.parametrize("fp", FP_MODES)
+@pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
+def test_code_cache_churn_never_misnamed(profd_bin, pprof, tmp_path, classes, jdk, fp):
+    reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
+                                     "profd.frames.Churn", *FP_MODES[fp],
+                                     "-XX:ReservedCodeCacheSize=4m", secs=5)
+    own = {str(r["tid"]): r["cls"] + ".work" for r in reports if r["name"] == "churn"}
+    assert len(own) == 4, reports
+    payloads = {cls for cls in own.values()}
+    named = 0
+    for s in samples:
+        tid = s["labels"].get("tid")
+        if tid not in own:
+            continue
+        for f in java_frames(s):
+            if f in payloads:
+                assert f == own[tid], f"thread {tid} runs {own[tid]}, a frame says {f}"
+                named += s["value"]
+    assert named >= 50, named
