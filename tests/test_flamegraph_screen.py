@@ -305,7 +305,7 @@ def test_language_frames_are_drawn_in_their_own_colour(profd_bin, chromium, tmp_
     assert r.returncode == 0, r.stderr[-2000:]
     page = out / "flamegraph.html"
     dom = parse_dom(dump_dom(chromium, str(page), tmp_path))
-    assert dom.ids["lg-interp"].get("hidden") is None, "legend has no Python/Ruby"
+    assert dom.ids["lg-interp"].get("hidden") is None, "legend has no language runtime entry"
     img = screenshot(chromium, page, 1920, 1080, tmp_path)
     root = root_row(img)
     graph_w = img.width - 20

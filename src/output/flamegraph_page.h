@@ -81,7 +81,7 @@ static const char page_tail[] =
 	"<span id=\"legend\"><span style=\"background:#ef8a3a\">user</span><span\n"
 	" style=\"background:#5fa8d3\">kernel</span><span id=\"lg-cuda\"\n"
 	" style=\"background:#76b900\" hidden>GPU kernel</span><span id=\"lg-interp\"\n"
-	" style=\"background:#3fb6a0\" hidden>Python/Ruby</span><span id=\"lg-inlined\"\n"
+	" style=\"background:#3fb6a0\" hidden>language runtime</span><span id=\"lg-inlined\"\n"
 	" style=\"background:#f7dc9c\" hidden>inlined</span><span\n"
 	" style=\"background:#b9b0d6\">process</span></span>\n"
 	"<span id=\"note\"></span></div>\n"
