@@ -28,6 +28,7 @@
 
 #include "counters/counters.h"
 #include "symbol/jit_syms_internal.h"
+#include "util/clock.h"
 #include "util/utf8.h"
 
 COUNTER_DEFINE(jitmap_parse_errors, COUNTER_STAT,
@@ -199,7 +200,7 @@ static void map_line(struct jit_syms *js, struct jit_file *f, char *line)
 	p++;
 	if (!good_range(start, size) || !good_name(p))
 		goto bad;
-	jit_syms_add(js, start, size, f->prev_read_ns, p, 0, NULL, 0);
+	jit_syms_add(js, start, size, f->prev_read_ns, f->now_ns, p, 0, NULL, 0);
 	return;
 bad:
 	counter_inc(&counter_jitmap_parse_errors);
@@ -352,6 +353,16 @@ static int by_addr(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/*
+ * When an entry of @f valid from @from surely holds: a timed record at
+ * its timestamp; an untimed one (arch timestamps, not converted) was
+ * written between the last read and this one.
+ */
+static uint64_t sure_of(const struct jit_file *f, uint64_t from)
+{
+	return f->arch_ts ? f->now_ns : from;
+}
+
 /* A LOAD body: pid, tid, vma, code_addr, code_size, code_index, name. Lock held. */
 static void dump_load(struct jit_syms *js, struct jit_file *f, const unsigned char *b,
 		      size_t len, uint64_t from)
@@ -397,7 +408,7 @@ static void dump_load(struct jit_syms *js, struct jit_file *f, const unsigned ch
 	}
 	if (d.n)
 		qsort(d.lines, d.n, sizeof(*d.lines), by_addr);
-	jit_syms_add(js, addr, size, from, name, index, d.lines, d.n);
+	jit_syms_add(js, addr, size, from, sure_of(f, from), name, index, d.lines, d.n);
 	pending_free(&d);
 }
 
@@ -425,7 +436,7 @@ static void dump_move(struct jit_syms *js, struct jit_file *f, const unsigned ch
 	}
 	src = jit_syms_find_load(js, old, index);
 	/* the old place holds nothing from now on, known or not */
-	jit_syms_add(js, old, size, from, NULL, index, NULL, 0);
+	jit_syms_add(js, old, size, from, sure_of(f, from), NULL, index, NULL, 0);
 	if (!src)
 		return;		/* moved code never seen loaded: stays unnamed */
 	src = jit_syms_find_load(js, old, index);	/* the array may have moved */
@@ -440,7 +451,8 @@ static void dump_move(struct jit_syms *js, struct jit_file *f, const unsigned ch
 			lines[i].addr = src->lines[i].addr - old + new;
 		}
 	}
-	jit_syms_add(js, new, size, from, name, index, lines, lines ? n : 0);
+	jit_syms_add(js, new, size, from, sure_of(f, from), name, index, lines,
+		     lines ? n : 0);
 	free(lines);
 }
 
@@ -584,6 +596,8 @@ static int read_file(struct jit_syms *js, struct jit_file *f, int fd,
 		f->off = (uint64_t)st->st_size;
 		return 0;
 	}
+	/* after the stat that sized this read: what it reads was written */
+	f->now_ns = clock_mono_ns();
 	added = f->kind == JIT_FILE_MAP ?
 		read_map(js, f, fd, (uint64_t)st->st_size, buf) :
 		read_dump(js, f, fd, (uint64_t)st->st_size, buf);

@@ -174,7 +174,7 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem,
 }
 
 int jit_syms_add(struct jit_syms *js, uint64_t start, uint64_t size,
-		 uint64_t from, const char *name, uint64_t code_index,
+		 uint64_t from, uint64_t sure, const char *name, uint64_t code_index,
 		 const struct jit_line *lines, uint32_t nlines)
 {
 	uint64_t need = sizeof(struct jit_entry) + 2 * sizeof(uint32_t) +
@@ -185,6 +185,8 @@ int jit_syms_add(struct jit_syms *js, uint64_t start, uint64_t size,
 	int c = size_class(size);
 
 	if (js->full || !fits(js, need)) {
+		if (!js->full || from < js->full_from)
+			js->full_from = from;
 		__atomic_store_n(&js->full, true, __ATOMIC_RELAXED);
 		counter_inc(&counter_jit_entries_dropped);
 		return -ENOSPC;
@@ -213,7 +215,8 @@ int jit_syms_add(struct jit_syms *js, uint64_t start, uint64_t size,
 	}
 	e = &js->e[js->n];
 	*e = (struct jit_entry){
-		.start = start, .size = size, .from = from, .seq = js->seq++,
+		.start = start, .size = size, .from = from,
+		.sure = sure > from ? sure : from, .seq = js->seq++,
 		.nlines = l ? nlines : 0, .lines = l, .code_index = code_index,
 	};
 	if (name) {
@@ -353,9 +356,18 @@ int jit_syms_lookup(struct jit_syms *js, uint64_t addr, uint64_t lo_ns,
 	if (ret)
 		goto out;
 	qsort(cand, n, sizeof(*cand), by_time);
-	/* cand[i] holds @addr from its from until the next one's */
+	/*
+	 * Past the first entry dropped for the budget, code not kept may
+	 * hold any address: nothing there is named (never by what held it
+	 * before).
+	 */
+	if (js->full && hi_ns > js->full_from) {
+		ret = -ENOENT;
+		goto out;
+	}
+	/* cand[i] holds @addr from its from until the next one surely holds */
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t until = i + 1 < n ? cand[i + 1]->from : UINT64_MAX;
+		uint64_t until = i + 1 < n ? cand[i + 1]->sure : UINT64_MAX;
 
 		if (cand[i]->from >= hi_ns || until <= lo_ns || until <= cand[i]->from)
 			continue;

@@ -28,6 +28,10 @@ struct jit_entry {
 	uint64_t start;
 	uint64_t size;
 	uint64_t from;		/* CLOCK_MONOTONIC ns it is valid from */
+	uint64_t sure;		/* ns by which it surely holds (>= from): an
+				 * untimed entry (a perf map line) was written
+				 * between two reads, [from, sure]; the entry
+				 * before it at its address may hold until sure */
 	uint32_t seq;		/* order read (all files of the process) */
 	uint32_t nlines;
 	const char *name;	/* arena; NULL: a MOVE's old place (nothing there) */
@@ -79,6 +83,7 @@ struct jit_file {
 	bool arch_ts;		/* a dump: JITDUMP_FLAGS_ARCH_TIMESTAMP */
 	bool seen;		/* present at the last refresh */
 	uint64_t prev_read_ns;	/* start of the read before this one (untimed entries' from) */
+	uint64_t now_ns;	/* start of this read (untimed entries' sure) */
 	struct jit_pending_debug pending[JIT_PENDING_DEBUG];
 	uint32_t npending;
 };
@@ -105,17 +110,20 @@ struct jit_syms {
 	struct jit_arena_chunk *arena;
 	uint64_t bytes;			/* atomic: heap held (entries, index, arena) */
 	bool full;			/* a cap was hit (dropped entries counted) */
+	uint64_t full_from;		/* the first dropped entry's from: past it
+					 * any address may hold code not kept */
 };
 
 /*
  * jit_syms_add - append an entry ([@start, @start + @size), valid from
- * @from) named @name (copied, cut at JIT_NAME_MAX; NULL: a MOVE's old
+ * @from, surely from @sure: the entry before it at its address may hold
+ * until then) named @name (copied, cut at JIT_NAME_MAX; NULL: a MOVE's old
  * place) with @nlines @lines (copied, file names too), within the caps
  * (over them: dropped, counted). Lock held. Returns 0, -ENOSPC (over a
  * cap) or -ENOMEM.
  */
 int jit_syms_add(struct jit_syms *js, uint64_t start, uint64_t size,
-		 uint64_t from, const char *name, uint64_t code_index,
+		 uint64_t from, uint64_t sure, const char *name, uint64_t code_index,
 		 const struct jit_line *lines, uint32_t nlines);
 
 /*

@@ -21,6 +21,12 @@
  *                         "jitL" for SECONDS; only after it stopped and
  *                         1 s more is the record written; then it lives
  *                         3 x SECONDS more running no JIT code
+ *   jitgen flood SECONDS  a perf map past profd's budget: "jitgen_flood_A"
+ *                         at X runs on thread "jitA"; then 400 000 lines of
+ *                         other code are appended (the budget fills), X is
+ *                         mapped again with new code, "jitgen_flood_B" is
+ *                         appended for it (dropped by a full table) and it
+ *                         runs on thread "jitB"; SECONDS each
  * Prints "ready PID ADDR" once the code is ready; with a third argument
  * GO, waits until file GO exists before running it (the profiler is up).
  */
@@ -228,6 +234,36 @@ int main(int argc, char **argv)
 		phase(x, secs, "jitrun");
 		return 0;
 	}
+	if (!strcmp(mode, "flood")) {
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+		x = map_code(NULL);
+		f = fopen(path, "w");
+		if (!f) {
+			perror(path);
+			return 1;
+		}
+		fprintf(f, "%lx %x jitgen_flood_A\n", (unsigned long)x, CODE_SIZE);
+		fflush(f);
+		printf("ready %d %lx\n", getpid(), (unsigned long)x);
+		wait_go(go);
+		phase(x, secs, "jitA");
+		for (unsigned long i = 0; i < 400000; i++)
+			fprintf(f, "%lx 40 jitgen_flood_filler_%lu\n",
+				0x100000000000UL + i * 0x40, i);
+		fflush(f);
+		usleep(500000);	/* read (and dropped) before B is written */
+		munmap(x, 4096);
+		if (map_code(x) != x)
+			return 1;
+		fprintf(f, "%lx %x jitgen_flood_B\n", (unsigned long)x, CODE_SIZE);
+		fclose(f);
+		phase(x, secs, "jitB");
+		printf("done\n");
+		return 0;
+	}
 	if (!strcmp(mode, "late")) {
 		uint64_t loaded;
 
@@ -244,7 +280,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(mode, "dump")) {
-		fprintf(stderr, "usage: jitgen map|dump|anon|late SECONDS\n");
+		fprintf(stderr, "usage: jitgen map|dump|anon|late|flood SECONDS\n");
 		return 2;
 	}
 	dump_open();
