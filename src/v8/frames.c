@@ -18,9 +18,9 @@
 #include "proc/remote.h"
 #include "v8/frames.h"
 
-COUNTER_DEFINE(v8_frame_unverified, COUNTER_LOST,
+COUNTER_DEFINE(v8_frame_unverified, COUNTER_PARTIAL,
 	       "V8 frames left unnamed: their slots were no frame marker and no Context + JSFunction");
-COUNTER_DEFINE(v8_read_errors, COUNTER_LOST,
+COUNTER_DEFINE(v8_read_errors, COUNTER_PARTIAL,
 	       "V8 frames left unnamed: the process's memory could not be read (gone, unmapped)");
 COUNTER_DEFINE(v8_name_unreadable, COUNTER_PARTIAL,
 	       "V8 JS frames without a function name: its String or ScopeInfo did not check out");

@@ -48,13 +48,13 @@
 #define NAME_CACHE_ENTRIES	65536
 
 COUNTER_DEFINE(v8_frames_named, COUNTER_STAT, "JS frames named in V8 samples");
-COUNTER_DEFINE(v8_frame_stale, COUNTER_LOST,
+COUNTER_DEFINE(v8_frame_stale, COUNTER_PARTIAL,
 	       "JS frames left unnamed: the SharedFunctionInfo BPF saw was moved or freed since");
-COUNTER_DEFINE(v8_frame_unmatched, COUNTER_LOST,
+COUNTER_DEFINE(v8_frame_unmatched, COUNTER_PARTIAL,
 	       "JS frames left unnamed: no native IP of the sample had their pc");
 COUNTER_DEFINE(v8_frame_native_code, COUNTER_STAT,
 	       "JS frames whose pc is in builtins or native code: the native name kept");
-COUNTER_DEFINE(v8_leaf_unverified, COUNTER_LOST,
+COUNTER_DEFINE(v8_leaf_unverified, COUNTER_PARTIAL,
 	       "V8 leaf frames left unnamed: [sp] held a code address (prologue or epilogue)");
 COUNTER_DEFINE(v8_line_unverified, COUNTER_PARTIAL,
 	       "interpreted JS frames without a line: their BytecodeArray is no longer their function's");
