@@ -40,8 +40,8 @@ import pytest
 from conftest import ROOT
 from test_dwarf import counters
 from untrue_frames import Checker
-from test_go_unwind import (GO, Symbols, go_chains, go_info, go_name, readelf_sections,
-                            run, show, user_frames)
+from test_go_unwind import (GO, Symbols, go_chains, go_info, go_name, load_segments,
+                            readelf_sections, run, show, user_frames)
 
 SRC = os.path.join(ROOT, "tests", "workloads", "gocgo")
 VARIANTS = {
@@ -162,13 +162,14 @@ def test_cgo_callback_stacks(profd_bin, pprof, tmp_path, build_dir, cgo_build, v
     asm_callers = {fn for fn, (c, _j) in call_graph(binary).items()
                    if "runtime.asmcgocall" in c}
     syms = ExeSymbols(binary)
+    segs = load_segments(binary)
     samples, err, paths = run(profd_bin, pprof, tmp_path, binary)
     assert samples, err
 
     n, exact, untrue, inexact = dict.fromkeys(HOT, 0), dict.fromkeys(HOT, 0), {}, {}
     on_g0 = 0       # callback samples on g0 again (runtime.systemstack above it)
     for s in samples:
-        frames = user_frames(s, syms)
+        frames = user_frames(s, syms, binary, segs)
         key = tuple(frames) + (("[truncated]",) if any("[truncated]" in f for f in
                                                        s["frames"]) else ())
         bad = False
