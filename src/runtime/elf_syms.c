@@ -9,8 +9,8 @@
 
 #include "runtime/elf_syms.h"
 
-/* The string table of the symbol table whose header is @sh, or NULL. */
-static Elf_Data *strings_of(Elf *elf, const GElf_Shdr *sh)
+/* runtime_elf_sym_strings - see elf_syms.h. */
+Elf_Data *runtime_elf_sym_strings(Elf *elf, const GElf_Shdr *sh)
 {
 	Elf_Scn *scn = elf_getscn(elf, sh->sh_link);
 	GElf_Shdr ssh;
@@ -80,7 +80,7 @@ size_t runtime_elf_find_syms(Elf *elf, const char *const *names, size_t n,
 		}
 	}
 	for (int t = 0; t < 2 && found < n; t++)
-		if (tabs[t] && (strs = strings_of(elf, &shs[t])) &&
+		if (tabs[t] && (strs = runtime_elf_sym_strings(elf, &shs[t])) &&
 		    (!needle || memmem(strs->d_buf, strs->d_size, needle, strlen(needle) + 1)))
 			found = scan(elf, tabs[t], strs, names, n, out, found);
 	return found;

@@ -12,6 +12,7 @@
 #ifndef PROFD_RUNTIME_ELF_SYMS_H
 #define PROFD_RUNTIME_ELF_SYMS_H
 
+#include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +23,13 @@ struct runtime_elf_sym {
 	uint64_t size;		/* st_size, bytes */
 	bool found;
 };
+
+/*
+ * runtime_elf_sym_strings - the string table (SHT_STRTAB, with data) of
+ * the symbol table whose section header is @sh, or NULL. The data is
+ * libelf's, valid until elf_end(@elf).
+ */
+Elf_Data *runtime_elf_sym_strings(Elf *elf, const GElf_Shdr *sh);
 
 /*
  * runtime_elf_find_syms - for each of the @n names in @names, its

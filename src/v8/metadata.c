@@ -29,6 +29,7 @@
 
 #include "counters/counters.h"
 #include "runtime/elf_detect.h"
+#include "runtime/elf_syms.h"
 #include "v8/metadata.h"
 
 COUNTER_DEFINE(v8_metadata_missing, COUNTER_PARTIAL,
@@ -161,19 +162,6 @@ static const struct vsym *find(const struct symset *s, const char *name)
 	struct vsym key = { .name = name };
 
 	return s->n ? bsearch(&key, s->v, s->n, sizeof(*s->v), cmp_vsym) : NULL;
-}
-
-/* The string table of the symbol table whose header is @sh, or NULL. */
-static Elf_Data *symtab_strings(Elf *elf, const GElf_Shdr *sh)
-{
-	Elf_Scn *scn = elf_getscn(elf, sh->sh_link);
-	GElf_Shdr ssh;
-	Elf_Data *d;
-
-	if (!scn || !gelf_getshdr(scn, &ssh) || ssh.sh_type != SHT_STRTAB)
-		return NULL;
-	d = elf_getdata(scn, NULL);
-	return d && d->d_buf && d->d_size ? d : NULL;
 }
 
 /* The value of @sym (size 4 or 8, signed) from its section's file image. */
@@ -398,7 +386,7 @@ static int read_elf(Elf *elf, int fd, struct v8_layout *out)
 		}
 	}
 	for (int t = 0; t < 2; t++) {
-		if (!tabs[t] || !(strs = symtab_strings(elf, &shs[t])) ||
+		if (!tabs[t] || !(strs = runtime_elf_sym_strings(elf, &shs[t])) ||
 		    !memmem(strs->d_buf, strs->d_size, NEEDLE, sizeof(NEEDLE)))
 			continue;
 		if (!s.v && !(s.v = calloc(MAX_SYMS, sizeof(*s.v))))
