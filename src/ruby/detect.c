@@ -41,6 +41,7 @@
 #include "ruby/iseq.h"
 #include "ruby/symbols.h"
 #include "runtime/elf_detect.h"
+#include "runtime/elf_syms.h"
 
 enum rb_sym {
 	SYM_VM_PTR,
@@ -52,103 +53,24 @@ enum rb_sym {
 	NSYMS
 };
 
-#define SYM_NAME(s)	{ s, sizeof(s) - 1 }
-
-static const struct {
-	const char *name;
-	size_t len;
-} sym_names[NSYMS] = {
-	[SYM_VM_PTR]	= SYM_NAME("ruby_current_vm_ptr"),
-	[SYM_VM_EXEC]	= SYM_NAME("rb_vm_exec"),
-	[SYM_VERSION]	= SYM_NAME("ruby_version"),
-	[SYM_IMMORTAL]	= SYM_NAME("rb_sym_immortal_count"),
-	[SYM_GC_COUNT]	= SYM_NAME("rb_gc_count"),
-	[SYM_DURING_GC]	= SYM_NAME("rb_during_gc"),
-};
-
-struct sym {
-	uint64_t value, size;
-	bool found;
+/* What find_symbols() looks up, by enum rb_sym. */
+static const char *const sym_names[NSYMS] = {
+	[SYM_VM_PTR]	= "ruby_current_vm_ptr",
+	[SYM_VM_EXEC]	= "rb_vm_exec",
+	[SYM_VERSION]	= "ruby_version",
+	[SYM_IMMORTAL]	= "rb_sym_immortal_count",
+	[SYM_GC_COUNT]	= "rb_gc_count",
+	[SYM_DURING_GC]	= "rb_during_gc",
 };
 
 #define VERSION_MAX	16	/* "NNN.NNN.NNN" and its NUL */
 #define CODE_SCAN	16	/* bytes of rb_sym_immortal_count() decoded */
 #define MAX_THREAD_CHECK	PROFD_RB_MAX_THREAD_SCAN
 
-/* The string table of the symbol table whose header is @sh, or NULL. */
-static Elf_Data *symtab_strings(Elf *elf, const GElf_Shdr *sh)
-{
-	Elf_Scn *scn = elf_getscn(elf, sh->sh_link);
-	GElf_Shdr ssh;
-	Elf_Data *d;
-
-	if (!scn || !gelf_getshdr(scn, &ssh) || ssh.sh_type != SHT_STRTAB)
-		return NULL;
-	d = elf_getdata(scn, NULL);
-	return d && d->d_buf && d->d_size ? d : NULL;
-}
-
-/* Record in @syms the wanted symbols table @scn defines that none before gave. */
-static void scan_symbols(Elf *elf, Elf_Scn *scn, const Elf_Data *strs, struct sym *syms)
-{
-	Elf_Data *d = elf_getdata(scn, NULL);
-	const char *str = strs->d_buf;
-	size_t strsz = strs->d_size, entsz, n;
-
-	entsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-	if (!d || !entsz)
-		return;
-	n = d->d_size / entsz;
-	if (n > INT_MAX)
-		n = INT_MAX;
-	for (size_t i = 1; i < n; i++) {
-		const char *name;
-		GElf_Sym sym;
-
-		if (!gelf_getsym(d, (int)i, &sym))
-			break;
-		if (sym.st_shndx == SHN_UNDEF || sym.st_name >= strsz)
-			continue;
-		name = str + sym.st_name;
-		if (name[0] != 'r')
-			continue;
-		for (int k = 0; k < NSYMS; k++) {
-			size_t len = sym_names[k].len;
-
-			if (syms[k].found || strsz - sym.st_name < len + 1 ||
-			    memcmp(name, sym_names[k].name, len + 1))
-				continue;
-			syms[k].value = sym.st_value;
-			syms[k].size = sym.st_size;
-			syms[k].found = true;
-			break;
-		}
-	}
-}
-
 /* Fill @syms from .dynsym, then .symtab, each only if its strings hold the needle. */
-static void find_symbols(Elf *elf, struct sym *syms)
+static void find_symbols(Elf *elf, struct runtime_elf_sym *syms)
 {
-	static const char needle[] = "ruby_current_vm_ptr";	/* with its NUL */
-	Elf_Scn *scn = NULL, *tabs[2] = { NULL, NULL };
-	GElf_Shdr shs[2], sh;
-	Elf_Data *strs;
-
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_DYNSYM && !tabs[0]) {
-			tabs[0] = scn;
-			shs[0] = sh;
-		} else if (sh.sh_type == SHT_SYMTAB && !tabs[1]) {
-			tabs[1] = scn;
-			shs[1] = sh;
-		}
-	}
-	for (int t = 0; t < 2; t++)
-		if (tabs[t] && (strs = symtab_strings(elf, &shs[t])) &&
-		    memmem(strs->d_buf, strs->d_size, needle, sizeof(needle)))
-			scan_symbols(elf, tabs[t], strs, syms);
+	runtime_elf_find_syms(elf, sym_names, NSYMS, syms, "ruby_current_vm_ptr");
 }
 
 /*
@@ -208,7 +130,7 @@ static bool parse_version(const char *s, size_t n, struct rb_binary *out)
 	return i < n && s[i] == '\0' && out->major >= 1;
 }
 
-static bool read_version(Elf *elf, const struct sym *s, struct rb_binary *out)
+static bool read_version(Elf *elf, const struct runtime_elf_sym *s, struct rb_binary *out)
 {
 	char buf[VERSION_MAX];
 	size_t len = s->size && s->size < sizeof(buf) ? s->size : sizeof(buf);
@@ -220,7 +142,7 @@ static bool read_version(Elf *elf, const struct sym *s, struct rb_binary *out)
 	return false;
 }
 
-static void read_global_symbols(Elf *elf, const struct sym *s, struct rb_binary *out)
+static void read_global_symbols(Elf *elf, const struct runtime_elf_sym *s, struct rb_binary *out)
 {
 	const struct rb_offsets *off = rb_offsets_find(out->major, out->minor, out->teeny);
 	uint8_t code[CODE_SCAN];
@@ -268,7 +190,7 @@ static bool objspace_load(const uint8_t *code, uint64_t fn, uint64_t *got, int32
  * Anything else: no GC epochs (names are then trusted for
  * RB_ISEQ_RECHECK_NS, not per epoch).
  */
-static void read_gc_count(Elf *elf, const struct sym *s, struct rb_binary *out)
+static void read_gc_count(Elf *elf, const struct runtime_elf_sym *s, struct rb_binary *out)
 {
 	static const uint8_t want[] = {
 		0x48, 0x8b, 0x80, 0, 0, 0, 0,		/* mov rax,[rax+disp32] */
@@ -300,7 +222,7 @@ static void read_gc_count(Elf *elf, const struct sym *s, struct rb_binary *out)
  * bit PROFD_RB_GC_DURING_GC_BIT (which places the flags' mode bits below
  * it, bpf/unwind_ruby.h). Anything else: no quiet samples.
  */
-static void read_gc_flags(Elf *elf, const struct sym *s, struct rb_binary *out)
+static void read_gc_flags(Elf *elf, const struct runtime_elf_sym *s, struct rb_binary *out)
 {
 	static const uint8_t want[] = {
 		0x0f, 0xb6, 0x40, 0,			/* movzx eax,byte [rax+disp8] */
@@ -328,7 +250,7 @@ static void read_gc_flags(Elf *elf, const struct sym *s, struct rb_binary *out)
 
 static int detect_elf(Elf *elf, struct rb_binary *out)
 {
-	struct sym syms[NSYMS] = { 0 };
+	struct runtime_elf_sym syms[NSYMS];
 	GElf_Ehdr eh;
 
 	if (elf_kind(elf) != ELF_K_ELF)
