@@ -983,7 +983,8 @@ def test_sanitized_build(tmp_path):
          os.path.join(ROOT, "src", "python", "detect.c"),
          os.path.join(ROOT, "src", "python", "offsets.c"),
          os.path.join(ROOT, "src", "util", "elf_section.c"),
-         os.path.join(ROOT, "src", "runtime", "elf_detect.c"), "-lelf"],
+         os.path.join(ROOT, "src", "runtime", "elf_detect.c"),
+         os.path.join(ROOT, "src", "runtime", "elf_syms.c"), "-lelf"],
         capture_output=True, text=True)
     if build.returncode != 0 and re.search(r"lib(asan|ubsan)", build.stderr):
         pytest.skip("no sanitizer runtime: " + build.stderr[-500:])

@@ -63,6 +63,7 @@
 
 #include "python/detect.h"
 #include "runtime/elf_detect.h"
+#include "runtime/elf_syms.h"
 #include "util/elf_section.h"
 
 enum py_sym {
@@ -77,26 +78,16 @@ enum py_sym {
 	NSYMS
 };
 
-#define SYM_NAME(s)	{ s, sizeof(s) - 1 }
-
-static const struct {
-	const char *name;
-	size_t len;		/* without the NUL */
-} sym_names[NSYMS] = {
-	[SYM_RUNTIME]		= SYM_NAME("_PyRuntime"),
-	[SYM_EVAL]		= SYM_NAME("_PyEval_EvalFrameDefault"),
-	[SYM_EVAL_COLD]		= SYM_NAME("_PyEval_EvalFrameDefault.cold"),
-	[SYM_CODE_TYPE]		= SYM_NAME("PyCode_Type"),
-	[SYM_UNICODE_TYPE]	= SYM_NAME("PyUnicode_Type"),
-	[SYM_BYTES_TYPE]	= SYM_NAME("PyBytes_Type"),
-	[SYM_PY_VERSION]	= SYM_NAME("Py_Version"),
-	[SYM_GET_VERSION]	= SYM_NAME("Py_GetVersion"),
-};
-
-struct sym {
-	uint64_t value;		/* st_value */
-	uint64_t size;		/* st_size */
-	bool found;
+/* What find_symbols() looks up, by enum py_sym. */
+static const char *const sym_names[NSYMS] = {
+	[SYM_RUNTIME]		= "_PyRuntime",
+	[SYM_EVAL]		= "_PyEval_EvalFrameDefault",
+	[SYM_EVAL_COLD]		= "_PyEval_EvalFrameDefault.cold",
+	[SYM_CODE_TYPE]		= "PyCode_Type",
+	[SYM_UNICODE_TYPE]	= "PyUnicode_Type",
+	[SYM_BYTES_TYPE]	= "PyBytes_Type",
+	[SYM_PY_VERSION]	= "Py_Version",
+	[SYM_GET_VERSION]	= "Py_GetVersion",
 };
 
 /* Bytes of Py_GetVersion searched for the address of PY_VERSION. */
@@ -106,96 +97,13 @@ struct sym {
 
 /* ---- symbols ---------------------------------------------------------- */
 
-/* The string table of the symbol table whose header is @sh, or NULL. */
-static Elf_Data *symtab_strings(Elf *elf, const GElf_Shdr *sh)
-{
-	Elf_Scn *scn = elf_getscn(elf, sh->sh_link);
-	GElf_Shdr ssh;
-	Elf_Data *d;
-
-	if (!scn || !gelf_getshdr(scn, &ssh) || ssh.sh_type != SHT_STRTAB)
-		return NULL;
-	d = elf_getdata(scn, NULL);
-	if (!d || !d->d_buf || !d->d_size)
-		return NULL;
-	return d;
-}
-
-/*
- * Record in @syms the wanted symbols that symbol table @scn (names in
- * @strs) defines and that no earlier table gave.
- */
-static void scan_symbols(Elf *elf, Elf_Scn *scn, const Elf_Data *strs,
-			 struct sym *syms)
-{
-	Elf_Data *d = elf_getdata(scn, NULL);
-	const char *str = strs->d_buf;
-	size_t strsz = strs->d_size, entsz, n, i;
-	int k;
-
-	entsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-	if (!d || !entsz)
-		return;
-	n = d->d_size / entsz;
-	if (n > INT_MAX)
-		n = INT_MAX;
-	/* Index 0 is the null symbol. */
-	for (i = 1; i < n; i++) {
-		const char *name;
-		size_t left;
-		GElf_Sym sym;
-
-		if (!gelf_getsym(d, (int)i, &sym))
-			break;
-		if (sym.st_shndx == SHN_UNDEF || sym.st_name >= strsz)
-			continue;
-		name = str + sym.st_name;
-		if (name[0] != '_' && name[0] != 'P')
-			continue;
-		left = strsz - sym.st_name;
-		for (k = 0; k < NSYMS; k++) {
-			size_t len = sym_names[k].len;
-
-			/* len + 1: the NUL ends the name inside the table. */
-			if (syms[k].found || left < len + 1 ||
-			    memcmp(name, sym_names[k].name, len + 1))
-				continue;
-			syms[k].value = sym.st_value;
-			syms[k].size = sym.st_size;
-			syms[k].found = true;
-			break;
-		}
-	}
-}
-
 /*
  * Fill @syms from .dynsym, then .symtab. A table is only walked when its
  * string table holds "_PyRuntime": the cheap reject of everything else.
  */
-static void find_symbols(Elf *elf, struct sym *syms)
+static void find_symbols(Elf *elf, struct runtime_elf_sym *syms)
 {
-	static const char needle[] = "_PyRuntime";	/* with its NUL */
-	Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL;
-	GElf_Shdr dyn_sh = { 0 }, sym_sh = { 0 }, sh;
-	Elf_Data *strs;
-
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_DYNSYM && !dynsym) {
-			dynsym = scn;
-			dyn_sh = sh;
-		} else if (sh.sh_type == SHT_SYMTAB && !symtab) {
-			symtab = scn;
-			sym_sh = sh;
-		}
-	}
-	if (dynsym && (strs = symtab_strings(elf, &dyn_sh)) &&
-	    memmem(strs->d_buf, strs->d_size, needle, sizeof(needle)))
-		scan_symbols(elf, dynsym, strs, syms);
-	if (symtab && (strs = symtab_strings(elf, &sym_sh)) &&
-	    memmem(strs->d_buf, strs->d_size, needle, sizeof(needle)))
-		scan_symbols(elf, symtab, strs, syms);
+	runtime_elf_find_syms(elf, sym_names, NSYMS, syms, "_PyRuntime");
 }
 
 /* ---- file image ------------------------------------------------------- */
@@ -298,7 +206,7 @@ static bool version_at(Elf *elf, uint64_t addr, struct py_binary *out)
 
 /* Version from Py_Version (PY_VERSION_HEX). Returns true when valid. */
 static bool version_from_hex(Elf *elf, const GElf_Ehdr *eh,
-			     const struct sym *s, struct py_binary *out)
+			     const struct runtime_elf_sym *s, struct py_binary *out)
 {
 	bool be = eh->e_ident[EI_DATA] == ELFDATA2MSB;
 	unsigned char buf[8];
@@ -329,7 +237,7 @@ static bool version_from_hex(Elf *elf, const GElf_Ehdr *eh,
  * address its first GETVERSION_SCAN bytes load, see the file comment.
  */
 static bool version_from_getversion(Elf *elf, const GElf_Ehdr *eh,
-				    const struct sym *s, struct py_binary *out)
+				    const struct runtime_elf_sym *s, struct py_binary *out)
 {
 	unsigned char code[GETVERSION_SCAN];
 	size_t len = s->size && s->size < sizeof(code) ? s->size : sizeof(code);
@@ -408,7 +316,7 @@ static bool version_from_rodata(Elf *elf, struct py_binary *out)
 
 static int detect_elf(Elf *elf, struct py_binary *out)
 {
-	struct sym syms[NSYMS] = { 0 };
+	struct runtime_elf_sym syms[NSYMS];
 	GElf_Ehdr eh;
 
 	if (elf_kind(elf) != ELF_K_ELF)
