@@ -28,6 +28,7 @@ import pytest
 from conftest import ROOT, run_unit
 from pprof_traces import pprof_raw_samples
 from test_dwarf import counters, profile
+from test_go_unwind import strip_section_headers
 
 SRC = os.path.join(ROOT, "tests", "workloads", "go_symbols")
 GO = shutil.which("go", path="/usr/bin:/usr/local/go/bin:" + os.environ.get("PATH", ""))
@@ -71,20 +72,6 @@ def go_build(tmp_path_factory):
     paths["pie-noshdr"] = strip_section_headers(paths["pie"],
                                                 str(out / "gosymbols-pie-noshdr"))
     return paths
-
-
-def strip_section_headers(src, dst):
-    """@src copied to @dst without its section headers (e_shoff, e_shnum
-    zeroed: only the segments left, as llvm-objcopy --strip-sections
-    leaves them); returns @dst."""
-    with open(src, "rb") as f:
-        buf = bytearray(f.read())
-    struct.pack_into("<Q", buf, 0x28, 0)            # e_shoff
-    struct.pack_into("<HHH", buf, 0x3a, 0, 0, 0)    # e_shentsize, e_shnum, e_shstrndx
-    with open(dst, "wb") as f:
-        f.write(buf)
-    os.chmod(dst, 0o755)
-    return dst
 
 
 def nm_funcs(binary, sized=False):
