@@ -167,6 +167,18 @@ static enum dbgd_state settle(const struct dbgd_entry *e)
 	return dbgd_entry_state(e);
 }
 
+/* A fetcher over @cfg (its environment set first), checked; NULL on failure. */
+static struct dbgd_fetcher *start_fetcher(const struct dbgd_config *cfg)
+{
+	struct dbgd_fetcher *d;
+	char why[200];
+
+	CHECK(!dbgd_env_setup(cfg), "environment set");
+	d = dbgd_fetcher_new(cfg, why, sizeof(why));
+	CHECK(d != NULL, "fetcher started (%s)", d ? "" : why);
+	return d;
+}
+
 /* The file:// server's debuginfo path of build ID @id. */
 static void served(char *out, size_t len, const char *id)
 {
@@ -182,7 +194,7 @@ static void test_fetch(const char *self, const char *self_id)
 	const char *lie_id = "0123456789abcdef0123456789abcdef01234567";
 	const char *junk_id = "fedcba9876543210fedcba9876543210fedcba98";
 	const char *none_id = "00000000000000000000000000000000000000ff";
-	char urls[300], cache[300], path[400], why[200];
+	char urls[300], cache[300], path[400];
 	struct dbgd_entry *e, *lie, *junk, *none;
 	struct dbgd_config cfg;
 	struct dbgd_fetcher *d;
@@ -201,9 +213,7 @@ static void test_fetch(const char *self, const char *self_id)
 	snprintf(cache, sizeof(cache), "%s/fetched", tmp);
 	cfg = (struct dbgd_config){ .urls = urls, .cache_dir = cache,
 				    .cache_bytes = 64 << 20 };
-	CHECK(!dbgd_env_setup(&cfg), "environment set");
-	d = dbgd_fetcher_new(&cfg, why, sizeof(why));
-	CHECK(d != NULL, "fetcher started (%s)", d ? "" : why);
+	d = start_fetcher(&cfg);
 	if (!d)
 		return;
 	CHECK(!dbgd_request(d, "xyz") && !dbgd_request(d, ""), "not a build ID: NULL");
@@ -241,7 +251,7 @@ static void test_fetch(const char *self, const char *self_id)
  */
 static void test_bad_cached_file(const char *self, const char *self_id)
 {
-	char urls[300], cache[300], path[400], why[200];
+	char urls[300], cache[300], path[400];
 	uint64_t ok0 = counter_debuginfod_fetched.value;
 	uint64_t rej0 = counter_debuginfod_rejected.value;
 	struct dbgd_config cfg;
@@ -259,9 +269,7 @@ static void test_bad_cached_file(const char *self, const char *self_id)
 	snprintf(cache, sizeof(cache), "%s/badcache", tmp);
 	cfg = (struct dbgd_config){ .urls = urls, .cache_dir = cache,
 				    .cache_bytes = 64 << 20 };
-	CHECK(!dbgd_env_setup(&cfg), "environment set");
-	d = dbgd_fetcher_new(&cfg, why, sizeof(why));
-	CHECK(d != NULL, "fetcher started (%s)", d ? "" : why);
+	d = start_fetcher(&cfg);
 	if (!d)
 		return;
 	e = dbgd_request(d, self_id);
@@ -366,7 +374,7 @@ static void test_server_errors(const char *self, const char *self_id)
 	uint64_t se0 = counter_debuginfod_server_errors.value;
 	uint64_t nf0 = counter_debuginfod_not_found.value;
 	uint64_t ok0 = counter_debuginfod_fetched.value;
-	char urls[300], cache[300], why[200];
+	char urls[300], cache[300];
 	struct dbgd_config cfg;
 	struct dbgd_fetcher *d;
 	struct dbgd_entry *e, *none;
@@ -381,9 +389,7 @@ static void test_server_errors(const char *self, const char *self_id)
 	cfg = (struct dbgd_config){ .urls = urls, .cache_dir = cache,
 				    .cache_bytes = 64 << 20,
 				    .error_retry_ms = ERROR_RETRY_MS };
-	CHECK(!dbgd_env_setup(&cfg), "environment set");
-	d = dbgd_fetcher_new(&cfg, why, sizeof(why));
-	CHECK(d != NULL, "fetcher started (%s)", d ? "" : why);
+	d = start_fetcher(&cfg);
 	if (!d)
 		goto out;
 	e = dbgd_request(d, self_id);
@@ -410,9 +416,7 @@ static void test_server_errors(const char *self, const char *self_id)
 	CHECK(dbgd_fetcher_free(d, 3000000000ULL), "workers stopped");
 
 	snprintf(urls, sizeof(urls), "http://127.0.0.1:%d", miss.port);
-	CHECK(!dbgd_env_setup(&cfg), "environment set");
-	d = dbgd_fetcher_new(&cfg, why, sizeof(why));
-	CHECK(d != NULL, "fetcher started (%s)", d ? "" : why);
+	d = start_fetcher(&cfg);
 	if (!d)
 		goto out;
 	none = dbgd_request(d, none_id);
