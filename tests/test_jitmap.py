@@ -324,4 +324,8 @@ def test_growing_perf_map_is_bounded(profd_bin, pprof, jitgen, tmp_path):
     assert rss_mib < 400, rss_mib
     assert counter(paths, pprof, "jit_entries_dropped") > 0, err
     assert set(by) <= {"jitgen_grow_fn", "[[jit]]"}, by
-    assert counter(paths, pprof, "jit_unknown") > 0, err
+    # each unnamed frame is counted: unknown past the drop, or ambiguous
+    # (a line read between two reads) before it
+    unnamed = by.get("[[jit]]", 0)
+    assert not unnamed or (counter(paths, pprof, "jit_unknown") +
+                           counter(paths, pprof, "jit_ambiguous")) > 0, err
