@@ -516,3 +516,25 @@ def test_debuginfod_urls_off_and_bad_values(profd_bin, tmp_path):
         r = run(profd_bin, *args, "--print-config")
         assert r.returncode == 64 and args[0] in r.stderr, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) <= 2, r.stderr
+
+
+def test_settings_from_the_environment_are_told(profd_bin):
+    """A setting left to its environment variable prints "" (so the file
+    does not pin the variable's value) and a comment after the document
+    names the variable and the value the run takes; a flag wins and gets no
+    comment."""
+    env = dict(os.environ, DEBUGINFOD_URLS="http://127.0.0.1:1/",
+               OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4318")
+    r = subprocess.run([profd_bin, "--print-config"], capture_output=True, text=True,
+                       timeout=20, env=env)
+    assert r.returncode == 0, r.stderr
+    printed = yaml.safe_load(r.stdout)
+    assert printed["debuginfod-urls"] == "" and printed["otlp-endpoint"] == ""
+    notes = [l for l in r.stdout.splitlines() if l.startswith("#")]
+    assert '# debuginfod-urls: "" takes $DEBUGINFOD_URLS: http://127.0.0.1:1/' in notes, notes
+    assert ('# otlp-endpoint: "" takes $OTEL_EXPORTER_OTLP_ENDPOINT: http://127.0.0.1:4318'
+            in notes), notes
+    r = subprocess.run([profd_bin, "--print-config", "--debuginfod-urls", "off"],
+                       capture_output=True, text=True, timeout=20, env=env)
+    assert yaml.safe_load(r.stdout)["debuginfod-urls"] == "off"
+    assert "DEBUGINFOD_URLS" not in r.stdout, r.stdout

@@ -5,8 +5,10 @@
  * printed values are always quoted correctly.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -219,6 +221,40 @@ static void emit_value(struct emitter *em, const struct options *o,
 	emit_scalar(em, buf, true);
 }
 
+/*
+ * A setting printed "" (unset) that the run takes from the environment gets
+ * a YAML comment after the document saying which variable and its value, so
+ * the printed file tells what the run uses without pinning the variable's
+ * value into a config file.
+ */
+static void print_env_notes(const struct options *o, FILE *f)
+{
+	static const struct {
+		int key;
+		const char *name, *env;
+	} notes[] = {
+		{ OPT_DEBUGINFOD_URLS, "debuginfod-urls", "DEBUGINFOD_URLS" },
+		{ OPT_OTLP_ENDPOINT, "otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT" },
+		{ OPT_OTLP_ENDPOINT, "otlp-endpoint", "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT" },
+		{ OPT_OTLP_PROTOCOL, "otlp-protocol", "OTEL_EXPORTER_OTLP_PROTOCOL" },
+	};
+	const struct agent_config *c = &o->cfg;
+
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++) {
+		const char *v = getenv(notes[i].env);
+		bool unset = notes[i].key == OPT_DEBUGINFOD_URLS ? !c->debuginfod_urls :
+			     notes[i].key == OPT_OTLP_ENDPOINT ? !c->otlp_endpoint :
+			     !c->otlp_protocol;
+
+		if (!unset || !v || !*v)
+			continue;
+		fprintf(f, "# %s: \"\" takes $%s: ", notes[i].name, notes[i].env);
+		for (const char *p = v; *p && p - v < 200; p++)	/* one line, printable */
+			fputc(*p >= 0x20 && *p < 0x7f ? *p : '?', f);
+		fputc('\n', f);
+	}
+}
+
 int options_print_yaml(const struct options *o, FILE *f)
 {
 	struct emitter em = { .err = 0 };
@@ -253,5 +289,7 @@ int options_print_yaml(const struct options *o, FILE *f)
 	if (!em.err && !yaml_emitter_flush(&em.e))
 		em.err = -EIO;
 	yaml_emitter_delete(&em.e);
+	if (!em.err)
+		print_env_notes(o, f);
 	return em.err;
 }
