@@ -311,9 +311,9 @@ def test_growing_perf_map_is_bounded(profd_bin, pprof, jitgen, tmp_path):
     """A perf map that grows throughout the run (~15 MB/s of new lines)
     costs profd bounded memory: its RSS stays under 400 MiB, entries past
     the budget are counted as dropped (jit_entries_dropped), and no frame
-    is misnamed: once lines were dropped, any address may hold code whose
-    line was not kept, so frames from then on are left unnamed
-    (jit_unknown), never named by an earlier line."""
+    is misnamed: once lines were dropped, an address where a dropped line's
+    code may lie is left unnamed from then on (jit_unknown), never named by
+    an earlier line; the hot function, elsewhere, keeps its name."""
     work, go, addr = start_jitgen(jitgen, tmp_path, "anon", 6)
     path = f"/tmp/perf-{work.pid}.map"
     stop_flag = threading.Event()
@@ -355,8 +355,48 @@ def test_growing_perf_map_is_bounded(profd_bin, pprof, jitgen, tmp_path):
     assert rss_mib < 400, rss_mib
     assert counter(paths, pprof, "jit_entries_dropped") > 0, err
     assert set(by) <= {"jitgen_grow_fn", "[[jit]]"}, by
+    # the dropped lines' code lies apart from the hot function's: the
+    # files are still parsed past the budget to learn where (the hull), so
+    # the hot function keeps its name while profd keeps up with the file
+    unnamed = by.get("[[jit]]", 0)
+    assert by.get("jitgen_grow_fn", 0) * 2 >= sum(by.values()), by
     # each unnamed frame is counted: unknown past the drop, or ambiguous
     # (a line read between two reads) before it
-    unnamed = by.get("[[jit]]", 0)
     assert not unnamed or (counter(paths, pprof, "jit_unknown") +
                            counter(paths, pprof, "jit_ambiguous")) > 0, err
+
+
+def test_map_read_in_parts_never_misnames(profd_bin, pprof, jitgen, tmp_path):
+    """A perf map bigger than one read (JIT_READ_MAX, 16 MiB) whose first
+    line names the hot code's address "jitgen_old_fn" and whose last line,
+    ~100 MiB on, names it again "jitgen_true_fn": both were in the file
+    before profd read any of it, so the last line may hold from the start
+    (perf map lines carry no time). Read over several refreshes, the last
+    line's entry must not count only from the read that reached it: no
+    sample is named jitgen_old_fn (frames the two lines could both name
+    are left unnamed, counted)."""
+    work, go, addr = start_jitgen(jitgen, tmp_path, "anon", 6)
+    path = f"/tmp/perf-{work.pid}.map"
+    try:
+        with open(path, "w") as f:
+            f.write("%x 40 jitgen_old_fn\n" % addr)
+            # lines over JIT_LINE_MAX: read and passed over (counted as
+            # parse errors), so no entry is dropped for the budget
+            long_line = "%x 10 %s\n" % (0x10000000, "x" * 8000)
+            for _ in range(100):
+                f.write(long_line * 128)
+            f.write("%x 40 jitgen_true_fn\n" % addr)
+        size = os.path.getsize(path)
+        err, paths = profile(profd_bin, tmp_path, work.pid, 5, go)
+    finally:
+        stop(work)
+        os.unlink(path)
+    by = leaves_by_thread(of_pid(pprof, paths, work.pid)).get("jitrun", {})
+    print("file", size >> 20, "MiB;", by)
+    assert size > 3 * (16 << 20)
+    assert counter(paths, pprof, "jit_entries_dropped") == 0, err
+    assert sum(by.values()) >= 20, f"{by}\n{err}"
+    assert "jitgen_old_fn" not in by, f"{by}\n{err}"
+    assert set(by) <= {"jitgen_true_fn", "[[jit]]"}, by
+    assert not by.get("[[jit]]") or (counter(paths, pprof, "jit_ambiguous") +
+                                     counter(paths, pprof, "jit_unknown")) > 0, err

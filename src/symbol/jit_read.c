@@ -48,6 +48,8 @@ COUNTER_DEFINE(jit_files_rejected, COUNTER_STAT,
 #define REC_HEADER	16
 #define DEBUG_BODY_MAX	(4u << 20)
 #define RECORDS_PER_REFRESH	200000
+/* the read buffer: a map line or a record (its debug info the biggest) fits */
+#define READ_BUF_SIZE	(DEBUG_BODY_MAX > BUF_SIZE ? DEBUG_BODY_MAX : BUF_SIZE)
 
 enum { JIT_CODE_LOAD, JIT_CODE_MOVE, JIT_CODE_DEBUG_INFO, JIT_CODE_CLOSE,
        JIT_CODE_UNWINDING_INFO };
@@ -252,6 +254,7 @@ static int read_map(struct jit_syms *js, struct jit_file *f, int fd, uint64_t si
 		f->off += used;
 		read += used;
 	}
+	f->behind = f->off < size && read >= JIT_READ_MAX;	/* the read's cap */
 	return (int)(js->n - before);
 }
 
@@ -539,6 +542,9 @@ static int read_dump(struct jit_syms *js, struct jit_file *f, int fd, uint64_t s
 		f->off += total;
 	}
 out:
+	/* stopped by the read's caps, not by a record being written */
+	f->behind = !f->dead && f->off + REC_HEADER <= size &&
+		    (f->off - start >= JIT_READ_MAX || records > RECORDS_PER_REFRESH);
 	pthread_mutex_lock(&js->lock);
 	jit_syms_index(js);
 	pthread_mutex_unlock(&js->lock);
@@ -591,17 +597,18 @@ static int read_file(struct jit_syms *js, struct jit_file *f, int fd,
 	f->seen = true;
 	if (f->dead)
 		return 0;
-	if (__atomic_load_n(&js->full, __ATOMIC_RELAXED)) {
-		/* over the budget: nothing more is kept, so nothing more is read */
-		f->off = (uint64_t)st->st_size;
-		return 0;
-	}
-	/* after the stat that sized this read: what it reads was written */
+	/* after the stat that sized this read: what it reads was written.
+	 * Past the budget the file is still parsed (its entries dropped) to
+	 * learn where code not kept lies (jit_syms_add()'s hull). */
 	f->now_ns = clock_mono_ns();
 	added = f->kind == JIT_FILE_MAP ?
 		read_map(js, f, fd, (uint64_t)st->st_size, buf) :
 		read_dump(js, f, fd, (uint64_t)st->st_size, buf);
-	f->prev_read_ns = now;
+	/* stopped by the read's cap (f->behind): the rest was written before
+	 * this read, after the last read that reached the end, which stays
+	 * its entries' from */
+	if (!f->behind)
+		f->prev_read_ns = now;
 	__atomic_store_n(&js->found, true, __ATOMIC_RELEASE);
 	return added;
 }
@@ -631,7 +638,7 @@ int jit_syms_refresh(struct jit_syms *js, const char *const *dump_paths,
 		return 0;	/* another refresh runs: it reads the same files */
 	if (!js->nspid && (ret = read_status(js)) < 0)
 		goto out;
-	buf = malloc(DEBUG_BODY_MAX > BUF_SIZE ? DEBUG_BODY_MAX : BUF_SIZE);
+	buf = malloc(READ_BUF_SIZE);
 	if (!buf) {
 		ret = -ENOMEM;
 		goto out;
@@ -675,6 +682,13 @@ int jit_syms_refresh(struct jit_syms *js, const char *const *dump_paths,
 		close(fd);
 	}
 	free(buf);
+	pthread_mutex_lock(&js->lock);
+	js->behind_from = UINT64_MAX;
+	for (size_t i = 0; i < JIT_FILES; i++)
+		if (js->files[i].kind && js->files[i].behind &&
+		    js->files[i].prev_read_ns < js->behind_from)
+			js->behind_from = js->files[i].prev_read_ns;
+	pthread_mutex_unlock(&js->lock);
 	__atomic_store_n(&js->read_ns, now, __ATOMIC_RELEASE);
 	ret = added;
 out:

@@ -61,6 +61,7 @@ struct jit_syms *jit_syms_new(pid_t pid)
 		return NULL;
 	js->refcnt = 1;
 	js->pid = pid;
+	js->behind_from = UINT64_MAX;
 	pthread_mutex_init(&js->lock, NULL);
 	bytes_add(js, sizeof(*js));
 	return js;
@@ -185,8 +186,14 @@ int jit_syms_add(struct jit_syms *js, uint64_t start, uint64_t size,
 	int c = size_class(size);
 
 	if (js->full || !fits(js, need)) {
+		/* the dropped code's place joins the hull where, from the
+		 * first drop's time on, nothing is named */
 		if (!js->full || from < js->full_from)
 			js->full_from = from;
+		if (!js->full || start < js->hull_lo)
+			js->hull_lo = start;
+		if (!js->full || start + size > js->hull_hi)
+			js->hull_hi = start + size < start ? UINT64_MAX : start + size;
 		__atomic_store_n(&js->full, true, __ATOMIC_RELAXED);
 		counter_inc(&counter_jit_entries_dropped);
 		return -ENOSPC;
@@ -358,10 +365,14 @@ int jit_syms_lookup(struct jit_syms *js, uint64_t addr, uint64_t lo_ns,
 	qsort(cand, n, sizeof(*cand), by_time);
 	/*
 	 * Past the first entry dropped for the budget, code not kept may
-	 * hold any address: nothing there is named (never by what held it
-	 * before).
+	 * hold any address in the dropped entries' hull: nothing there is
+	 * named (never by what held it before). The files are still parsed
+	 * (not kept) to learn the hull. And while a file is parsed only up
+	 * to a point, its rest may hold any address from when it may have
+	 * been written.
 	 */
-	if (js->full && hi_ns > js->full_from) {
+	if ((js->full && hi_ns > js->full_from && addr >= js->hull_lo && addr < js->hull_hi) ||
+	    hi_ns > js->behind_from) {
 		ret = -ENOENT;
 		goto out;
 	}

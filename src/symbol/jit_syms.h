@@ -20,9 +20,11 @@
  * address. A jitdump record's from is its timestamp (CLOCK_MONOTONIC,
  * the clock of bpf_ktime_get_ns(), unless JITDUMP_FLAGS_ARCH_TIMESTAMP);
  * a perf map line (and a record with arch timestamps) has no time of its
- * own: its from is when the read before the one that found it started
- * (0 for the first read), so a sample between those reads is ambiguous
- * where the line replaced another. A MOVE ends the code at its old
+ * own: its from is when the last read before the one that found it and
+ * that reached the file's end started (0 for the first read; a read
+ * stopped by its cap leaves the rest for the next, and until a read
+ * catches up no sample past that from is named), so a sample between
+ * those reads is ambiguous where the line replaced another. A MOVE ends the code at its old
  * address (an unnamed entry there) and starts it at the new one.
  * jit_syms_lookup() names a sample by the one entry valid at the
  * sample's time; none (unknown) or more than one in its time window
@@ -35,9 +37,10 @@
  * past JIT_RECORD_MAX are parse errors; entries larger than
  * JIT_ENTRY_SIZE_MAX are refused; a process holds at most
  * JIT_PROC_ENTRIES_MAX entries and its share of the total byte budget
- * (jit_syms_set_budget()); past them new entries are dropped (counted) and the rest of the file
- * is skipped unread,
- * so their code stays unnamed. Every loss is a named counter.
+ * (jit_syms_set_budget()); past them new entries are dropped (counted),
+ * the files still parsed to learn the hull of the dropped entries' code:
+ * from the first drop's time on nothing in that hull is named (code
+ * elsewhere keeps its names). Every loss is a named counter.
  *
  * Threads: jit_syms_refresh() on one thread at a time (the object
  * loader: it reads files); jit_syms_lookup() on any thread; both take

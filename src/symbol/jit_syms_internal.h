@@ -82,7 +82,10 @@ struct jit_file {
 	bool header_done;	/* a dump: header read */
 	bool arch_ts;		/* a dump: JITDUMP_FLAGS_ARCH_TIMESTAMP */
 	bool seen;		/* present at the last refresh */
-	uint64_t prev_read_ns;	/* start of the read before this one (untimed entries' from) */
+	bool behind;		/* the last read left more than a line or record
+				 * being written unparsed (a read's cap) */
+	uint64_t prev_read_ns;	/* start of the last read that reached the end
+				 * before this one (untimed entries' from) */
 	uint64_t now_ns;	/* start of this read (untimed entries' sure) */
 	struct jit_pending_debug pending[JIT_PENDING_DEBUG];
 	uint32_t npending;
@@ -111,7 +114,12 @@ struct jit_syms {
 	uint64_t bytes;			/* atomic: heap held (entries, index, arena) */
 	bool full;			/* a cap was hit (dropped entries counted) */
 	uint64_t full_from;		/* the first dropped entry's from: past it
-					 * any address may hold code not kept */
+					 * an address in the hull may hold code not kept */
+	uint64_t hull_lo, hull_hi;	/* [lo, hi): every dropped entry's code */
+	uint64_t behind_from;		/* a file is parsed only up to a point:
+					 * past this time (the earliest its rest may
+					 * have been written) nothing is named;
+					 * UINT64_MAX: every file caught up */
 };
 
 /*
