@@ -21,6 +21,9 @@ const volatile bool cfg_follow_children = false;	/* add forked children to pid_f
 const volatile __u32 cfg_stack_copy_bytes = 16384;
 /* every sample carries its stack (--check-unwinder) */
 const volatile bool cfg_stack_copy_always = false;
+/* --off-cpu-threshold x 2^32: a blocking switch-out is recorded when a
+ * 32-bit random draw is below it (2^32: always) */
+const volatile __u64 cfg_off_cpu_threshold = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -5,7 +5,8 @@
  * Owns: the cpu-clock sampler (perf_event), the process lifecycle
  * tracepoints (tp_btf sched_process_exec / sched_process_exit), and the
  * instantiation of the unwinder chain for perf_event and kprobe-type
- * (uprobe/USDT) programs. The GPU probes' programs live in gpu.bpf.h.
+ * (uprobe/USDT) programs. The GPU probes' programs live in gpu.bpf.h,
+ * the off-CPU sched_switch program in offcpu.bpf.h.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -21,6 +22,8 @@ PROFD_DEFINE_UNWINDERS(kprobe, "kprobe", PROFD_SCRATCH_PROBE)
 
 /* the GPU probes capture stacks with the kprobe-type chain above */
 #include "gpu.bpf.h"
+/* off-CPU: the sched_switch program and its own chain */
+#include "offcpu.bpf.h"
 
 SEC("perf_event")
 int profd_sample(struct bpf_perf_event_data *ctx)
@@ -99,6 +102,8 @@ int BPF_PROG(profd_proc_exit, struct task_struct *p)
 
 	/* fires for every thread: its runtime thread cache goes with it */
 	bpf_map_delete_elem(&runtime_threads, &tid);
+	/* an off-CPU period it never came back from ends here */
+	offcpu_end(pid, tid, bpf_ktime_get_ns(), PROFD_OFFCPU_EXITED);
 	/* The process ends with its last thread: signal->live hit zero. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;

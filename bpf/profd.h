@@ -42,6 +42,7 @@ enum profd_event_type {
 	PROFD_EVENT_PROC_EXIT = 3,	/* struct profd_proc_event */
 	PROFD_EVENT_LIB_MAPPED = 4,	/* struct profd_proc_event: the process
 					 * loaded or closed a shared library (gpu.bpf.h) */
+	PROFD_EVENT_OFFCPU_END = 5,	/* struct profd_offcpu_end (offcpu.bpf.h) */
 	/* 16..: GPU events in the cupti_events ringbuf (gpu_events.h) */
 };
 
@@ -49,6 +50,8 @@ enum profd_event_type {
 enum profd_sample_origin {
 	PROFD_ORIGIN_CPU_CLOCK = 1,	/* perf_event program, cpu-clock timer */
 	PROFD_ORIGIN_PROBE = 2,		/* uprobe/USDT program (e.g. GPU launch) */
+	PROFD_ORIGIN_OFF_CPU = 3,	/* sched_switch: the thread blocked (switch-out);
+					 * cookie: its switch-out time (ns) */
 };
 
 /* Flags in struct profd_sample.flags. */
@@ -139,6 +142,26 @@ struct profd_proc_event {
 };
 
 /*
+ * The end of a recorded off-CPU period (bpf/offcpu.bpf.h): the thread
+ * @tid switched out at @out_ns (the cookie of its PROFD_ORIGIN_OFF_CPU
+ * sample, which precedes this record in the ringbuf) ran again at @in_ns,
+ * or exited (PROFD_OFFCPU_EXITED) without running again.
+ */
+struct profd_offcpu_end {
+	__u32 type;		/* PROFD_EVENT_OFFCPU_END */
+	__u32 pid;		/* thread group id */
+	__u32 tid;
+	__u32 flags;		/* PROFD_OFFCPU_* */
+	__u64 out_ns;		/* bpf_ktime_get_ns() at switch-out */
+	__u64 in_ns;		/* ... at switch-in (or exit) */
+};
+
+#define PROFD_OFFCPU_EXITED	(1u << 0)	/* in_ns is the thread's exit */
+
+/* Threads one off-CPU capture may wait on at once (offcpu_pending). */
+#define PROFD_OFFCPU_PENDING_MAX	32768
+
+/*
  * The registers a user walk carries from a frame to its caller's (the
  * steps of unwind_step.h and the FP walker).
  */
@@ -214,7 +237,8 @@ _Static_assert(PROFD_SCRATCH_IPS + 2 * PROFD_MAX_USER_FRAMES + PROFD_RUNTIME_STA
 enum profd_scratch_slot {
 	PROFD_SCRATCH_PERF = 0,		/* perf_event programs */
 	PROFD_SCRATCH_PROBE = 1,	/* uprobe/USDT (kprobe-type) programs */
-	PROFD_SCRATCH_SLOTS = 2,
+	PROFD_SCRATCH_SWITCH = 2,	/* sched_switch (tp_btf) programs */
+	PROFD_SCRATCH_SLOTS = 3,
 };
 
 /* Slots of the unwinder chain's program arrays (one array per program type). */
@@ -272,6 +296,9 @@ enum profd_counter {
 					 * the goroutine's frame unknown, walk cut */
 	PROFD_CNT_GO_SWITCH_BAD_SP,	/* Go cgo switch whose saved sp or g failed its
 					 * check (outside its stack): walk cut */
+	PROFD_CNT_OFFCPU_RECORDED,	/* switch-outs recorded (not a loss) */
+	PROFD_CNT_OFFCPU_PENDING_FULL,	/* switch-out not recorded: offcpu_pending full */
+	PROFD_CNT_OFFCPU_END_LOST,	/* off-CPU end dropped: ringbuf full */
 	PROFD_CNT_RUNTIME_FIRST,	/* then PROFD_RUNTIME_COUNTERS per runtime */
 	PROFD_CNT_MAX = PROFD_CNT_RUNTIME_FIRST +
 			PROFD_RUNTIME_COUNT * PROFD_RUNTIME_COUNTERS,

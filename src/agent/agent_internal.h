@@ -111,6 +111,7 @@ struct agent {
 	char kernel_build_id[128];
 	struct sink_list sinks;		/* where each interval's profiles go (main thread) */
 	struct gpu *gpu;		/* NULL: --no-gpu */
+	struct offcpu *offcpu;		/* NULL: no --off-cpu (agg_lock) */
 	struct agent_export *exp;	/* OTLP export and NVTX; NULL: neither */
 	uint64_t gpu_interval_start;	/* CLOCK_REALTIME start of the GPU interval */
 	struct gpu_discovery discovery;	/* reader thread: finding library copies */
@@ -439,5 +440,50 @@ bool agent_probabilistic_set(struct agent *ag, bool on);
  * first moment however long the flush takes. Main thread.
  */
 void agent_probabilistic_boundary(struct agent *ag, uint64_t boundary);
+
+/* offcpu.c: off-CPU periods (bpf/offcpu.bpf.h) */
+struct offcpu;
+struct profd_offcpu_end;
+
+/*
+ * agent_offcpu_new - the blocked threads' stacks of a --off-cpu run;
+ * waits shorter than @min_block_ns are dropped (counted). NULL on out of
+ * memory. agent_offcpu_free() frees it and its stacks.
+ */
+struct offcpu *agent_offcpu_new(uint64_t min_block_ns);
+void agent_offcpu_free(struct offcpu *o);
+
+/*
+ * agent_offcpu_stack - keep the stack of off-CPU sample @s (@ips: its
+ * kernel frames, then @nuser user frames as merged and checked; @comm the
+ * process name, @snap its maps (a reference is taken), @flags and
+ * @time_bin as for aggregate_add()) until its end comes; the kernel frames
+ * above __schedule are left out. Reader thread, under agg_lock.
+ */
+void agent_offcpu_stack(struct agent *ag, const struct profd_sample *s, const char *comm,
+			struct proc_snapshot *snap, uint32_t flags, uint32_t time_bin,
+			const uint64_t *ips, uint16_t nuser);
+
+/*
+ * agent_offcpu_end - end the period @e names: its time (the part not
+ * counted at a boundary) into the interval tables, or dropped when the
+ * whole wait was shorter than --off-cpu-min-block; an end without its
+ * stack is counted. Reader thread; takes agg_lock.
+ */
+void agent_offcpu_end(struct agent *ag, const struct profd_offcpu_end *e);
+
+/*
+ * agent_offcpu_proc_exit - end every period of process @pid at its exit
+ * (@ktime_ns, CLOCK_MONOTONIC). Reader thread; takes agg_lock.
+ */
+void agent_offcpu_proc_exit(struct agent *ag, pid_t pid, uint64_t ktime_ns);
+
+/*
+ * agent_offcpu_boundary - count the threads still blocked at @boundary
+ * (CLOCK_MONOTONIC ns) in @ending, the interval that ends there, up to
+ * it; the rest counts where they end. Main thread, under agg_lock, at the
+ * swap.
+ */
+void agent_offcpu_boundary(struct agent *ag, struct aggregate *ending, uint64_t boundary);
 
 #endif /* PROFD_AGENT_AGENT_INTERNAL_H */

@@ -181,6 +181,25 @@ static int gpu_profiles(struct agent *ag, const struct build_opts *bo,
 }
 
 /*
+ * The interval's off-CPU profile (--off-cpu): the AGG_OFF_CPU stacks of
+ * @a, with @bo's comments. @path gets the file written.
+ */
+static int offcpu_profile(struct agent *ag, const struct aggregate *a,
+			  const struct build_opts *bo, uint64_t end, char *path, size_t len)
+{
+	struct build_opts ob = *bo;
+	struct sink_result res = { 0 };
+	int err;
+
+	ob.kind = AGG_OFF_CPU;
+	err = output_profile(ag, PROFILE_KIND_OFF_CPU, aggregate_build_profile(a, &ob),
+			     a->start_ns, end, &res);
+	if (!err)
+		snprintf(path, len, "%s", res.where);
+	return err;
+}
+
+/*
  * The sinks' figures (sinks_stats()) where /metrics and the counters
  * read them: the flame graph's memory, its truncated and folded
  * counters, the files --output-retention removed.
@@ -297,6 +316,8 @@ void agent_flush(struct agent *ag)
 	struct aggregate *a;
 	uint32_t ncomments = 0;
 	char gpu_path[2 * PATH_MAX + 8] = "";	/* gpu and gpu-pc files */
+	char offcpu_path[PATH_MAX] = "";
+	int oerr = 0;
 	uint64_t gpu_kernels = 0, gpu_ns = 0;
 	int err = 0, gerr = 0;
 	bool skip, ferr;
@@ -373,6 +394,11 @@ void agent_flush(struct agent *ag)
 		pthread_mutex_unlock(&ag->agg_lock);
 	}
 	ag->skipped_intervals += skip;
+	if (ag->offcpu && !skip) {
+		oerr = offcpu_profile(ag, a, &bo, end, offcpu_path, sizeof(offcpu_path));
+		if (oerr)
+			count_written(ag, delta, &counter_write_error, 1);
+	}
 	gerr = gpu_profiles(ag, &bo, end, gpu_path, sizeof(gpu_path),
 			    &gpu_kernels, &gpu_ns);
 	if (gerr)
@@ -389,9 +415,9 @@ void agent_flush(struct agent *ag)
 	ferr = end_sinks(ag, &iv, delta, also_failed, sizeof(also_failed));
 	pthread_mutex_lock(&ag->agg_lock);
 	/* for /healthz and /metrics */
-	ag->write_failures += err || ferr || gerr;
+	ag->write_failures += err || ferr || gerr || oerr;
 	ag->total_gpu_kernels += gpu_kernels;
-	ag->last_write_ok = !(err || ferr || gerr);
+	ag->last_write_ok = !(err || ferr || gerr || oerr);
 	ag->last_flush_mono = clock_mono_ns();
 	if (ag->last_write_ok)
 		ag->last_written_mono = ag->last_flush_mono;
@@ -405,6 +431,11 @@ void agent_flush(struct agent *ag)
 	sinks_prune(&ag->sinks, &iv);
 	publish_sink_stats(ag);
 	agent_export_warn(ag->exp);
+	if (ag->offcpu && !skip)
+		fprintf(stderr, "profd: interval %u: %llu off-CPU periods counted; %s %s\n",
+			ag->intervals, (unsigned long long)a->nadded[AGG_OFF_CPU],
+			oerr ? "FAILED to write" : "wrote",
+			offcpu_path[0] ? offcpu_path : "the off-CPU profile");
 	if (gpu_path[0] || gerr)
 		fprintf(stderr, "profd: interval %u: %llu GPU kernels, %.3f s of GPU time%s; "
 			"%s %s\n", ag->intervals, (unsigned long long)gpu_kernels,

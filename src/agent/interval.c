@@ -102,6 +102,8 @@ struct aggregate *agent_interval_swap(struct agent *ag, uint64_t *end_real,
 
 	pthread_mutex_lock(&ag->agg_lock);
 	a = ag->cur;
+	/* threads still blocked: their time up to the boundary is this interval's */
+	agent_offcpu_boundary(ag, a, boundary);
 	ag->cur = ag->next;
 	ag->next = NULL;
 	__atomic_store_n(&ag->next_start_mono, 0, __ATOMIC_RELEASE);

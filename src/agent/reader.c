@@ -232,11 +232,20 @@ add:
 		}
 		return;
 	}
-	/* the sample's own timestamp picks the interval (interval.c) */
-	table = agent_sample_table(ag, s->ktime_ns);
 	/* JIT frames are named by the code there then: the time is kept */
 	time_bin = p ? process_jit_bin(ag->procs, p, ips + s->kernel_len, nuser,
 				       s->ktime_ns, now) : 0;
+	if (s->origin == PROFD_ORIGIN_OFF_CPU) {
+		/* a blocked thread: its time comes with the period's end */
+		agent_offcpu_stack(ag, s, comm, snap, flags & PROFD_SAMPLE_USER_TRUNCATED,
+				   time_bin, ips, nuser);
+		pthread_mutex_unlock(&ag->agg_lock);
+		if (agent_debug_wanted(ag, s->pid))
+			agent_debug_sample(ag, s, ips, nuser, snap, cut);
+		return;
+	}
+	/* the sample's own timestamp picks the interval (interval.c) */
+	table = agent_sample_table(ag, s->ktime_ns);
 	/* only flags the profile shows are part of a stack's identity */
 	if (table && aggregate_add(table, s->pid, s->tid, comm, s->comm, snap,
 				   flags & PROFD_SAMPLE_USER_TRUNCATED, time_bin, ips,
@@ -334,6 +343,7 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 		} else {
 			process_exit(ag->procs, e->pid, now, e->ktime_ns);
 			agent_exit_seen(ag, e->pid, now);
+			agent_offcpu_proc_exit(ag, e->pid, e->ktime_ns);
 			if (ag->gpu)
 				gpu_process_exit(ag->gpu, e->pid, now);
 			agent_export_process_exit(ag->exp, e->pid);
@@ -369,6 +379,12 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 		gpu_launch(ag->gpu, &li, now);
 		return 0;
 	}
+	case PROFD_EVENT_OFFCPU_END:
+		if (size < sizeof(struct profd_offcpu_end))
+			goto malformed;
+		if (!ag->discard_samples)
+			agent_offcpu_end(ag, data);
+		return 0;
 	case PROFD_EVENT_NVTX:
 		if (agent_export_nvtx(ag->exp, data, size))
 			goto malformed;

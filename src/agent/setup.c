@@ -258,6 +258,7 @@ static int sinks_setup(struct agent *ag)
 		.retention_bytes = cfg->retention_bytes,
 		.flamegraph_budget = ag->budgets.flamegraph,
 		.gpu = cfg->gpu,
+		.off_cpu = cfg->off_cpu,
 		.verbose = cfg->verbose,
 	};
 	const char *failed = "?";
@@ -346,6 +347,8 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 		.dwarf_unwinding = cfg->dwarf_unwinding,
 		.stack_copy_bytes = cfg->stack_copy_bytes,
 		.stack_copy_always = cfg->check_unwinder && cfg->stack_copy_bytes,
+		.off_cpu = cfg->off_cpu,
+		.off_cpu_threshold = cfg->off_cpu_threshold,
 		.max_processes = cfg->max_processes,
 		.verifier_log_level = cfg->bpf_verifier_log_level,
 		.start_disabled = !ag->sampling_on,
@@ -409,7 +412,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 		process_table_set_loader(ag->procs, ag->objects);
 	}
 	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, clock_real_ns());
-	if (!ag->procs || !ag->gate || !ag->objects || !ag->cur) {
+	if (cfg->off_cpu)
+		ag->offcpu = agent_offcpu_new(cfg->off_cpu_min_block_ns);
+	if (!ag->procs || !ag->gate || !ag->objects || !ag->cur ||
+	    (cfg->off_cpu && !ag->offcpu)) {
 		fprintf(stderr, "profd: error: out of memory\n");
 		return -1;
 	}
@@ -498,6 +504,7 @@ void agent_teardown(struct agent *ag)
 	if (!ag->objects_stuck)
 		runtimes_free(ag->rts);
 	gpu_free(ag->gpu);
+	agent_offcpu_free(ag->offcpu);	/* its stacks hold snapshots */
 	sinks_close(&ag->sinks);	/* before the exporter the OTLP sink uses */
 	agent_export_free(ag->exp);
 	free(ag->merged);

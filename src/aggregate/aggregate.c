@@ -76,9 +76,19 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 		  struct proc_snapshot *snap, uint32_t flags, uint32_t time_bin,
 		  const uint64_t *ips, uint16_t nkernel, uint16_t nuser)
 {
+	return aggregate_add_value(a, AGG_CPU, pid, tid, comm, thread_name, snap, flags,
+				   time_bin, ips, nkernel, nuser, 1, 0);
+}
+
+int aggregate_add_value(struct aggregate *a, uint32_t kind, pid_t pid, pid_t tid,
+			const char *comm, const char *thread_name,
+			struct proc_snapshot *snap, uint32_t flags, uint32_t time_bin,
+			const uint64_t *ips, uint16_t nkernel, uint16_t nuser,
+			uint64_t count, uint64_t value)
+{
 	uint32_t nips = (uint32_t)nkernel + nuser;
 	char c[PROCESS_COMM_LEN] = { 0 }, t[PROCESS_COMM_LEN] = { 0 };
-	uint64_t h = mix(mix(mix(pid, tid), (uintptr_t)snap),
+	uint64_t h = mix(mix(mix(mix(kind, pid), tid), (uintptr_t)snap),
 			 flags | (uint64_t)time_bin << 32);
 	struct agg_stack *s;
 
@@ -95,15 +105,19 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 		h = mix(mix(h, v1), v2);
 	}
 
-	a->nsamples++;
+	if (kind >= AGG_KINDS)
+		return -EINVAL;
+	a->nsamples += kind == AGG_CPU;
+	a->nadded[kind]++;
 	for (s = a->buckets[h & (a->nbuckets - 1)]; s; s = s->next) {
-		if (s->hash == h && s->pid == pid && s->tid == tid &&
+		if (s->hash == h && s->kind == kind && s->pid == pid && s->tid == tid &&
 		    s->snap == snap && s->flags == flags &&
 		    s->time_bin == time_bin && s->nkernel == nkernel && s->nuser == nuser &&
 		    !memcmp(s->comm, c, sizeof(c)) &&
 		    !memcmp(s->thread_name, t, sizeof(t)) &&
 		    !memcmp(s->ips, ips, nips * sizeof(*ips))) {
-			s->count++;
+			s->count += count;
+			s->value += value;
 			return 0;
 		}
 	}
@@ -117,6 +131,7 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 		return -ENOMEM;
 	}
 	s->hash = h;
+	s->kind = kind;
 	s->pid = pid;
 	s->tid = tid;
 	memcpy(s->comm, c, sizeof(c));
@@ -124,7 +139,8 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 	s->snap = proc_snapshot_get(snap);
 	s->flags = flags;
 	s->time_bin = time_bin;
-	s->count = 1;
+	s->count = count;
+	s->value = value;
 	s->nkernel = nkernel;
 	s->nuser = nuser;
 	memcpy(s->ips, ips, nips * sizeof(*ips));

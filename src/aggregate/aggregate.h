@@ -2,9 +2,9 @@
 /*
  * aggregate.h - per-interval aggregation of stack samples.
  *
- * Owns: the table of distinct stacks of one interval, keyed by (pid, tid,
- * thread name, process name, mappings snapshot, flags, IPs), each with a
- * count. The reader thread adds to the current table; at the end of an
+ * Owns: the table of distinct stacks of one interval, keyed by (kind,
+ * pid, tid, thread name, process name, mappings snapshot, flags, IPs),
+ * each with a count and a value (a kind's measure: off-CPU nanoseconds). The reader thread adds to the current table; at the end of an
  * interval the agent swaps in a fresh one and hands the full one to
  * aggregate_build_profile(), which symbolizes every distinct stack once.
  */
@@ -19,8 +19,16 @@
 #include "runtime/runtime.h"
 #include "symbol/kallsyms.h"
 
+/* What a stack's count and value measure (one profile each). */
+enum agg_kind {
+	AGG_CPU = 0,		/* count: CPU samples; value unused (count x period) */
+	AGG_OFF_CPU = 1,	/* count: blocking switches; value: ns blocked */
+	AGG_KINDS,
+};
+
 struct agg_stack {
 	uint64_t hash;
+	uint32_t kind;				/* enum agg_kind */
 	pid_t pid;
 	pid_t tid;
 	char comm[PROCESS_COMM_LEN];		/* process name */
@@ -29,6 +37,7 @@ struct agg_stack {
 	uint32_t flags;				/* PROFD_SAMPLE_* */
 	uint32_t time_bin;			/* process_jit_bin(); 0: none */
 	uint64_t count;
+	uint64_t value;				/* the kind's measure (AGG_OFF_CPU: ns) */
 	uint16_t nkernel;
 	uint16_t nuser;
 	struct agg_stack *next;
@@ -40,7 +49,8 @@ struct aggregate {
 	uint32_t nbuckets;
 	uint64_t nstacks;	/* distinct stacks */
 	uint64_t max_stacks;	/* bound: new stacks beyond it are dropped (counted) */
-	uint64_t nsamples;	/* samples added */
+	uint64_t nsamples;	/* CPU samples added */
+	uint64_t nadded[AGG_KINDS];	/* additions by kind */
 	uint64_t dropped;	/* samples lost to the bound or OOM */
 	uint64_t start_ns;	/* CLOCK_REALTIME of the interval start */
 	uint64_t bytes;		/* heap the table holds: buckets and stacks */
@@ -69,6 +79,17 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 		  const uint64_t *ips, uint16_t nkernel, uint16_t nuser);
 
 /*
+ * aggregate_add_value - add @count and @value to the stack of kind @kind
+ * (enum agg_kind) with these labels and frames (as aggregate_add()).
+ * Returns 0, or -ENOSPC/-ENOMEM when it was dropped (counted).
+ */
+int aggregate_add_value(struct aggregate *a, uint32_t kind, pid_t pid, pid_t tid,
+			const char *comm, const char *thread_name,
+			struct proc_snapshot *snap, uint32_t flags, uint32_t time_bin,
+			const uint64_t *ips, uint16_t nkernel, uint16_t nuser,
+			uint64_t count, uint64_t value);
+
+/*
  * aggregate_snapshots - the distinct process snapshots @a's stacks hold
  * (no references taken: valid while @a lives), in a new array the caller
  * frees, their number in *@n. NULL (*@n 0) when none or out of memory.
@@ -76,6 +97,7 @@ int aggregate_add(struct aggregate *a, pid_t pid, pid_t tid,
 struct proc_snapshot **aggregate_snapshots(const struct aggregate *a, size_t *n);
 
 struct build_opts {
+	uint32_t kind;			/* enum agg_kind: which stacks, which sample types */
 	uint64_t period_ns;		/* 1e9 / sampling frequency */
 	uint64_t end_ns;		/* CLOCK_REALTIME of the interval end */
 	const struct kallsyms *ksyms;	/* NULL: kernel frames unresolved */
@@ -87,8 +109,10 @@ struct build_opts {
 };
 
 /*
- * aggregate_build_profile - the pprof-model profile of @a: sample types
- * samples/count and cpu/nanoseconds, period type cpu/nanoseconds, one
+ * aggregate_build_profile - the pprof-model profile of @a's stacks of
+ * kind @o->kind: AGG_CPU: sample types samples/count and cpu/nanoseconds,
+ * period type cpu/nanoseconds; AGG_OFF_CPU: switches/count and
+ * off_cpu/nanoseconds, period type off_cpu/nanoseconds. One
  * sample per distinct stack with labels pid, tid (numeric), comm,
  * thread_name (string) and the process's metadata (proc_meta_labels());
  * kernel frames under a "[kernel.kallsyms]"

@@ -336,7 +336,7 @@ static int add_stack(struct stack_builder *b, const struct agg_stack *s)
 	};
 	int64_t values[2] = {
 		(int64_t)s->count,
-		(int64_t)(s->count * b->o->period_ns),
+		(int64_t)(s->kind == AGG_CPU ? s->count * b->o->period_ns : s->value),
 	};
 	int ret = stack_builder_locations(b, s->snap, s->flags, s->time_bin, s->ips,
 					  s->nkernel, s->nuser, b->locs, &n);
@@ -387,12 +387,19 @@ struct profile *aggregate_build_profile(const struct aggregate *a,
 
 	if (!p)
 		return NULL;
-	if (profile_add_sample_type(p, "samples", "count") ||
-	    profile_add_sample_type(p, "cpu", "nanoseconds"))
+	/* [kind]: count's type, value's type (also the period's) */
+	static const char *const types[AGG_KINDS][2] = {
+		[AGG_CPU] = { "samples", "cpu" },
+		[AGG_OFF_CPU] = { "switches", "off_cpu" },
+	};
+
+	if (o->kind >= AGG_KINDS ||
+	    profile_add_sample_type(p, types[o->kind][0], "count") ||
+	    profile_add_sample_type(p, types[o->kind][1], "nanoseconds"))
 		goto out;
-	p->period_type.type = profile_intern(p, "cpu");
+	p->period_type.type = profile_intern(p, types[o->kind][1]);
 	p->period_type.unit = profile_intern(p, "nanoseconds");
-	p->period = o->period_ns;
+	p->period = o->kind == AGG_CPU ? o->period_ns : 1;
 	p->time_nanos = a->start_ns;
 	p->duration_nanos = o->end_ns > a->start_ns ? o->end_ns - a->start_ns : 0;
 	for (uint32_t i = 0; i < o->ncomments; i++)
@@ -403,6 +410,8 @@ struct profile *aggregate_build_profile(const struct aggregate *a,
 		goto out;
 	for (uint32_t i = 0; i < a->nbuckets; i++) {
 		for (const struct agg_stack *s = a->buckets[i]; s; s = s->next) {
+			if (s->kind != o->kind)
+				continue;
 			ret = add_stack(b, s);
 			if (ret)
 				goto out;

@@ -51,6 +51,9 @@ struct agent_config {
 	const char *otlp_protocol;	/* --otlp-protocol; NULL: OTEL_EXPORTER_OTLP_PROTOCOL */
 	bool otlp_insecure;		/* --otlp-insecure */
 	unsigned int nvtx_max_spans_per_sec;	/* --nvtx-max-spans-per-sec, 0: unlimited */
+	bool off_cpu;			/* --off-cpu: where threads block (offcpu profiles) */
+	double off_cpu_threshold;	/* --off-cpu-threshold: P(record a switch-out), 0..1 */
+	uint64_t off_cpu_min_block_ns;	/* --off-cpu-min-block: shorter waits dropped */
 
 	/* Running on every host (issue 7) */
 	unsigned int probabilistic_interval_s;	/* --probabilistic-interval, >= 1 */

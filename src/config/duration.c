@@ -2,7 +2,9 @@
 /*
  * duration.c - durations in option values: "90", "90s", "500ms", "5m",
  * "2h", "1d", "1w" parsed into seconds, and seconds printed back in the
- * largest exact unit (see options.h: parse_duration(), format_duration()).
+ * largest exact unit (see options.h: parse_duration(), format_duration());
+ * short ones ("500us", "1ms") in nanoseconds (parse_duration_ns(),
+ * format_duration_ns()).
  */
 #include <errno.h>
 #include <limits.h>
@@ -58,4 +60,46 @@ void format_duration(unsigned long long s, char *out, size_t len)
 		}
 	}
 	snprintf(out, len, "%llus", s);
+}
+
+static const struct {
+	const char *unit;
+	unsigned long long mult;
+} duration_ns_units[] = {
+	{ "s", 1000000000ULL }, { "ms", 1000000 }, { "us", 1000 }, { "ns", 1 },
+	{ "", 1000000000ULL },
+};
+
+int parse_duration_ns(const char *s, unsigned long long *ns)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(duration_ns_units) / sizeof(duration_ns_units[0]); i++) {
+		if (strcmp(end, duration_ns_units[i].unit))
+			continue;
+		if (v > ULLONG_MAX / duration_ns_units[i].mult)
+			return -EINVAL;
+		*ns = v * duration_ns_units[i].mult;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void format_duration_ns(unsigned long long ns, char *out, size_t len)
+{
+	for (size_t i = 0; i < 3; i++) {
+		if (ns && ns % duration_ns_units[i].mult == 0) {
+			snprintf(out, len, "%llu%s", ns / duration_ns_units[i].mult,
+				 duration_ns_units[i].unit);
+			return;
+		}
+	}
+	snprintf(out, len, "%lluns", ns);
 }

@@ -58,6 +58,16 @@ static const struct option_def table[] = {
 	{ "probabilistic-threshold", OPT_PROB_THRESHOLD, "0-100", OPTION_VALUE, true, 3,
 	  "Profile a --probabilistic-interval only when a number drawn in "
 	  "[0,100) is below this (default 100: always; 10: ~10% of the time)" },
+	{ "off-cpu", OPT_OFF_CPU, NULL, OPTION_FLAG, true, 1,
+	  "Also record where threads block and for how long (offcpu profiles: "
+	  "off_cpu/nanoseconds and switches/count by stack, kernel frames "
+	  "saying why)" },
+	{ "off-cpu-threshold", OPT_OFF_CPU_THRESHOLD, "0-1", OPTION_VALUE, true, 1,
+	  "With --off-cpu: the probability that a thread's blocking switch is "
+	  "recorded (default 0.01; 1: every one)" },
+	{ "off-cpu-min-block", OPT_OFF_CPU_MIN_BLOCK, "DURATION", OPTION_VALUE, true, 1,
+	  "With --off-cpu: waits shorter than this are dropped (counted), "
+	  "0-10s, e.g. 250us, 1ms (default 1ms)" },
 	{ "no-kernel-version-check", OPT_NO_KVER, NULL, OPTION_FLAG, true, 2,
 	  "Do not refuse kernels older than 5.15" },
 	{ "no-dwarf-unwinding", OPT_NO_DWARF, NULL, OPTION_FLAG, true, 2,
@@ -204,6 +214,8 @@ void options_init(struct options *o)
 		.gpu_timeout_s = 30,
 		.probabilistic_interval_s = 60,
 		.probabilistic_threshold = 100,
+		.off_cpu_threshold = 0.01,
+		.off_cpu_min_block_ns = 1000000,
 	};
 }
 
@@ -646,6 +658,30 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 			return fail(err, len, OPTION_EUSAGE, "must be 0-100, got '%s'", value);
 		c->probabilistic_threshold = v;
 		break;
+	case OPT_OFF_CPU:
+		c->off_cpu = b;
+		break;
+	case OPT_OFF_CPU_THRESHOLD: {
+		char *end;
+		double d;
+
+		errno = 0;
+		d = value && *value >= '0' && *value <= '9' ? strtod(value, &end) : -1;
+		if (d < 0 || d > 1 || errno || *end)
+			return fail(err, len, OPTION_EUSAGE, "must be a probability 0-1 "
+				    "(e.g. 0.01), got '%s'", value);
+		c->off_cpu_threshold = d;
+		break;
+	}
+	case OPT_OFF_CPU_MIN_BLOCK: {
+		unsigned long long ns;
+
+		if (parse_duration_ns(value, &ns) || ns > 10000000000ULL)
+			return fail(err, len, OPTION_EUSAGE, "must be a duration of 0-10s "
+				    "(e.g. 250us, 1ms), got '%s'", value);
+		c->off_cpu_min_block_ns = ns;
+		break;
+	}
 	case OPT_NO_KVER:
 		c->check_kernel_version = !b;
 		break;

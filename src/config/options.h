@@ -142,4 +142,13 @@ int parse_duration(const char *s, unsigned long long *seconds);
 /* format_duration - @s seconds in the largest exact unit ("1m", "90s"). */
 void format_duration(unsigned long long s, char *out, size_t len);
 
+/*
+ * parse_duration_ns - "250us", "1ms", "2s", "100ns" (a bare number:
+ * seconds) into nanoseconds. Returns 0 or -EINVAL.
+ */
+int parse_duration_ns(const char *s, unsigned long long *ns);
+
+/* format_duration_ns - @ns in the largest exact unit ("1ms", "250us"). */
+void format_duration_ns(unsigned long long ns, char *out, size_t len);
+
 #endif /* PROFD_CONFIG_OPTIONS_H */

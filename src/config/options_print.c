@@ -143,6 +143,14 @@ static void emit_value(struct emitter *em, const struct options *o,
 	case OPT_PROB_THRESHOLD:
 		snprintf(buf, sizeof(buf), "%u", c->probabilistic_threshold);
 		break;
+	case OPT_OFF_CPU:
+		return emit_scalar(em, c->off_cpu ? "true" : "false", true);
+	case OPT_OFF_CPU_THRESHOLD:
+		snprintf(buf, sizeof(buf), "%.9g", c->off_cpu_threshold);
+		break;
+	case OPT_OFF_CPU_MIN_BLOCK:
+		format_duration_ns(c->off_cpu_min_block_ns, buf, sizeof(buf));
+		break;
 	case OPT_NO_KVER:
 		return emit_scalar(em, c->check_kernel_version ? "false" : "true", true);
 	case OPT_NO_DWARF:

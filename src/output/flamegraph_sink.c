@@ -3,8 +3,8 @@
  * flamegraph_sink.c - the flame graph sink (see sink.h).
  *
  * Owns: DIR/flamegraph.html, one page for the whole run with a tab per
- * profile kind in tabs[] (CPU samples; GPU kernel time when GPU profiles
- * may come), each tab one bounded tree (flamegraph.c) that every profile
+ * profile kind in tabs[] (CPU samples; off-CPU time with --off-cpu; GPU
+ * kernel time when GPU profiles may come), each tab one bounded tree (flamegraph.c) that every profile
  * of its kind is merged into. Kinds without a tab (gpu-pc) are not shown.
  * The page is rewritten at the end of each interval whose first tab got
  * a profile (an interval probabilistic profiling did not sample leaves
@@ -31,11 +31,13 @@ struct flame_tab_def {
 	uint32_t value_index;		/* the sample value used as weight */
 	unsigned int budget_div;	/* its tree: the flame graph budget / this */
 	bool gpu;			/* only when GPU profiles may come */
+	bool off_cpu;			/* only with --off-cpu */
 };
 
 static const struct flame_tab_def tabs[] = {
-	{ PROFILE_KIND_CPU, "CPU", "samples", 0, 1, false },
-	{ PROFILE_KIND_GPU, "GPU kernel time", "ns", 1, 8, true },
+	{ PROFILE_KIND_CPU, "CPU", "samples", 0, 1, false, false },
+	{ PROFILE_KIND_OFF_CPU, "Off-CPU time", "ns", 1, 4, false, true },
+	{ PROFILE_KIND_GPU, "GPU kernel time", "ns", 1, 8, true, false },
 };
 #define NTABS (sizeof(tabs) / sizeof(tabs[0]))
 
@@ -72,7 +74,7 @@ static int flame_sink_open(const struct sink_setup *st, void **out)
 	for (size_t i = 0; i < NTABS; i++) {
 		struct flamegraph *fg;
 
-		if (tabs[i].gpu && !st->gpu)
+		if ((tabs[i].gpu && !st->gpu) || (tabs[i].off_cpu && !st->off_cpu))
 			continue;
 		fg = flamegraph_new(0);
 		if (!fg) {

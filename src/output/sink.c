@@ -17,6 +17,7 @@ static const char *const profile_kind_names[PROFILE_KIND_MAX] = {
 	[PROFILE_KIND_CPU] = "cpu",
 	[PROFILE_KIND_GPU] = "gpu",
 	[PROFILE_KIND_GPU_PC] = "gpu-pc",
+	[PROFILE_KIND_OFF_CPU] = "offcpu",
 };
 
 const char *profile_kind_name(enum profile_kind k)

@@ -2,7 +2,7 @@
 /*
  * sink.h - the output seam: where an interval's finished profiles go.
  *
- * Owns: the profile kinds (cpu, gpu, gpu-pc), the interface every output
+ * Owns: the profile kinds (cpu, offcpu, gpu, gpu-pc), the interface every output
  * implements (struct profile_sink_ops), the registry of outputs and the
  * list of those a run opened (struct sink_list), and the output
  * directory itself (created, its stale temporary files removed).
@@ -17,11 +17,11 @@
  *   pprof      DIR/KIND-<UTC>.pb.gz per profile; --output-retention
  *              (pprof_sink.c)
  *   flamegraph DIR/flamegraph.html, one tab per kind it shows: CPU
- *              samples, GPU kernel time (flamegraph_sink.c)
+ *              samples, off-CPU time, GPU kernel time (flamegraph_sink.c)
  *   otlp       OTLP profiles on the exporter's queue, with an endpoint
  *              (src/export/otlp_sink.c)
  *
- * A new profile kind (off-CPU, allocations): add it to enum profile_kind
+ * A new profile kind (allocations): add it to enum profile_kind
  * and profile_kind_names[] in sink.c (its name is the file prefix: pprof
  * files "offcpu-<UTC>.pb.gz", kept by --output-retention and their
  * temporary files removed at start, OTLP exported), then build it in
@@ -50,10 +50,11 @@ enum profile_kind {
 	PROFILE_KIND_CPU,	/* "cpu": CPU samples by stack */
 	PROFILE_KIND_GPU,	/* "gpu": GPU kernel time by launching stack */
 	PROFILE_KIND_GPU_PC,	/* "gpu-pc": GPU PC samples by stall reason */
+	PROFILE_KIND_OFF_CPU,	/* "offcpu": time threads spent blocked, by stack */
 	PROFILE_KIND_MAX,
 };
 
-/* profile_kind_name - "cpu", "gpu", "gpu-pc" (file prefix); "?" if unknown. */
+/* profile_kind_name - "cpu", "gpu", "gpu-pc", "offcpu" (file prefix); "?" if unknown. */
 const char *profile_kind_name(enum profile_kind k);
 
 /* One profile of an interval, as every sink receives it. Nothing owned. */
@@ -128,6 +129,7 @@ struct sink_setup {
 	uint64_t retention_bytes;	/* ... 0: no size limit */
 	uint64_t flamegraph_budget;	/* bytes of the flame graph's trees (--memory-limit's share) */
 	bool gpu;			/* GPU profiles may come (not --no-gpu) */
+	bool off_cpu;			/* off-CPU profiles may come (--off-cpu) */
 	struct otlp_exporter *exporter;	/* NULL: no OTLP endpoint */
 	struct otlp_resources *resources;	/* per-process OTLP resources (with exporter) */
 	int verbose;

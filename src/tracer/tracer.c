@@ -96,6 +96,8 @@ static void configure(struct profd_bpf *skel, const struct tracer_opts *o)
 	skel->rodata->cfg_follow_children = o->follow_children;
 	skel->rodata->cfg_stack_copy_bytes = o->dwarf_unwinding ? o->stack_copy_bytes : 0;
 	skel->rodata->cfg_stack_copy_always = o->stack_copy_always;
+	skel->rodata->cfg_off_cpu_threshold = o->off_cpu ?
+		(__u64)(o->off_cpu_threshold * 4294967296.0) : 0;
 	if (o->npids)
 		bpf_map__set_max_entries(skel->maps.pid_filter,
 					 o->follow_children ? PID_FILTER_TREE_MAX : o->npids);
@@ -294,6 +296,15 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 		fprintf(stderr, "profd: error: cannot attach the sched tracepoints: %s\n",
 			strerror(errno));
 		goto fail;
+	}
+	if (o->off_cpu) {
+		t->skel->links.profd_sched_switch =
+			bpf_program__attach(t->skel->progs.profd_sched_switch);
+		if (!t->skel->links.profd_sched_switch) {
+			fprintf(stderr, "profd: error: cannot attach the sched_switch "
+				"tracepoint (--off-cpu): %s\n", strerror(errno));
+			goto fail;
+		}
 	}
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_record,
 				 t, NULL);

@@ -43,6 +43,8 @@ struct tracer_opts {
 					 * verifier log of a program that fails to load */
 	bool max_processes_scaled;	/* max_processes is x 2^map_scale_factor: it may
 					 * fall back to the unscaled size (tracer_scale_opts) */
+	bool off_cpu;			/* attach the sched_switch program (off-CPU) */
+	double off_cpu_threshold;	/* P(a blocking switch-out is recorded), 0..1 */
 };
 
 /* Largest size tracer_scale_opts() gives a ringbuf (bytes). */

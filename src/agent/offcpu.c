@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * offcpu.c - off-CPU periods: a blocked thread's stack joined with the
+ * time it stayed blocked (see agent_internal.h, bpf/offcpu.bpf.h).
+ *
+ * Owns: the stacks of recorded switch-outs waiting for their end
+ * (struct offcpu, by thread id), the join with each struct
+ * profd_offcpu_end, --off-cpu-min-block, and the split of a period over
+ * the intervals it spans: a thread still blocked when an interval ends
+ * counts in it up to the boundary (agent_offcpu_boundary(), called at the
+ * swap), the rest where it ends; one whose process exits without an end
+ * record ends at the exit. Each period adds its time to the interval
+ * tables as AGG_OFF_CPU stacks (one switch, in the first interval it
+ * counts in). Every loss is a counter.
+ *
+ * Threads: the reader adds and ends periods, the main thread's swap
+ * accounts the blocked ones; both under agg_lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_internal.h"
+#include "aggregate/aggregate.h"
+#include "bpf/profd.h"
+#include "symbol/kallsyms.h"
+
+COUNTER_EXTERN(aggregation_full);
+
+COUNTER_DEFINE_BPF(off_cpu_recorded, COUNTER_STAT, PROFD_CNT_OFFCPU_RECORDED,
+		   "blocking switch-outs recorded (--off-cpu)");
+COUNTER_DEFINE_BPF(off_cpu_pending_full, COUNTER_LOST, PROFD_CNT_OFFCPU_PENDING_FULL,
+		   "blocking switch-outs not recorded: the BPF table of blocked "
+		   "threads (offcpu_pending) was full");
+COUNTER_DEFINE_BPF(off_cpu_end_lost, COUNTER_LOST, PROFD_CNT_OFFCPU_END_LOST,
+		   "off-CPU period ends dropped: ringbuf full (their stacks end at "
+		   "the thread's next recorded switch-out, uncounted)");
+COUNTER_DEFINE(off_cpu_no_stack, COUNTER_LOST,
+	       "off-CPU period ends whose stack never came (capture dropped)");
+COUNTER_DEFINE(off_cpu_no_end, COUNTER_LOST,
+	       "off-CPU stacks whose end never came (replaced by the thread's next)");
+COUNTER_DEFINE(off_cpu_table_full, COUNTER_LOST,
+	       "off-CPU stacks dropped: too many threads blocked at once");
+COUNTER_DEFINE(off_cpu_short, COUNTER_STAT,
+	       "off-CPU periods shorter than --off-cpu-min-block: dropped");
+COUNTER_DEFINE(off_cpu_exited, COUNTER_STAT,
+	       "off-CPU periods ended by the thread's or its process's exit");
+
+/* Threads waiting at once, and the bytes their stacks may hold. */
+#define OFFCPU_MAX_PENDING	16384
+#define OFFCPU_MAX_BYTES	(32ULL << 20)
+#define OFFCPU_BUCKETS		4096	/* power of two */
+/*
+ * Ends read before their stack: a stack held for its process's unwind
+ * tables (stack_copy.c) comes after its end. Kept in a ring until the
+ * stack comes; one overwritten unmatched counts as off_cpu_no_stack.
+ */
+#define OFFCPU_EARLY_ENDS	256
+
+struct offcpu_period {
+	struct offcpu_period *next;
+	pid_t pid;
+	pid_t tid;
+	uint64_t out_ns;	/* switch-out, bpf_ktime_get_ns() */
+	uint64_t from_ns;	/* counted up to here (out_ns, or a boundary) */
+	bool counted;		/* its switch went into an interval already */
+	char comm[PROCESS_COMM_LEN];
+	char thread_name[PROCESS_COMM_LEN];
+	struct proc_snapshot *snap;	/* ref held; NULL if unknown */
+	uint32_t flags;
+	uint32_t time_bin;
+	uint16_t nkernel;
+	uint16_t nuser;
+	uint64_t ips[];
+};
+
+struct offcpu {
+	uint64_t min_block_ns;
+	struct offcpu_period *buckets[OFFCPU_BUCKETS];
+	uint64_t n;
+	uint64_t bytes;
+	struct profd_offcpu_end early[OFFCPU_EARLY_ENDS];	/* tid 0: free */
+	uint32_t nearly;	/* in use */
+	uint32_t early_next;	/* the slot written next */
+};
+
+struct offcpu *agent_offcpu_new(uint64_t min_block_ns)
+{
+	struct offcpu *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->min_block_ns = min_block_ns;
+	return o;
+}
+
+static size_t period_size(const struct offcpu_period *p)
+{
+	return sizeof(*p) + ((size_t)p->nkernel + p->nuser) * sizeof(p->ips[0]);
+}
+
+static void period_free(struct offcpu *o, struct offcpu_period *p)
+{
+	o->n--;
+	o->bytes -= period_size(p);
+	proc_snapshot_put(p->snap);
+	free(p);
+}
+
+void agent_offcpu_free(struct offcpu *o)
+{
+	if (!o)
+		return;
+	for (size_t b = 0; b < OFFCPU_BUCKETS; b++)
+		while (o->buckets[b]) {
+			struct offcpu_period *p = o->buckets[b];
+
+			o->buckets[b] = p->next;
+			period_free(o, p);
+		}
+	free(o);
+}
+
+static struct offcpu_period **slot(struct offcpu *o, pid_t tid)
+{
+	struct offcpu_period **pp = &o->buckets[(uint32_t)tid & (OFFCPU_BUCKETS - 1)];
+
+	while (*pp && (*pp)->tid != tid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/*
+ * The kernel frames above __schedule are the tracepoint's and the BPF
+ * program's own: the stack starts at __schedule (kept whole when it is
+ * not there).
+ */
+static uint16_t sched_frames_above(const struct agent *ag, const uint64_t *ips,
+				   uint16_t nkernel)
+{
+	for (uint16_t i = 0; ag->ksyms && i < nkernel && i < 16; i++) {
+		const struct ksym *k = kallsyms_lookup(ag->ksyms, i ? ips[i] - 1 : ips[i]);
+
+		if (k && !strcmp(k->name, "__schedule"))
+			return i;
+	}
+	return 0;
+}
+
+/* Add [p->from_ns, @upto) of @p to @table (NULL: none; its switch once). */
+static void add_time(struct offcpu_period *p, struct aggregate *table, uint64_t upto)
+{
+	if (upto <= p->from_ns)
+		return;
+	if (table && aggregate_add_value(table, AGG_OFF_CPU, p->pid, p->tid, p->comm,
+					 p->thread_name, p->snap, p->flags, p->time_bin,
+					 p->ips, p->nkernel, p->nuser, !p->counted,
+					 upto - p->from_ns))
+		counter_inc(&counter_aggregation_full);
+	p->counted = true;
+	p->from_ns = upto;
+}
+
+/*
+ * Count @p up to @end_ns in the tables open now: the part before the
+ * next interval's start in cur, the rest in next (during a flush).
+ */
+static void account(struct agent *ag, struct offcpu_period *p, uint64_t end_ns)
+{
+	if (ag->next && p->from_ns < ag->next_start_mono && end_ns > ag->next_start_mono)
+		add_time(p, ag->cur, ag->next_start_mono);
+	add_time(p, ag->next && p->from_ns >= ag->next_start_mono ? ag->next : ag->cur,
+		 end_ns);
+}
+
+/* End @p at @end_ns: counted (or dropped as short) and freed. */
+static void period_end(struct agent *ag, struct offcpu_period **pp, uint64_t end_ns)
+{
+	struct offcpu_period *p = *pp;
+
+	if (!p->counted && (end_ns < p->out_ns ||
+			    end_ns - p->out_ns < ag->offcpu->min_block_ns))
+		counter_inc(&counter_off_cpu_short);
+	else
+		account(ag, p, end_ns);
+	*pp = p->next;
+	period_free(ag->offcpu, p);
+}
+
+/* Keep @e, whose stack has not come (yet). */
+static void early_end_keep(struct offcpu *o, const struct profd_offcpu_end *e)
+{
+	struct profd_offcpu_end *slot = &o->early[o->early_next];
+
+	if (slot->tid)
+		counter_inc(&counter_off_cpu_no_stack);	/* it never came */
+	else
+		o->nearly++;
+	*slot = *e;
+	o->early_next = (o->early_next + 1) % OFFCPU_EARLY_ENDS;
+}
+
+/* The kept end of the period of @tid that began at @out_ns, or NULL. */
+static struct profd_offcpu_end *early_end_find(struct offcpu *o, pid_t tid, uint64_t out_ns)
+{
+	for (uint32_t i = 0; o->nearly && i < OFFCPU_EARLY_ENDS; i++)
+		if (o->early[i].tid == (uint32_t)tid && o->early[i].out_ns == out_ns)
+			return &o->early[i];
+	return NULL;
+}
+
+/* End the period *@pp as @e says. */
+static void end_with(struct agent *ag, struct offcpu_period **pp,
+		     const struct profd_offcpu_end *e)
+{
+	if (e->flags & PROFD_OFFCPU_EXITED)
+		counter_inc(&counter_off_cpu_exited);
+	period_end(ag, pp, e->in_ns);
+}
+
+void agent_offcpu_stack(struct agent *ag, const struct profd_sample *s, const char *comm,
+			struct proc_snapshot *snap, uint32_t flags, uint32_t time_bin,
+			const uint64_t *ips, uint16_t nuser)
+{
+	struct offcpu *o = ag->offcpu;
+	uint16_t skip = sched_frames_above(ag, ips, s->kernel_len);
+	uint16_t nkernel = s->kernel_len - skip;
+	struct offcpu_period **pp, *p;
+	struct profd_offcpu_end *early;
+	size_t size;
+
+	if (!o)
+		return;
+	early = o->nearly ? early_end_find(o, s->tid, s->cookie) : NULL;
+	pp = slot(o, s->tid);
+	if (*pp && !early) {
+		struct offcpu_period *old = *pp;
+
+		if (old->out_ns > s->cookie) {
+			/* a stack held for its tables, older than the thread's
+			 * pending one, and its end not seen: unknown period */
+			counter_inc(&counter_off_cpu_no_end);
+			return;
+		}
+		/* its end was lost: that stack's period is unknown */
+		counter_inc(&counter_off_cpu_no_end);
+		*pp = old->next;
+		period_free(o, old);
+	}
+	size = sizeof(*p) + ((size_t)nkernel + nuser) * sizeof(*ips);
+	if (o->n >= OFFCPU_MAX_PENDING || o->bytes + size > OFFCPU_MAX_BYTES ||
+	    !(p = malloc(size))) {
+		counter_inc(&counter_off_cpu_table_full);
+		return;
+	}
+	memset(p, 0, sizeof(*p));
+	p->pid = s->pid;
+	p->tid = s->tid;
+	p->out_ns = p->from_ns = s->cookie;
+	strncpy(p->comm, comm, sizeof(p->comm) - 1);
+	memcpy(p->thread_name, s->comm, PROFD_TASK_COMM_LEN < PROCESS_COMM_LEN ?
+	       PROFD_TASK_COMM_LEN : PROCESS_COMM_LEN - 1);
+	p->snap = proc_snapshot_get(snap);
+	p->flags = flags;
+	p->time_bin = time_bin;
+	p->nkernel = nkernel;
+	p->nuser = nuser;
+	memcpy(p->ips, ips + skip, ((size_t)nkernel + nuser) * sizeof(*ips));
+	pp = &o->buckets[(uint32_t)s->tid & (OFFCPU_BUCKETS - 1)];
+	p->next = *pp;
+	*pp = p;
+	o->n++;
+	o->bytes += size;
+	if (early) {
+		/* its end came first (the stack waited for its tables) */
+		end_with(ag, pp, early);
+		early->tid = 0;
+		o->nearly--;
+	}
+}
+
+void agent_offcpu_end(struct agent *ag, const struct profd_offcpu_end *e)
+{
+	struct offcpu_period **pp;
+
+	if (!ag->offcpu || !e->tid)
+		return;
+	pthread_mutex_lock(&ag->agg_lock);
+	pp = slot(ag->offcpu, e->tid);
+	if (*pp && (*pp)->out_ns == e->out_ns)
+		end_with(ag, pp, e);
+	else
+		early_end_keep(ag->offcpu, e);
+	pthread_mutex_unlock(&ag->agg_lock);
+}
+
+void agent_offcpu_proc_exit(struct agent *ag, pid_t pid, uint64_t ktime_ns)
+{
+	struct offcpu *o = ag->offcpu;
+
+	if (!o)
+		return;
+	pthread_mutex_lock(&ag->agg_lock);
+	for (size_t b = 0; b < OFFCPU_BUCKETS; b++) {
+		struct offcpu_period **pp = &o->buckets[b];
+
+		while (*pp) {
+			if ((*pp)->pid != pid || (*pp)->out_ns > ktime_ns) {
+				pp = &(*pp)->next;
+				continue;
+			}
+			counter_inc(&counter_off_cpu_exited);
+			period_end(ag, pp, ktime_ns);
+		}
+	}
+	pthread_mutex_unlock(&ag->agg_lock);
+}
+
+void agent_offcpu_boundary(struct agent *ag, struct aggregate *ending, uint64_t boundary)
+{
+	struct offcpu *o = ag->offcpu;
+
+	if (!o)
+		return;
+	for (size_t b = 0; b < OFFCPU_BUCKETS; b++) {
+		for (struct offcpu_period *p = o->buckets[b]; p; p = p->next) {
+			/* a wait still short at the boundary may yet end short */
+			if (p->out_ns >= boundary ||
+			    (!p->counted && boundary - p->out_ns < o->min_block_ns))
+				continue;
+			add_time(p, ending, boundary);
+		}
+	}
+}

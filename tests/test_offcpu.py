@@ -1,0 +1,128 @@
+"""Off-CPU profiling (--off-cpu): where threads block, for how long.
+
+A program built -O2 -fomit-frame-pointer (DWARF unwinding only,
+tests/workloads/offcpu.c) blocks in known chains and measures its own
+blocked time in each with clock_gettime(); profd exec records every
+blocking switch of it (--off-cpu-threshold 1). Google's pprof reads the
+offcpu-*.pb.gz profiles: per chain, the off_cpu/nanoseconds of the stacks
+holding the chain (names from the binary, consecutive) are within 10% of
+the program's figure, and their kernel frames say why it blocked. A thread
+still blocked when an interval ends counts in each interval up to its
+boundary; a thread blocked when its process exits counts up to the exit.
+"""
+import collections
+import os
+import subprocess
+
+import pytest
+
+from pprof_traces import pprof_traces
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(ROOT, "tests", "workloads", "offcpu.c")
+
+# chain (leaf first, consecutive user frames) -> a kernel frame (substring)
+CHAINS = {
+    "sleep_chain": (["sleep_chain", "b_sleep", "a_sleep", "sleeper"], "do_nanosleep"),
+    "pipe_wait": (["pipe_wait", "pipe_reader"], "pipe_read"),
+    "lock_wait": (["pthread_mutex_lock", "lock_wait", "lock_thread"], "futex_wait"),
+    "fault_touch": (["fault_touch", "fault_thread"], "filemap_fault"),
+}
+
+
+@pytest.fixture(scope="module")
+def offcpu_bin(tmp_path_factory):
+    out = tmp_path_factory.mktemp("offcpu")
+    dst = str(out / "offcpu")
+    subprocess.run(["gcc", "-O2", "-g", "-fomit-frame-pointer", "-pthread", "-o", dst, SRC],
+                   check=True)
+    return dst
+
+
+def run_exec(profd_bin, out, argv, *args, timeout=180):
+    """profd exec --off-cpu over @argv: (its stdout, offcpu profile paths)."""
+    p = subprocess.run([profd_bin, "exec", "--no-gpu", "--output-dir", str(out),
+                        "--off-cpu", "--off-cpu-threshold", "1", *args, "--", *argv],
+                       capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout, sorted(str(x) for x in out.glob("offcpu-*.pb.gz")), p.stderr
+
+
+def measured(stdout):
+    """{chain: ns} the program printed."""
+    return {k: int(v) for k, v in (line.split() for line in stdout.splitlines())}
+
+
+def offcpu_samples(pprof, path):
+    return pprof_traces(pprof, path, "-sample_index=off_cpu", "-unit=ns")
+
+
+def has_run(frames, chain):
+    for i in range(len(frames) - len(chain) + 1):
+        if frames[i:i + len(chain)] == chain:
+            return True
+    return False
+
+
+def chain_ns(pprof, paths, chain, kernel_frame):
+    """Off-CPU ns of the samples holding @chain, and of those among them
+    whose frames show @kernel_frame; per file."""
+    total, with_kernel, per_file = 0, 0, []
+    for path in paths:
+        n = 0
+        for s in offcpu_samples(pprof, path):
+            if not has_run(s["frames"], chain):
+                continue
+            n += s["value"]
+            if any(kernel_frame in f for f in s["frames"]):
+                with_kernel += s["value"]
+        total += n
+        per_file.append(n)
+    return total, with_kernel, per_file
+
+
+def test_offcpu_chains(profd_bin, pprof, offcpu_bin, tmp_path):
+    big = tmp_path / "pages"
+    with open(big, "wb") as f:
+        f.write(os.urandom(32 << 20))
+    stdout, paths, err = run_exec(profd_bin, tmp_path / "out", [offcpu_bin, "4", str(big)],
+                                  "--profile-interval", "2", "--off-cpu-min-block", "0")
+    want = measured(stdout)
+    assert paths, err
+    for name, (chain, kframe) in CHAINS.items():
+        got, with_kernel, _ = chain_ns(pprof, paths, chain, kframe)
+        w = want[name]
+        assert got == with_kernel, (name, got, with_kernel)
+        if name == "fault_touch":
+            # the program's figure holds the fault handler's CPU time too
+            assert 0.3 * w <= got <= 1.1 * w, (name, got, w)
+        else:
+            assert abs(got - w) <= 0.1 * w, (name, got, w, err[-2000:])
+    # the kernel stack starts at __schedule: the tracepoint's frames left out
+    leaves = collections.Counter(s["frames"][0] for p in paths for s in offcpu_samples(pprof, p))
+    assert leaves.most_common(1)[0][0] == "__schedule", leaves
+
+
+def test_offcpu_interval_split(profd_bin, pprof, offcpu_bin, tmp_path):
+    """A 3.5 s sleep with 1 s intervals: its time in each interval it spans."""
+    stdout, paths, err = run_exec(profd_bin, tmp_path / "out", [offcpu_bin, "long", "3"],
+                                  "--profile-interval", "1")
+    w = measured(stdout)["long_sleep"]
+    got, with_kernel, per_file = chain_ns(pprof, paths, ["long_sleep", "long_chain", "main"],
+                                          "do_nanosleep")
+    assert abs(got - w) <= 0.1 * w, (got, w, per_file)
+    assert got == with_kernel
+    spanned = [n for n in per_file if n]
+    assert len(spanned) >= 3, per_file
+    assert max(spanned) <= 1.15e9, per_file
+
+
+def test_offcpu_exit_while_blocked(profd_bin, pprof, offcpu_bin, tmp_path):
+    """A thread blocked in read() when its process exits: counted to the exit."""
+    stdout, paths, err = run_exec(profd_bin, tmp_path / "out", [offcpu_bin, "exit", "1500"],
+                                  "--profile-interval", "1")
+    w = measured(stdout)["exit_wait"]
+    got, with_kernel, per_file = chain_ns(pprof, paths, ["exit_wait", "exit_chain"],
+                                          "pipe_read")
+    assert abs(got - w) <= 0.1 * w, (got, w, per_file, err[-2000:])
+    assert got == with_kernel
