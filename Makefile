@@ -13,7 +13,7 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
              -fno-omit-frame-pointer \
              -I$(BUILD) -I$(BUILD)/gen -Isrc -I.
-LDLIBS    := -lbpf -ldebuginfod -ldw -lelf -lz -lprotobuf-c -lcurl -lyaml -lmicrohttpd -lstdc++ -lpthread -lm
+LDLIBS    := -lbpf -ldebuginfod -ldw -lelf -lz -lprotobuf-c -lcurl -lyaml -lmicrohttpd -liberty -lstdc++ -lpthread -lm
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf -Wall \
              -idirafter /usr/include/$(shell $(CC) -dumpmachine)
 

@@ -8,7 +8,7 @@ set -eu
 # libdw, libdebuginfod: debug files fetched by build ID), protobuf-c, libcurl, libyaml, libmicrohttpd; sys/sdt.h (USDT
 # probes of the CUDA/NVTX injection library, built when the CUDA headers
 # are in /usr/local/cuda). Run: python3 for `make run`'s Python demo.
-BUILD="make gcc g++ clang bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev
+BUILD="make gcc g++ clang bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev libiberty-dev zlib1g-dev
 protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libyaml-dev
 libmicrohttpd-dev systemtap-sdt-dev python3"
 # Tests: pytest, the oracles (protoc, Google's pprof built from Debian's

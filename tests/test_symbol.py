@@ -384,6 +384,60 @@ def test_cxx_demangled_like_cxxfilt(progs):
             assert got[addr] == (name, addr)
 
 
+# Rust symbols as rustc writes them (v0: "_R..."; legacy: "_ZN...17h<hash>E"),
+# taken from real binaries: generics, closures, an LLVM suffix.
+RUST_NAMES = [
+    "_RNvCs6ygKICNz7jq_17bash_tool_backend4main",
+    "_RINvNtNtCsalM65ksrrJu_3std3sys9backtrace28___rust_begin_short_backtrace"
+    "FEuuECs6ygKICNz7jq_17bash_tool_backend",
+    "_RNCINvNtCsalM65ksrrJu_3std2rt10lang_startuE0Cs6ygKICNz7jq_17bash_tool_backend"
+    ".llvm.4149057722433849006",
+    "_ZN3std2rt10lang_start17h0123456789abcdefE",
+    "_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$"
+    "closure$u7d$$u7d$$GT$17h5d3c5e9bd5e4b3a1E",
+]
+
+
+def rust_oracle(names):
+    """c++filt's reading of each Rust name, without the crate
+    disambiguators ([hex]) and hashes (::h<16 hex>) it prints but perf,
+    pprof and rustc's own backtraces leave out, and the .llvm. suffix."""
+    out = run(["c++filt"], input="\n".join(names) + "\n").splitlines()
+    assert len(out) == len(names)
+    clean = []
+    for o in out:
+        o = re.sub(r"\[[0-9a-f]+\]", "", o)
+        o = re.sub(r"::h[0-9a-f]{16}$", "", o)
+        clean.append(re.sub(r"\.llvm\.\d+$", "", o))
+    return dict(zip(names, clean))
+
+
+def test_rust_demangled_like_cxxfilt(tmp_path):
+    """Functions named as rustc names them (asm labels in a C program:
+    real ELF symbols, no Rust toolchain needed) are named as c++filt
+    reads them, less the hashes Rust's own tools hide."""
+    src = tmp_path / "rust_names.c"
+    body = "volatile int sink;\n"
+    for i, n in enumerate(RUST_NAMES):
+        body += (f'__attribute__((noinline, used)) void f{i}(void) __asm__("{n}");\n'
+                 f"void f{i}(void) {{ for (int k = 0; k < {i + 3}; k++) sink += k; }}\n")
+    body += "int main(void) { " + " ".join(f"f{i}();" for i in range(len(RUST_NAMES))) + " }\n"
+    src.write_text(body)
+    exe = str(tmp_path / "rust_names")
+    subprocess.run(["gcc", "-O1", "-o", exe, str(src)], check=True)
+    want = rust_oracle(RUST_NAMES)
+    assert want[RUST_NAMES[0]] == "bash_tool_backend::main", want
+    addrs = {}
+    for line in run(["readelf", "-sW", exe]).splitlines():
+        f = line.split()
+        if len(f) == 8 and f[7] in want and f[3] == "FUNC":
+            addrs[int(f[1], 16)] = want[f[7]]
+    assert len(addrs) == len(RUST_NAMES), addrs
+    _, got = symbolize(exe, list(addrs))
+    for addr, name in addrs.items():
+        assert got[addr] == (name, addr), (hex(addr), got[addr], name)
+
+
 def test_stripped_uses_dynsym(progs):
     for name, exported, hidden in (
             ("libdemo.so", ["lib_exported_one", "lib_exported_two",
