@@ -56,7 +56,6 @@
 
 #define HS_BUCKETS		1024
 #define HS_NAME_CACHE		16384	/* entries, direct-mapped */
-#define HS_CHAIN_CACHE		8192	/* compiled pcs' scope chains, direct-mapped */
 #define HS_INL_TOKENS		PROFD_MAX_INTERP_FRAMES	/* inlined frames of one stack */
 #define HS_RETRY_FIRST_NS	(100ULL * 1000 * 1000)
 #define HS_RETRY_MAX_NS		(500ULL * 1000 * 1000)
@@ -140,21 +139,6 @@ struct hs_name {
 	char *file;		/* interpreted frames: the source file, or NULL */
 };
 
-/* The scopes at one compiled pc (scopes.h), innermost first: strings owned. */
-struct hs_chain_frame {
-	char *name, *file;
-	int line;
-};
-
-struct hs_chain {
-	uint64_t gen, w0, w1, pc;	/* w0 without its index; pc | HS_CHAIN_CALL */
-	uint32_t n;			/* 0: unread (counted at each use) */
-	bool used;			/* false: empty slot */
-	struct hs_chain_frame *f;
-};
-
-#define HS_CHAIN_CALL	(1ULL << 63)	/* the pc is a return address */
-
 struct hotspot {
 	int procs_fd;
 	int verbose;
@@ -167,8 +151,7 @@ struct hotspot {
 	struct hs_mem *loader_mem, *mem;	/* by thread: loader, reader */
 	struct hs_name names[HS_NAME_CACHE];	/* reader */
 	uint64_t nnames;
-	struct hs_chain chains[HS_CHAIN_CACHE];	/* reader */
-	uint64_t nchains, chain_bytes;
+	struct hs_chains chains;		/* reader */
 	struct rt_frame_gens frames;
 };
 
@@ -532,75 +515,6 @@ static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, 
 	return e->name;
 }
 
-static void chain_clear(struct hotspot *hs, struct hs_chain *c)
-{
-	for (uint32_t i = 0; i < c->n; i++) {
-		hs->chain_bytes -= strlen(c->f[i].name) + 1 +
-				   (c->f[i].file ? strlen(c->f[i].file) + 1 : 0);
-		free(c->f[i].name);
-		free(c->f[i].file);
-	}
-	if (c->n)
-		hs->chain_bytes -= c->n * sizeof(*c->f);
-	free(c->f);
-	c->f = NULL;
-	c->n = 0;
-}
-
-/* Fill @c with @n scopes @s (none: an unread entry). */
-static void chain_put(struct hotspot *hs, struct hs_chain *c, const struct hs_scope *s, int n)
-{
-	if (n <= 0 || !(c->f = calloc((size_t)n, sizeof(*c->f))))
-		return;
-	for (int i = 0; i < n; i++) {
-		c->f[i].name = strdup(s[i].name);
-		c->f[i].file = s[i].file[0] ? strdup(s[i].file) : NULL;
-		c->f[i].line = s[i].line;
-		c->n = (uint32_t)i + 1;
-		if (!c->f[i].name || (s[i].file[0] && !c->f[i].file)) {
-			chain_clear(hs, c);	/* out of memory: unread */
-			return;
-		}
-		hs->chain_bytes += strlen(s[i].name) + 1 + (s[i].file[0] ? strlen(s[i].file) + 1 : 0);
-	}
-	hs->chain_bytes += (uint64_t)n * sizeof(*c->f);
-}
-
-/*
- * The scopes at @pc of the nmethod frame (@w0, @w1) name_blob() named:
- * its entry (n 0: unread, counted by the caller). @call: @pc is a return
- * address. Cached by (generation, the blob's stamps, pc): the nmethod with
- * that compile id has one debug info. Lock held.
- */
-static const struct hs_chain *chain_get(struct hotspot *hs, struct hsproc *p, uint64_t w0,
-					uint64_t w1, uint64_t pc, bool call)
-{
-	uint64_t blob = w0 & PROFD_HS_ADDR_MASK;
-	uint64_t key = w0 & ~(PROFD_HS_INDEX_MASK << PROFD_HS_INDEX_SHIFT);
-	uint64_t cpc = pc | (call ? HS_CHAIN_CALL : 0);
-	uint64_t h = (p->gen * 0x9e3779b97f4a7c15ULL) ^ (key * 0xff51afd7ed558ccdULL) ^
-		     (w1 * 0xc4ceb9fe1a85ec53ULL) ^ (cpc * 0x2545f4914f6cdd1dULL);
-	struct hs_chain *c = &hs->chains[(h ^ (h >> 29)) % HS_CHAIN_CACHE];
-	struct hs_scope s[HS_SCOPES_MAX];
-	struct hs_pc_info pi;
-	int n = -ENOTSUP;
-
-	if (c->used && c->gen == p->gen && c->w0 == key && c->w1 == w1 && c->pc == cpc)
-		return c;
-	if (!c->used)
-		hs->nchains++;
-	chain_clear(hs, c);
-	*c = (struct hs_chain){ .gen = p->gen, .w0 = key, .w1 = w1, .pc = cpc, .used = true };
-	hs_mem_init(hs->mem, hs->reader, p->pid, false);
-	/* the blob there must still be the one the walker saw (as name_blob()) */
-	if (!hs_codecache_pc(hs->mem, &p->off, &p->cc, blob, &pi) && pi.blob == blob &&
-	    pi.kind == HS_PC_NMETHOD && (uint32_t)pi.compile_id == (uint32_t)w1 &&
-	    (uint32_t)pi.name_addr == (uint32_t)(w1 >> 32))
-		n = hs_scopes_at(hs->mem, &p->off, &pi, pc, call, p->jdk_major, s, HS_SCOPES_MAX);
-	chain_put(hs, c, s, n);
-	return c;
-}
-
 /*
  * An interpreted frame's name, or NULL (counted). Lock held. The frame
  * (Method*, its class's name Symbol*, bci) names one method while a
@@ -654,8 +568,11 @@ static uint32_t compiled_frame(struct hotspot *hs, struct hsproc *p, uint64_t w0
 	const struct hs_chain *c = NULL;
 	const struct hs_chain_frame *f;
 
-	if (p->off.features & HS_FEAT_SCOPES)
-		c = chain_get(hs, p, w0, w1, ip & ~PROFD_IP_EXACT, call);
+	if (p->off.features & HS_FEAT_SCOPES) {
+		hs_mem_init(hs->mem, hs->reader, p->pid, false);
+		c = hs_chains_get(&hs->chains, hs->mem, &p->off, &p->cc, p->gen, w0, w1,
+				  ip & ~PROFD_IP_EXACT, call, p->jdk_major);
+	}
 	*k = 0;
 	if (!c || !c->n) {
 		if (c)
@@ -775,9 +692,9 @@ static void hs_stats(void *rt, struct runtime_stats *out)
 	struct hotspot *hs = rt;
 
 	out->processes = __atomic_load_n(&hs->nprocs, __ATOMIC_RELAXED);
-	out->objects = hs->nnames + hs->nchains;	/* racy: fine for stats */
+	out->objects = hs->nnames + hs->chains.n;	/* racy: fine for stats */
 	out->bytes = rt_frame_gens_bytes(&hs->frames) + sizeof(*hs) +
-		     hs->nnames * HS_CC_NAME_MAX / 4 + hs->chain_bytes;
+		     hs->nnames * HS_CC_NAME_MAX / 4 + hs->chains.bytes;
 	out->evictions = 0;
 }
 
@@ -800,8 +717,7 @@ static void hs_destroy(void *rt)
 		free(hs->names[i].name);
 		free(hs->names[i].file);
 	}
-	for (size_t i = 0; i < HS_CHAIN_CACHE; i++)
-		chain_clear(hs, &hs->chains[i]);
+	hs_chains_clear(&hs->chains);
 	remote_reader_free(hs->loader_reader);
 	remote_reader_free(hs->reader);
 	free(hs->loader_mem);

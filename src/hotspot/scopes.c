@@ -8,11 +8,14 @@
  * nmethod.hpp (the sections), pcDesc.hpp, nmethod.cpp
  * (PcDescContainer::find_pc_desc_internal()), scopeDesc.cpp
  * (decode_body()), debugInfo.hpp (DebugInfoReadStream: read_method(),
- * read_bci()), debugInfoRec.hpp (serialized_null is 0).
+ * read_bci()), debugInfoRec.hpp (serialized_null is 0). And the cache
+ * of chains by pc (struct hs_chains).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "bpf/unwind_hotspot.h"
 #include "hotspot/mem.h"
 #include "hotspot/scopes.h"
 
@@ -331,4 +334,77 @@ int hs_scopes_at(struct hs_mem *m, const struct hs_offsets *o, const struct hs_p
 	if ((err = hs_mem_read(m, nm->blob, again, len)))
 		return err;
 	return memcmp(h, again, len) ? -EPROTO : (int)keep;
+}
+
+#define CHAIN_CALL	(1ULL << 63)	/* in a key's pc: a return address */
+
+static void chain_clear(struct hs_chains *c, struct hs_chain *e)
+{
+	for (uint32_t i = 0; i < e->n; i++) {
+		c->bytes -= strlen(e->f[i].name) + 1 +
+			    (e->f[i].file ? strlen(e->f[i].file) + 1 : 0);
+		free(e->f[i].name);
+		free(e->f[i].file);
+	}
+	if (e->n)
+		c->bytes -= e->n * sizeof(*e->f);
+	free(e->f);
+	e->f = NULL;
+	e->n = 0;
+}
+
+/* Fill @e with the @n scopes @s (none: an unread entry). */
+static void chain_put(struct hs_chains *c, struct hs_chain *e, const struct hs_scope *s, int n)
+{
+	if (n <= 0 || !(e->f = calloc((size_t)n, sizeof(*e->f))))
+		return;
+	c->bytes += (uint64_t)n * sizeof(*e->f);
+	for (int i = 0; i < n; i++) {
+		e->f[i].name = strdup(s[i].name);
+		e->f[i].file = s[i].file[0] ? strdup(s[i].file) : NULL;
+		e->f[i].line = s[i].line;
+		e->n = (uint32_t)i + 1;
+		if (!e->f[i].name || (s[i].file[0] && !e->f[i].file)) {
+			chain_clear(c, e);	/* out of memory: unread */
+			return;
+		}
+		c->bytes += strlen(s[i].name) + 1 + (s[i].file[0] ? strlen(s[i].file) + 1 : 0);
+	}
+}
+
+const struct hs_chain *hs_chains_get(struct hs_chains *c, struct hs_mem *m,
+				     const struct hs_offsets *o, const struct hs_codecache *cc,
+				     uint64_t gen, uint64_t w0, uint64_t w1, uint64_t pc, bool call,
+				     int jdk_major)
+{
+	uint64_t blob = w0 & PROFD_HS_ADDR_MASK;
+	uint64_t key = w0 & ~(PROFD_HS_INDEX_MASK << PROFD_HS_INDEX_SHIFT);
+	uint64_t cpc = pc | (call ? CHAIN_CALL : 0);
+	uint64_t h = (gen * 0x9e3779b97f4a7c15ULL) ^ (key * 0xff51afd7ed558ccdULL) ^
+		     (w1 * 0xc4ceb9fe1a85ec53ULL) ^ (cpc * 0x2545f4914f6cdd1dULL);
+	struct hs_chain *e = &c->e[(h ^ (h >> 29)) % HS_CHAINS];
+	struct hs_scope s[HS_SCOPES_MAX];
+	struct hs_pc_info pi;
+	int n = -ENOTSUP;
+
+	if (e->used && e->gen == gen && e->w0 == key && e->w1 == w1 && e->pc == cpc)
+		return e;
+	if (!e->used)
+		c->n++;
+	chain_clear(c, e);
+	*e = (struct hs_chain){ .gen = gen, .w0 = key, .w1 = w1, .pc = cpc, .used = true };
+	/* the blob there must still be the one the walker saw: its compile id, _name */
+	if (!hs_codecache_pc(m, o, cc, blob, &pi) && pi.blob == blob &&
+	    pi.kind == HS_PC_NMETHOD && (uint32_t)pi.compile_id == (uint32_t)w1 &&
+	    (uint32_t)pi.name_addr == (uint32_t)(w1 >> 32))
+		n = hs_scopes_at(m, o, &pi, pc, call, jdk_major, s, HS_SCOPES_MAX);
+	chain_put(c, e, s, n);
+	return e;
+}
+
+void hs_chains_clear(struct hs_chains *c)
+{
+	for (size_t i = 0; i < HS_CHAINS; i++)
+		chain_clear(c, &c->e[i]);
+	memset(c, 0, sizeof(*c));
 }

@@ -35,7 +35,10 @@
  * the same before and after (its compile id: a flushed nmethod's debug
  * info is never read as another's).
  *
- * Threads: one caller at a time per struct hs_mem.
+ * Also owns struct hs_chains, the scopes of the compiled pcs seen, cached
+ * by the sample's stamps of the nmethod (bpf/unwind_hotspot.h) and pc.
+ *
+ * Threads: one caller at a time per struct hs_mem and struct hs_chains.
  */
 #ifndef PROFD_HOTSPOT_SCOPES_H
 #define PROFD_HOTSPOT_SCOPES_H
@@ -75,5 +78,45 @@ struct hs_scope {
  */
 int hs_scopes_at(struct hs_mem *m, const struct hs_offsets *o, const struct hs_pc_info *nm,
 		 uint64_t pc, bool call, int jdk_major, struct hs_scope *out, uint32_t cap);
+
+/* One compiled pc's scopes as hs_chains_get() keeps them: strings owned. */
+struct hs_chain_frame {
+	char *name, *file;	/* file NULL when unknown */
+	int line;		/* 0: unknown */
+};
+
+struct hs_chain {
+	uint64_t gen, w0, w1, pc;	/* the key: w0 without its index; pc | a call bit */
+	uint32_t n;			/* frames, innermost first; 0: unread */
+	bool used;			/* false: an empty slot */
+	struct hs_chain_frame *f;
+};
+
+#define HS_CHAINS		8192	/* entries, direct-mapped */
+
+struct hs_chains {
+	struct hs_chain e[HS_CHAINS];
+	uint64_t n, bytes;		/* slots used, heap bytes of their frames */
+};
+
+struct hs_codecache;
+
+/*
+ * hs_chains_get - the scopes at @pc of the nmethod frame a sample
+ * recorded as (@w0, @w1) (bpf/unwind_hotspot.h) in the JVM of attach
+ * generation @gen, read through @m (@o, @cc: its offsets and code heaps)
+ * on a miss: from the live blob at w0's address only if it still has the
+ * frame's stamps (compile id, _name), then hs_scopes_at(@pc, @call,
+ * @jdk_major). Returns the entry (owned by @c, valid until the next
+ * call): n 0 when they could not be read or verified (kept so: not read
+ * again for that key; the caller counts each use).
+ */
+const struct hs_chain *hs_chains_get(struct hs_chains *c, struct hs_mem *m,
+				     const struct hs_offsets *o, const struct hs_codecache *cc,
+				     uint64_t gen, uint64_t w0, uint64_t w1, uint64_t pc, bool call,
+				     int jdk_major);
+
+/* hs_chains_clear - free every entry of @c (left empty, usable). */
+void hs_chains_clear(struct hs_chains *c);
 
 #endif /* PROFD_HOTSPOT_SCOPES_H */
