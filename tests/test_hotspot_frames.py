@@ -8,8 +8,8 @@ each hot spot, every distinct stack Throwable.getStackTrace() gives there
 (innermost first) with the thread's kernel tid. Each sample of that thread
 in that hot spot must show its Java frames (mapping "[hotspot]", names
 not in brackets: those are stubs) as a subsequence of one of those stacks
-(methods C2 inlined have no frame of their own yet: a true subsequence is
-allowed, a frame that is not there is not), from the innermost frame of
+(a leaf in inlined code may show fewer of the inlined methods: a true
+subsequence is allowed, a frame that is not there is not), from the innermost frame of
 the spot's methods on (what they call, System.nanoTime, a class loaded,
 the report itself, is no part of the JVM's stacks there), and most
 must reach the stack's outermost method. Churn.java gives the code cache
@@ -26,6 +26,7 @@ Needs root.
 import glob
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -207,3 +208,84 @@ def test_code_cache_churn_never_misnamed(profd_bin, pprof, tmp_path, classes, jd
                 assert f == own[tid], f"thread {tid} runs {own[tid]}, a frame says {f}"
                 named += s["value"]
     assert named >= 50, named
+
+
+def inlining_log(path):
+    """The JVM's -XX:+PrintInlining decisions in log @path:
+    {"pkg.Class.method": {"inline (hot)", "too big", ...}}."""
+    out = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = re.search(r"@ \d+\s+(\S+)::(\S+) \(\d+ bytes\)\s+(.*)$", line)
+            if m:
+                out.setdefault(m.group(1) + "." + m.group(2), set()).add(m.group(3).strip())
+    return out
+
+
+def java_lines(sample):
+    """(function, file, line) of the sample's Java method frames, innermost first."""
+    return [(f["function"], f["file"], f["line"]) for f in sample["frames"]
+            if f["mapping"] == MAPPING and f["function"] and not f["function"].startswith("[")]
+
+
+INLINE_MODES = {"default": (), "debug-non-safepoints": ("-XX:+DebugNonSafepoints",)}
+
+
+@pytest.mark.parametrize("mode", INLINE_MODES)
+@pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
+def test_inlined_frames(profd_bin, pprof, tmp_path, jdk, mode):
+    """Methods C2 inlined show as frames of their own, each with its file
+    and line, as the JVM's own stack trace shows them
+    (tests/workloads/java/Inline.java). 'call': the leaf (never inlined) is
+    called from code where two methods are inlined: its caller's frame, at
+    the call's return address, expands to exactly the JVM's chain, each at
+    the line of its call, with or without flags. 'leaf': the hot loop is
+    inlined code; a leaf pc shows the inlined frames the JVM's debug points
+    before and after it agree on: with -XX:+DebugNonSafepoints (a point
+    after every instruction) the whole chain, without (points at
+    safepoints only) often fewer frames; never one the JVM did not show."""
+    cp = tmp_path / "inline-classes"
+    subprocess.run([os.path.join(jdk, "bin", "javac"), "-d", str(cp),
+                    os.path.join(JAVA_DIR, "Inline.java")], check=True, timeout=180)
+    log = tmp_path / "inlining.log"
+    reports, samples, raw = run_java(
+        profd_bin, pprof, tmp_path, jdk, str(cp), "profd.frames.Inline",
+        "-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintCompilation", "-XX:+PrintInlining",
+        "-XX:+LogVMOutput", f"-XX:LogFile={log}", "-XX:-DisplayVMOutput",
+        "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,profd.frames.Inline::spin",
+        "-XX:CompileCommand=dontinline,profd.frames.Inline::report", *INLINE_MODES[mode],
+        secs=4)
+    # the JVM says it inlined them (C2's "inline (hot)")
+    inl = inlining_log(log)
+    for m in ("callMiddle", "callInner", "leafMiddle", "leafInner"):
+        assert "inline (hot)" in inl.get("profd.frames.Inline." + m, ()), (m, inl)
+    assert any("disallowed by CompileCommand" in d  # 25: "failed to inline: ..."
+               for d in inl.get("profd.frames.Inline.spin", ())), inl
+
+    # no frame the JVM did not show, and the stacks reach main and below
+    for spot in ("call", "leaf"):
+        check_spot(spot, reports, samples, raw)
+    tid = str(reports[0]["tid"])
+    spots = {"call": ("profd.frames.Inline.spin", 0.8),
+             "leaf": ("profd.frames.Inline.leafInner", 0.8)}
+    if mode == "default":
+        del spots["leaf"]  # how many depends on where C2 put its safepoints
+    for spot, (leaf, share) in spots.items():
+        jvm = [r for r in reports if r["name"] == spot][0]
+        want, want_lines = jvm["stack"], jvm["lines"]
+        mine = [s for s in samples if s["labels"].get("tid") == tid and
+                set(java_frames(s)) & set(want[:-1])]
+        full = [s for s in mine if java_frames(s)[:len(want)] == want]
+        n, nfull = sum(s["value"] for s in mine), sum(s["value"] for s in full)
+        assert n >= 50, (spot, n, counter(raw, "partial.hotspot_inline_unread"))
+        assert nfull >= share * n, \
+            (spot, nfull, n, [java_frames(s) for s in mine if s not in full][:5])
+        for s in full:
+            fr = java_lines(s)[:len(want)]
+            # callers at the lines of their calls, as the JVM says
+            assert [f[2] for f in fr[1:]] == want_lines[1:], (spot, fr, want_lines)
+            # the leaf's line, where the debug points agree on it: in the
+            # spot's body (the line before the JVM's report call to the
+            # loop after it: Inline.java)
+            assert fr[0][2] == 0 or want_lines[0] - 1 <= fr[0][2] <= want_lines[0] + 3, fr
+            assert all(f[1] == "Inline.java" for f in fr), fr

@@ -205,6 +205,23 @@ static void external_name(char *s)
 		*plus = '/';
 }
 
+/*
+ * out->file: the source file constant pool @cp (@cp_len entries, tags
+ * @tags) names (ConstantPool::_source_file_name_index; 0: none), or "".
+ */
+static void source_file(struct hs_mem *m, const struct hs_offsets *o, uint64_t cp,
+			uint64_t cp_len, uint64_t tags, struct hs_pc_info *out)
+{
+	uint64_t idx, sym;
+
+	out->file[0] = '\0';
+	if (!o->cp_source_file.size ||
+	    hs_mem_uint(m, cp + o->cp_source_file.off, o->cp_source_file.size, &idx) || !idx ||
+	    pool_symbol(m, o, cp, cp_len, tags, idx, &sym) ||
+	    read_symbol(m, o, sym, out->file, sizeof(out->file)) < 0)
+		out->file[0] = '\0';
+}
+
 /* Name Method* @method: out->name "pkg.Class.method", out->signature. */
 static int name_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
 		       struct hs_pc_info *out)
@@ -261,6 +278,7 @@ static int name_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t me
 	strcpy(out->name + n + 1, mname);
 	out->method = method;
 	out->klass_sym = klass_sym;
+	source_file(m, o, cp, cp_len, tags, out);
 	return 0;
 }
 
@@ -445,8 +463,7 @@ int hs_interpreter_read(struct hs_mem *m, const struct hs_offsets *o, uint64_t *
 
 #define LINE_TABLE_MAX	4096	/* bytes of a line number table read */
 
-/* One UNSIGNED5 number of @b at *@pos (< @len), zero byte excluded when @x. */
-static int unsigned5(const uint8_t *b, size_t len, size_t *pos, uint32_t x, uint32_t *out)
+int hs_unsigned5(const uint8_t *b, size_t len, size_t *pos, uint32_t x, uint32_t *out)
 {
 	const uint32_t lg_h = 6, l = 256 - x - (1u << lg_h);
 	uint32_t sum, shift = lg_h;
@@ -475,7 +492,7 @@ done:
 static int signed5(const uint8_t *b, size_t len, size_t *pos, uint32_t x, int32_t *out)
 {
 	uint32_t v = 0;
-	int err = unsigned5(b, len, pos, x, &v);
+	int err = hs_unsigned5(b, len, pos, x, &v);
 
 	*out = (int32_t)(v >> 1) ^ -(int32_t)(v & 1);
 	return err;
@@ -486,7 +503,7 @@ int hs_codecache_line(struct hs_mem *m, const struct hs_offsets *o, uint64_t met
 {
 	uint8_t b[LINE_TABLE_MAX];
 	uint64_t cm, flags, code_size, words, start, end;
-	uint32_t x = jdk_major >= 20 ? 1 : 0;
+	uint32_t x = hs_unsigned5_x(jdk_major);
 	int32_t cur_bci = 0, line = 0, best_bci = 0, best = -1;
 	size_t len, pos = 0;
 	int err;

@@ -28,6 +28,7 @@
 #define PROFD_HOTSPOT_CODECACHE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hotspot/offsets.h"
@@ -39,6 +40,7 @@ struct hs_mem;
 #define HS_CC_NAME_MAX		512	/* bytes of a name (class.method or blob) */
 #define HS_CC_SIG_MAX		256	/* bytes of a method signature */
 #define HS_CC_HEADER_MAX	1024	/* bytes of a blob's header read */
+#define HS_CC_FILE_MAX		128	/* bytes of a source file's name */
 
 struct hs_codeheap {
 	uint64_t low, high;		/* committed code: [low, high) */
@@ -70,6 +72,8 @@ struct hs_pc_info {
 	uint64_t method;			/* Method* */
 	int32_t compile_id, entry_bci, comp_level;
 	uint64_t klass_sym;			/* Symbol* of the holder's name */
+	char file[HS_CC_FILE_MAX];		/* the class's source file ("HashMap.java"),
+						 * "" when it has none or it is unread */
 	uint32_t code_size;			/* hs_codecache_method(): bytecodes */
 	bool osr;				/* entry_bci != InvocationEntryBci */
 };
@@ -120,6 +124,21 @@ int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t m
  */
 int hs_codecache_line(struct hs_mem *m, const struct hs_offsets *o, uint64_t method,
 		      uint32_t bci, int jdk_major);
+
+/*
+ * hs_unsigned5 - one number of HotSpot's compressed streams (UNSIGNED5:
+ * CompressedReadStream::read_int(), the line number table, the debug
+ * info) from @b (@len bytes) at *@pos, which it advances; @x: the bytes
+ * excluded (1 from JDK 20 on: no zero byte; 0 before). Returns 0 and
+ * *@out, or -EPROTO (the number runs past @len, or an excluded byte).
+ */
+int hs_unsigned5(const uint8_t *b, size_t len, size_t *pos, uint32_t x, uint32_t *out);
+
+/* hs_unsigned5_x - the excluded bytes of UNSIGNED5 in JDK @jdk_major. */
+static inline uint32_t hs_unsigned5_x(int jdk_major)
+{
+	return jdk_major >= 20 ? 1 : 0;
+}
 
 /*
  * hs_interpreter_read - the interpreter's code, [*@low, *@low + *@size)

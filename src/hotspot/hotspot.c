@@ -26,6 +26,10 @@
  * Method* freed with its class and reused by another's is caught) and
  * the bci lies in its bytecodes. Names are cached by (generation, blob
  * and its two stamps) or (generation, Method*, class name Symbol*).
+ * A named nmethod frame becomes one frame per scope at its pc (scopes.h:
+ * the methods inlined there, innermost first, each with file and line),
+ * cached by (generation, stamps, pc); where they cannot be read or
+ * verified it keeps its one outer name (hotspot_inline_unread).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -43,6 +47,7 @@
 #include "hotspot/detect.h"
 #include "hotspot/mem.h"
 #include "hotspot/offsets.h"
+#include "hotspot/scopes.h"
 #include "hotspot/vmstructs.h"
 #include "proc/remote.h"
 #include "runtime/file_cache.h"
@@ -51,6 +56,7 @@
 
 #define HS_BUCKETS		1024
 #define HS_NAME_CACHE		16384	/* entries, direct-mapped */
+#define HS_INL_TOKENS		PROFD_MAX_INTERP_FRAMES	/* inlined frames of one stack */
 #define HS_RETRY_FIRST_NS	(100ULL * 1000 * 1000)
 #define HS_RETRY_MAX_NS		(500ULL * 1000 * 1000)
 #define HS_BUDGET		(32u << 20)	/* when given none */
@@ -74,6 +80,9 @@ COUNTER_DEFINE(hotspot_frame_stale, COUNTER_PARTIAL,
 	       "JVM frames left unnamed: the code at their address changed since the sample");
 COUNTER_DEFINE(hotspot_frame_unnamed, COUNTER_PARTIAL,
 	       "JVM frames left unnamed: their blob or method could not be read or verified");
+COUNTER_DEFINE(hotspot_inline_unread, COUNTER_PARTIAL,
+	       "compiled JVM frames named without their inlined methods and lines: the "
+	       "nmethod's debug info could not be read or verified, or the stack had no room");
 COUNTER_DEFINE(hotspot_attach_refused, COUNTER_STAT,
 	       "JVMs not walked: their vmStructs lack what the walker needs");
 COUNTER_DEFINE(hotspot_attach_deferred, COUNTER_STAT,
@@ -125,7 +134,9 @@ struct hsproc {
 struct hs_name {
 	uint64_t gen, w0, w1;
 	int line;		/* interpreted frames: the bci's line, 0 unknown */
+	bool nmethod;		/* a blob: compiled Java code (scopes to read) */
 	char *name;		/* NULL: empty slot */
+	char *file;		/* interpreted frames: the source file, or NULL */
 };
 
 struct hotspot {
@@ -140,6 +151,7 @@ struct hotspot {
 	struct hs_mem *loader_mem, *mem;	/* by thread: loader, reader */
 	struct hs_name names[HS_NAME_CACHE];	/* reader */
 	uint64_t nnames;
+	struct hs_chains chains;		/* reader */
 	struct rt_frame_gens frames;
 };
 
@@ -441,20 +453,28 @@ static struct hs_name *name_slot(struct hotspot *hs, uint64_t gen, uint64_t w0, 
 }
 
 static void name_put(struct hotspot *hs, struct hs_name *e, uint64_t gen, uint64_t w0,
-		     uint64_t w1, const char *name)
+		     uint64_t w1, const char *name, const char *file)
 {
-	char *s = strdup(name);
+	char *s = strdup(name), *f = file && *file ? strdup(file) : NULL;
 
-	if (!s)
+	if (!s || (file && *file && !f)) {
+		free(s);
+		free(f);
 		return;
+	}
 	if (!e->name)
 		hs->nnames++;
 	free(e->name);
-	*e = (struct hs_name){ gen, w0, w1, 0, s };
+	free(e->file);
+	*e = (struct hs_name){ .gen = gen, .w0 = w0, .w1 = w1, .name = s, .file = f };
 }
 
-/* A blob frame's name, or NULL (stale or unverified: counted). Lock held. */
-static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1)
+/*
+ * A blob frame's name, or NULL (stale or unverified: counted); *@nmethod:
+ * whether it is compiled Java code. Lock held.
+ */
+static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1,
+			     bool *nmethod)
 {
 	uint64_t blob = w0 & PROFD_HS_ADDR_MASK;
 	uint64_t key = w0 & ~(PROFD_HS_INDEX_MASK << PROFD_HS_INDEX_SHIFT);	/* no index */
@@ -462,8 +482,10 @@ static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, 
 	struct hs_pc_info pi;
 	int err;
 
-	if (e->name && e->gen == p->gen && e->w0 == key && e->w1 == w1)
+	if (e->name && e->gen == p->gen && e->w0 == key && e->w1 == w1) {
+		*nmethod = e->nmethod;
 		return e->name;
+	}
 	hs_mem_init(hs->mem, hs->reader, p->pid, false);
 	err = hs_codecache_pc(hs->mem, &p->off, &p->cc, blob, &pi);
 	if (err == -ENOENT && !hs_codecache_read(hs->mem, &p->off, &p->cc))
@@ -484,10 +506,12 @@ static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, 
 		char b[HS_CC_NAME_MAX + 2];
 
 		snprintf(b, sizeof(b), "[%s]", pi.name);
-		name_put(hs, e, p->gen, key, w1, b);
+		name_put(hs, e, p->gen, key, w1, b, NULL);
 	} else {
-		name_put(hs, e, p->gen, key, w1, pi.name);
+		name_put(hs, e, p->gen, key, w1, pi.name, NULL);
+		e->nmethod = true;
 	}
+	*nmethod = pi.kind == HS_PC_NMETHOD;
 	return e->name;
 }
 
@@ -498,7 +522,7 @@ static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, 
  * live process.
  */
 static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1,
-			       int *line)
+			       int *line, const char **file)
 {
 	uint64_t method = w0 & PROFD_HS_ADDR_MASK, sym = w1 & PROFD_HS_ADDR_MASK;
 	uint32_t bci = (uint32_t)(w1 >> PROFD_HS_BCI_SHIFT);
@@ -508,6 +532,7 @@ static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0
 
 	if (e->name && e->gen == p->gen && e->w0 == method && e->w1 == w1) {
 		*line = e->line;
+		*file = e->file;
 		return e->name;
 	}
 	hs_mem_init(hs->mem, hs->reader, p->pid, false);
@@ -524,9 +549,49 @@ static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0
 	*line = hs_codecache_line(hs->mem, &p->off, method, bci, p->jdk_major);
 	if (*line < 0)
 		*line = 0;
-	name_put(hs, e, p->gen, method, w1, pi.name);
+	name_put(hs, e, p->gen, method, w1, pi.name, pi.file);
 	e->line = *line;
+	*file = e->file;
 	return e->name;
+}
+
+/*
+ * The tokens of a compiled frame at native index @i (pc @ip as the walker
+ * recorded it) named @name: its inlined methods' into @inl (from *@ninl,
+ * room for HS_INL_TOKENS), their count in *@k, and its own, returned.
+ */
+static uint32_t compiled_frame(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1,
+			       uint64_t ip, uint32_t i, const char *name, uint32_t *inl,
+			       uint32_t *ninl, uint16_t *k)
+{
+	bool call = i && !(ip & PROFD_IP_EXACT);	/* a caller: a return address */
+	const struct hs_chain *c = NULL;
+	const struct hs_chain_frame *f;
+
+	if (p->off.features & HS_FEAT_SCOPES) {
+		hs_mem_init(hs->mem, hs->reader, p->pid, false);
+		c = hs_chains_get(&hs->chains, hs->mem, &p->off, &p->cc, p->gen, w0, w1,
+				  ip & ~PROFD_IP_EXACT, call, p->jdk_major);
+	}
+	*k = 0;
+	if (!c || !c->n) {
+		if (c)
+			counter_inc(&counter_hotspot_inline_unread);
+		return rt_frame_gens_intern(&hs->frames, name, "", 0, 0);
+	}
+	if (*ninl + c->n - 1 > HS_INL_TOKENS) {
+		counter_inc(&counter_hotspot_inline_unread);	/* no room: the outer one */
+	} else {
+		for (uint32_t j = 0; j + 1 < c->n; j++) {
+			f = &c->f[j];
+			inl[*ninl + j] = rt_frame_gens_intern(&hs->frames, f->name,
+							      f->file ? f->file : "", f->line, 0);
+		}
+		*k = (uint16_t)(c->n - 1);
+		*ninl += c->n - 1;
+	}
+	f = &c->f[c->n - 1];
+	return rt_frame_gens_intern(&hs->frames, f->name, f->file ? f->file : "", f->line, 0);
 }
 
 static uint32_t merge_locked(struct hotspot *hs, pid_t pid, uint32_t flags,
@@ -534,6 +599,9 @@ static uint32_t merge_locked(struct hotspot *hs, pid_t pid, uint32_t flags,
 			     uint32_t nframes, uint64_t *out, uint32_t cap)
 {
 	uint32_t ids[PROFD_MAX_USER_FRAMES] = { 0 }, n = 0;
+	/* frame i's inlined methods: inl[at[i] ...], k[i] of them, innermost first */
+	uint32_t inl[HS_INL_TOKENS], at[PROFD_MAX_USER_FRAMES], ninl = 0;
+	uint16_t k[PROFD_MAX_USER_FRAMES] = { 0 };
 	struct hsproc *p = *proc_slot(hs, pid);
 	uint64_t tag = rt_frame_gens_tag(&hs->frames);
 
@@ -546,21 +614,42 @@ static uint32_t merge_locked(struct hotspot *hs, pid_t pid, uint32_t flags,
 			uint64_t w0 = frames[2 * f], w1 = frames[2 * f + 1];
 			uint32_t idx = (uint32_t)(w0 >> PROFD_HS_INDEX_SHIFT & PROFD_HS_INDEX_MASK);
 			uint32_t kind = (uint32_t)(w0 >> PROFD_HS_KIND_SHIFT) & 7;
-			const char *name = NULL;
+			const char *name = NULL, *file = NULL;
+			bool nmethod = false;
 			int line = 0;
 
-			if (idx >= nuser)
+			if (idx >= nuser || ids[idx])
 				continue;
-			if (kind == PROFD_HS_FRAME_BLOB)
-				name = name_blob(hs, p, w0, w1);
-			else if (kind == PROFD_HS_FRAME_INTERP)
-				name = name_interp(hs, p, w0, w1, &line);
+			if (kind == PROFD_HS_FRAME_BLOB) {
+				name = name_blob(hs, p, w0, w1, &nmethod);
+				if (name && nmethod) {
+					at[idx] = ninl;
+					ids[idx] = compiled_frame(hs, p, w0, w1, user[idx], idx,
+								  name, inl, &ninl, &k[idx]);
+					continue;
+				}
+			} else if (kind == PROFD_HS_FRAME_INTERP) {
+				name = name_interp(hs, p, w0, w1, &line, &file);
+			}
 			if (name)
-				ids[idx] = rt_frame_gens_intern(&hs->frames, name, "", line, 0);
+				ids[idx] = rt_frame_gens_intern(&hs->frames, name, file ? file : "",
+								line, 0);
 		}
 	}
-	for (uint32_t i = 0; i < nuser && n < cap; i++)
-		out[n++] = ids[i] ? tag | ids[i] : user[i] | (i == 0 ? PROFD_IP_EXACT : 0);
+	for (uint32_t i = 0; i < nuser && n < cap; i++) {
+		if (!ids[i]) {
+			out[n++] = user[i] | (i == 0 ? PROFD_IP_EXACT : 0);
+			continue;
+		}
+		/* inlined methods first, while the native frames left still fit */
+		if (k[i] && n + k[i] + (nuser - i) <= cap) {
+			for (uint32_t j = 0; j < k[i]; j++)
+				out[n++] = tag | inl[at[i] + j];
+		} else if (k[i]) {
+			counter_inc(&counter_hotspot_inline_unread);
+		}
+		out[n++] = tag | ids[i];
+	}
 	return n;
 }
 
@@ -603,9 +692,9 @@ static void hs_stats(void *rt, struct runtime_stats *out)
 	struct hotspot *hs = rt;
 
 	out->processes = __atomic_load_n(&hs->nprocs, __ATOMIC_RELAXED);
-	out->objects = hs->nnames;	/* racy: fine for stats */
+	out->objects = hs->nnames + hs->chains.n;	/* racy: fine for stats */
 	out->bytes = rt_frame_gens_bytes(&hs->frames) + sizeof(*hs) +
-		     hs->nnames * HS_CC_NAME_MAX / 4;
+		     hs->nnames * HS_CC_NAME_MAX / 4 + hs->chains.bytes;
 	out->evictions = 0;
 }
 
@@ -624,8 +713,11 @@ static void hs_destroy(void *rt)
 			free(p);
 		}
 	}
-	for (size_t i = 0; i < HS_NAME_CACHE; i++)
+	for (size_t i = 0; i < HS_NAME_CACHE; i++) {
 		free(hs->names[i].name);
+		free(hs->names[i].file);
+	}
+	hs_chains_clear(&hs->chains);
 	remote_reader_free(hs->loader_reader);
 	remote_reader_free(hs->reader);
 	free(hs->loader_mem);

@@ -53,6 +53,15 @@ static const struct {
 	F2(nm_scopes_data, "nmethod", "_scopes_data_offset",
 	   "CompiledMethod", "_scopes_data_begin"),
 	F(nm_immutable_data, "nmethod", "_immutable_data"),
+	F(nm_metadata_offset, "nmethod", "_metadata_offset"),
+	F(nm_dependencies_offset, "nmethod", "_dependencies_offset"),
+	F(nm_immutable_data_size, "nmethod", "_immutable_data_size"),
+	F(blob_mutable_data, "CodeBlob", "_mutable_data"),
+	F(blob_mutable_data_size, "CodeBlob", "_mutable_data_size"),
+	F(blob_relocation_size, "CodeBlob", "_relocation_size"),
+	F(pc_pc_offset, "PcDesc", "_pc_offset"),
+	F(pc_scope_offset, "PcDesc", "_scope_decode_offset"),
+	F(cp_source_file, "ConstantPool", "_source_file_name_index"),
 	F(method_const_method, "Method", "_constMethod"),
 	F(cm_constants, "ConstMethod", "_constants"),
 	F(cm_name_index, "ConstMethod", "_name_index"),
@@ -175,6 +184,19 @@ static uint32_t features(const struct hs_offsets *o)
 	if ((feat & HS_FEAT_INTERP) && scalar(o->cm_flags) && scalar(o->cm_size) &&
 	    o->has_linenumber_flag > 0 && o->vm_major_version)
 		feat |= HS_FEAT_LINES;
+	/* 17: all in the blob; 25: immutable and mutable data */
+	if ((feat & HS_FEAT_NMETHOD) && (feat & HS_FEAT_METHOD_NAME) &&
+	    (feat & HS_FEAT_CODE_RANGE) && scalar(o->nm_compile_id) &&
+	    scalar(o->pc_pc_offset) && scalar(o->pc_scope_offset) && o->pc_desc_size &&
+	    scalar(o->nm_scopes_pcs_offset) &&
+	    (o->nm_immutable_data.size ?
+	     ptr(o->nm_immutable_data) && scalar(o->nm_immutable_data_size) &&
+	     scalar(o->nm_scopes_data) && o->nm_scopes_data.size < 8 &&
+	     ptr(o->blob_mutable_data) && scalar(o->blob_mutable_data_size) &&
+	     scalar(o->blob_relocation_size) :
+	     ptr(o->nm_scopes_data) && scalar(o->nm_metadata_offset) &&
+	     scalar(o->nm_dependencies_offset)))
+		feat |= HS_FEAT_SCOPES;
 	return feat;
 }
 
@@ -182,7 +204,8 @@ uint32_t hs_offsets_from(const struct hs_vmstructs *vm, struct hs_offsets *o)
 {
 	struct hs_off header, length, used;
 	uint32_t want = HS_FEAT_FIND_BLOB | HS_FEAT_BLOB_NAME | HS_FEAT_NMETHOD |
-			HS_FEAT_METHOD_NAME | HS_FEAT_CODE_RANGE | HS_FEAT_INTERP | HS_FEAT_LINES;
+			HS_FEAT_METHOD_NAME | HS_FEAT_CODE_RANGE | HS_FEAT_INTERP | HS_FEAT_LINES |
+			HS_FEAT_SCOPES;
 	int64_t v;
 
 	memset(o, 0, sizeof(*o));
@@ -208,6 +231,7 @@ uint32_t hs_offsets_from(const struct hs_vmstructs *vm, struct hs_offsets *o)
 		hs_vm_int(vm, "ConstMethod::_has_linenumber_table", &v) ? v : -1;
 	o->vm_major_version = static_addr(vm, "Abstract_VM_Version", "_vm_major_version");
 	o->cp_size = type_size(vm, "ConstantPool");
+	o->pc_desc_size = type_size(vm, "PcDesc");
 	header = lookup(vm, "HeapBlock", "_header");
 	length = lookup(vm, "HeapBlock::Header", "_length");
 	used = lookup(vm, "HeapBlock::Header", "_used");
@@ -246,6 +270,7 @@ void hs_offsets_each(const struct hs_vmstructs *vm, const struct hs_offsets *o,
 	fn(arg, "HeapBlock::_header._used", o->block_used.size ? (int64_t)o->block_used.off : -1);
 	fn(arg, "sizeof(HeapBlock)", o->heap_block_size);
 	fn(arg, "sizeof(ConstantPool)", o->cp_size);
+	fn(arg, "sizeof(PcDesc)", o->pc_desc_size);
 	fn(arg, "&CodeCache::_heaps", (int64_t)o->codecache_heaps);
 	fn(arg, "&CodeCache::_low_bound", (int64_t)o->codecache_low);
 	fn(arg, "&CodeCache::_high_bound", (int64_t)o->codecache_high);

@@ -23,6 +23,15 @@
  *    int16_t; HeapBlock::Header::_length: size_t (16-byte HeapBlock),
  *    uint32_t (8-byte HeapBlock). Widths come from each field's type.
  *  - GrowableArray's capacity is _max in 17, _capacity in 25 (unused).
+ *  - An nmethod's debug info: 17 keeps it in the blob (offsets from it:
+ *    _metadata_offset, _scopes_pcs_offset, _dependencies_offset, and the
+ *    pointer CompiledMethod::_scopes_data_begin); 25 keeps the PcDescs
+ *    and scopes in _immutable_data (C heap; _scopes_pcs_offset,
+ *    _scopes_data_offset, _immutable_data_size) and the metadata in
+ *    CodeBlob::_mutable_data after the relocations (_relocation_size,
+ *    _mutable_data_size). Where 25 ends the metadata is not exported
+ *    (nmethod::_metadata_size exists only with JVMCI): it is bounded by
+ *    the mutable data's end (nmethod.hpp, metadata_begin()/_end()).
  */
 #ifndef PROFD_HOTSPOT_OFFSETS_H
 #define PROFD_HOTSPOT_OFFSETS_H
@@ -48,6 +57,7 @@ enum {
 	HS_FEAT_CODE_RANGE	= 1u << 4,	/* a blob's code begin/end */
 	HS_FEAT_INTERP		= 1u << 5,	/* interpreted frames: code, slots, bci */
 	HS_FEAT_LINES		= 1u << 6,	/* a method's line number table */
+	HS_FEAT_SCOPES		= 1u << 7,	/* an nmethod's PcDescs and scopes */
 };
 
 struct hs_offsets {
@@ -82,6 +92,16 @@ struct hs_offsets {
 	struct hs_off nm_scopes_data;	/* 17: _scopes_data_begin (pointer); 25:
 					 * _scopes_data_offset (from _immutable_data) */
 	struct hs_off nm_immutable_data;		/* 25 */
+	/* the debug info (HS_FEAT_SCOPES, scopes.h): 17 from the blob, 25 in
+	 * the immutable (PcDescs, scopes) and mutable (metadata) data */
+	struct hs_off nm_metadata_offset;		/* 17 */
+	struct hs_off nm_dependencies_offset;		/* 17: the PcDescs end there */
+	struct hs_off nm_immutable_data_size;		/* 25 */
+	struct hs_off blob_mutable_data, blob_mutable_data_size;	/* 25 */
+	struct hs_off blob_relocation_size;		/* 25: metadata follows it */
+	struct hs_off pc_pc_offset, pc_scope_offset;	/* PcDesc */
+	uint32_t pc_desc_size;				/* sizeof(PcDesc) */
+	struct hs_off cp_source_file;	/* ConstantPool::_source_file_name_index */
 	int64_t invocation_entry_bci;			/* InvocationEntryBci: not OSR */
 	bool has_invocation_entry_bci;
 
