@@ -125,7 +125,7 @@ static __always_inline int v8_js_frame(struct profd_unwind_state *st, __u64 fp, 
 	type = v8_type(v, fn);
 	if (type < 0)
 		goto read_err;
-	if (type != v->t_js_function)
+	if (type < v->t_js_function || type > v->t_js_function_last)
 		goto not_js;
 	sfi = v8_buf64(st, V8_BUF_FN + (v->fn_shared & 63));
 	if (!v8_heap(v, sfi) ||

@@ -95,7 +95,8 @@ struct profd_v8_proc {
 	__u16 first_context, last_context;
 	/* where the bytecode offset register is in struct pt_regs; 0xffff: none */
 	__u16 offset_reg;
-	__u16 _pad1[3];
+	__u16 t_js_function_last;	/* JSFunction's subtypes (class constructors ...) up to it */
+	__u16 _pad1[2];
 };
 
 /* profd_v8_check - 32 bits of a SharedFunctionInfo's name and script

@@ -298,7 +298,7 @@ def test_layout_is_nm_view(tmp_path, walker):
         assert int(got[member]) == v[sym], (member, got[member], v[sym])
     # node 20 is V8 11.3 without pointer compression (8-byte tagged fields)
     assert v["v8dbg_TaggedSize"] == 8 and got["version"] == "11.3"
-    assert got["features"] == "0x1f" and got["missing"] == "0"
+    assert got["features"] == "0x3f" and got["missing"] == "0"
 
 
 PERTURB_UNNAMED = ["js_function_shared=8", "fp_function=-8", "map_instance_type=2",

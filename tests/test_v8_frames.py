@@ -14,13 +14,15 @@ main-thread sample profd takes afterwards is in that spin.
   (a builtin: native name kept, its code is node's) left out; node's
   anonymous functions are "(anonymous)". Interpreted frames carry the line
   node gives (the leaf: its spin loop's line, from the bytecode offset);
-  frames of compiled code have line 0 (no position tables are read yet).
+  frames of compiled code have node's line or 0 (baseline code).
 - Interpreted only (--jitless); all compiled (Sparkplug for all,
   TurboFan for the chain, --no-turbo-inlining): exact chain; TurboFan
   with inlining on: what is shown must be a true subsequence of node's
-  chain, the leaf and the outermost frames present (inlined frames are not
-  expanded yet).
+  chain, the leaf and the outermost frames present.
 - At least 90 % of the main thread's samples show that chain.
+- test_inlined_frames_with_lines: functions TurboFan inlined
+  (--trace-turbo-inlining says so) are frames of their own, every frame
+  with node's line, a class constructor named as node names it.
 - With `--tracers native` (V8 not walked) no sample has a JS frame: the
   assertions above fail without the V8 runtime.
 """
@@ -134,3 +136,74 @@ def test_native_tracer_only_has_no_js_frames(profd_bin, pprof, tmp_path):
         stop(p)
     assert sum(n for n, _ in samples) >= 50
     assert not [js for _, js in samples if js], samples[:3]
+
+
+# Functions TurboFan inlines into `hot` (checked with --trace-turbo-inlining),
+# called from a class's method and constructor that stay interpreted
+# (%NeverOptimizeFunction, --no-sparkplug); one function per line, so each
+# frame's line is the line node gives for it. snap() writes node's own
+# stack (CallSites) from inside inner2: once in the warm-up (the call has
+# feedback then: optimized code calling it later is not deoptimized), then
+# as the endless run starts (the stack the samples are compared with).
+INLINE_JS = """'use strict';
+const fs = require('fs');
+Error.stackTraceLimit = Infinity;
+let sink = 0, snapNow = false, snaps = 0;
+function snap() { snapNow = false; const f = process.argv[2] + (++snaps === 1 ? '.warm' : ''); const saved = Error.prepareStackTrace; Error.prepareStackTrace = (e, cs) => cs.map(c => [c.getFunctionName() || '', c.getFileName() || '', c.getLineNumber() || 0]); const st = new Error().stack; Error.prepareStackTrace = saved; fs.writeFileSync(f + '.tmp', JSON.stringify(st)); fs.renameSync(f + '.tmp', f); }
+function inner2(x) { if (snapNow) snap(); return (Math.imul(x, 1103515245) + 12345) | 0; }
+function inner1(x) { return inner2(x) ^ (x >>> 3); }
+function hot(n) { let s = 1; for (let i = 0; i < n; i++) s = inner1(s); return s; }
+class Engine { constructor(k) { this.k = k; this.run(); } run() { for (let j = 0; j !== this.k; j++) sink ^= hot(3000); } }
+%NeverOptimizeFunction(Engine);
+%NeverOptimizeFunction(Engine.prototype.run);
+%PrepareFunctionForOptimization(hot);
+new Engine(20);
+snapNow = true;
+new Engine(1);
+%OptimizeFunctionOnNextCall(hot);
+new Engine(20);
+snapNow = true;
+new Engine(-1);
+"""
+
+
+def test_inlined_frames_with_lines(profd_bin, pprof, tmp_path):
+    """Optimized code's inlined functions are frames of their own, every
+    frame with node's line: each sample's JS frames are node's chain
+    (snap() left out) from one of its frames on (the sample's leaf in
+    inner2, inner1, hot, or the interpreted run)."""
+    (tmp_path / "inl.js").write_text(INLINE_JS)
+    out = tmp_path / "stack.json"
+    log = tmp_path / "node.log"
+    with open(log, "w") as err:
+        p = start([NODE, "--allow-natives-syntax", "--no-sparkplug", "--trace-turbo-inlining",
+                   str(tmp_path / "inl.js"), str(out)], stdout=err, stderr=err)
+    try:
+        wait_file(str(out), timeout=60)
+        time.sleep(1.0)
+        samples = profile(profd_bin, pprof, tmp_path, p.pid)
+    finally:
+        stop(p)
+    trace = log.read_text()
+    assert re.search(r"Inlining .*inner1.* into .*hot", trace), trace[-2000:]
+    assert re.search(r"Inlining .*inner2.* into .*hot", trace), trace[-2000:]
+    stack = [[f[0] or "(anonymous)", f[1], f[2]]
+             for f in json.loads(out.read_text()) if f[1]]
+    assert [f[0] for f in stack[:6]] == ["snap", "inner2", "inner1", "hot", "run", "Engine"], stack
+    chain = stack[1:]
+    short = lambda js: " ".join(f"{f[0]}:{f[2]}" for f in js)  # noqa: E731
+    # samples without any JS frame: taken before profd had read the
+    # process's V8 metadata (seconds on a loaded machine), not judged here
+    samples = [(n, js) for n, js in samples if js]
+    seen = [(n, short(js)) for n, js in samples[:10]]
+    total = sum(n for n, _ in samples)
+    assert total >= 50, samples
+    good = inlined = 0
+    for n, js in samples:
+        if any(js == chain[k:] for k in range(4)):
+            good += n
+            if js[:2] == chain[1:3] or js[:3] == chain[:3]:
+                inlined += n
+    assert good >= 0.9 * total, (good, total, seen, short(chain))
+    # the leaf in inner1's or inner2's code, inlined into hot: both shown
+    assert inlined >= 0.1 * total, (inlined, total, seen, short(chain))

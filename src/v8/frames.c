@@ -446,13 +446,12 @@ static int64_t zigzag(uint64_t u)
 }
 
 /*
- * The script offset of bytecode offset @offset in source position table
+ * The SourcePosition (raw) of code offset @offset in source position table
  * @tab (@n bytes): V8's SourcePositionTableIterator (code offsets from
  * kFunctionEntryBytecodeOffset, -1; a negative code delta marks a
- * non-statement entry, -(delta + 1)), the last entry at or before
- * @offset, its SourcePosition's script offset (bits 1-30, stored + 1).
+ * non-statement entry, -(delta + 1)), the last entry at or before @offset.
  */
-static int table_position(const uint8_t *tab, uint32_t n, int64_t offset, int64_t *pos)
+static int table_raw(const uint8_t *tab, uint32_t n, int64_t offset, int64_t *out)
 {
 	int64_t code = -1, raw = 0;
 	bool found = false;
@@ -478,7 +477,20 @@ static int table_position(const uint8_t *tab, uint32_t n, int64_t offset, int64_
 	}
 	if (!found || raw < 0 || (raw & 1))	/* none, or an external (file, line) position */
 		return -ENOENT;
-	*pos = ((raw >> 1) & ((1 << 30) - 1)) - 1;
+	*out = raw;
+	return 0;
+}
+
+/* The script offset of bytecode offset @offset in @tab: the SourcePosition's
+ * script offset (bits 1-30, stored + 1). */
+static int table_position(const uint8_t *tab, uint32_t n, int64_t offset, int64_t *pos)
+{
+	int64_t raw;
+	int err = table_raw(tab, n, offset, &raw);
+
+	if (err)
+		return err;
+	*pos = v8_position_offset(raw);
 	return *pos < 0 ? -ENOENT : 0;
 }
 
@@ -561,13 +573,42 @@ static int script_line(const struct v8_reader *r, uint64_t script, int64_t pos, 
 	return 0;
 }
 
+/* The bytes of source position table @spt (a ByteArray) into *@tab (malloc'd), *@n. */
+static int read_positions(const struct v8_reader *r, uint64_t spt, uint8_t **tab, uint32_t *n)
+{
+	const struct v8_layout *l = r->l;
+	int64_t tlen;
+	uint16_t type;
+	int err;
+
+	if ((err = obj_type(r, spt, &type)))
+		return err;
+	if (type != l->t_byte_array)
+		return -ENOENT;	/* not collected (lazy source positions) */
+	if ((err = smi_field(r, spt, l->fixed_array_length, &tlen)))
+		return err;
+	if (tlen < 0 || tlen > V8_POSITIONS_MAX)
+		return -E2BIG;
+	if (!(*tab = malloc(tlen ? (size_t)tlen : 1)))
+		return -ENOMEM;
+	err = tlen ? rd(r, obj(l, spt) + l->byte_array_data, *tab, (size_t)tlen) : 0;
+	if (err) {
+		free(*tab);
+		*tab = NULL;
+		return err;
+	}
+	*n = (uint32_t)tlen;
+	return 0;
+}
+
 /* The line of the interpreted frame at @fp running bytecode array @ba. */
 static int interpreted_line(const struct v8_reader *r, uint64_t ba, uint64_t offset_slot,
 			    int64_t live_offset, uint64_t script, int *line)
 {
 	const struct v8_layout *l = r->l;
 	uint8_t *tab;
-	int64_t raw, offset, len, tlen, pos;
+	int64_t raw, offset, len, pos;
+	uint32_t tlen;
 	uint64_t spt;
 	uint16_t type;
 	int err;
@@ -592,19 +633,9 @@ static int interpreted_line(const struct v8_reader *r, uint64_t ba, uint64_t off
 	if (offset < -1 || offset >= len)	/* -1: kFunctionEntryBytecodeOffset */
 		return -EPROTO;
 	if ((err = field(r, ba, l->bytecode_array_positions, &spt)) ||
-	    (err = obj_type(r, spt, &type)))
+	    (err = read_positions(r, spt, &tab, &tlen)))
 		return err;
-	if (type != l->t_byte_array)
-		return -ENOENT;	/* not collected (lazy source positions) */
-	if ((err = smi_field(r, spt, l->fixed_array_length, &tlen)))
-		return err;
-	if (tlen < 0 || tlen > V8_POSITIONS_MAX)
-		return -E2BIG;
-	if (!(tab = malloc(tlen ? (size_t)tlen : 1)))
-		return -ENOMEM;
-	err = tlen ? rd(r, obj(l, spt) + l->byte_array_data, tab, (size_t)tlen) : 0;
-	if (!err)
-		err = table_position(tab, (uint32_t)tlen, offset, &pos);
+	err = table_position(tab, tlen, offset, &pos);
 	free(tab);
 	return err ? err : script_line(r, script, pos, line);
 }
@@ -643,8 +674,9 @@ int v8_read_frame(const struct v8_reader *r, uint64_t fp, enum v8_code code,
 	if (err)
 		goto read_error;
 	err = obj_type(r, fn, &type);
-	if (err == -EPROTO || (!err && type != l->t_js_function))
-		goto unverified;	/* also JSFunction's subtypes: not exported */
+	if (err == -EPROTO ||
+	    (!err && (type < l->t_js_function || type > l->t_js_function_last)))
+		goto unverified;
 	if (err)
 		goto read_error;
 	if ((err = field(r, fn, l->js_function_shared, &sfi)))
@@ -740,4 +772,27 @@ int v8_bytecode_line(const struct v8_reader *r, uint64_t ba, int64_t raw_offset,
 		counter_inc(&counter_v8_line_unknown);
 	}
 	return err;
+}
+
+int v8_position_at(const struct v8_reader *r, uint64_t table, int64_t offset, int64_t *raw)
+{
+	uint8_t *tab;
+	uint32_t n;
+	int err = read_positions(r, table, &tab, &n);
+
+	if (err)
+		return err;
+	err = table_raw(tab, n, offset, raw);
+	free(tab);
+	return err;
+}
+
+int v8_script_line(const struct v8_reader *r, uint64_t script, int64_t pos, int *line)
+{
+	*line = 0;
+	if (!(r->l->features & V8_FEAT_LINES) || !script)
+		return -ENOTSUP;
+	if (pos < 0)
+		return -ENOENT;
+	return script_line(r, script, pos, line);
 }

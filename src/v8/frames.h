@@ -27,9 +27,9 @@
  * object; strings are read only as sequential (one- or two-byte), cons,
  * thin and sliced strings, at most V8_NAME_MAX / V8_FILE_MAX bytes of
  * UTF-8 and V8_STRING_DEPTH levels deep. What does not check out gives
- * no name (counted), never a guess. Line numbers of compiled frames
- * (baseline, optimized: from the Code object's tables) are not read yet:
- * such frames get line 0.
+ * no name (counted), never a guess. Lines of optimized frames and their
+ * inlined functions: code.h (from the sample's pc, not from a frame
+ * here); this reader gives compiled frames line 0.
  *
  * Threads: the caller's (remote.h: one caller per reader at a time).
  */
@@ -127,5 +127,38 @@ int v8_sfi_describe(const struct v8_reader *r, uint64_t sfi, struct v8_frame *ou
  */
 int v8_bytecode_line(const struct v8_reader *r, uint64_t ba, int64_t raw_offset,
 		     uint64_t script, int *line);
+
+/*
+ * A SourcePosition (V8's src/codegen/source-position.h, the raw 64 bits
+ * of a source position table entry): bit 0 external (a file and line of
+ * its own, wasm), bits 1-30 the script offset + 1, bits 31-46 the
+ * inlining id + 1 (-1: the code's own function).
+ */
+static inline int64_t v8_position_offset(int64_t raw)
+{
+	return ((raw >> 1) & ((1 << 30) - 1)) - 1;
+}
+
+static inline int v8_position_inlining_id(int64_t raw)
+{
+	return (int)((raw >> 31) & 0xffff) - 1;
+}
+
+/*
+ * v8_position_at - the raw SourcePosition of code offset @offset (the
+ * last entry at or before it) in source position table @table (a
+ * ByteArray, tagged), into *@raw. 0, -ENOENT (no entry, not a ByteArray:
+ * not collected, or an external position), -EPROTO (a corrupt table),
+ * -E2BIG (over V8_POSITIONS_MAX bytes), or a read's error.
+ */
+int v8_position_at(const struct v8_reader *r, uint64_t table, int64_t offset, int64_t *raw);
+
+/*
+ * v8_script_line - the 1-based line of script offset @pos in Script
+ * @script into *@line (through its line ends, else its source, as
+ * interpreted frames' lines). 0, -ENOTSUP (no layout for lines, no
+ * script), -ENOENT (@pos < 0), -EPROTO, or a read's error. Not counted.
+ */
+int v8_script_line(const struct v8_reader *r, uint64_t script, int64_t pos, int *line);
 
 #endif /* PROFD_V8_FRAMES_H */

@@ -30,8 +30,14 @@
  * from the recorded BytecodeArray only while it is still its function's
  * (SharedFunctionInfo::function_data, or its baseline code's
  * bytecode_or_interpreter_data), else line 0 (v8_line_unverified).
- * Compiled frames (baseline, Maglev, Turbofan) get line 0: their code's
- * position tables are not read, nor the functions inlined into them.
+ * Frames whose pc is JIT code: the optimized Code holding the pc
+ * (code.h) must be the SharedFunctionInfo's (else line 0,
+ * v8_code_unverified); its functions inlined at the pc become frames of
+ * their own before it, innermost first, each SharedFunctionInfo checked
+ * and named like a frame's, each line from its own Script (an inlined
+ * function that does not check out: the outer frame alone, without a
+ * line, v8_inline_unread). Baseline code and a pc in no optimized Code:
+ * line 0 (v8_jit_line_unknown).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -41,6 +47,7 @@
 #include "bpf/profd.h"
 #include "bpf/unwind_v8.h"
 #include "counters/counters.h"
+#include "v8/code.h"
 #include "v8/v8.h"
 #include "v8/v8_internal.h"
 
@@ -58,6 +65,13 @@ COUNTER_DEFINE(v8_leaf_unverified, COUNTER_PARTIAL,
 	       "V8 leaf frames left unnamed: [sp] held a code address (prologue or epilogue)");
 COUNTER_DEFINE(v8_line_unverified, COUNTER_PARTIAL,
 	       "interpreted JS frames without a line: their BytecodeArray is no longer their function's");
+COUNTER_DEFINE(v8_jit_line_unknown, COUNTER_PARTIAL,
+	       "compiled JS frames without a line: baseline code, or no optimized Code found at the pc");
+COUNTER_DEFINE(v8_code_unverified, COUNTER_PARTIAL,
+	       "optimized JS frames without a line: the Code at their pc is not their function's");
+COUNTER_DEFINE(v8_inline_unread, COUNTER_PARTIAL,
+	       "optimized JS frames shown without their inlined functions: the chain did not check out");
+COUNTER_DEFINE(v8_inlined_frames, COUNTER_STAT, "inlined JS frames named in V8 samples");
 COUNTER_DEFINE(v8_frame_table_rotations, COUNTER_STAT, "V8 frame tables started afresh");
 COUNTER_DEFINE(v8_frames_full, COUNTER_PARTIAL,
 	       "JS frames not named: the V8 frame table was full");
@@ -172,9 +186,72 @@ static bool bytecode_current(const struct v8proc *p, const struct v8_reader *r,
 	       inner == ba;
 }
 
-/* The frame id of JS frame @w (4 words) at pc kind @kind; 0: leave it native. */
-static uint32_t frame_id(struct v8 *v, const struct v8proc *p, const struct v8_reader *r,
-			 const uint64_t *w, enum v8_pc_kind kind, uint64_t live_offset)
+/* The name entry of an inlined function's SharedFunctionInfo (its type checked, its check now). */
+static struct name_entry *inlined_entry(struct v8 *v, const struct v8proc *p,
+					const struct v8_reader *r, uint64_t sfi)
+{
+	const struct v8_layout *l = &p->bin.l;
+	uint64_t name, script;
+
+	if (v8_object_field(r, sfi, l->sfi_name_or_scope_info, &name) ||
+	    v8_object_field(r, sfi, l->sfi_script_or_debug_info, &script))
+		return NULL;
+	return sfi_entry(v, p, r, sfi, profd_v8_check(name, script));
+}
+
+/*
+ * The frames of optimized JS frame @n (SharedFunctionInfo @sfi) at @pc
+ * into @ids: its inlined functions innermost first, then itself, with
+ * their lines. Returns the count (>= 1).
+ */
+static uint32_t optimized_ids(struct v8 *v, struct v8proc *p, const struct v8_reader *r,
+			      struct name_entry *n, uint64_t sfi, uint64_t pc, bool exact,
+			      uint32_t *ids)
+{
+	struct v8_code_frame fr[V8_INLINE_MAX];
+	struct name_entry *e[V8_INLINE_MAX];
+	int k, nf, inline_err, line;
+
+	nf = v8_code_frames(r, &p->istream_map, pc, exact, sfi, fr, V8_INLINE_MAX, &inline_err);
+	if (nf < 1) {
+		counter_inc(nf == -ESTALE ? &counter_v8_code_unverified : &counter_v8_jit_line_unknown);
+		ids[0] = rt_frame_gens_intern(&v->frames, n->name, n->file, 0, 0);
+		return 1;
+	}
+	e[nf - 1] = n;
+	for (k = 0; k < nf - 1; k++) {
+		if (!(e[k] = inlined_entry(v, p, r, fr[k].sfi))) {
+			inline_err = -ESTALE;
+			break;
+		}
+	}
+	if (inline_err) {
+		counter_inc(&counter_v8_inline_unread);
+		fr[0] = (struct v8_code_frame){ .sfi = sfi, .pos = -1 };
+		e[0] = n;
+		nf = 1;
+	}
+	for (k = 0; k < nf; k++) {
+		if (fr[k].pos < 0 || !e[k]->script ||
+		    v8_script_line(r, e[k]->script, fr[k].pos, &line) || line < 0) {
+			line = 0;
+			counter_inc(&counter_v8_jit_line_unknown);
+		}
+		if (k < nf - 1)
+			counter_inc(&counter_v8_inlined_frames);
+		ids[k] = rt_frame_gens_intern(&v->frames, e[k]->name, e[k]->file, line, 0);
+	}
+	return (uint32_t)nf;
+}
+
+/*
+ * The frame ids of JS frame @w (4 words) at pc kind @kind into @ids
+ * (V8_INLINE_MAX), innermost first; 0: leave it native. @exact: its pc
+ * is the sampled ip.
+ */
+static uint32_t frame_ids(struct v8 *v, struct v8proc *p, const struct v8_reader *r,
+			  const uint64_t *w, enum v8_pc_kind kind, uint64_t live_offset,
+			  bool exact, uint32_t *ids)
 {
 	uint64_t sfi = w[1], ba = w[3];
 	uint32_t check = (uint32_t)(w[2] >> 32);
@@ -185,6 +262,9 @@ static uint32_t frame_id(struct v8 *v, const struct v8proc *p, const struct v8_r
 		counter_inc(&counter_v8_frame_stale);
 		return 0;
 	}
+	counter_inc(&counter_v8_frames_named);
+	if (kind == V8_PC_JIT)
+		return optimized_ids(v, p, r, n, sfi, w[0] & PROFD_V8_PC_MASK, exact, ids);
 	if ((kind == V8_PC_TRAMPOLINE || kind == V8_PC_HANDLER) && (w[0] & PROFD_V8_F_OFFSET) &&
 	    ba && n->script) {
 		int64_t raw = (w[0] & PROFD_V8_F_LEAF) && kind == V8_PC_HANDLER ?
@@ -195,8 +275,8 @@ static uint32_t frame_id(struct v8 *v, const struct v8proc *p, const struct v8_r
 		else
 			counter_inc(&counter_v8_line_unverified);
 	}
-	counter_inc(&counter_v8_frames_named);
-	return rt_frame_gens_intern(&v->frames, n->name, n->file, line > 0 ? line : 0, 0);
+	ids[0] = rt_frame_gens_intern(&v->frames, n->name, n->file, line > 0 ? line : 0, 0);
+	return 1;
 }
 
 /*
@@ -215,34 +295,35 @@ static bool leaf_verified(const struct v8proc *p, enum v8_pc_kind kind, uint64_t
 	return !v8_exec_addr(p, spw);
 }
 
-static uint32_t merge(struct v8 *v, const struct v8proc *p, const uint64_t *user,
+static uint32_t merge(struct v8 *v, struct v8proc *p, const uint64_t *user,
 		      uint32_t nuser, const uint64_t *frames, uint32_t nframes,
 		      uint64_t *out, uint32_t cap)
 {
 	struct v8_reader r = { .rr = v->reader, .pid = p->pid, .l = &p->bin.l };
 	uint64_t tag = rt_frame_gens_tag(&v->frames);
-	uint32_t n = nuser < cap ? nuser : cap, next = 0;
+	uint32_t next = 0, copied = 0, n = 0;
 	uint64_t spw = frames[0], live = frames[1];
+	uint32_t ids[V8_INLINE_MAX];
 
-	memcpy(out, user, n * sizeof(*out));
 	for (uint32_t k = 1; k + 1 < nframes; k += 2) {
 		const uint64_t *w = &frames[2 * k];
 		uint64_t pc = w[0] & PROFD_V8_PC_MASK;
-		bool leaf = w[0] & PROFD_V8_F_LEAF;
+		bool leaf = w[0] & PROFD_V8_F_LEAF, exact;
 		enum v8_pc_kind kind;
-		uint32_t i, id;
+		uint32_t i, nid;
 
 		if (leaf)
-			i = n && (user[0] & ~PROFD_IP_EXACT) == pc ? 0 : n;
+			i = nuser && (user[0] & ~PROFD_IP_EXACT) == pc ? 0 : nuser;
 		else
-			for (i = next > 1 ? next : 1; i < n && (user[i] & ~PROFD_IP_EXACT) != pc; i++)
+			for (i = next > 1 ? next : 1; i < nuser && (user[i] & ~PROFD_IP_EXACT) != pc; i++)
 				;
-		if (i >= n) {
+		if (i >= nuser) {
 			counter_inc(&counter_v8_frame_unmatched);
 			continue;
 		}
 		next = i + 1;
-		kind = v8_classify(p, leaf || (user[i] & PROFD_IP_EXACT) ? pc : pc - 1);
+		exact = leaf || (user[i] & PROFD_IP_EXACT);
+		kind = v8_classify(p, exact ? pc : pc - 1);
 		if (kind == V8_PC_OTHER) {
 			counter_inc(&counter_v8_frame_native_code);
 			continue;
@@ -251,10 +332,18 @@ static uint32_t merge(struct v8 *v, const struct v8proc *p, const uint64_t *user
 			counter_inc(&counter_v8_leaf_unverified);
 			continue;
 		}
-		id = frame_id(v, p, &r, w, kind, live);
-		if (id)
-			out[i] = tag | id;
+		nid = frame_ids(v, p, &r, w, kind, live, exact, ids);
+		if (!nid)
+			continue;
+		/* the native IPs before it, then its frames in its place */
+		for (; copied < i && n < cap; copied++)
+			out[n++] = user[copied];
+		for (uint32_t j = 0; j < nid && n < cap; j++)
+			out[n++] = tag | ids[j];
+		copied = i + 1;
 	}
+	for (; copied < nuser && n < cap; copied++)
+		out[n++] = user[copied];
 	return n;
 }
 
@@ -263,7 +352,7 @@ uint32_t v8_merge_stack(struct v8 *v, pid_t pid, uint32_t flags,
 			const uint64_t *frames, uint32_t nframes,
 			uint64_t *out, uint32_t cap)
 {
-	const struct v8proc *p;
+	struct v8proc *p;
 	uint32_t n;
 
 	if (nuser > PROFD_MAX_USER_FRAMES)

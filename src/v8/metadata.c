@@ -58,9 +58,12 @@ enum kind { K_U16, K_I32, K_U64, K_UINT };
 #define F2(name, alt, member, kind, feats)	\
 	{ name, alt, offsetof(struct v8_layout, member), kind, feats }
 
-#define ALL	(V8_FEAT_FRAMES | V8_FEAT_NAMES | V8_FEAT_SCOPE_INFO | V8_FEAT_SCRIPT | V8_FEAT_LINES)
-#define NAMES	(V8_FEAT_NAMES | V8_FEAT_SCOPE_INFO | V8_FEAT_SCRIPT | V8_FEAT_LINES)
-#define SCRIPT	(V8_FEAT_SCRIPT | V8_FEAT_LINES)
+#define ALL	(V8_FEAT_FRAMES | V8_FEAT_NAMES | V8_FEAT_SCOPE_INFO | V8_FEAT_SCRIPT | \
+		 V8_FEAT_LINES | V8_FEAT_CODE)
+#define NAMES	(V8_FEAT_NAMES | V8_FEAT_SCOPE_INFO | V8_FEAT_SCRIPT | V8_FEAT_LINES | \
+		 V8_FEAT_CODE)
+#define SCRIPT	(V8_FEAT_SCRIPT | V8_FEAT_LINES | V8_FEAT_CODE)
+#define CODE	V8_FEAT_CODE
 
 static const struct field {
 	const char *name, *alt;		/* without the "v8dbg_" prefix */
@@ -89,7 +92,6 @@ static const struct field {
 	F("type_BytecodeArray__BYTECODE_ARRAY_TYPE", t_bytecode_array, K_U16, V8_FEAT_LINES),
 	F("type_ByteArray__BYTE_ARRAY_TYPE", t_byte_array, K_U16, V8_FEAT_LINES),
 	F("type_FixedArray__FIXED_ARRAY_TYPE", t_fixed_array, K_U16, V8_FEAT_LINES),
-	F("type_Code__CODE_TYPE", t_code, K_U16, 0),
 	F("FirstNonstringType", first_nonstring, K_U16, NAMES),
 	F("FirstContextType", first_context, K_U16, NAMES),
 	F("LastContextType", last_context, K_U16, NAMES),
@@ -128,6 +130,19 @@ static const struct field {
 	F("class_BytecodeArray__data__uintptr_t", bytecode_array_data, K_U16, V8_FEAT_LINES),
 	F("class_Code__bytecode_or_interpreter_data__HeapObject", code_bytecode, K_U16, 0),
 
+	F("type_InstructionStream__INSTRUCTION_STREAM_TYPE", t_instruction_stream, K_U16, CODE),
+	F("type_WeakFixedArray__WEAK_FIXED_ARRAY_TYPE", t_weak_fixed_array, K_U16, CODE),
+	F("type_Code__CODE_TYPE", t_code, K_U16, CODE),
+	F("class_InstructionStream__instruction_start__uintptr_t", istream_start, K_U16, CODE),
+	F("class_Code__deoptimization_data__FixedArray", code_deopt_data, K_U16, CODE),
+	F("class_Code__source_position_table__ByteArray", code_positions, K_U16, CODE),
+	F("CodeKindFieldMask", code_kind_mask, K_U16, CODE),
+	F("CodeKindFieldShift", code_kind_shift, K_U16, CODE),
+	F("CodeKindBaseline", code_kind_maglev, K_U16, CODE),
+	F("DeoptimizationDataLiteralArrayIndex", deopt_literals, K_U16, CODE),
+	F("DeoptimizationDataSharedFunctionInfoIndex", deopt_sfi, K_U16, CODE),
+	F("DeoptimizationDataInliningPositionsIndex", deopt_inlining, K_U16, CODE),
+
 	F("scopeinfo_idx_ncontextlocals", si_idx_ncontext_locals, K_U16, V8_FEAT_SCOPE_INFO),
 	F("scopeinfo_idx_first_vars", si_idx_first_vars, K_U16, V8_FEAT_SCOPE_INFO),
 };
@@ -150,6 +165,24 @@ static const struct si_layout {
 	uint8_t type_bits, function_scope, saved_class_bit, function_var_shift, inferred_bit;
 } si_layouts[] = {
 	{ 11, 3, 75, 4, 2, 10, 12, 14 },
+};
+
+/*
+ * What V8 does not export about optimized code, by version (metadata.h
+ * lists it), checked live (tests/test_v8_frames.py): V8 11.3
+ * (src/objects/code.h CODE_DATA_FIELDS: ..., source_position_table,
+ * instruction_stream, code_entry_point, flags (int32), builtin_id
+ * (int16), kind_specific_flags (int16), instruction_size (int);
+ * instruction-stream.h: map, code, then the instructions; code-kind.h:
+ * ..., BASELINE, MAGLEV, TURBOFAN; source-position.h: struct
+ * InliningPosition { SourcePosition (uint64); int }).
+ */
+static const struct code_layout {
+	unsigned int major, minor;
+	uint8_t entry, flags, size;	/* bytes after Code::source_position_table */
+	uint8_t inlining_position_size;
+} code_layouts[] = {
+	{ 11, 3, 16, 24, 32, 16 },
 };
 
 static int cmp_vsym(const void *a, const void *b)
@@ -271,6 +304,31 @@ static void missing(struct v8_layout *l, const char *name, uint32_t feats)
 	counter_inc(&counter_v8_metadata_missing);
 }
 
+/* The optimized code's fields V8 does not export (code_layouts[]), else no V8_FEAT_CODE. */
+static void code_layout(struct v8_layout *l)
+{
+	/* read as CodeKindBaseline into code_kind_maglev */
+	uint16_t baseline = l->code_kind_maglev;
+
+	for (size_t i = 0; i < sizeof(code_layouts) / sizeof(code_layouts[0]); i++) {
+		const struct code_layout *c = &code_layouts[i];
+
+		if (c->major != l->major || c->minor != l->minor)
+			continue;
+		if (l->istream_start != 2 * l->tagged_size)
+			break;	/* not map, code, instructions */
+		l->istream_code = (uint16_t)l->tagged_size;
+		l->code_entry = (uint16_t)(l->code_positions + c->entry);
+		l->code_flags = (uint16_t)(l->code_positions + c->flags);
+		l->code_size = (uint16_t)(l->code_positions + c->size);
+		l->code_kind_maglev = (uint16_t)(baseline + 1);
+		l->code_kind_turbofan = (uint16_t)(baseline + 2);
+		l->inlining_position_size = c->inlining_position_size;
+		return;
+	}
+	l->features &= ~(uint32_t)V8_FEAT_CODE;
+}
+
 /* @s (sorted) -> @l. Field values out of their type's range count as missing. */
 static void build(const struct symset *s, struct v8_layout *l)
 {
@@ -348,6 +406,11 @@ static void build(const struct symset *s, struct v8_layout *l)
 	l->byte_array_data = l->fixed_array_data;
 	l->bytecode_array_positions = (uint16_t)(l->fixed_array_length + 3 * l->tagged_size);
 	l->script_line_offset = (uint16_t)(l->script_name + l->tagged_size);
+	code_layout(l);
+	/* JSFunction's subtypes after JS_FUNCTION_TYPE (metadata.h) */
+	l->t_js_function_last = l->t_js_function;
+	if (l->major == 11 && l->minor == 3)
+		l->t_js_function_last = (uint16_t)(l->t_js_function + 15);
 	l->features &= ~(uint32_t)V8_FEAT_SCOPE_INFO;
 	for (size_t i = 0; i < sizeof(si_layouts) / sizeof(si_layouts[0]); i++) {
 		const struct si_layout *sl = &si_layouts[i];

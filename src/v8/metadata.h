@@ -23,6 +23,19 @@
  *     field after FixedArrayBase::length, src/objects/code.tq),
  *   - ByteArray's data (FixedArrayBase's header, as FixedArray's data),
  *   - Script::line_offset (the field after Script::name, script.tq),
+ *   - the instance types of JSFunction's subtypes (class constructors,
+ *     the Array, Promise, RegExp and typed array constructors), which
+ *     follow JS_FUNCTION_TYPE: by V8 version (V8 11.3: 15 of them,
+ *     src/objects/js-function.tq, checked live), else none (a class
+ *     constructor's frame is then not named),
+ *   - for V8_FEAT_CODE, by V8 version (V8 11.3 only, checked live):
+ *     Code's instruction_stream, code_entry_point, flags and
+ *     instruction_size after its exported source_position_table
+ *     (src/objects/code.h, CODE_DATA_FIELDS), InstructionStream's Code
+ *     (the field between its map and instruction_start,
+ *     instruction-stream.h), the CodeKinds after BASELINE (MAGLEV,
+ *     TURBOFAN: code-kind.h, CODE_KIND_LIST) and InliningPosition's size
+ *     (a SourcePosition and an int: src/codegen/source-position.h),
  *   - ScopeInfo's flag bits and the order of its variable part
  *     (src/objects/scope-info.tq), by V8 version: only versions whose
  *     layout was checked live (V8 11.3, node 20) name functions through
@@ -41,6 +54,7 @@ enum v8_feature {
 	V8_FEAT_SCOPE_INFO = 1u << 2,	/* names kept in a ScopeInfo */
 	V8_FEAT_SCRIPT	   = 1u << 3,	/* SFI -> Script -> file name */
 	V8_FEAT_LINES	   = 1u << 4,	/* bytecode offset -> line */
+	V8_FEAT_CODE	   = 1u << 5,	/* optimized code at a pc: lines, inlined functions */
 };
 
 /* Frame types V8 names (StackFrame::Type, frames.h), as far as exported. */
@@ -74,6 +88,7 @@ struct v8_layout {
 
 	/* instance types (InstanceType, instance-type.h) */
 	uint16_t t_js_function, t_sfi, t_scope_info, t_script, t_oddball;
+	uint16_t t_js_function_last;	/* the last of JSFunction's subtypes (derived) */
 	uint16_t t_bytecode_array, t_byte_array, t_fixed_array;
 	uint16_t t_code;		/* Code (0: not exported) */
 	uint16_t first_nonstring, first_context, last_context;
@@ -91,6 +106,15 @@ struct v8_layout {
 	uint16_t fixed_array_length, fixed_array_data, byte_array_data;
 	uint16_t bytecode_array_data, bytecode_array_positions;
 	uint16_t code_bytecode;		/* Code::bytecode_or_interpreter_data (baseline code) */
+
+	/* optimized code (V8_FEAT_CODE): InstructionStream (map, its Code,
+	 * the instructions) and its Code (code.c says what each is for) */
+	uint16_t t_instruction_stream, t_weak_fixed_array;
+	uint16_t istream_start, istream_code;
+	uint16_t code_deopt_data, code_positions, code_entry, code_flags, code_size;
+	uint16_t code_kind_mask, code_kind_shift, code_kind_maglev, code_kind_turbofan;
+	uint16_t deopt_literals, deopt_sfi, deopt_inlining;	/* DeoptimizationData indices */
+	uint16_t inlining_position_size;	/* bytes of one InliningPosition */
 
 	/* ScopeInfo (scope-info.tq): slot indices after the map, the flag bits */
 	uint16_t si_idx_ncontext_locals, si_idx_first_vars;

@@ -251,6 +251,7 @@ static bool bpf_state(const struct v8_layout *l, struct profd_v8_proc *s)
 	s->sfi_name = l->sfi_name_or_scope_info;
 	s->sfi_script = l->sfi_script_or_debug_info;
 	s->t_js_function = l->t_js_function;
+	s->t_js_function_last = l->t_js_function_last;
 	s->t_sfi = l->t_sfi;
 	s->first_context = l->first_context;
 	s->last_context = l->last_context;

@@ -68,6 +68,7 @@ struct v8proc {
 	struct v8_binary bin;	/* a copy: the file cache may drop its own */
 	struct v8_map *maps;	/* sorted by start */
 	size_t nmaps;
+	uint64_t istream_map;	/* V8's InstructionStream map once seen (code.c), else 0 */
 };
 
 struct v8 {

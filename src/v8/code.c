@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * code.c - V8's optimized code at a pc: its Code object, the functions
+ * inlined there (see code.h).
+ *
+ * Owns: the search for the InstructionStream holding a pc and the
+ * inlining chain of its source position. Reads only through
+ * remote_read() and frames.h's checked object reads.
+ *
+ * The search: an InstructionStream is its map, its Code, then the
+ * instructions, which start code-aligned (kCodeAlignment: 32 or 64
+ * bytes on x86-64); so from the pc down, at each 32-byte boundary A,
+ * the two words below A are looked at: the first must be the
+ * InstructionStream map (an object whose map's instance type is
+ * INSTRUCTION_STREAM_TYPE; cached per process once seen), the second a
+ * Code whose code_entry_point is A and whose instruction_size covers
+ * the pc. The first map match decides: a Code whose instructions do not
+ * hold the pc ends the search (the pc is in no code). Memory read in
+ * 4 KiB chunks, at most V8_CODE_SCAN_MAX bytes below the pc.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "proc/remote.h"
+#include "v8/code.h"
+
+#define ALIGN		32u		/* the smallest kCodeAlignment of x86-64 V8 */
+#define CHUNK		4096u
+
+static bool heap(const struct v8_layout *l, uint64_t w)
+{
+	return (w & l->heap_object_tag_mask) == l->heap_object_tag && w > 4096;
+}
+
+static bool smi(const struct v8_layout *l, uint64_t w)
+{
+	uint64_t low = l->smi_shift < 64 ? (1ULL << l->smi_shift) - 1 : ~0ULL;
+
+	return (w & l->smi_tag_mask) == l->smi_tag && (w & low) == l->smi_tag;
+}
+
+/* Element @i of (Weak)FixedArray @arr of instance type @type, checked against its length. */
+static int element(const struct v8_reader *r, uint64_t arr, uint16_t type, int64_t i,
+		   uint64_t *v)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t len;
+	uint16_t t;
+	int err;
+
+	if ((err = v8_object_type(r, arr, &t)))
+		return err;
+	if (t != type)
+		return -EPROTO;
+	if ((err = v8_object_field(r, arr, l->fixed_array_length, &len)))
+		return err;
+	if (!smi(l, len) || i < 0 || i >= (int64_t)len >> l->smi_shift)
+		return -EPROTO;
+	return v8_object_field(r, arr, (uint32_t)(l->fixed_array_data + i * l->tagged_size), v);
+}
+
+/*
+ * Whether the InstructionStream whose instructions would start at @a
+ * (map @m, Code @code below it) holds @p: 1 yes (*@code_out), 0 not an
+ * InstructionStream, -ENOENT one that does not hold @p.
+ */
+static int istream_at(const struct v8_reader *r, uint64_t *istream_map, uint64_t a,
+		      uint64_t m, uint64_t code, uint64_t p, uint64_t *code_out)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t entry;
+	uint16_t type;
+	int32_t size;
+
+	if (!heap(l, m) || !heap(l, code))
+		return 0;
+	if (*istream_map ? m != *istream_map :
+	    remote_read(r->rr, r->pid, m - l->heap_object_tag + l->map_instance_type,
+			&type, sizeof(type)) || type != l->t_instruction_stream)
+		return 0;
+	if (v8_object_type(r, code, &type) || type != l->t_code ||
+	    v8_object_field(r, code, l->code_entry, &entry) || entry != a ||
+	    remote_read(r->rr, r->pid, code - l->heap_object_tag + l->code_size, &size,
+			sizeof(size)))
+		return 0;
+	*istream_map = m;	/* a map, its Code pointing back: seen */
+	if (size <= 0 || p - a >= (uint64_t)size)
+		return -ENOENT;
+	*code_out = code;
+	return 1;
+}
+
+/* The Code whose instructions hold @p, into *@code, their start into *@start. */
+static int find_code(const struct v8_reader *r, uint64_t *istream_map, uint64_t p,
+		     uint64_t *code, uint64_t *start)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t buf[(CHUNK + 64) / 8], c0 = 0, a;
+	bool have = false;
+	int ret, err;
+
+	if (p < V8_CODE_SCAN_MAX)
+		return -ENOENT;
+	for (a = p & ~(uint64_t)(ALIGN - 1); a + V8_CODE_SCAN_MAX > p; a -= ALIGN) {
+		if (!have || a - l->istream_start < c0) {
+			/* the chunk ends at a + istream_start; at a mapping's
+			 * start, from the header's page on */
+			c0 = a + l->istream_start - CHUNK;
+			err = remote_read(r->rr, r->pid, c0, buf, CHUNK);
+			if (err == -EFAULT) {
+				c0 = (a - l->istream_start) & ~(uint64_t)(CHUNK - 1);
+				err = remote_read(r->rr, r->pid, c0, buf, a + l->istream_start - c0);
+			}
+			if (err)
+				return err == -EFAULT ? -ENOENT : err;
+			have = true;
+		}
+		ret = istream_at(r, istream_map, a,
+				 buf[(a - l->istream_start - c0) / 8],
+				 buf[(a - l->istream_start + l->istream_code - c0) / 8], p, code);
+		if (ret < 0)
+			return ret;
+		if (ret) {
+			*start = a;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* InliningPositions[@id] of @dd: the call's raw SourcePosition, the inlined function's SFI. */
+static int inlined(const struct v8_reader *r, uint64_t dd, int id, int64_t *raw, uint64_t *sfi)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t pods, lits, len, w;
+	struct {
+		int64_t position;
+		int32_t fn;
+	} ip;
+	uint16_t type;
+	int err;
+
+	if ((err = element(r, dd, l->t_fixed_array, l->deopt_inlining, &pods)) ||
+	    (err = v8_object_type(r, pods, &type)))
+		return err;
+	if (type != l->t_byte_array)
+		return -EPROTO;
+	if ((err = v8_object_field(r, pods, l->fixed_array_length, &len)))
+		return err;
+	if (!smi(l, len) || id < 0 ||
+	    (uint64_t)(id + 1) * l->inlining_position_size > (len >> l->smi_shift))
+		return -EPROTO;
+	if ((err = remote_read(r->rr, r->pid,
+			       pods - l->heap_object_tag + l->byte_array_data +
+			       (uint64_t)id * l->inlining_position_size, &ip, 12)))
+		return err;
+	if ((err = element(r, dd, l->t_fixed_array, l->deopt_literals, &lits)) ||
+	    (err = element(r, lits, l->t_weak_fixed_array, ip.fn, &w)))
+		return err;
+	if ((w & 3) == 3)
+		w &= ~2ULL;	/* a weak reference (kWeakHeapObjectTag) */
+	if ((err = v8_object_type(r, w, &type)))
+		return err;
+	if (type != l->t_sfi)
+		return -EPROTO;
+	*raw = ip.position;
+	*sfi = w;
+	return 0;
+}
+
+int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, bool exact,
+		   uint64_t sfi, struct v8_code_frame *out, int cap, int *inline_err)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t p = exact ? pc : pc - 1, code, start, dd, own, spt, isfi;
+	int64_t raw = 0;
+	uint32_t flags;
+	int n = 0, id, err;
+
+	*inline_err = 0;
+	if (!(l->features & V8_FEAT_CODE) || cap < 1)
+		return -ENOTSUP;
+	if ((err = find_code(r, istream_map, p, &code, &start)))
+		return err;
+	if ((err = remote_read(r->rr, r->pid, code - l->heap_object_tag + l->code_flags, &flags,
+			       sizeof(flags))))
+		return err;
+	flags = flags >> l->code_kind_shift & l->code_kind_mask;
+	if (flags != l->code_kind_turbofan && flags != l->code_kind_maglev)
+		return -ENOTSUP;
+	if ((err = v8_object_field(r, code, l->code_deopt_data, &dd)) ||
+	    (err = element(r, dd, l->t_fixed_array, l->deopt_sfi, &own)))
+		return err;
+	if (own != sfi)
+		return -ESTALE;
+	if ((err = v8_object_field(r, code, l->code_positions, &spt)) ||
+	    v8_position_at(r, spt, (int64_t)(p - start), &raw)) {
+		if (err)
+			return err;
+		out[0] = (struct v8_code_frame){ .sfi = sfi, .pos = -1 };
+		return 1;
+	}
+	/* the inlining chain, innermost first, to the code's own function */
+	for (id = v8_position_inlining_id(raw); id >= 0; id = v8_position_inlining_id(raw)) {
+		int64_t pos = v8_position_offset(raw);
+
+		if (n + 1 >= cap || n + 1 >= V8_INLINE_MAX) {
+			*inline_err = -E2BIG;
+			break;
+		}
+		if ((err = inlined(r, dd, id, &raw, &isfi))) {
+			*inline_err = err;
+			break;
+		}
+		out[n++] = (struct v8_code_frame){ .sfi = isfi, .pos = pos };
+	}
+	if (*inline_err) {
+		/* the outer frame alone: its position is not known either */
+		out[0] = (struct v8_code_frame){ .sfi = sfi, .pos = -1 };
+		return 1;
+	}
+	out[n++] = (struct v8_code_frame){ .sfi = sfi, .pos = v8_position_offset(raw) };
+	return n;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * code.h - V8's optimized code at a pc (TurboFan, Maglev): the Code
+ * object whose instructions hold it, and the JS frames the pc stands
+ * for, the functions inlined there innermost first and the code's own
+ * function last, each with its script offset.
+ *
+ * Owns: finding the InstructionStream that holds a pc (its map, the
+ * back pointer to its Code, the Code's entry point and instruction size
+ * checked), the check that the Code is the frame's function's (its
+ * DeoptimizationData's SharedFunctionInfo), and the inlining chain: the
+ * pc's SourcePosition in the Code's source position table carries an
+ * inlining id; DeoptimizationData's InliningPositions[id] gives the
+ * inlined function (an index in its literal array) and the position of
+ * the call in its caller, whose inlining id goes on, up to -1 (V8's
+ * SourcePosition::InliningStack(); what `--cpu-prof` shows).
+ *
+ * The layout is metadata.h's (V8_FEAT_CODE); every object's instance
+ * type is checked, every index against its array's length. Baseline
+ * (Sparkplug) code is not read: its pc maps to a bytecode offset through
+ * a table walked in step with the bytecodes' sizes, which V8 does not
+ * export.
+ *
+ * Threads: the caller's (remote.h: one caller per reader at a time).
+ */
+#ifndef PROFD_V8_CODE_H
+#define PROFD_V8_CODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "v8/frames.h"
+
+#define V8_INLINE_MAX		16		/* frames of one pc, inlined ones and the outer one */
+#define V8_CODE_SCAN_MAX	(1u << 20)	/* bytes below a pc searched for its code's start */
+
+/* One JS frame of an optimized pc. */
+struct v8_code_frame {
+	uint64_t sfi;		/* its SharedFunctionInfo (tagged) */
+	int64_t pos;		/* script offset in the function's Script; -1 unknown */
+};
+
+/*
+ * v8_code_frames - the JS frames at @pc in the optimized code of the
+ * frame whose function's SharedFunctionInfo is @sfi: @exact when @pc is
+ * the sampled ip, else a return address (the call before it is looked
+ * up). *@istream_map caches the InstructionStream map of the process
+ * (0: not known yet; set when found).
+ * Returns the frame count n (1..@cap): out[0..n-2] the inlined functions
+ * innermost first, out[n-1] @sfi itself (a position of -1: its source
+ * position table had none); *@inline_err is 0, or why the inlined
+ * functions were left out (n is then 1: an inlined function's
+ * SharedFunctionInfo or its InliningPosition did not check out, -EPROTO;
+ * more than @cap, -E2BIG). Errors: -ENOENT (no Code found holding @pc),
+ * -ENOTSUP (the Code is no optimized code: baseline, a stub; or the
+ * layout has no V8_FEAT_CODE), -ESTALE (the Code is another function's:
+ * replaced since the sample), -EPROTO (memory contradicts the layout),
+ * or a read's error (-ESRCH, -EFAULT ...). Counts nothing.
+ */
+int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, bool exact,
+		   uint64_t sfi, struct v8_code_frame *out, int cap, int *inline_err);
+
+#endif /* PROFD_V8_CODE_H */
