@@ -59,6 +59,7 @@
 #define HS_INL_TOKENS		PROFD_MAX_INTERP_FRAMES	/* inlined frames of one stack */
 #define HS_RETRY_FIRST_NS	(100ULL * 1000 * 1000)
 #define HS_RETRY_MAX_NS		(500ULL * 1000 * 1000)
+#define HS_BAD_TRIES		8	/* inconsistent code heaps: deferred, then refused */
 #define HS_BUDGET		(32u << 20)	/* when given none */
 
 COUNTER_DEFINE_BPF(hotspot_samples, COUNTER_STAT, PROFD_CNT_HS_SAMPLES,
@@ -124,6 +125,7 @@ struct hsproc {
 	uint64_t inode, bias;
 	struct hs_binary bin;
 	uint64_t next_try_ns, retry_ns;
+	uint32_t bad_tries;		/* attaches that found the code heaps inconsistent */
 	int jdk_major;			/* Abstract_VM_Version::_vm_major_version */
 	struct hs_offsets off;
 	struct hs_codecache cc;
@@ -300,7 +302,13 @@ static void attach(struct hotspot *hs, struct remote_reader *r, struct hs_mem *m
 		p->state = HS_ATTACHED;
 		return;
 	}
-	if (err == -EAGAIN || err == -EFAULT || err == -ETIMEDOUT) {
+	/*
+	 * Code heaps that fail their checks may be caught mid-change (a
+	 * starting JVM, or CodeHeap::expand_by() between committing the heap
+	 * and its segment map): tried again a few times before refused.
+	 */
+	if (err == -EAGAIN || err == -EFAULT || err == -ETIMEDOUT ||
+	    (err == -EPROTO && ++p->bad_tries <= HS_BAD_TRIES)) {
 		counter_inc(&counter_hotspot_attach_deferred);
 		p->state = HS_PENDING;
 		p->retry_ns = p->retry_ns ? p->retry_ns * 2 : HS_RETRY_FIRST_NS;
