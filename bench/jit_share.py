@@ -21,7 +21,9 @@ Definitions (a stack is read from the leaf to the root):
             threads, whose callers a walker may not show) or main (node's
             main, when libc's start frames above it are missing); and no
             frame says the walk stopped ([truncated], [hotspot: ...],
-            [v8: ...]).
+            [v8: ...]). main_pct counts the stacks that are complete or
+            end at __libc_start_call_main, glibc's caller of main (perf's
+            frame-pointer walk ends there: libc's outer frames keep none).
   named     every frame has a function name: none is mapping-only (a
             location without a function: pprof -traces prints it as
             [mapping], perf as [unknown]), [anon], <unknown>, a bare hex
@@ -30,7 +32,7 @@ Definitions (a stack is read from the leaf to the root):
             ("[StubRoutines (1)]", Builtins_JSEntry) are names.
 Output: one line per workload and group,
   "RESULT jit_share tool=T workload=W group=G samples=N complete_pct=
-   named_pct= complete_named_pct= frames_median=" and, for profd, the
+   named_pct= complete_named_pct= main_pct= frames_median=" and, for profd, the
   unnamed frames most seen ("# unnamed ..." lines) and the roots of
   incomplete stacks ("# root ..." lines).
 """
@@ -42,6 +44,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
+MAIN_CALLER = "__libc_start_call_main"
 ROOTS = {"_start", "__libc_start_main", "start_thread", "clone3", "clone",
          "thread_native_entry", "main"}
 LOSS = re.compile(r"^\[(truncated|[a-z0-9_]+: .*)\]$")
@@ -63,11 +66,12 @@ def group_of(workload, pid, tid, thread):
 
 class Tally:
     def __init__(self):
-        self.n = self.complete = self.named = self.both = 0
+        self.n = self.complete = self.named = self.both = self.main = 0
         self.frames = []
 
-    def add(self, v, complete, named, nframes):
+    def add(self, v, complete, named, nframes, main):
         self.n += v
+        self.main += v * (complete or main)
         self.complete += v * complete
         self.named += v * named
         self.both += v * (complete and named)
@@ -77,7 +81,7 @@ class Tally:
         pct = lambda a: f"{100 * a / self.n:.1f}" if self.n else "nan"
         med = statistics.median(self.frames) if self.frames else "nan"
         return (f"samples={self.n} complete_pct={pct(self.complete)} named_pct={pct(self.named)}"
-                f" complete_named_pct={pct(self.both)} frames_median={med}")
+                f" complete_named_pct={pct(self.both)} main_pct={pct(self.main)} frames_median={med}")
 
 
 def judge(names):
@@ -122,7 +126,8 @@ def profd_main(pprof, targets, profiles):
                 roots[(w, names[-1] if names else "-")] += s["value"]
             g = group_of(w, lab.get("pid"), lab.get("tid"), lab.get("thread_name", ""))
             for key in ((w, "all"), (w, g)):
-                tallies.setdefault(key, Tally()).add(s["value"], complete, named, len(names))
+                tallies.setdefault(key, Tally()).add(s["value"], complete, named, len(names),
+                                                     bool(names) and names[-1] == MAIN_CALLER)
     report("profd", tallies)
     for (w, fn), v in unnamed.most_common(12):
         print(f"# unnamed workload={w} samples={v} frame={fn}")
@@ -147,7 +152,8 @@ def perf_main(mode, targets, path):
             roots[(w, names[-1] if names else "-")] += 1
         g = group_of(w, pid, tid, comm)
         for key in ((w, "all"), (w, g)):
-            tallies.setdefault(key, Tally()).add(1, complete, named, len(names))
+            tallies.setdefault(key, Tally()).add(1, complete, named, len(names),
+                                                 bool(names) and names[-1] == MAIN_CALLER)
 
     cur = None
     with open(path, errors="replace") as fh:

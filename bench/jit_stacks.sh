@@ -129,7 +129,8 @@ python3 "$BENCH_DIR/jit_share.py" profd "$PPROF" "$targets" "${profiles[@]}" | s
 python3 "$BENCH_DIR/jit_share.py" profd "$PPROF" "$targets" "${profiles[@]:1}" |
 	sed -n "/^RESULT/{s/tool=profd/tool=profd_later/;s/\$/ $trailer/;p}"
 for mode in fp dwarf; do
-	perf script -i "$WORK/perf.$mode" -F comm,pid,tid,ip,sym,dso 2>/dev/null >"$WORK/perf.$mode.txt"
+	# --no-inline: perf 6.1 would run addr2line for every frame (minutes)
+	perf script --no-inline -i "$WORK/perf.$mode" -F comm,pid,tid,ip,sym,dso 2>/dev/null >"$WORK/perf.$mode.txt"
 	python3 "$BENCH_DIR/jit_share.py" perf "$mode" "$targets" "$WORK/perf.$mode.txt" |
 		sed "/^RESULT/s/\$/ $trailer/"
 done
