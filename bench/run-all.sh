@@ -42,6 +42,12 @@
 #                            on vs --tracers native (~3.5 min), and the slowdown
 #                            of a fixed Ruby benchmark: none, profd, profd
 #                            --tracers native, perf (~2 min)
+# jit (issue 19; needs java 17 (Debian's openjdk-17), node, perf, and a profd
+# with the HotSpot and V8 unwinders):
+#   bench/jit_stacks.sh      complete and named share of a JVM's and a node's
+#                            samples, profd vs perf -g and --call-graph dwarf (~1.5 min)
+#   bench/jit_bpf_cost.sh    BPF time per sample, 40-frame Java/JS/C stacks (~5 min)
+#   bench/jit_overhead.sh    agent CPU and RSS with 5 JVMs and 5 nodes (~4 min)
 # service:
 #   bench/probabilistic.sh   agent CPU and peak RSS at 19 Hz with
 #                            --probabilistic-threshold 100 and 10 (~7 min)
@@ -106,8 +112,9 @@ for suite in $suites; do
 	nvtx) names="$names nvtx_cost nvtx_spans" ;;
 	truestacks) names="$names exact_share first_exact_latency first_sample_cost" ;;
 	ruby) names="$names ruby_overhead" ;;
+	jit) names="$names jit_stacks jit_bpf_cost jit_overhead" ;;
 	service) names="$names probabilistic" ;;
-	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, truestacks, ruby, service)" >&2; exit 1 ;;
+	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, truestacks, ruby, jit, service)" >&2; exit 1 ;;
 	esac
 done
 
@@ -207,6 +214,7 @@ function kv(s,   n, i, a, p) {
 	next
 }
 /^RESULT ruby_overhead skipped/ { print "ruby_overhead: " $0; next }
+/^RESULT jit_(share tool=[a-z_]+ workload=[a-z]+ group=all|bpf_cost|agent) / { print substr($0, 8, 200); next }
 /^RESULT probabilistic / {
 	kv($0)
 	printf "agent at %s Hz, --probabilistic-threshold %3s (%s of %s intervals not profiled): CPU %.3f%% of a core, peak RSS %.1f MiB, %s samples\n",
