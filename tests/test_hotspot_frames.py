@@ -19,7 +19,9 @@ a frame of a thread named after another thread's class is misnamed.
 
 Compiled code with and without frame pointers (-XX:+PreserveFramePointer
 or not: the walker unwinds compiled frames by their frame size either
-way); -Xint without. Samples that reach the stack's outermost Java method
+way); -Xint without. Each also with -XX:-UseCompressedOops, and compiled
+code with a 16 MiB code cache (-XX:ReservedCodeCacheSize=16m: one code
+heap, not segmented). Samples that reach the stack's outermost Java method
 also reach the native frames below it (JavaCalls, the thread's start).
 Needs root.
 """
@@ -149,13 +151,18 @@ def check_spot(name, reports, samples, raw="", min_samples=20):
 
 
 FP_MODES = {"frame-pointers": ("-XX:+PreserveFramePointer",), "no-frame-pointers": ()}
+# the heap and code cache laid out otherwise: 64-bit oops (no narrow oop
+# base or shift), one code heap of 16 MiB (no segmented code cache)
+VM_MODES = {"default": (), "no-compressed-oops": ("-XX:-UseCompressedOops",),
+            "code-cache-16m": ("-XX:ReservedCodeCacheSize=16m",)}
 
 
+@pytest.mark.parametrize("vm", VM_MODES)
 @pytest.mark.parametrize("fp", FP_MODES)
 @pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
-def test_compiled_and_interpreted_frames(profd_bin, pprof, tmp_path, classes, jdk, fp):
+def test_compiled_and_interpreted_frames(profd_bin, pprof, tmp_path, classes, jdk, fp, vm):
     reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
-                                     "profd.frames.Frames", *FP_MODES[fp])
+                                     "profd.frames.Frames", *FP_MODES[fp], *VM_MODES[vm])
     for spot in ("hot", "worker", "sort"):
         check_spot(spot, reports, samples, raw)
     # the hot leaf is C2 code by then, the comparator is called from
@@ -168,12 +175,13 @@ def test_compiled_and_interpreted_frames(profd_bin, pprof, tmp_path, classes, jd
     assert counter(raw, "stat.hotspot_samples") > 0
 
 
+@pytest.mark.parametrize("vm", ["default", "no-compressed-oops"])
 @pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
-def test_interpreted_only(profd_bin, pprof, tmp_path, classes, jdk):
+def test_interpreted_only(profd_bin, pprof, tmp_path, classes, jdk, vm):
     """-Xint: every Java frame interpreted (named from its Method*, with the
     line of its bci)."""
     reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
-                                     "profd.frames.Frames", "-Xint")
+                                     "profd.frames.Frames", "-Xint", *VM_MODES[vm])
     for spot in ("hot", "worker", "sort"):
         check_spot(spot, reports, samples, raw)
     # interpreted, nothing is inlined: the whole chain shows, each caller

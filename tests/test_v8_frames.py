@@ -26,6 +26,11 @@ main-thread sample profd takes afterwards is in that spin.
   with node's line, a class constructor named as node names it.
 - With `--tracers native` (V8 not walked) no sample has a JS frame: the
   assertions above fail without the V8 runtime.
+- Code churn (test_code_churn_never_misnamed): functions made by new
+  Function, run hot and dropped, under GC pressure (and stress compaction:
+  objects moved while profd reads them) beside long-lived hot functions:
+  no JS frame misnamed, against node's own stacks; a churned frame is its
+  own (its id in both names of a pair) or unnamed and counted.
 """
 import json
 import os
@@ -37,7 +42,7 @@ import time
 import pytest
 
 from conftest import start, stop, wait_file
-from pprof_traces import pprof_traces
+from pprof_traces import comments, pprof_raw_samples, pprof_traces
 from test_v8 import LIB_JS, MAIN_JS, spin_line
 
 NODE = shutil.which("node")
@@ -218,3 +223,167 @@ def test_inlined_frames_with_lines(profd_bin, pprof, tmp_path):
     assert good >= 0.9 * total, (good, total, seen, short(chain))
     # the leaf in inner1's or inner2's code, inlined into hot: both shown
     assert inlined >= 0.1 * total, (inlined, total, seen, short(chain))
+
+
+# Code churn (issue 19): many small functions, each its own source (new
+# Function), run hot until V8 compiles them and then dropped, with garbage
+# so that the GC frees them and reuses their memory, beside long-lived hot
+# functions. Each churned pair encodes its id in both names (churnOuter_ID
+# calls churnInner_ID); node reports its own stack at the hot leaf, inside
+# a churned function and while one is made.
+CHURN_JS = """'use strict';
+const fs = require('fs');
+const OUT = process.argv[2], SECS = +process.argv[3], GC = process.argv[4] === 'gc';
+Error.stackTraceLimit = Infinity;
+const reports = {};
+function report(name) {
+  if (reports[name]) return;
+  const saved = Error.prepareStackTrace;
+  Error.prepareStackTrace = (e, cs) => cs.map(c =>
+    [c.getFunctionName() || '(anonymous)', c.getFileName() || '']);
+  reports[name] = new Error().stack.slice(1);  // from report's caller on
+  Error.prepareStackTrace = saved;
+}
+let sink = 0;
+// PAD: bytecode past TurboFan's inlining limit, so each keeps its frame
+function hotLeaf(n) {
+  if (n < 0) report('hot');
+  let x = n;
+  for (let i = 0; i < 30000; i++) x = (x * 1103515245 + 12345) | 0;
+  PAD
+  return x;
+}
+function hotMiddle(n) { let x = hotLeaf(n) ^ 1; PAD return x; }
+function hotOuter(n) { let x = hotMiddle(n) + 1; PAD return x; }
+function makeChurn(id) {
+  if (id === 0) report('make');
+  // the anonymous function new Function makes returns the pair
+  return new Function('rep', `if (rep) rep();
+  return function churnOuter_${id}(n, rep) {
+    function churnInner_${id}(m) {
+      if (rep) rep();
+      let s = ${id};
+      for (let j = 0; j < m; j++) s = (s * 31 + j + ${id}) | 0;
+      return s;
+    }
+    return churnInner_${id}(n) ^ ${id};
+  };`)(id === 0 ? () => report('wrap') : null);
+}
+function runChurn(f, first) {
+  let s = 0;
+  for (let k = 0; k < 300; k++) s ^= f(200, first && k === 0 ? () => report('churn') : null);
+  return s;
+}
+const live = [];
+let garbage = [], next = 0;
+const end = Date.now() + SECS * 1000;
+hotOuter(-1);
+while (Date.now() < end) {
+  const id = next++;
+  sink ^= runChurn(makeChurn(id), id === 0);
+  live.push(id);
+  for (let g = 0; g < 200; g++) garbage.push({ a: g, b: new Array(16).fill(id) });
+  if (garbage.length > 20000) garbage = [];
+  if (GC && id % 64 === 63) gc();
+  for (let h = 0; h < 20; h++) sink ^= hotOuter(h);
+  if (id === 0) {
+    fs.writeFileSync(OUT + '.tmp', JSON.stringify(reports));
+    fs.renameSync(OUT + '.tmp', OUT);
+  }
+}
+fs.writeFileSync(OUT + '.made', String(next));
+""".replace("PAD", "if (x === 0.5) {%s}" % " ".join(
+    f"x = (x * {k} + sink) | 0; sink ^= x >>> {k % 31};" for k in range(3, 60)))
+CHURN_MODES = {
+    "default": [],
+    # full GCs that compact every page they can (objects moved, memory of
+    # the dropped functions reused), code flushed as soon as it may be
+    "compact": ["--expose-gc", "--stress-compaction", "--stress-flush-code",
+                "--flush-baseline-code"],
+    "sparkplug": ["--always-sparkplug"],
+}
+CHURN_NAME = re.compile(r"^churn(Inner|Outer)_(\d+)$")
+V8_PARTIAL = ("v8_frame_stale", "v8_frame_unmatched", "v8_leaf_unverified",
+              "v8_leaf_no_frame", "v8_frame_unverified", "v8_name_unreadable",
+              "v8_read_errors", "v8_frames_full")
+
+
+@pytest.mark.parametrize("run", range(2))
+@pytest.mark.parametrize("mode", CHURN_MODES)
+def test_code_churn_never_misnamed(profd_bin, pprof, tmp_path, mode, run):
+    """No JS frame of a churning process is misnamed: each sample's JS
+    frames (mapping [v8]), churned ids taken out, are a subsequence of one
+    of node's own stacks (at the hot leaf, in a churned function, making
+    one: a true subsequence, for frames TurboFan inlined or left unnamed),
+    every churned frame of a sample has one id, one that was made; a JIT
+    frame left unnamed is one the profile counts."""
+    script = tmp_path / "churn.js"
+    script.write_text(CHURN_JS)
+    rep = tmp_path / "reports.json"
+    secs = 6
+    p = start([NODE, *CHURN_MODES[mode], str(script), str(rep), str(secs + 2),
+               "gc" if mode == "compact" else ""], stderr=subprocess.DEVNULL)
+    try:
+        wait_file(str(rep), timeout=60)
+        out = tmp_path / "out"
+        r = subprocess.run([profd_bin, "--no-gpu", "--pid", str(p.pid), "--duration", str(secs),
+                            "--sampling-frequency", "99", "--output-dir", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert p.wait(timeout=60) == 0
+    finally:
+        stop(p)
+    made = int((tmp_path / "reports.json.made").read_text())
+    chains = {k: [tuple(f) for f in v] for k, v in json.loads(rep.read_text()).items()}
+    assert set(chains) == {"hot", "make", "wrap", "churn"}, chains
+    for k in ("wrap", "churn"):
+        chains[k] = chains[k][1:]  # from the reporting arrow's caller on
+    # node's CallSite names the function new Function made "eval" (its
+    # script is an eval's); V8 gives it no name of its own
+    assert chains["wrap"][0] == ("eval", ""), chains["wrap"]
+    chains["wrap"][0] = ("(anonymous)", "")
+    assert [f[0] for f in chains["churn"][:2]] == ["churnInner_0", "churnOuter_0"], chains
+    chains["churn"] = [("churnInner_ID", "")] + chains["churn"][1:]
+    chains["churn"][1] = ("churnOuter_ID", "")
+    samples, raw = [], ""
+    for path in sorted(out.glob("cpu-*.pb.gz")):
+        samples += [s for s in pprof_raw_samples(pprof, str(path))
+                    if s["labels"].get("tid") == str(p.pid)]
+        raw += comments(pprof, str(path))
+    total = sum(s["value"] for s in samples)
+    assert total >= 30, total  # a loaded machine gives the process less
+    churned = hot = unnamed = 0
+    leaves = {}
+    for s in samples:
+        js, ids = [], set()
+        for f in s["frames"]:
+            if f["mapping"] != "[v8]":
+                continue
+            m = CHURN_NAME.match(f["function"])
+            if m:
+                ids.add(int(m.group(2)))
+                js.append((f"churn{m.group(1)}_ID", f["file"]))
+            else:
+                js.append((f["function"], f["file"]))
+        assert len(ids) <= 1 and all(i < made for i in ids), (ids, made, s["frames"])
+        if js:
+            assert any(is_subsequence(js, c) for c in chains.values()), (js, chains["wrap"], s["frames"][:8])
+        if js:
+            leaves[js[0]] = leaves.get(js[0], 0) + s["value"]
+        churned += s["value"] if ids else 0
+        hot += s["value"] if js and js[0] in chains["hot"][:3] else 0
+        # a JIT frame (anonymous code) in a JS stack: not named
+        if js:
+            unnamed += s["value"] * sum(f["mapping"] == "[anon]" for f in s["frames"])
+    # not vacuous: churned and long-lived functions named in many samples
+    assert churned >= max(5, 0.05 * total) and hot >= max(5, 0.05 * total), \
+        (churned, hot, total, leaves)
+    partial = sum(counter_value(raw, "partial." + c) for c in V8_PARTIAL)
+    assert unnamed <= partial, (unnamed, {c: counter_value(raw, "partial." + c)
+                                          for c in V8_PARTIAL})
+
+
+def counter_value(raw, name):
+    """The sum of counter @name over the profiles' comments (0 if absent)."""
+    return sum(int(line.split("=")[1]) for line in raw.splitlines()
+               if line.strip().startswith(f"Comment: {name}="))

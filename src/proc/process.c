@@ -735,6 +735,12 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	p->stale = true;
 	drop_jit(p);
+	/*
+	 * The old image's state (unwind tables, a runtime's offsets and
+	 * caches) is forgotten before the new maps are offered: the same
+	 * runtime at the same address (no ASLR) is another process now.
+	 */
+	tell_removed(pt, pid);
 }
 
 void process_exit(struct process_table *pt, pid_t pid, uint64_t now, uint64_t event_ns)

@@ -234,7 +234,8 @@ void process_request_unwind(struct process_table *pt, struct process *p,
  */
 void process_drop_remains(struct process_table *pt, struct process *p);
 
-/* process_exec - exec seen: new name, mappings to re-read. */
+/* process_exec - exec seen: new name, mappings to re-read; the listener
+ * told the old image was removed (its removed(), before the new maps). */
 void process_exec(struct process_table *pt, pid_t pid, const char *comm);
 
 /*

@@ -23,9 +23,9 @@ COUNTER_DEFINE(v8_frame_unverified, COUNTER_PARTIAL,
 COUNTER_DEFINE(v8_read_errors, COUNTER_PARTIAL,
 	       "V8 frames left unnamed: the process's memory could not be read (gone, unmapped)");
 COUNTER_DEFINE(v8_name_unreadable, COUNTER_PARTIAL,
-	       "V8 JS frames without a function name: its String or ScopeInfo did not check out");
+	       "V8 JS frames without a function name (unnamed in profiles): its String or ScopeInfo did not check out");
 COUNTER_DEFINE(v8_file_unreadable, COUNTER_PARTIAL,
-	       "V8 JS frames without a file: the Script or its name did not check out");
+	       "V8 JS frames without a file (unnamed in profiles): the Script or its name did not check out");
 COUNTER_DEFINE(v8_line_unknown, COUNTER_PARTIAL,
 	       "V8 interpreted frames without a line: offset, position table or line ends unreadable");
 

@@ -24,7 +24,9 @@
  *     v8_leaf_unverified;
  *   - the SharedFunctionInfo read now is still one, with the name and
  *     script fields BPF saw (profd_v8_check()), else v8_frame_stale:
- *     V8's GC moved or freed it, the frame stays unnamed (native).
+ *     V8's GC moved or freed it, the frame stays unnamed (native);
+ *   - its name and file were read (v8_sfi_describe() without name_err
+ *     or file_err): a name that did not check out is no "(anonymous)".
  * Interpreted frames get the line of their bytecode offset (the offset
  * register for a leaf in a bytecode handler, else the frame's slot), read
  * from the recorded BytecodeArray only while it is still its function's
@@ -125,10 +127,14 @@ void v8_merge_fini(struct v8 *v)
 
 /*
  * The name entry of @sfi in @p if it still is what BPF saw (@check).
- * NULL: stale (counted by the caller), or unreadable.
+ * NULL: stale (*@stale set, counted by the caller), or its name or file
+ * unreadable (counted by v8_sfi_describe(): a function whose name could
+ * not be read is not "(anonymous)", nor one whose file could not be read
+ * an eval's; V8's GC may be moving them while they are read).
  */
 static struct name_entry *sfi_entry(struct v8 *v, const struct v8proc *p,
-				    const struct v8_reader *r, uint64_t sfi, uint32_t check)
+				    const struct v8_reader *r, uint64_t sfi, uint32_t check,
+				    bool *stale)
 {
 	const struct v8_layout *l = &p->bin.l;
 	struct name_entry *n;
@@ -140,8 +146,10 @@ static struct name_entry *sfi_entry(struct v8 *v, const struct v8proc *p,
 	if (v8_object_type(r, sfi, &type) || type != l->t_sfi ||
 	    v8_object_field(r, sfi, l->sfi_name_or_scope_info, &name) ||
 	    v8_object_field(r, sfi, l->sfi_script_or_debug_info, &script) ||
-	    profd_v8_check(name, script) != check)
+	    profd_v8_check(name, script) != check) {
+		*stale = true;
 		return NULL;
+	}
 	e = addr_cache_lookup(v->names, p->pid, p->gen, 0, sfi);
 	n = (struct name_entry *)e;
 	if (n && n->check == check) {
@@ -150,7 +158,8 @@ static struct name_entry *sfi_entry(struct v8 *v, const struct v8proc *p,
 	}
 	if (n)
 		addr_cache_remove(v->names, e);	/* another function there now */
-	if (v8_sfi_describe(r, sfi, &f, &sc) || !(n = calloc(1, sizeof(*n))))
+	if (v8_sfi_describe(r, sfi, &f, &sc) || f.name_err || f.file_err ||
+	    !(n = calloc(1, sizeof(*n))))
 		return NULL;
 	n->check = check;
 	n->script = sc;
@@ -255,11 +264,13 @@ static uint32_t frame_ids(struct v8 *v, struct v8proc *p, const struct v8_reader
 {
 	uint64_t sfi = w[1], ba = w[3];
 	uint32_t check = (uint32_t)(w[2] >> 32);
-	struct name_entry *n = sfi_entry(v, p, r, sfi, check);
+	bool stale = false;
+	struct name_entry *n = sfi_entry(v, p, r, sfi, check, &stale);
 	int line = 0;
 
 	if (!n) {
-		counter_inc(&counter_v8_frame_stale);
+		if (stale)
+			counter_inc(&counter_v8_frame_stale);
 		return 0;
 	}
 	counter_inc(&counter_v8_frames_named);

@@ -7,7 +7,8 @@
  * once the jobs before it ran; a stuck job shows as busy; stopping never
  * waits past its bound; with the loader, a snapshot's build ID and its
  * mappings' objects are filled in off the caller's thread and the
- * listener's maps_read() runs there, before removed().
+ * listener's maps_read() runs there, before removed(); an exec is a
+ * removed() before the new image's maps_read().
  */
 #include <errno.h>
 #include <pthread.h>
@@ -51,10 +52,14 @@ static void block(void *arg, bool cancel)
 
 static pthread_t main_thread;
 static int maps_read_calls, maps_read_off_main, removed_after_read;
+static char events[64];	/* the listener's calls in order: 'M' maps_read, 'R' removed */
+static unsigned int nevents;
 
 static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *m)
 {
 	(void)ctx; (void)pid; (void)m;
+	if (nevents + 1 < sizeof(events))
+		events[nevents++] = 'M';
 	maps_read_calls++;
 	maps_read_off_main += !pthread_equal(pthread_self(), main_thread);
 }
@@ -62,6 +67,8 @@ static void on_maps_read(void *ctx, pid_t pid, const struct proc_maps *m)
 static void on_removed(void *ctx, pid_t pid)
 {
 	(void)ctx; (void)pid;
+	if (nevents + 1 < sizeof(events))
+		events[nevents++] = 'R';
 	removed_after_read = maps_read_calls > 0;
 }
 
@@ -152,6 +159,17 @@ static void test_table(void)
 	}
 	CHECK(maps_read_calls >= 1 && maps_read_off_main == maps_read_calls,
 	      "maps_read() on the loader's thread (%d calls)", maps_read_calls);
+	/* an exec: the old image's state forgotten before the new maps are
+	 * offered (the same runtime at the same address is another process) */
+	{
+		unsigned int before = nevents;
+
+		process_exec(pt, getpid(), "exec");
+		process_find_mapping(pt, p, (uint64_t)(uintptr_t)&test_table, t + 1);
+		CHECK(!object_loader_wait(ol, 5000000000ULL) && nevents == before + 2 &&
+		      !strcmp(events + before, "RM"), "exec: removed() then maps_read(): %s",
+		      events + before);
+	}
 	process_exit(pt, getpid(), t + 1, t + 1);
 	process_table_reap(pt, t + 2, ~0ULL, t + 2, t + 2);
 	CHECK(!object_loader_wait(ol, 5000000000ULL) && removed_after_read,

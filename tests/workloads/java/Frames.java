@@ -114,7 +114,9 @@ public class Frames {
 
         @Override
         public int compare(Integer a, Integer b) {
-            if ((passes++ & 255) == 0)
+            // often: TimSort reaches compare by several callers (gallopLeft
+            // is rare), each a stack the samples may show
+            if ((passes++ & 15) == 0)
                 report("sort");
             long x = a;
             for (int i = 0; i < 2000; i++)
