@@ -201,11 +201,12 @@ static struct name_entry *inlined_entry(struct v8 *v, const struct v8proc *p,
 {
 	const struct v8_layout *l = &p->bin.l;
 	uint64_t name, script;
+	bool stale = false;	/* the caller counts any failure v8_inline_unread */
 
 	if (v8_object_field(r, sfi, l->sfi_name_or_scope_info, &name) ||
 	    v8_object_field(r, sfi, l->sfi_script_or_debug_info, &script))
 		return NULL;
-	return sfi_entry(v, p, r, sfi, profd_v8_check(name, script));
+	return sfi_entry(v, p, r, sfi, profd_v8_check(name, script), &stale);
 }
 
 /*
