@@ -351,7 +351,7 @@ def test_code_churn_never_misnamed(profd_bin, pprof, tmp_path, mode, run):
                     if s["labels"].get("tid") == str(p.pid)]
         raw += comments(pprof, str(path))
     total = sum(s["value"] for s in samples)
-    assert total >= 30, total  # a loaded machine gives the process less
+    assert total >= 15, total  # a loaded machine gives the process less
     churned = hot = unnamed = 0
     leaves = {}
     for s in samples:
