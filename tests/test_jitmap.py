@@ -354,6 +354,9 @@ def test_growing_perf_map_is_bounded(profd_bin, pprof, jitgen, tmp_path):
           "dropped", counter(paths, pprof, "jit_entries_dropped"))
     assert rss_mib < 400, rss_mib
     assert counter(paths, pprof, "jit_entries_dropped") > 0, err
+    # the loop's own code (mono_ns, the vDSO's clock) is not JIT code
+    by = {k: v for k, v in by.items() if k in ("jitgen_grow_fn", "[[jit]]") or
+          k.startswith("filler_") or k.startswith("0x")}
     assert set(by) <= {"jitgen_grow_fn", "[[jit]]"}, by
     # the dropped lines' code lies apart from the hot function's: the
     # files are still parsed past the budget to learn where (the hull), so
@@ -397,6 +400,7 @@ def test_map_read_in_parts_never_misnames(profd_bin, pprof, jitgen, tmp_path):
     assert counter(paths, pprof, "jit_entries_dropped") == 0, err
     assert sum(by.values()) >= 20, f"{by}\n{err}"
     assert "jitgen_old_fn" not in by, f"{by}\n{err}"
-    assert set(by) <= {"jitgen_true_fn", "[[jit]]"}, by
+    jit = {k: v for k, v in by.items() if k.startswith("jitgen_") or k == "[[jit]]"}
+    assert set(jit) <= {"jitgen_true_fn", "[[jit]]"}, by
     assert not by.get("[[jit]]") or (counter(paths, pprof, "jit_ambiguous") +
                                      counter(paths, pprof, "jit_unknown")) > 0, err
