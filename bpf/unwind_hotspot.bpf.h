@@ -159,12 +159,6 @@ static __always_inline bool hs_after_call(__u64 ra)
 	       (b[1] == 0xff && hs_call_modrm(b[2], 2, true));
 }
 
-enum hs_walk_result {
-	HS_WALK_NEXT = 0,	/* the caller's registers are in st->f */
-	HS_WALK_NATIVE = 1,	/* the pc in st->f is not the JVM's: native walk */
-	HS_WALK_STOP = 2,	/* walk ended (flags say why) */
-};
-
 /* Whether @pc is the JVM's code: in the interpreter or a code heap. */
 static __always_inline bool hs_is_jvm_pc(const struct profd_hotspot_proc *hs, __u64 pc)
 {
@@ -175,6 +169,92 @@ static __always_inline bool hs_is_jvm_pc(const struct profd_hotspot_proc *hs, __
 			return true;
 	return false;
 }
+
+/*
+ * hs_call_into - the target of the call that return address @ra returns
+ * from, when @ra is in the JVM's code and that target is in [@lo, @hi);
+ * else 0. The two ways the JVM calls a stub: call rel32 (E8: C1, the
+ * interpreter) and C2's runtime call, mov r10, imm64 then call r10
+ * (49 BA imm64 41 FF D2: x86_64.ad, Java_To_Runtime).
+ */
+static __always_inline __u64 hs_call_into(const struct profd_hotspot_proc *hs, __u64 ra,
+					  __u64 lo, __u64 hi)
+{
+	__u8 b[13];	/* b[12] is the byte before ra */
+	__u64 t;
+
+	if (!hs_is_jvm_pc(hs, ra - 1) || bpf_probe_read_user(b, sizeof(b), (void *)(ra - 13)))
+		return 0;
+	if (b[8] == 0xe8)
+		t = ra + (__s64)(__s32)((__u32)b[9] | (__u32)b[10] << 8 | (__u32)b[11] << 16 |
+					(__u32)b[12] << 24);
+	else if (b[0] == 0x49 && b[1] == 0xba && b[10] == 0x41 && b[11] == 0xff && b[12] == 0xd2)
+		__builtin_memcpy(&t, &b[2], sizeof(t));
+	else
+		return 0;
+	return t >= lo && t < hi ? t : 0;
+}
+
+/* Bytes a stub pushes below the frame enter() built, at most. */
+#define HS_STUB_MAX_PUSH	256
+
+/*
+ * hs_stub_leaf - the leaf pc @pc is in a stub without a frame size
+ * (StubRoutines: arraycopy, fill, crc32, math): find its return address
+ * as async-profiler's StackFrame::unwindStub() does on x86-64. Such a stub
+ * starts with enter() (push rbp; mov rbp, rsp) or builds no frame; at its
+ * entry or its ret the return address is at [sp], one instruction after
+ * the entry it is at [sp + 8] (rbp at [sp]), past enter() at [rbp + 8]
+ * (rbp at [rbp]). Each candidate is taken only if it returns into the
+ * JVM's code right after a call rel32 whose target is in this blob
+ * (@lo, @hi) and that target is where the rule needs it (the pc, the
+ * byte before the pc and a push rbp, or an enter() with the pc neither
+ * at it nor at a ret: the stubs jump to each other's shared loops, so
+ * the pc may be anywhere in the blob, before the entry too).
+ * @regs gets [saved rbp, return address]; returns the caller's sp, or 0:
+ * nothing verified (the walk stops).
+ */
+static __always_inline __u64 hs_stub_leaf(const struct profd_hotspot_proc *hs, __u64 pc,
+					  __u64 sp, __u64 bp, __u64 lo, __u64 hi, __u64 *regs)
+{
+	__u64 w[2], t;
+	__u8 op = 0, e[4];
+
+	if (bpf_probe_read_user(w, sizeof(w), (void *)sp) ||
+	    bpf_probe_read_user(&op, 1, (void *)pc))
+		return 0;
+	/* at the entry or the ret: nothing of its own on the stack */
+	t = hs_call_into(hs, w[0], lo, hi);
+	if (t && (pc == t || op == 0xc3)) {
+		regs[0] = bp;
+		regs[1] = w[0];
+		return sp + 8;
+	}
+	/* after the entry's push rbp */
+	t = hs_call_into(hs, w[1], lo, hi);
+	if (t && pc == t + 1 && !bpf_probe_read_user(e, 1, (void *)t) && e[0] == 0x55) {
+		regs[0] = w[0];
+		regs[1] = w[1];
+		return sp + 16;
+	}
+	/* past enter(): rbp is the frame */
+	if (bp < sp || bp - sp > HS_STUB_MAX_PUSH || bpf_probe_read_user(w, sizeof(w), (void *)bp))
+		return 0;
+	t = hs_call_into(hs, w[1], lo, hi);
+	if (!t || pc - t < 2 || op == 0xc3 || bpf_probe_read_user(e, sizeof(e), (void *)t) ||
+	    e[0] != 0x55 ||
+	    e[1] != 0x48 || !((e[2] == 0x8b && e[3] == 0xec) || (e[2] == 0x89 && e[3] == 0xe5)))
+		return 0;
+	regs[0] = w[0];
+	regs[1] = w[1];
+	return bp + 16;
+}
+
+enum hs_walk_result {
+	HS_WALK_NEXT = 0,	/* the caller's registers are in st->f */
+	HS_WALK_NATIVE = 1,	/* the pc in st->f is not the JVM's: native walk */
+	HS_WALK_STOP = 2,	/* walk ended (flags say why) */
+};
 
 /*
  * hs_walk_frame - the frame in st->f is the JVM's: append its pc as
@@ -300,9 +380,18 @@ int hs_walk_frame(struct profd_unwind_state *st)
 		}
 		goto caller;
 	}
-	/* no frame size: a stub that keeps rbp as its frame (the call stub);
-	 * a leaf there may not have built it yet */
-	if (leaf || bp < sp || bpf_probe_read_user(regs, sizeof(regs), (void *)bp)) {
+	/* no frame size, a leaf: a stub (StubRoutines) called from compiled
+	 * code or the interpreter, its frame built or not (hs_stub_leaf) */
+	if (leaf) {
+		sp = hs_stub_leaf(hs, pc, sp, bp, code, blob + (__u32)size, regs);
+		if (sp)
+			goto caller;
+		count(PROFD_CNT_HS_UNWIND_STOP);
+		st->sample.flags |= PROFD_SAMPLE_USER_TRUNCATED;
+		return HS_WALK_STOP;
+	}
+	/* no frame size: a stub that keeps rbp as its frame (the call stub) */
+	if (bp < sp || bpf_probe_read_user(regs, sizeof(regs), (void *)bp)) {
 		count(PROFD_CNT_HS_UNWIND_STOP);
 		st->sample.flags |= PROFD_SAMPLE_USER_TRUNCATED;
 		return HS_WALK_STOP;

@@ -24,8 +24,12 @@
  * by its fp. When the pc leaves the JVM's code (the call stub returns
  * into JavaCalls; a JNI call), the native walk takes over again, and
  * comes back here when it ends. Unverifiable (a pc in a code heap no
- * blob holds, a leaf in a compiled frame's prologue or in a stub without
- * a frame size): the walk ends, truncated and counted.
+ * blob holds, a leaf in a compiled frame's prologue, a leaf in a stub
+ * without a frame size whose return address does not check out): the
+ * walk ends, truncated and counted. A leaf in a stub without a frame size
+ * (StubRoutines: arraycopy, fill) finds its return address at [sp],
+ * [sp + 8] or [rbp + 8] by where its pc is (hs_stub_leaf()), taken only
+ * when it returns into the JVM's code after a call into that blob.
  *
  * Its frames (two __u64 each, leaf first, in native order) are staged
  * (PROFD_RUNTIME_STAGE()) and copied after the final native IPs at emit:

@@ -63,7 +63,8 @@ def classes(tmp_path):
         if not out.exists():
             subprocess.run([os.path.join(jdk, "bin", "javac"), "-d", str(out),
                             os.path.join(JAVA_DIR, "Frames.java"),
-                            os.path.join(JAVA_DIR, "Churn.java")], check=True, timeout=180)
+                            os.path.join(JAVA_DIR, "Churn.java"),
+                            os.path.join(JAVA_DIR, "Stubs.java")], check=True, timeout=180)
         return str(out)
     return build
 
@@ -298,3 +299,21 @@ def test_inlined_frames(profd_bin, pprof, tmp_path, jdk, mode):
             # loop after it: Inline.java)
             assert fr[0][2] == 0 or want_lines[0] - 1 <= fr[0][2] <= want_lines[0] + 3, fr
             assert all(f[1] == "Inline.java" for f in fr), fr
+
+
+@pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
+def test_leaf_in_stub_routines(profd_bin, pprof, tmp_path, classes, jdk):
+    """A hot leaf in a StubRoutines stub (the jlong arraycopy stub C2 calls
+    from copyLeaf: no frame size, no frame of its own at its entry and
+    ret): its samples go on to the compiled caller and its chain, as
+    the JVM's own stack trace at the call shows."""
+    reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
+                                     "profd.frames.Stubs")
+    tid = str([r for r in reports if r["name"] == "copy"][0]["tid"])
+    in_stub = [s for s in samples if s["labels"].get("tid") == tid and s["frames"] and
+               (s["frames"][0]["function"] or "").startswith("[StubRoutines")]
+    total = sum(s["value"] for s in in_stub)
+    assert total >= 20, f"{total} samples in a stub; " + " ".join(
+        line.split()[-1] for line in raw.splitlines() if "hotspot" in line and "=0" not in line)
+    # every one of them agrees with the JVM's stack; most reach main
+    check_spot("copy", reports, in_stub, raw, min_samples=int(0.8 * total))
