@@ -89,6 +89,10 @@ def test_offcpu_chains(profd_bin, pprof, offcpu_bin, tmp_path):
                                   "--profile-interval", "2", "--off-cpu-min-block", "0")
     want = measured(stdout)
     assert paths, err
+    # every stack got its end: a switch-in no sched_switch showed (the
+    # kernel here leaves out every switch away from the init's threads)
+    # ends at the thread's next switch-out, never leaves a stack unended
+    assert "off_cpu_no_end" not in err and "off_cpu_no_stack" not in err, err[-3000:]
     for name, (chain, kframe) in CHAINS.items():
         got, with_kernel, _ = chain_ns(pprof, paths, chain, kframe)
         w = want[name]
