@@ -51,9 +51,11 @@ struct {
 /*
  * The chain's programs share the attach point of the entry program: the
  * kernel lets a tracing program tail-call only programs of the same hook.
- * src/tracer/tracer.c attaches the entry program alone.
+ * src/tracer/tracer.c loads them only with --off-cpu (no verifier time
+ * otherwise), links the chain after the load and attaches the entry
+ * program alone.
  */
-PROFD_DEFINE_UNWINDERS(sched, "tp_btf/sched_switch", PROFD_SCRATCH_SWITCH)
+PROFD_DEFINE_UNWINDERS_UNLINKED(sched, "tp_btf/sched_switch", PROFD_SCRATCH_SWITCH)
 
 #define PROFD_TASK_DEAD	0x80	/* include/linux/sched.h TASK_DEAD */
 #define PROFD_SCHED_NORMAL	0	/* include/uapi/linux/sched.h */
