@@ -19,6 +19,18 @@
  * and splits the time over the intervals it spans (src/agent/offcpu.c).
  * A thread that exits with an entry left (it never ran again) ends it at
  * its exit (profd_proc_exit).
+ *
+ * A switch-in can happen without a sched_switch that names the thread as
+ * `next` (some kernels leave out the switches of tasks they hide from
+ * tracing: on the Firecracker guests profd is tested on, every switch
+ * away from the init's threads is missing, so the thread that runs next
+ * is never seen coming in). A thread that switches out with its entry
+ * still there ran without being seen: its period ends at this switch-out
+ * less the CPU time it ran since it was last picked (its sched_entity's
+ * sum_exec_runtime - prev_sum_exec_runtime; 0 outside the fair class),
+ * flagged PROFD_OFFCPU_IN_UNSEEN and counted (off_cpu_in_unseen). The end
+ * comes before the thread's next stack, so user space never sees two
+ * stacks of one thread without an end between.
  */
 #ifndef PROFD_BPF_OFFCPU_BPF_H
 #define PROFD_BPF_OFFCPU_BPF_H
@@ -39,14 +51,23 @@ struct {
 /*
  * The chain's programs share the attach point of the entry program: the
  * kernel lets a tracing program tail-call only programs of the same hook.
- * src/tracer/tracer.c attaches the entry program alone.
+ * src/tracer/tracer.c loads them only with --off-cpu (no verifier time
+ * otherwise), links the chain after the load and attaches the entry
+ * program alone.
  */
-PROFD_DEFINE_UNWINDERS(sched, "tp_btf/sched_switch", PROFD_SCRATCH_SWITCH)
+PROFD_DEFINE_UNWINDERS_UNLINKED(sched, "tp_btf/sched_switch", PROFD_SCRATCH_SWITCH)
 
 #define PROFD_TASK_DEAD	0x80	/* include/linux/sched.h TASK_DEAD */
+#define PROFD_SCHED_NORMAL	0	/* include/uapi/linux/sched.h */
+#define PROFD_SCHED_BATCH	3
+#define PROFD_SCHED_IDLE	5
 
-/* offcpu_end - emit the end of @tid's off-CPU period, if one is pending. */
-static __always_inline void offcpu_end(__u32 pid, __u32 tid, __u64 now, __u32 flags)
+/*
+ * offcpu_end - emit the end of @tid's off-CPU period, if one is pending:
+ * at @now less @ran ns (never before its start).
+ */
+static __always_inline void offcpu_end(__u32 pid, __u32 tid, __u64 now, __u64 ran,
+				       __u32 flags)
 {
 	struct profd_offcpu_end *e;
 	__u64 *out = bpf_map_lookup_elem(&offcpu_pending, &tid);
@@ -55,6 +76,8 @@ static __always_inline void offcpu_end(__u32 pid, __u32 tid, __u64 now, __u32 fl
 	if (!out)
 		return;
 	out_ns = *out;
+	if (flags & PROFD_OFFCPU_IN_UNSEEN)
+		count(PROFD_CNT_OFFCPU_IN_UNSEEN);
 	bpf_map_delete_elem(&offcpu_pending, &tid);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -66,7 +89,7 @@ static __always_inline void offcpu_end(__u32 pid, __u32 tid, __u64 now, __u32 fl
 	e->tid = tid;
 	e->flags = flags;
 	e->out_ns = out_ns;
-	e->in_ns = now;
+	e->in_ns = now - ran > out_ns && ran < now ? now - ran : out_ns;
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
 		wake = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, wake);
@@ -78,9 +101,16 @@ int BPF_PROG(profd_sched_switch, bool preempt, struct task_struct *prev,
 {
 	__u32 pid = prev->tgid, tid = prev->pid;
 	__u64 now = bpf_ktime_get_ns();
+	__u32 policy = prev->policy;
+	/* CPU time since picked: kept by the fair class only */
+	__u64 ran = policy == PROFD_SCHED_NORMAL || policy == PROFD_SCHED_BATCH ||
+		    policy == PROFD_SCHED_IDLE ?
+		    prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime : 0;
 
 	/* switch-in: a recorded switch-out of @next ends */
-	offcpu_end(next->tgid, next->pid, now, 0);
+	offcpu_end(next->tgid, next->pid, now, 0, 0);
+	/* @prev ran since a switch-in no sched_switch showed (see above) */
+	offcpu_end(pid, tid, now, ran, PROFD_OFFCPU_IN_UNSEEN);
 
 	/* switch-out: only a thread that blocks, never an exiting one */
 	if (preempt || !prev_state || (prev_state & PROFD_TASK_DEAD) ||

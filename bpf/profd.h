@@ -157,6 +157,9 @@ struct profd_offcpu_end {
 };
 
 #define PROFD_OFFCPU_EXITED	(1u << 0)	/* in_ns is the thread's exit */
+#define PROFD_OFFCPU_IN_UNSEEN	(1u << 1)	/* no sched_switch showed the switch-in:
+						 * in_ns is the next switch-out less
+						 * the CPU time run since (estimate) */
 
 /* Threads one off-CPU capture may wait on at once (offcpu_pending). */
 #define PROFD_OFFCPU_PENDING_MAX	32768
@@ -299,6 +302,8 @@ enum profd_counter {
 	PROFD_CNT_OFFCPU_RECORDED,	/* switch-outs recorded (not a loss) */
 	PROFD_CNT_OFFCPU_PENDING_FULL,	/* switch-out not recorded: offcpu_pending full */
 	PROFD_CNT_OFFCPU_END_LOST,	/* off-CPU end dropped: ringbuf full */
+	PROFD_CNT_OFFCPU_IN_UNSEEN,	/* off-CPU end whose switch-in no sched_switch
+					 * showed: ended at the next switch-out */
 	PROFD_CNT_RUNTIME_FIRST,	/* then PROFD_RUNTIME_COUNTERS per runtime */
 	PROFD_CNT_MAX = PROFD_CNT_RUNTIME_FIRST +
 			PROFD_RUNTIME_COUNT * PROFD_RUNTIME_COUNTERS,

@@ -304,6 +304,10 @@ static __always_inline int emit_sample(__u32 slot)
  * programs unwind_fp_<kind>, unwind_dwarf_<kind>, emit_<kind>, one
  * unwind_<runtime>_<kind> per runtime (PROFD_RUNTIMES), and the program
  * array unwind_progs_<kind> that links them (filled at load by libbpf).
+ * PROFD_DEFINE_UNWINDERS_UNLINKED(): the same with the array left empty,
+ * for a chain whose programs may not be loaded (libbpf fails a load whose
+ * array names a program with autoload off): user space fills it after
+ * the load (tracer.c, link_chain()).
  */
 #define PROFD_RUNTIME_PROG_DECL_(ID, name, kind, sec, slot)		\
 	SEC(sec) int unwind_##name##_##kind(void *ctx);
@@ -315,7 +319,21 @@ static __always_inline int emit_sample(__u32 slot)
 		return unwind_##name##_step(ctx, &unwind_progs_##kind, slot); \
 	}
 
+#define PROFD_UNWINDERS_INIT_(kind, sec, slot)				\
+	= {									\
+		.values = {							\
+			[PROFD_PROG_UNWIND_FP] = (void *)&unwind_fp_##kind,	\
+			[PROFD_PROG_UNWIND_DWARF] = (void *)&unwind_dwarf_##kind, \
+			PROFD_RUNTIMES(PROFD_RUNTIME_PROG_SLOT_, kind, sec, slot) \
+			[PROFD_PROG_EMIT] = (void *)&emit_##kind,		\
+		},								\
+	}
 #define PROFD_DEFINE_UNWINDERS(kind, sec, slot)				\
+	PROFD_DEFINE_UNWINDERS_(kind, sec, slot,				\
+				PROFD_UNWINDERS_INIT_(kind, sec, slot))
+#define PROFD_DEFINE_UNWINDERS_UNLINKED(kind, sec, slot)			\
+	PROFD_DEFINE_UNWINDERS_(kind, sec, slot, )
+#define PROFD_DEFINE_UNWINDERS_(kind, sec, slot, init)			\
 	SEC(sec) int unwind_fp_##kind(void *ctx);				\
 	SEC(sec) int unwind_dwarf_##kind(void *ctx);				\
 	PROFD_RUNTIMES(PROFD_RUNTIME_PROG_DECL_, kind, sec, slot)		\
@@ -325,14 +343,7 @@ static __always_inline int emit_sample(__u32 slot)
 		__uint(max_entries, PROFD_PROG_MAX);				\
 		__type(key, __u32);						\
 		__array(values, int(void *));					\
-	} unwind_progs_##kind SEC(".maps") = {					\
-		.values = {							\
-			[PROFD_PROG_UNWIND_FP] = (void *)&unwind_fp_##kind,	\
-			[PROFD_PROG_UNWIND_DWARF] = (void *)&unwind_dwarf_##kind, \
-			PROFD_RUNTIMES(PROFD_RUNTIME_PROG_SLOT_, kind, sec, slot) \
-			[PROFD_PROG_EMIT] = (void *)&emit_##kind,		\
-		},								\
-	};									\
+	} unwind_progs_##kind SEC(".maps") init;				\
 	SEC(sec) int unwind_fp_##kind(void *ctx)				\
 	{									\
 		return unwind_fp_step(ctx, &unwind_progs_##kind, slot);		\

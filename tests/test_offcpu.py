@@ -11,7 +11,10 @@ still blocked when an interval ends counts in each interval up to its
 boundary; a thread blocked when its process exits counts up to the exit.
 """
 import collections
+import json
 import os
+import shutil
+import signal
 import subprocess
 
 import pytest
@@ -89,6 +92,10 @@ def test_offcpu_chains(profd_bin, pprof, offcpu_bin, tmp_path):
                                   "--profile-interval", "2", "--off-cpu-min-block", "0")
     want = measured(stdout)
     assert paths, err
+    # every stack got its end: a switch-in no sched_switch showed (the
+    # kernel here leaves out every switch away from the init's threads)
+    # ends at the thread's next switch-out, never leaves a stack unended
+    assert "off_cpu_no_end" not in err and "off_cpu_no_stack" not in err, err[-3000:]
     for name, (chain, kframe) in CHAINS.items():
         got, with_kernel, _ = chain_ns(pprof, paths, chain, kframe)
         w = want[name]
@@ -126,3 +133,48 @@ def test_offcpu_exit_while_blocked(profd_bin, pprof, offcpu_bin, tmp_path):
                                           "pipe_read")
     assert abs(got - w) <= 0.1 * w, (got, w, per_file, err[-2000:])
     assert got == with_kernel
+
+
+def loaded_programs(pid):
+    """Names of the BPF programs process @pid holds (its fds, bpftool)."""
+    ids = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf-prog":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids += [line.split()[1] for line in f if line.startswith("prog_id:")]
+        except OSError:
+            continue
+    names = set()
+    for i in ids:
+        out = subprocess.run(["bpftool", "prog", "show", "id", i, "-j"],
+                             capture_output=True, text=True)
+        if out.returncode == 0:
+            names.add(json.loads(out.stdout)["name"])
+    return names
+
+
+@pytest.mark.parametrize("off_cpu", [False, True])
+def test_offcpu_programs_loaded_only_with_flag(profd_bin, tmp_path, off_cpu):
+    """The sched_switch chain is loaded (and verified) only with --off-cpu."""
+    if not shutil.which("bpftool"):
+        pytest.skip("bpftool missing")
+    p = subprocess.Popen([profd_bin, "-d", "60", "--no-gpu", "--output-dir",
+                          str(tmp_path / "out")] + (["--off-cpu"] if off_cpu else []),
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        for line in p.stderr:
+            if "sampling" in line:
+                break
+        names = loaded_programs(p.pid)
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+    assert "profd_sample" in names, names
+    sched = {n for n in names if n.endswith("_sched") or n.startswith("profd_sched_sw")}
+    if off_cpu:
+        assert {"profd_sched_switch", "unwind_fp_sched", "unwind_dwarf_sched",
+                "emit_sched"} <= sched, names
+    else:
+        assert not sched, sched

@@ -35,6 +35,10 @@ COUNTER_DEFINE_BPF(off_cpu_pending_full, COUNTER_LOST, PROFD_CNT_OFFCPU_PENDING_
 COUNTER_DEFINE_BPF(off_cpu_end_lost, COUNTER_LOST, PROFD_CNT_OFFCPU_END_LOST,
 		   "off-CPU period ends dropped: ringbuf full (their stacks end at "
 		   "the thread's next recorded switch-out, uncounted)");
+COUNTER_DEFINE_BPF(off_cpu_in_unseen, COUNTER_PARTIAL, PROFD_CNT_OFFCPU_IN_UNSEEN,
+		   "off-CPU periods whose switch-in no sched_switch showed (the kernel "
+		   "left it out): ended at the thread's next switch-out less the CPU "
+		   "time it ran since");
 COUNTER_DEFINE(off_cpu_no_stack, COUNTER_LOST,
 	       "off-CPU period ends whose stack never came (capture dropped)");
 COUNTER_DEFINE(off_cpu_no_end, COUNTER_LOST,

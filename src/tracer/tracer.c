@@ -103,6 +103,55 @@ static void configure(struct profd_bpf *skel, const struct tracer_opts *o)
 					 o->follow_children ? PID_FILTER_TREE_MAX : o->npids);
 }
 
+/*
+ * Without --off-cpu the sched_switch programs (the entry and its unwinder
+ * chain, all of section tp_btf/sched_switch) are neither loaded nor
+ * verified: start-up cost nobody asked for. Their program array then
+ * keeps empty slots (libbpf skips a slot whose program is not loaded).
+ */
+static void set_autoload(struct bpf_object *obj, const struct tracer_opts *o)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj)
+		if (!strcmp(bpf_program__section_name(prog), "tp_btf/sched_switch"))
+			bpf_program__set_autoload(prog, o->off_cpu);
+}
+
+/*
+ * Fill the program array of the unwinder chain of @kind (made with
+ * PROFD_DEFINE_UNWINDERS_UNLINKED(), bpf/stack.bpf.h) with its loaded
+ * programs. Returns 0 or a negative errno.
+ */
+static int link_chain(struct bpf_object *obj, struct bpf_map *progs, const char *kind)
+{
+#define RUNTIME_SLOT_(ID, name, a, b, c) \
+	{ PROFD_PROG_RUNTIME + PROFD_RUNTIME_##ID - 1, "unwind_" #name },
+	static const struct { __u32 slot; const char *prefix; } chain[] = {
+		{ PROFD_PROG_UNWIND_FP, "unwind_fp" },
+		{ PROFD_PROG_UNWIND_DWARF, "unwind_dwarf" },
+		{ PROFD_PROG_EMIT, "emit" },
+		PROFD_RUNTIMES(RUNTIME_SLOT_, 0, 0, 0)
+	};
+#undef RUNTIME_SLOT_
+	int map_fd = bpf_map__fd(progs);
+
+	for (size_t i = 0; i < sizeof(chain) / sizeof(chain[0]); i++) {
+		char name[64];
+		struct bpf_program *prog;
+		int fd;
+
+		snprintf(name, sizeof(name), "%s_%s", chain[i].prefix, kind);
+		prog = bpf_object__find_program_by_name(obj, name);
+		fd = prog ? bpf_program__fd(prog) : -ENOENT;
+		if (fd < 0)
+			return fd;
+		if (bpf_map_update_elem(map_fd, &chain[i].slot, &fd, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 /* tracer_load_logged() callbacks: the skeleton, and a copy of it. */
 struct skel_loader {
 	struct profd_bpf *skel;
@@ -126,6 +175,7 @@ static int load_one_copy(void *ctx, const char *prog, unsigned int level)
 	if (!copy)
 		return -errno;
 	configure(copy, l->o);
+	set_autoload(copy->obj, l->o);
 	tracer_gpu_configure(copy);
 	tracer_maps_unscaled(sized, tracer_maps_plan(copy, l->o, sized));
 	err = tracer_load_only(copy->obj, prog, level);
@@ -144,6 +194,7 @@ static int load(struct tracer *t, const struct tracer_opts *o)
 	int err;
 
 	configure(t->skel, o);
+	set_autoload(t->skel->obj, o);
 	t->gpu_multi = tracer_gpu_configure(t->skel);
 	err = tracer_maps_create(sized, tracer_maps_plan(t->skel, o, sized));
 	if (err)
@@ -298,6 +349,12 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 		goto fail;
 	}
 	if (o->off_cpu) {
+		err = link_chain(t->skel->obj, t->skel->maps.unwind_progs_sched, "sched");
+		if (err) {
+			fprintf(stderr, "profd: error: cannot link the sched_switch "
+				"unwinders: %s\n", strerror(-err));
+			goto fail;
+		}
 		t->skel->links.profd_sched_switch =
 			bpf_program__attach(t->skel->progs.profd_sched_switch);
 		if (!t->skel->links.profd_sched_switch) {
