@@ -45,7 +45,11 @@ PROFD_DEFINE_UNWINDERS(sched, "tp_btf/sched_switch", PROFD_SCRATCH_SWITCH)
 
 #define PROFD_TASK_DEAD	0x80	/* include/linux/sched.h TASK_DEAD */
 
-/* offcpu_end - emit the end of @tid's off-CPU period, if one is pending. */
+/*
+ * offcpu_end - emit the end of @tid's off-CPU period, if one is pending,
+ * at @now (0: read the clock now; most switch-ins have none pending and
+ * read no clock).
+ */
 static __always_inline void offcpu_end(__u32 pid, __u32 tid, __u64 now, __u32 flags)
 {
 	struct profd_offcpu_end *e;
@@ -54,6 +58,8 @@ static __always_inline void offcpu_end(__u32 pid, __u32 tid, __u64 now, __u32 fl
 
 	if (!out)
 		return;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	out_ns = *out;
 	bpf_map_delete_elem(&offcpu_pending, &tid);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -77,10 +83,12 @@ int BPF_PROG(profd_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
 	__u32 pid = prev->tgid, tid = prev->pid;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 
-	/* switch-in: a recorded switch-out of @next ends */
-	offcpu_end(next->tgid, next->pid, now, 0);
+	/* switch-in: a recorded switch-out of @next ends. The clock is read
+	 * only where it is used (a pending end, a drawn switch-out): every
+	 * switch of the machine runs this (docs/PERFORMANCE.md, Off-CPU) */
+	offcpu_end(next->tgid, next->pid, 0, 0);
 
 	/* switch-out: only a thread that blocks, never an exiting one */
 	if (preempt || !prev_state || (prev_state & PROFD_TASK_DEAD) ||
@@ -91,6 +99,7 @@ int BPF_PROG(profd_sched_switch, bool preempt, struct task_struct *prev,
 	if (cfg_off_cpu_threshold < (1ULL << 32) &&
 	    bpf_get_prandom_u32() >= cfg_off_cpu_threshold)
 		return 0;
+	now = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&offcpu_pending, &tid, &now, BPF_ANY)) {
 		count(PROFD_CNT_OFFCPU_PENDING_FULL);
 		return 0;
