@@ -64,7 +64,8 @@ PROFD_DEFINE_UNWINDERS_UNLINKED(sched, "tp_btf/sched_switch", PROFD_SCRATCH_SWIT
 
 /*
  * offcpu_end - emit the end of @tid's off-CPU period, if one is pending:
- * at @now less @ran ns (never before its start).
+ * at @now (0: read the clock now; most switch-ins have none pending and
+ * read no clock) less @ran ns (never before its start).
  */
 static __always_inline void offcpu_end(__u32 pid, __u32 tid, __u64 now, __u64 ran,
 				       __u32 flags)
@@ -75,6 +76,8 @@ static __always_inline void offcpu_end(__u32 pid, __u32 tid, __u64 now, __u64 ra
 
 	if (!out)
 		return;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	out_ns = *out;
 	if (flags & PROFD_OFFCPU_IN_UNSEEN)
 		count(PROFD_CNT_OFFCPU_IN_UNSEEN);
@@ -100,17 +103,19 @@ int BPF_PROG(profd_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
 	__u32 pid = prev->tgid, tid = prev->pid;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	__u32 policy = prev->policy;
 	/* CPU time since picked: kept by the fair class only */
 	__u64 ran = policy == PROFD_SCHED_NORMAL || policy == PROFD_SCHED_BATCH ||
 		    policy == PROFD_SCHED_IDLE ?
 		    prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime : 0;
 
-	/* switch-in: a recorded switch-out of @next ends */
-	offcpu_end(next->tgid, next->pid, now, 0, 0);
+	/* switch-in: a recorded switch-out of @next ends. The clock is read
+	 * only where it is used (a pending end, a drawn switch-out): every
+	 * switch of the machine runs this (docs/PERFORMANCE.md, Off-CPU) */
+	offcpu_end(next->tgid, next->pid, 0, 0, 0);
 	/* @prev ran since a switch-in no sched_switch showed (see above) */
-	offcpu_end(pid, tid, now, ran, PROFD_OFFCPU_IN_UNSEEN);
+	offcpu_end(pid, tid, 0, ran, PROFD_OFFCPU_IN_UNSEEN);
 
 	/* switch-out: only a thread that blocks, never an exiting one */
 	if (preempt || !prev_state || (prev_state & PROFD_TASK_DEAD) ||
@@ -121,6 +126,7 @@ int BPF_PROG(profd_sched_switch, bool preempt, struct task_struct *prev,
 	if (cfg_off_cpu_threshold < (1ULL << 32) &&
 	    bpf_get_prandom_u32() >= cfg_off_cpu_threshold)
 		return 0;
+	now = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&offcpu_pending, &tid, &now, BPF_ANY)) {
 		count(PROFD_CNT_OFFCPU_PENDING_FULL);
 		return 0;

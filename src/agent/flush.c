@@ -181,21 +181,62 @@ static int gpu_profiles(struct agent *ag, const struct build_opts *bo,
 }
 
 /*
- * The interval's off-CPU profile (--off-cpu): the AGG_OFF_CPU stacks of
- * @a, with @bo's comments. @path gets the file written.
+ * The probability that a blocking switch was recorded, as the BPF draw
+ * makes it of --off-cpu-threshold (src/tracer/tracer.c: a 32-bit
+ * fraction), inverted: what the wall-clock view multiplies recorded
+ * off-CPU time by. 0 when nothing is recorded.
  */
-static int offcpu_profile(struct agent *ag, const struct aggregate *a,
-			  const struct build_opts *bo, uint64_t end, char *path, size_t len)
+static double offcpu_scale(double threshold)
 {
-	struct build_opts ob = *bo;
-	struct sink_result res = { 0 };
-	int err;
+	uint64_t t = (uint64_t)(threshold * 4294967296.0);
 
-	ob.kind = AGG_OFF_CPU;
-	err = output_profile(ag, PROFILE_KIND_OFF_CPU, aggregate_build_profile(a, &ob),
-			     a->start_ns, end, &res);
-	if (!err)
-		snprintf(path, len, "%s", res.where);
+	return t ? 4294967296.0 / (double)t : 0;
+}
+
+/*
+ * The interval's off-CPU profiles (--off-cpu): offcpu, the AGG_OFF_CPU
+ * stacks of @a, and wall, its CPU and off-CPU stacks as wall-clock
+ * time with what that time holds in two more comments; @bo's comments in
+ * both. @paths gets the files written. Returns the first error.
+ */
+static int offcpu_profiles(struct agent *ag, const struct aggregate *a,
+			   const struct build_opts *bo, uint64_t end, char *paths, size_t len)
+{
+	static const struct { uint32_t agg; enum profile_kind kind; } views[] = {
+		{ AGG_OFF_CPU, PROFILE_KIND_OFF_CPU },
+		{ AGG_WALL, PROFILE_KIND_WALL },
+	};
+	struct build_opts ob = *bo;
+	char note[2][160];
+	int err = 0;
+
+	ob.off_cpu_scale = offcpu_scale(ag->cfg->off_cpu_threshold);
+	snprintf(note[0], sizeof(note[0]), "wall = cpu (samples x %llu ns) + off_cpu "
+		 "(recorded blocked ns x %.6g = 1/off_cpu_threshold %g)",
+		 (unsigned long long)bo->period_ns, ob.off_cpu_scale,
+		 ag->cfg->off_cpu_threshold);
+	snprintf(note[1], sizeof(note[1]), "wall leaves out run-queue waits after a "
+		 "preemption and waits under off_cpu_min_block=%lluns",
+		 (unsigned long long)ag->cfg->off_cpu_min_block_ns);
+	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+		struct sink_result res = { 0 };
+		struct profile *p;
+		size_t used = strlen(paths);
+		int e;
+
+		ob.kind = views[i].agg;
+		p = aggregate_build_profile(a, &ob);
+		for (int c = 0; p && views[i].agg == AGG_WALL && c < 2; c++)
+			if (profile_add_comment(p, note[c])) {
+				profile_free(p);
+				p = NULL;	/* written as out of memory */
+			}
+		e = output_profile(ag, views[i].kind, p, a->start_ns, end, &res);
+		err = err ? err : e;
+		if (!e)
+			snprintf(paths + used, len - used, "%s%s", used ? ", " : "",
+				 res.where);
+	}
 	return err;
 }
 
@@ -316,7 +357,7 @@ void agent_flush(struct agent *ag)
 	struct aggregate *a;
 	uint32_t ncomments = 0;
 	char gpu_path[2 * PATH_MAX + 8] = "";	/* gpu and gpu-pc files */
-	char offcpu_path[PATH_MAX] = "";
+	char offcpu_path[2 * PATH_MAX + 8] = "";	/* offcpu and wall files */
 	int oerr = 0;
 	uint64_t gpu_kernels = 0, gpu_ns = 0;
 	int err = 0, gerr = 0;
@@ -395,7 +436,7 @@ void agent_flush(struct agent *ag)
 	}
 	ag->skipped_intervals += skip;
 	if (ag->offcpu && !skip) {
-		oerr = offcpu_profile(ag, a, &bo, end, offcpu_path, sizeof(offcpu_path));
+		oerr = offcpu_profiles(ag, a, &bo, end, offcpu_path, sizeof(offcpu_path));
 		if (oerr)
 			count_written(ag, delta, &counter_write_error, 1);
 	}
@@ -435,7 +476,7 @@ void agent_flush(struct agent *ag)
 		fprintf(stderr, "profd: interval %u: %llu off-CPU periods counted; %s %s\n",
 			ag->intervals, (unsigned long long)a->nadded[AGG_OFF_CPU],
 			oerr ? "FAILED to write" : "wrote",
-			offcpu_path[0] ? offcpu_path : "the off-CPU profile");
+			offcpu_path[0] ? offcpu_path : "the off-CPU profiles");
 	if (gpu_path[0] || gerr)
 		fprintf(stderr, "profd: interval %u: %llu GPU kernels, %.3f s of GPU time%s; "
 			"%s %s\n", ag->intervals, (unsigned long long)gpu_kernels,

@@ -19,11 +19,15 @@
 #include "runtime/runtime.h"
 #include "symbol/kallsyms.h"
 
-/* What a stack's count and value measure (one profile each). */
+/*
+ * What a stack's count and value measure (one profile each), and the
+ * views built from several kinds (struct build_opts.kind only).
+ */
 enum agg_kind {
 	AGG_CPU = 0,		/* count: CPU samples; value unused (count x period) */
 	AGG_OFF_CPU = 1,	/* count: blocking switches; value: ns blocked */
-	AGG_KINDS,
+	AGG_KINDS,		/* the kinds a stack is stored as */
+	AGG_WALL = AGG_KINDS,	/* view: CPU + off-CPU stacks as wall-clock ns */
 };
 
 struct agg_stack {
@@ -99,6 +103,8 @@ struct proc_snapshot **aggregate_snapshots(const struct aggregate *a, size_t *n)
 struct build_opts {
 	uint32_t kind;			/* enum agg_kind: which stacks, which sample types */
 	uint64_t period_ns;		/* 1e9 / sampling frequency */
+	double off_cpu_scale;		/* AGG_WALL: off-CPU ns x this (1 / the
+					 * probability a switch was recorded) */
 	uint64_t end_ns;		/* CLOCK_REALTIME of the interval end */
 	const struct kallsyms *ksyms;	/* NULL: kernel frames unresolved */
 	const char *kernel_build_id;	/* hex or "" */
@@ -112,7 +118,13 @@ struct build_opts {
  * aggregate_build_profile - the pprof-model profile of @a's stacks of
  * kind @o->kind: AGG_CPU: sample types samples/count and cpu/nanoseconds,
  * period type cpu/nanoseconds; AGG_OFF_CPU: switches/count and
- * off_cpu/nanoseconds, period type off_cpu/nanoseconds. One
+ * off_cpu/nanoseconds, period type off_cpu/nanoseconds; AGG_WALL (the
+ * wall-clock view of both): cpu/nanoseconds (CPU samples x @o->period_ns),
+ * off_cpu/nanoseconds (blocked ns x @o->off_cpu_scale) and their sum
+ * wall/nanoseconds, last so pprof shows it by default, period type
+ * wall/nanoseconds; a thread's wall time is then its time on a CPU plus
+ * its recorded blocked time (the run-queue wait after a wakeup
+ * included, after a preemption in neither). One
  * sample per distinct stack with labels pid, tid (numeric), comm,
  * thread_name (string) and the process's metadata (proc_meta_labels());
  * kernel frames under a "[kernel.kallsyms]"

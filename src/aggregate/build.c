@@ -334,7 +334,7 @@ static int add_stack(struct stack_builder *b, const struct agg_stack *s)
 		{ .key = "comm", .str = s->comm },
 		{ .key = "thread_name", .str = s->thread_name },
 	};
-	int64_t values[2] = {
+	int64_t values[3] = {
 		(int64_t)s->count,
 		(int64_t)(s->kind == AGG_CPU ? s->count * b->o->period_ns : s->value),
 	};
@@ -343,6 +343,15 @@ static int add_stack(struct stack_builder *b, const struct agg_stack *s)
 
 	if (ret)
 		return ret;
+	if (b->o->kind == AGG_WALL) {
+		/* cpu, off_cpu, wall: the stack's ns in its own column */
+		int64_t ns = s->kind == AGG_CPU ? values[1] :
+			     (int64_t)((double)s->value * b->o->off_cpu_scale + 0.5);
+
+		values[0] = s->kind == AGG_CPU ? ns : 0;
+		values[1] = s->kind == AGG_CPU ? 0 : ns;
+		values[2] = ns;
+	}
 	nl += proc_meta_labels(s->snap, labels + nl);
 	return profile_add_sample(b->p, b->locs, n, values, labels, nl);
 }
@@ -387,17 +396,22 @@ struct profile *aggregate_build_profile(const struct aggregate *a,
 
 	if (!p)
 		return NULL;
-	/* [kind]: count's type, value's type (also the period's) */
-	static const char *const types[AGG_KINDS][2] = {
+	/* [kind]: its sample types (units: the first "count", the rest
+	 * "nanoseconds"), the last also the period's */
+	static const char *const types[AGG_WALL + 1][3] = {
 		[AGG_CPU] = { "samples", "cpu" },
 		[AGG_OFF_CPU] = { "switches", "off_cpu" },
+		[AGG_WALL] = { "cpu", "off_cpu", "wall" },
 	};
+	uint32_t ntypes = o->kind == AGG_WALL ? 3 : 2;
 
-	if (o->kind >= AGG_KINDS ||
-	    profile_add_sample_type(p, types[o->kind][0], "count") ||
-	    profile_add_sample_type(p, types[o->kind][1], "nanoseconds"))
+	if (o->kind > AGG_WALL)
 		goto out;
-	p->period_type.type = profile_intern(p, types[o->kind][1]);
+	for (uint32_t t = 0; t < ntypes; t++)
+		if (profile_add_sample_type(p, types[o->kind][t],
+					    t || o->kind == AGG_WALL ? "nanoseconds" : "count"))
+			goto out;
+	p->period_type.type = profile_intern(p, types[o->kind][ntypes - 1]);
 	p->period_type.unit = profile_intern(p, "nanoseconds");
 	p->period = o->kind == AGG_CPU ? o->period_ns : 1;
 	p->time_nanos = a->start_ns;
@@ -410,7 +424,7 @@ struct profile *aggregate_build_profile(const struct aggregate *a,
 		goto out;
 	for (uint32_t i = 0; i < a->nbuckets; i++) {
 		for (const struct agg_stack *s = a->buckets[i]; s; s = s->next) {
-			if (s->kind != o->kind)
+			if (s->kind != o->kind && o->kind != AGG_WALL)
 				continue;
 			ret = add_stack(b, s);
 			if (ret)

@@ -61,7 +61,7 @@ static const struct option_def table[] = {
 	{ "off-cpu", OPT_OFF_CPU, NULL, OPTION_FLAG, true, 1,
 	  "Also record where threads block and for how long (offcpu profiles: "
 	  "off_cpu/nanoseconds and switches/count by stack, kernel frames "
-	  "saying why)" },
+	  "saying why), and on-CPU + off-CPU time by thread (wall profiles)" },
 	{ "off-cpu-threshold", OPT_OFF_CPU_THRESHOLD, "0-1", OPTION_VALUE, true, 1,
 	  "With --off-cpu: the probability that a thread's blocking switch is "
 	  "recorded (default 0.01; 1: every one)" },

@@ -452,15 +452,46 @@ static int64_t inlined_frames(struct flamegraph *fg, const struct profile *p,
 	return node;
 }
 
-static const char *sample_comm(const struct profile_sample *s)
+/* The sample's label @key: its string (NULL if none), its number in *@num. */
+static const char *sample_label(const struct profile_sample *s, const char *key,
+				int64_t *num)
 {
 	for (uint32_t i = 0; i < s->nlabels; i++) {
 		const struct profile_label *l = &s->labels[i];
 
-		if (l->key && l->str && *l->str && strcmp(l->key, "comm") == 0)
-			return l->str;
+		if (l->key && strcmp(l->key, key) == 0) {
+			if (num)
+				*num = l->num;
+			return l->str && *l->str ? l->str : NULL;
+		}
 	}
 	return NULL;
+}
+
+static const char *sample_comm(const struct profile_sample *s)
+{
+	return sample_label(s, "comm", NULL);
+}
+
+/*
+ * The thread frame's name of @s into @buf: "THREAD_NAME [TID]" from its
+ * thread_name and tid labels; NULL when it has no tid.
+ */
+static const char *sample_thread(const struct profile_sample *s, char *buf, size_t len)
+{
+	int64_t tid = 0;
+	const char *name = sample_label(s, "thread_name", NULL);
+
+	sample_label(s, "tid", &tid);
+	if (!tid)
+		return NULL;
+	snprintf(buf, len, "%s [%lld]", name ? name : "?", (long long)tid);
+	return buf;
+}
+
+void flamegraph_set_threads(struct flamegraph *fg, bool on)
+{
+	fg->threads = on;
 }
 
 int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
@@ -477,8 +508,8 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 			maxdepth = sample_frames(p, &p->samples[i]);
 	cache = calloc(p->nlocations + 1, sizeof(*cache));
 	kinds = calloc(p->nlocations + 1, sizeof(*kinds));
-	/* Nodes of one sample's path: comm + one per frame. */
-	path = calloc((size_t)maxdepth + 1, sizeof(*path));
+	/* Nodes of one sample's path: comm, thread + one per frame. */
+	path = calloc((size_t)maxdepth + 2, sizeof(*path));
 	if (!cache || !kinds || !path) {
 		err = -ENOMEM;
 		goto out;
@@ -513,11 +544,19 @@ int flamegraph_add_profile(struct flamegraph *fg, const struct profile *p,
 			/* names were renumbered: forget the cached ones */
 			memset(cache, 0, (p->nlocations + 1) * sizeof(*cache));
 		}
-		/* Find or create the whole path first, then add the weight. */
-		if (comm) {
-			idx = fg_intern(fg, comm);
+		/* Find or create the whole path first, then add the weight:
+		 * the process, its thread (flamegraph_set_threads), frames */
+		for (int level = 0; level < 2; level++) {
+			char tname[64];
+			const char *name = !level ? comm :
+					   fg->threads ? sample_thread(s, tname, sizeof(tname)) :
+					   NULL;
+
+			if (!name)
+				continue;
+			idx = fg_intern(fg, name);
 			if (idx >= 0)
-				node = fg_child(fg, 0, idx, FG_PROCESS);
+				node = fg_child(fg, node, idx, level ? FG_THREAD : FG_PROCESS);
 			if (node == -ENOSPC) {
 				fg->truncated++;
 				goto add;

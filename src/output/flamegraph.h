@@ -13,6 +13,7 @@
 #ifndef PROFD_OUTPUT_FLAMEGRAPH_H
 #define PROFD_OUTPUT_FLAMEGRAPH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "profile/profile.h"
@@ -39,7 +40,10 @@ void flamegraph_free(struct flamegraph *fg);
 /*
  * flamegraph_add_profile - merge every sample of @p into the tree, using
  * sample value @value_index as the weight. The first frame under the root
- * is the sample's "comm" label (process name) when present. Frame names:
+ * is the sample's "comm" label (process name) when present; with
+ * flamegraph_set_threads() the next is its thread, "THREAD_NAME [TID]"
+ * from the thread_name and tid labels (a sample without tid has none).
+ * Frame names:
  * the function name, else "[unknown] FILE+0xOFFSET" (the file's base
  * name and the file offset, the same in every process whatever its
  * load address), or "[unknown] 0xADDR (mapping)" in a mapping without a
@@ -117,6 +121,14 @@ uint64_t flamegraph_pruned(const struct flamegraph *fg);
  */
 #define FLAMEGRAPH_BYTES_PER_NODE 160
 void flamegraph_set_budget(struct flamegraph *fg, uint64_t bytes);
+
+/*
+ * flamegraph_set_threads - with @on, a frame per thread under each
+ * process (a per-thread view such as wall-clock time, where each
+ * thread's width is its own time). Call before the first
+ * flamegraph_add_profile().
+ */
+void flamegraph_set_threads(struct flamegraph *fg, bool on);
 
 /*
  * flamegraph_bytes - heap bytes of @fg (nodes, hash slots, name table and

@@ -8,6 +8,7 @@
 #ifndef PROFD_OUTPUT_FLAMEGRAPH_INTERNAL_H
 #define PROFD_OUTPUT_FLAMEGRAPH_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "output/flamegraph.h"
@@ -21,6 +22,7 @@ enum fg_kind {
 	FG_CUDA = 4,
 	FG_INTERP = 5,		/* a language runtime's frame (src/runtime/) */
 	FG_INLINED = 6,		/* a native function inlined into its caller (DWARF) */
+	FG_THREAD = 7,		/* a thread of its process (flamegraph_set_threads) */
 };
 
 struct fg_node {
@@ -52,6 +54,7 @@ struct flamegraph {
 	struct fg_slots name_set;	/* name -> index */
 	uint64_t name_bytes;		/* strdup()ed bytes of names[] */
 	uint64_t name_budget;		/* prune when name_bytes pass it; 0: none */
+	bool threads;			/* a thread frame under each process */
 };
 
 #endif /* PROFD_OUTPUT_FLAMEGRAPH_INTERNAL_H */

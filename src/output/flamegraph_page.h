@@ -64,7 +64,8 @@ static const char page_head[] =
  * kinds: KINDS (enum fg_kind); GPU kernels ("cuda") get class "g" and
  * greens as kernel frames get "k" and blues, a language runtime's frames
  * ("interpreted": Python, Ruby) "i" and teals, native functions inlined
- * into their caller ("inlined") creams. The header (title, search,
+ * into their caller ("inlined") creams, a process's threads (a per-thread
+ * view: "thread") lilac under it. The header (title, search,
  * tabs, the hovered frame's line) stays on top while the page scrolls.
  * State lives in the URL: #v=<view>&s=<search>&z=<frame>.
  */
@@ -83,7 +84,8 @@ static const char page_tail[] =
 	" style=\"background:#76b900\" hidden>GPU kernel</span><span id=\"lg-interp\"\n"
 	" style=\"background:#3fb6a0\" hidden>language runtime</span><span id=\"lg-inlined\"\n"
 	" style=\"background:#f7dc9c\" hidden>inlined</span><span\n"
-	" style=\"background:#b9b0d6\">process</span></span>\n"
+	" style=\"background:#b9b0d6\">process</span><span id=\"lg-thread\"\n"
+	" style=\"background:#dccbe3\" hidden>thread</span></span>\n"
 	"<span id=\"note\"></span></div>\n"
 	"<div id=\"tabs\" role=\"tablist\" hidden></div>\n"
 	"<div id=\"status\"></div>\n"
@@ -97,7 +99,8 @@ static const char page_tail[] =
 	"var D = JSON.parse(document.getElementById('fg-data').textContent);\n"
 	"var VIEWS = D.views || [], built = [], zooms = [], cur = -1;\n"
 	"var ROW = 16, MINFRAC = 0.001, FONT = '11px monospace';\n"
-	"var KINDS = ['root', 'process', 'user', 'kernel', 'cuda', 'interpreted', 'inlined'];\n"
+	"var KINDS = ['root', 'process', 'user', 'kernel', 'cuda', 'interpreted', 'inlined',\n"
+	"	'thread'];\n"
 	"/* The shown view: its arrays (see build) and weight unit. */\n"
 	"var names = [], N = 0, nm, val, kind, end, dep, xs, par, col, unit = '', total = 0;\n"
 	"var zoom = 0, nameHit = null, lastQuery = '';\n"
@@ -137,6 +140,7 @@ static const char page_tail[] =
 	"		if (T.kind[i] === 4) T.cuda = true;\n"
 	"		if (T.kind[i] === 5) T.interp = true;\n"
 	"		if (T.kind[i] === 6) T.inlined = true;\n"
+	"		if (T.kind[i] === 7) T.thread = true;\n"
 	"		if (stack.length) {\n"
 	"			var p = stack[stack.length - 1];\n"
 	"			T.par[i] = p; T.dep[i] = T.dep[p] + 1;\n"
@@ -219,6 +223,8 @@ static const char page_tail[] =
 	"			   Math.round(76 + 6 * r));\n"
 	"	if (k === 1) /* process: lavender */\n"
 	"		return hsl(Math.round(245 + 20 * r), 30, Math.round(74 + 8 * r2));\n"
+	"	if (k === 7) /* thread: lilac */\n"
+	"		return hsl(Math.round(280 + 20 * r), 28, Math.round(78 + 8 * r2));\n"
 	"	if (k === 0)\n"
 	"		return 'rgb(200,200,200)';\n"
 	"	/* user: warm, as in flamegraph.pl */\n"
@@ -528,6 +534,7 @@ static const char page_tail[] =
 	"	document.getElementById('lg-cuda').hidden = !T.cuda;\n"
 	"	document.getElementById('lg-interp').hidden = !T.interp;\n"
 	"	document.getElementById('lg-inlined').hidden = !T.inlined;\n"
+	"	document.getElementById('lg-thread').hidden = !T.thread;\n"
 	"	document.getElementById('note').textContent = [V.pruned > 0 ?\n"
 	"		fmt(V.pruned) + ' light frames folded into their callers' : '',\n"
 	"		V.truncated > 0 ? fmt(V.truncated) + ' stacks cut' : ''].filter(\n"

@@ -3,8 +3,9 @@
  * flamegraph_sink.c - the flame graph sink (see sink.h).
  *
  * Owns: DIR/flamegraph.html, one page for the whole run with a tab per
- * profile kind in tabs[] (CPU samples; off-CPU time with --off-cpu; GPU
- * kernel time when GPU profiles may come), each tab one bounded tree (flamegraph.c) that every profile
+ * profile kind in tabs[] (CPU samples; off-CPU and wall-clock time, by
+ * thread, with --off-cpu; GPU kernel time when GPU profiles may come),
+ * each tab one bounded tree (flamegraph.c) that every profile
  * of its kind is merged into. Kinds without a tab (gpu-pc) are not shown.
  * The page is rewritten at the end of each interval whose first tab got
  * a profile (an interval probabilistic profiling did not sample leaves
@@ -32,12 +33,15 @@ struct flame_tab_def {
 	unsigned int budget_div;	/* its tree: the flame graph budget / this */
 	bool gpu;			/* only when GPU profiles may come */
 	bool off_cpu;			/* only with --off-cpu */
+	bool threads;			/* a frame per thread under its process */
 };
 
 static const struct flame_tab_def tabs[] = {
-	{ PROFILE_KIND_CPU, "CPU", "samples", 0, 1, false, false },
-	{ PROFILE_KIND_OFF_CPU, "Off-CPU time", "ns", 1, 4, false, true },
-	{ PROFILE_KIND_GPU, "GPU kernel time", "ns", 1, 8, true, false },
+	{ PROFILE_KIND_CPU, "CPU", "samples", 0, 1, false, false, false },
+	{ PROFILE_KIND_OFF_CPU, "Off-CPU time", "ns", 1, 4, false, true, false },
+	/* wall: cpu, off_cpu, wall ns (aggregate_build_profile, AGG_WALL) */
+	{ PROFILE_KIND_WALL, "Wall-clock", "ns", 2, 4, false, true, true },
+	{ PROFILE_KIND_GPU, "GPU kernel time", "ns", 1, 8, true, false, false },
 };
 #define NTABS (sizeof(tabs) / sizeof(tabs[0]))
 
@@ -82,6 +86,7 @@ static int flame_sink_open(const struct sink_setup *st, void **out)
 			return -ENOMEM;
 		}
 		flamegraph_set_budget(fg, st->flamegraph_budget / tabs[i].budget_div);
+		flamegraph_set_threads(fg, tabs[i].threads);
 		s->def[s->ntabs] = &tabs[i];
 		s->fg[s->ntabs++] = fg;
 	}

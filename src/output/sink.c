@@ -18,6 +18,7 @@ static const char *const profile_kind_names[PROFILE_KIND_MAX] = {
 	[PROFILE_KIND_GPU] = "gpu",
 	[PROFILE_KIND_GPU_PC] = "gpu-pc",
 	[PROFILE_KIND_OFF_CPU] = "offcpu",
+	[PROFILE_KIND_WALL] = "wall",
 };
 
 const char *profile_kind_name(enum profile_kind k)

@@ -2,7 +2,7 @@
 /*
  * sink.h - the output seam: where an interval's finished profiles go.
  *
- * Owns: the profile kinds (cpu, offcpu, gpu, gpu-pc), the interface every output
+ * Owns: the profile kinds (cpu, offcpu, wall, gpu, gpu-pc), the interface every output
  * implements (struct profile_sink_ops), the registry of outputs and the
  * list of those a run opened (struct sink_list), and the output
  * directory itself (created, its stale temporary files removed).
@@ -17,7 +17,8 @@
  *   pprof      DIR/KIND-<UTC>.pb.gz per profile; --output-retention
  *              (pprof_sink.c)
  *   flamegraph DIR/flamegraph.html, one tab per kind it shows: CPU
- *              samples, off-CPU time, GPU kernel time (flamegraph_sink.c)
+ *              samples, off-CPU time, wall-clock time, GPU kernel time
+ *              (flamegraph_sink.c)
  *   otlp       OTLP profiles on the exporter's queue, with an endpoint
  *              (src/export/otlp_sink.c)
  *
@@ -51,10 +52,14 @@ enum profile_kind {
 	PROFILE_KIND_GPU,	/* "gpu": GPU kernel time by launching stack */
 	PROFILE_KIND_GPU_PC,	/* "gpu-pc": GPU PC samples by stall reason */
 	PROFILE_KIND_OFF_CPU,	/* "offcpu": time threads spent blocked, by stack */
+	PROFILE_KIND_WALL,	/* "wall": on-CPU + blocked time, by thread and stack */
 	PROFILE_KIND_MAX,
 };
 
-/* profile_kind_name - "cpu", "gpu", "gpu-pc", "offcpu" (file prefix); "?" if unknown. */
+/*
+ * profile_kind_name - "cpu", "gpu", "gpu-pc", "offcpu", "wall" (file
+ * prefix); "?" if unknown.
+ */
 const char *profile_kind_name(enum profile_kind k);
 
 /* One profile of an interval, as every sink receives it. Nothing owned. */
