@@ -14,15 +14,27 @@
 
 #include "config/options.h"
 
-static const struct {
+struct duration_unit {
 	const char *unit;
 	unsigned long long mult;
-} duration_units[] = {
+};
+
+static const struct duration_unit duration_units[] = {
 	{ "w", 7 * 86400ULL }, { "d", 86400 }, { "h", 3600 }, { "m", 60 },
 	{ "s", 1 }, { "", 1 },
 };
 
-int parse_duration(const char *s, unsigned long long *seconds)
+static const struct duration_unit duration_ns_units[] = {
+	{ "s", 1000000000ULL }, { "ms", 1000000 }, { "us", 1000 }, { "ns", 1 },
+	{ "", 1000000000ULL },
+};
+
+/*
+ * A decimal number followed by one of @n @units (exactly), times its
+ * multiplier, into *@out. 0 or -EINVAL (no digits, overflow, no such unit).
+ */
+static int parse_scaled(const char *s, const struct duration_unit *units, size_t n,
+			unsigned long long *out)
 {
 	char *end;
 	unsigned long long v;
@@ -33,21 +45,31 @@ int parse_duration(const char *s, unsigned long long *seconds)
 	v = strtoull(s, &end, 10);
 	if (errno)
 		return -EINVAL;
-	if (!strcmp(end, "ms")) {
-		if (v % 1000)
-			return -EINVAL;
-		*seconds = v / 1000;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-		if (strcmp(end, duration_units[i].unit))
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(end, units[i].unit))
 			continue;
-		if (v > ULLONG_MAX / duration_units[i].mult)
+		if (v > ULLONG_MAX / units[i].mult)
 			return -EINVAL;
-		*seconds = v * duration_units[i].mult;
+		*out = v * units[i].mult;
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int parse_duration(const char *s, unsigned long long *seconds)
+{
+	unsigned long long ns;
+	size_t len = s ? strlen(s) : 0;
+
+	/* sub-second units: whole seconds only ("2000ms") */
+	if (len > 2 && s[len - 1] == 's' && strchr("mun", s[len - 2])) {
+		if (parse_scaled(s, duration_ns_units, 4, &ns) || ns % 1000000000ULL)
+			return -EINVAL;
+		*seconds = ns / 1000000000ULL;
+		return 0;
+	}
+	return parse_scaled(s, duration_units,
+			    sizeof(duration_units) / sizeof(duration_units[0]), seconds);
 }
 
 void format_duration(unsigned long long s, char *out, size_t len)
@@ -62,34 +84,10 @@ void format_duration(unsigned long long s, char *out, size_t len)
 	snprintf(out, len, "%llus", s);
 }
 
-static const struct {
-	const char *unit;
-	unsigned long long mult;
-} duration_ns_units[] = {
-	{ "s", 1000000000ULL }, { "ms", 1000000 }, { "us", 1000 }, { "ns", 1 },
-	{ "", 1000000000ULL },
-};
-
 int parse_duration_ns(const char *s, unsigned long long *ns)
 {
-	char *end;
-	unsigned long long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(duration_ns_units) / sizeof(duration_ns_units[0]); i++) {
-		if (strcmp(end, duration_ns_units[i].unit))
-			continue;
-		if (v > ULLONG_MAX / duration_ns_units[i].mult)
-			return -EINVAL;
-		*ns = v * duration_ns_units[i].mult;
-		return 0;
-	}
-	return -EINVAL;
+	return parse_scaled(s, duration_ns_units,
+			    sizeof(duration_ns_units) / sizeof(duration_ns_units[0]), ns);
 }
 
 void format_duration_ns(unsigned long long ns, char *out, size_t len)
