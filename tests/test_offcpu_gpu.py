@@ -65,5 +65,5 @@ def test_gpu_sync_waits(profd_bin, pprof, tmp_path):
         gpu = name is not None or any("Synchronize" in f for f in s["frames"])
         assert (s["labels"].get("wait") == "gpu") == gpu, s
     for name, w in want.items():
-        assert w >= 150e6, want	# ten 20 ms kernels, minus launch time
+        assert w >= 150e6, want  # ten 20 ms kernels, minus launch time
         assert abs(got[name] - w) <= 0.1 * w, (name, got, want, p.stderr[-2000:])
