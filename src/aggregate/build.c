@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "aggregate/aggregate.h"
+#include "aggregate/wait.h"
 #include "bpf/profd.h"
 #include "counters/counters.h"
 #include "proc/process_jit.h"
@@ -325,10 +326,35 @@ uint32_t proc_meta_labels(const struct proc_snapshot *snap,
 	return n;
 }
 
+/*
+ * The wait class (wait.h) of the first user frame, from the leaf, whose
+ * function (or a function inlined in it) a class names; NULL if none.
+ */
+static const char *stack_wait_class(const struct stack_builder *b, const uint32_t *locs,
+				    uint32_t first, uint32_t n)
+{
+	for (uint32_t i = first; i < n; i++) {
+		const struct profile_location *l = profile_location(b->p, locs[i]);
+		const struct profile_function *f;
+		const char *w;
+
+		if (!l)
+			continue;
+		for (uint32_t j = 0; j < l->ninlined; j++)
+			if ((f = profile_function(b->p, l->inlined[j].function_id)) &&
+			    (w = wait_class_of(f->name)))
+				return w;
+		if ((f = profile_function(b->p, l->function_id)) && (w = wait_class_of(f->name)))
+			return w;
+	}
+	return NULL;
+}
+
 static int add_stack(struct stack_builder *b, const struct agg_stack *s)
 {
 	uint32_t n, nl = 4;
-	struct profile_label labels[4 + PROC_META_LABELS] = {
+	const char *wait;
+	struct profile_label labels[5 + PROC_META_LABELS] = {
 		{ .key = "pid", .num = s->pid },
 		{ .key = "tid", .num = s->tid },
 		{ .key = "comm", .str = s->comm },
@@ -352,6 +378,9 @@ static int add_stack(struct stack_builder *b, const struct agg_stack *s)
 		values[1] = s->kind == AGG_CPU ? 0 : ns;
 		values[2] = ns;
 	}
+	if (s->kind == AGG_OFF_CPU &&
+	    (wait = stack_wait_class(b, b->locs, s->nkernel, n)))
+		labels[nl++] = (struct profile_label){ .key = "wait", .str = wait };
 	nl += proc_meta_labels(s->snap, labels + nl);
 	return profile_add_sample(b->p, b->locs, n, values, labels, nl);
 }

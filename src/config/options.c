@@ -360,13 +360,14 @@ static bool has_control(const char *str, size_t len)
 }
 
 /*
- * Label keys profd sets itself on CPU, GPU and GPU PC-sample profiles
- * (src/aggregate/build.c, src/gpu/build.c): --label cannot shadow them.
+ * Label keys profd sets itself on CPU, off-CPU, GPU and GPU PC-sample
+ * profiles (src/aggregate/build.c, src/gpu/build.c): --label cannot
+ * shadow them.
  */
 static const char *const own_labels[] = {
 	"pid", "tid", "comm", "thread_name", "container_id", "cgroup",
 	"executable", "build_id", "cuda_device", "cuda_stream", "cuda_graph",
-	"stall_reason",
+	"stall_reason", "wait",
 	NULL,
 };
 

@@ -27,6 +27,14 @@
  *   gpu_app graphflood [SECONDS=1] [--nodes N=1000] [--rate K]  one graph of
  *       N tiny kernels launched over and over, at K kernels/s if given
  *       (kernel-record throughput bench).
+ *   gpu_app sync [N=10]    waits on the GPU in known chains, N times each:
+ *       main -> sync_loop -> stream_step -> sync_launch(matmul, 20 ms, stream S);
+ *         stream_step -> stream_wait -> cudaStreamSynchronize(S)
+ *       sync_loop -> ctx_step -> sync_launch(relu, 20 ms, S);
+ *         ctx_step -> ctx_wait -> cuCtxSynchronize()
+ *     and prints "sync_stream NS" and "sync_ctx NS": the time spent in each
+ *     synchronize call (CLOCK_MONOTONIC). With MOCK_CUDA_SYNC_SLEEP=1 the
+ *     mock blocks there in the kernel (ppoll) until the kernel's end.
  *
  * Options (after the mode): --cubin PATH (default: fake.cubin next to the
  * executable), --start-delay-ms MS (sleep after setup, before launching),
@@ -468,11 +476,70 @@ static NOINLINE void noop_loop(int n)
 	printf("gpu_app noop: launches=%ld pid=%d\n", n_tiny, (int)getpid());
 }
 
+/* --------------------------------------------------------------- sync */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t sync_stream_ns, sync_ctx_ns;
+
+static NOINLINE void stream_wait(struct worker *w)
+{
+	uint64_t t0 = mono_ns();
+
+	RTCHECK(cudaStreamSynchronize((cudaStream_t)w->main));
+	sync_stream_ns += mono_ns() - t0;
+}
+
+static NOINLINE void ctx_wait(void)
+{
+	uint64_t t0 = mono_ns();
+
+	CHECK(cuCtxSynchronize());
+	sync_ctx_ns += mono_ns() - t0;
+}
+
+static NOINLINE void sync_launch(CUfunction f, struct worker *w)
+{
+	LAUNCH(f, w->main, 20 * MS);
+}
+
+static NOINLINE void stream_step(struct worker *w)
+{
+	sync_launch(g.matmul, w);
+	stream_wait(w);
+}
+
+static NOINLINE void ctx_step(struct worker *w)
+{
+	sync_launch(g.relu, w);
+	ctx_wait();
+}
+
+static NOINLINE void sync_loop(int n)
+{
+	struct worker w = { .name = "sync" };
+
+	CHECK(cuStreamCreate(&w.main, CU_STREAM_NON_BLOCKING));
+	for (int i = 0; i < n; i++) {
+		stream_step(&w);
+		ctx_step(&w);
+	}
+	CHECK(cuStreamDestroy(w.main));
+	printf("sync_stream %llu\nsync_ctx %llu\n", (unsigned long long)sync_stream_ns,
+	       (unsigned long long)sync_ctx_ns);
+}
+
 /* --------------------------------------------------------------- main */
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gpu_app chains|graph|flood|graphflood|pc|noop|fork [N|SECONDS]"
+	fprintf(stderr, "usage: gpu_app chains|graph|flood|graphflood|pc|noop|fork|sync [N|SECONDS]"
 		" [--cubin PATH] [--start-delay-ms MS] [--exit-delay-ms MS] [--iter-sleep-us US]"
 		" [--nodes N] [--rate KERNELS_PER_SEC]\n");
 	exit(2);
@@ -526,6 +593,8 @@ int main(int argc, char **argv)
 		noop_loop(count ? atoi(count) : 1000);
 	else if (!strcmp(mode, "fork"))
 		fork_child_exits(count ? atoi(count) : 100);
+	else if (!strcmp(mode, "sync"))
+		sync_loop(count ? atoi(count) : 10);
 	else if (!strcmp(mode, "graphflood")) {
 		if (g.nodes <= 0)
 			g.nodes = 1000;

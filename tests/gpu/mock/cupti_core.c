@@ -26,8 +26,13 @@
  *           pid=<pid> buffers_completed=<n> kernel_records=<n> dropped=<n>
  *           pc_records=<n>                       (at exit)
  *   MOCK_CUPTI_CLOCK=realtime|monotonic  timestamp base (default realtime)
- *   MOCK_CUDA_SYNC_SLEEP=1  synchronize calls sleep until the mock GPU clock
- *                         of the work they wait for has passed
+ *   MOCK_CUDA_SYNC_SLEEP=1  synchronize calls block in the kernel until the mock
+ *                         GPU clock of the work they wait for has passed: ppoll()
+ *                         with no fds and a timeout, as libcuda's blocking sync
+ *                         (CU_CTX_SCHED_BLOCKING_SYNC, or AUTO with more active
+ *                         contexts than cores) waits in poll() on its /dev/nvidia*
+ *                         fd for the completion event an ioctl armed; a spinning
+ *                         or yielding sync (AUTO's usual choice) stays on CPU
  *
  * Mock GPU clock: a kernel starts at max(now, end of the previous kernel on
  * its stream) and ends duration ns later; nothing sleeps. A record is
@@ -36,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -433,7 +439,7 @@ void mock_gpu_sync(uint64_t until)
 			uint64_t left = until - now;
 			struct timespec ts = { (time_t)(left / 1000000000ull),
 					       (long)(left % 1000000000ull) };
-			nanosleep(&ts, NULL);
+			ppoll(NULL, 0, &ts, NULL);
 		}
 	}
 }
