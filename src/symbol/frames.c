@@ -37,6 +37,10 @@ COUNTER_DEFINE(lines_too_big, COUNTER_PARTIAL,
 COUNTER_DEFINE(lines_shed, COUNTER_PARTIAL,
 	       "objects whose DWARF was freed for the symbol cache budget: "
 	       "their frames have no source lines from then on");
+COUNTER_DEFINE(lines_shed_locations, COUNTER_PARTIAL,
+	       "locations named without source lines or inlined frames because "
+	       "their object's DWARF had been freed for the symbol cache budget "
+	       "(lines_shed counts the objects, once)");
 COUNTER_DEFINE(lines_inline_too_deep, COUNTER_PARTIAL,
 	       "locations whose chain of inlined functions is deeper than a location "
 	       "keeps (31 and the function; the levels between are left out) or than "
@@ -289,6 +293,8 @@ int sym_object_resolve_frames(struct sym_object *o, uint64_t file_offset,
 	}
 	if (t->dwarf)
 		e = chain_at(t, file_offset, &r);
+	else if (t->dwarf_shed)
+		counter_inc(&counter_lines_shed_locations);	/* every interval it shows */
 	if (!e || !e->n) {
 		out[0] = (struct sym_frame){ .name = r.name,
 					     .system_name = r.system_name,
