@@ -26,13 +26,13 @@
 # 0 here (its clock reads would be part of the figure).
 #
 # Part 2, BPF cost (kernel.bpf_stats_enabled=1, restored on exit): the same
-# rounds under profd --off-cpu with --off-cpu-threshold 0 (every run of the
-# sched_switch program pays the switch-in lookup and the draw, none
-# records), 0.01 and 1; run_time_ns / run_cnt of profd's
+# rounds under profd --off-cpu with --off-cpu-threshold 0.0000000003 (the
+# least it takes, ~2^-32: every run of the sched_switch program pays the
+# switch-in lookup and the draw, practically none records), 0.01 and 1; run_time_ns / run_cnt of profd's
 # profd_sched_switch program (its tail-called unwinders do not go through
 # the stats wrapper: the chain is included) over the timed run, and the
 # switch-outs it recorded (BPF counter PROFD_CNT_OFFCPU_RECORDED, read from
-# profd's `counters` map). Per unrecorded run: threshold 0's average; per
+# profd's `counters` map). Per unrecorded run: the least threshold's average; per
 # recorded switch-out: (run_time - run_cnt x unrecorded) / recorded at
 # threshold 1. Agent CPU: profd's on-CPU ns over the timed run
 # (/proc/PID/task/*/schedstat) as % of one CPU.
@@ -53,7 +53,7 @@ REPS=${OFFCPU_REPS:-5}
 ROUNDS=${OFFCPU_ROUNDS:-300000}
 CONFIGS=${OFFCPU_CONFIGS:-base cpu offcpu offcpu1 perf base-again}
 COST_REPS=${OFFCPU_COST_REPS:-2}
-THRESHOLDS=${OFFCPU_COST_THRESHOLDS:-0 0.01 1}
+THRESHOLDS=${OFFCPU_COST_THRESHOLDS:-0.0000000003 0.01 1}
 PIN_CPU=${OFFCPU_CPU-1}
 PIN=""
 [ -n "$PIN_CPU" ] && PIN="taskset -c $PIN_CPU"
@@ -184,10 +184,11 @@ for r in $(seq 1 "$COST_REPS"); do
 		cost_run "$t"
 	done
 done
-# per unrecorded run: threshold 0's time / runs; per recorded: the rest
-awk '{ t[$1] += $2; n[$1] += $3; rec[$1] += $4; w[$1] += $5 }
+# per unrecorded run: the least threshold's time / runs; per recorded: the rest
+awk '{ t[$1] += $2; n[$1] += $3; rec[$1] += $4; w[$1] += $5
+       if (least == "" || $1 + 0 < least + 0) least = $1 }
 END {
-	u = n[0] ? t[0] / n[0] : 0
+	u = n[least] ? t[least] / n[least] : 0
 	for (k in t) {
 		per = rec[k] ? (t[k] - n[k] * u) / rec[k] : 0
 		printf "RESULT offcpu_bpf threshold=%s runs=%d ns_per_run=%.0f recorded=%d " \

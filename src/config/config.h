@@ -51,6 +51,8 @@ struct agent_config {
 	const char *otlp_protocol;	/* --otlp-protocol; NULL: OTEL_EXPORTER_OTLP_PROTOCOL */
 	bool otlp_insecure;		/* --otlp-insecure */
 	unsigned int nvtx_max_spans_per_sec;	/* --nvtx-max-spans-per-sec, 0: unlimited */
+#define OFF_CPU_THRESHOLD_DEFAULT	0.01	/* docs/ARCHITECTURE.md, Decisions */
+#define OFF_CPU_MIN_BLOCK_DEFAULT_NS	1000000ULL
 	bool off_cpu;			/* --off-cpu: where threads block (offcpu profiles) */
 	double off_cpu_threshold;	/* --off-cpu-threshold: P(record a switch-out), 0..1 */
 	uint64_t off_cpu_min_block_ns;	/* --off-cpu-min-block: shorter waits dropped */

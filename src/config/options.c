@@ -62,7 +62,7 @@ static const struct option_def table[] = {
 	  "Also record where threads block and for how long (offcpu profiles: "
 	  "off_cpu/nanoseconds and switches/count by stack, kernel frames "
 	  "saying why), and on-CPU + off-CPU time by thread (wall profiles)" },
-	{ "off-cpu-threshold", OPT_OFF_CPU_THRESHOLD, "0-1", OPTION_VALUE, true, 1,
+	{ "off-cpu-threshold", OPT_OFF_CPU_THRESHOLD, "(0-1]", OPTION_VALUE, true, 1,
 	  "With --off-cpu: the probability that a thread's blocking switch is "
 	  "recorded (default 0.01; 1: every one)" },
 	{ "off-cpu-min-block", OPT_OFF_CPU_MIN_BLOCK, "DURATION", OPTION_VALUE, true, 1,
@@ -214,8 +214,8 @@ void options_init(struct options *o)
 		.gpu_timeout_s = 30,
 		.probabilistic_interval_s = 60,
 		.probabilistic_threshold = 100,
-		.off_cpu_threshold = 0.01,
-		.off_cpu_min_block_ns = 1000000,
+		.off_cpu_threshold = OFF_CPU_THRESHOLD_DEFAULT,
+		.off_cpu_min_block_ns = OFF_CPU_MIN_BLOCK_DEFAULT_NS,
 	};
 }
 
@@ -668,9 +668,10 @@ int option_set(struct options *o, const struct option_def *d, const char *value,
 
 		errno = 0;
 		d = value && *value >= '0' && *value <= '9' ? strtod(value, &end) : -1;
-		if (d < 0 || d > 1 || errno || *end)
-			return fail(err, len, OPTION_EUSAGE, "must be a probability 0-1 "
-				    "(e.g. 0.01), got '%s'", value);
+		/* 0 (or less than the BPF draw's 2^-32) would record nothing */
+		if (!(d >= 0x1p-32) || d > 1 || errno || *end)
+			return fail(err, len, OPTION_EUSAGE, "must be a probability above 0, "
+				    "at most 1 (e.g. 0.01), got '%s'", value);
 		c->off_cpu_threshold = d;
 		break;
 	}
