@@ -541,3 +541,26 @@ def test_settings_from_the_environment_are_told(profd_bin):
                        capture_output=True, text=True, timeout=20, env=env)
     assert yaml.safe_load(r.stdout)["debuginfod-urls"] == "off"
     assert "DEBUGINFOD_URLS" not in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--off-cpu-threshold", "0"], "above 0"),
+    (["--off-cpu-threshold", "1e-12"], "above 0"),
+    (["--off-cpu-threshold", "1.5"], "at most 1"),
+    (["--off-cpu-threshold", "-0.5"], "above 0"),
+    (["--off-cpu-min-block", "11s"], "0-10s"),
+])
+def test_off_cpu_knobs_refused(profd_bin, args, needle):
+    """A threshold that would record nothing, or more than every switch, and
+    a minimum block past 10 s: a one-line usage error, exit 64."""
+    r = run(profd_bin, "--off-cpu", *args, "--print-config")
+    assert r.returncode == 64 and needle in r.stderr.splitlines()[0], r.stderr
+
+
+def test_off_cpu_knobs_without_off_cpu_warn(profd_bin, tmp_path):
+    """--off-cpu-threshold without --off-cpu does nothing, and says so."""
+    r = run(profd_bin, "--off-cpu-threshold", "0.5", "--duration", "1", "--no-gpu",
+            "--output-dir", str(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "do nothing without --off-cpu" in r.stderr, r.stderr
+    assert not list(tmp_path.glob("offcpu-*")), list(tmp_path.iterdir())
