@@ -564,3 +564,20 @@ def test_off_cpu_knobs_without_off_cpu_warn(profd_bin, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "do nothing without --off-cpu" in r.stderr, r.stderr
     assert not list(tmp_path.glob("offcpu-*")), list(tmp_path.iterdir())
+
+
+def test_debuginfod_urls_from_the_environment_left_out_are_told(profd_bin, tmp_path):
+    """$DEBUGINFOD_URLS words that are no http(s)/file URL are left out,
+    named in one warning; the start-up line names only the servers asked
+    (none left: no fetcher at all)."""
+    for urls, asked in [("ftp://x", None), ("ftp://x http://127.0.0.1:1", "http://127.0.0.1:1")]:
+        r = subprocess.run([profd_bin, "--duration", "1", "--no-gpu", "--output-dir",
+                            str(tmp_path)], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, DEBUGINFOD_URLS=urls))
+        assert r.returncode == 0, r.stderr
+        assert "'ftp://x' is not an http://, https:// or file:// URL: left out" in r.stderr
+        line = [l for l in r.stderr.splitlines() if "profd: debuginfod:" in l]
+        if asked:
+            assert line and line[0].split(" from ")[1].startswith(asked + " ("), line
+        else:
+            assert not line, r.stderr

@@ -277,6 +277,38 @@ static int sinks_setup(struct agent *ag)
 	return 0;
 }
 
+/*
+ * Keep in @urls (from $DEBUGINFOD_URLS: the flag's are checked when
+ * parsed) only its http://, https:// and file:// URLs, in place, and say
+ * which word was left out; none left: "" (no server is asked).
+ */
+static void usable_urls(char *urls)
+{
+	char *in = urls, *out = urls, word[256];
+	bool told = false;
+
+	while (*in) {
+		size_t n = strcspn(in, " ");
+
+		if (n && n < sizeof(word)) {
+			memcpy(word, in, n);
+			word[n] = 0;
+		}
+		if (n && n < sizeof(word) && dbgd_urls_valid(word)) {
+			if (out != urls)
+				*out++ = ' ';
+			memmove(out, in, n);
+			out += n;
+		} else if (n && !told) {
+			fprintf(stderr, "profd: warning: $DEBUGINFOD_URLS: '%.*s' is not an "
+				"http://, https:// or file:// URL: left out\n", (int)(n > 80 ? 80 : n), in);
+			told = true;
+		}
+		in += n + (in[n] == ' ');
+	}
+	*out = 0;
+}
+
 /* agent_debuginfod_env - see agent_internal.h. */
 int agent_debuginfod_env(struct agent *ag)
 {
@@ -296,8 +328,11 @@ int agent_debuginfod_env(struct agent *ag)
 		return -1;
 	}
 	if (urls && urls[0] && !dbgd_urls_valid(urls))
-		fprintf(stderr, "profd: warning: $DEBUGINFOD_URLS has words that are not "
-			"http://, https:// or file:// URLs; libdebuginfod skips them\n");
+		usable_urls((char *)ag->dbgd_cfg.urls);	/* our strdup */
+	if (ag->dbgd_cfg.urls && !ag->dbgd_cfg.urls[0]) {
+		free((char *)ag->dbgd_cfg.urls);
+		ag->dbgd_cfg.urls = NULL;
+	}
 	/* unset or "" alike: libdebuginfod then asks no server */
 	if (dbgd_env_setup(&ag->dbgd_cfg)) {
 		fprintf(stderr, "profd: error: out of memory\n");
