@@ -299,8 +299,14 @@ int hs_scopes_at(struct hs_mem *m, const struct hs_offsets *o, const struct hs_p
 		return -EPROTO;
 	if ((err = find_descs(m, o, &d, (int64_t)(pc - nm->code_begin), &pa, &pb)))
 		return err;
+	/*
+	 * pc_desc_at(): a return address has its own PcDesc — except after a
+	 * call C2 records no debug information for (a leaf call into a stub,
+	 * System.arraycopy's): then it is read like a leaf pc, by what the
+	 * PcDescs before and after it agree on.
+	 */
 	if (call && pb.pc != (int64_t)(pc - nm->code_begin))
-		return -ENOENT;	/* pc_desc_at(): a return address has its own */
+		call = false;
 	if ((nb = decode_chain(m, o, &d, pb.scope, x, at, HS_SCOPES_MAX)) < 0)
 		return nb;
 	keep = (uint32_t)nb;

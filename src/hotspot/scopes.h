@@ -68,11 +68,11 @@ struct hs_scope {
  * hs_codecache_pc() gave for it: kind HS_PC_NMETHOD, verified), innermost
  * first, into @out (@cap of them, at most HS_SCOPES_MAX used); the last
  * is @nm's own method. @call: @pc is a return address (a caller's
- * frame), else a leaf's pc (see above). @jdk_major: the JVM's major
+ * frame: its own PcDesc; a call without one, into a stub, is read as a
+ * leaf pc), else a leaf's pc (see above). @jdk_major: the JVM's major
  * version (the stream's encoding and the line tables'). Needs
  * HS_FEAT_SCOPES. Returns how many (>= 1), or -ENOTSUP (feature off, or
- * a native method's wrapper: no debug info), -ENOENT (no PcDesc at a
- * return address), -E2BIG (more than @cap levels), -EPROTO (memory
+ * a native method's wrapper: no debug info), -E2BIG (more than @cap levels), -EPROTO (memory
  * contradicts the layout, or the nmethod changed while read), or a read
  * error. Not counted: the caller counts what it loses.
  */
