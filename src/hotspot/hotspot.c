@@ -583,7 +583,7 @@ static uint32_t compiled_frame(struct hotspot *hs, struct hsproc *p, uint64_t w0
 	}
 	*k = 0;
 	if (!c || !c->n) {
-		if (c)
+		if (c && !c->no_scopes)
 			counter_inc(&counter_hotspot_inline_unread);
 		return rt_frame_gens_intern(&hs->frames, name, "", 0, 0);
 	}

@@ -362,6 +362,7 @@ static void chain_clear(struct hs_chains *c, struct hs_chain *e)
 /* Fill @e with the @n scopes @s (none: an unread entry). */
 static void chain_put(struct hs_chains *c, struct hs_chain *e, const struct hs_scope *s, int n)
 {
+	e->no_scopes = n == -ENOTSUP;	/* a native method's wrapper: none to read */
 	if (n <= 0 || !(e->f = calloc((size_t)n, sizeof(*e->f))))
 		return;
 	c->bytes += (uint64_t)n * sizeof(*e->f);
@@ -391,7 +392,7 @@ const struct hs_chain *hs_chains_get(struct hs_chains *c, struct hs_mem *m,
 	struct hs_chain *e = &c->e[(h ^ (h >> 29)) % HS_CHAINS];
 	struct hs_scope s[HS_SCOPES_MAX];
 	struct hs_pc_info pi;
-	int n = -ENOTSUP;
+	int n = -ESTALE;	/* the blob changed: unread (counted) */
 
 	if (e->used && e->gen == gen && e->w0 == key && e->w1 == w1 && e->pc == cpc)
 		return e;

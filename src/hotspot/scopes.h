@@ -88,6 +88,8 @@ struct hs_chain_frame {
 struct hs_chain {
 	uint64_t gen, w0, w1, pc;	/* the key: w0 without its index; pc | a call bit */
 	uint32_t n;			/* frames, innermost first; 0: unread */
+	bool no_scopes;			/* n 0 by design: no debug info there (a native
+					 * method's wrapper, or scopes off): not a loss */
 	bool used;			/* false: an empty slot */
 	struct hs_chain_frame *f;
 };
