@@ -308,7 +308,7 @@ def test_leaf_in_stub_routines(profd_bin, pprof, tmp_path, classes, jdk):
     ret): its samples go on to the compiled caller and its chain, as
     the JVM's own stack trace at the call shows."""
     reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
-                                     "profd.frames.Stubs")
+                                     "profd.frames.Stubs", secs=5)
     tid = str([r for r in reports if r["name"] == "copy"][0]["tid"])
     in_stub = [s for s in samples if s["labels"].get("tid") == tid and s["frames"] and
                (s["frames"][0]["function"] or "").startswith("[StubRoutines")]
