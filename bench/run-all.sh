@@ -48,6 +48,9 @@
 #                            samples, profd vs perf -g and --call-graph dwarf (~1.5 min)
 #   bench/jit_bpf_cost.sh    BPF time per sample, 40-frame Java/JS/C stacks (~5 min)
 #   bench/jit_overhead.sh    agent CPU and RSS with 5 JVMs and 5 nodes (~4 min)
+# offcpu (issue 20; needs perf):
+#   bench/offcpu_cost.sh     pipe ping-pong throughput with --off-cpu (defaults, threshold 1)
+#                            beside perf sched_switch -g; BPF ns per switch (~4 min)
 # service:
 #   bench/probabilistic.sh   agent CPU and peak RSS at 19 Hz with
 #                            --probabilistic-threshold 100 and 10 (~7 min)
@@ -113,8 +116,9 @@ for suite in $suites; do
 	truestacks) names="$names exact_share first_exact_latency first_sample_cost" ;;
 	ruby) names="$names ruby_overhead" ;;
 	jit) names="$names jit_stacks jit_bpf_cost jit_overhead" ;;
+	offcpu) names="$names offcpu_cost" ;;
 	service) names="$names probabilistic" ;;
-	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, truestacks, ruby, jit, service)" >&2; exit 1 ;;
+	*) echo "run-all.sh: error: unknown suite $suite (core, python, dwarf, gpu, nvtx, truestacks, ruby, jit, offcpu, service)" >&2; exit 1 ;;
 	esac
 done
 
