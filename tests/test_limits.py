@@ -120,7 +120,7 @@ def test_scale_factor_sizes_the_maps(profd_bin, pprof, chain_bin, tmp_path, fact
     assert maps["unwind_procs"] == 8192 * scale, maps
     assert maps["runtime_procs"] == 8192 * scale, maps
     # ... per-CPU scratch (a slot per program type), counters and the PID filter not
-    assert maps["unwind_scratch"] == 2 and maps["pid_filter"] == 1024, maps
+    assert maps["unwind_scratch"] == 3 and maps["pid_filter"] == 1024, maps
     assert "cannot be created" not in err, err
     # tracer_ringbuf_usage() through /metrics: the live sizes, a sane fill
     for name in ("events", "cupti_events"):
