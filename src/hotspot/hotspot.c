@@ -482,7 +482,7 @@ static void name_put(struct hotspot *hs, struct hs_name *e, uint64_t gen, uint64
  * whether it is compiled Java code. Lock held.
  */
 static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1,
-			     bool *nmethod)
+			     bool *nmethod, const char **file)
 {
 	uint64_t blob = w0 & PROFD_HS_ADDR_MASK;
 	uint64_t key = w0 & ~(PROFD_HS_INDEX_MASK << PROFD_HS_INDEX_SHIFT);	/* no index */
@@ -492,6 +492,7 @@ static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, 
 
 	if (e->name && e->gen == p->gen && e->w0 == key && e->w1 == w1) {
 		*nmethod = e->nmethod;
+		*file = e->file;
 		return e->name;
 	}
 	hs_mem_init(hs->mem, hs->reader, p->pid, false);
@@ -516,10 +517,11 @@ static const char *name_blob(struct hotspot *hs, struct hsproc *p, uint64_t w0, 
 		snprintf(b, sizeof(b), "[%s]", pi.name);
 		name_put(hs, e, p->gen, key, w1, b, NULL);
 	} else {
-		name_put(hs, e, p->gen, key, w1, pi.name, NULL);
+		name_put(hs, e, p->gen, key, w1, pi.name, pi.file);
 		e->nmethod = true;
 	}
 	*nmethod = pi.kind == HS_PC_NMETHOD;
+	*file = e->file;
 	return e->name;
 }
 
@@ -569,7 +571,8 @@ static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0
  * room for HS_INL_TOKENS), their count in *@k, and its own, returned.
  */
 static uint32_t compiled_frame(struct hotspot *hs, struct hsproc *p, uint64_t w0, uint64_t w1,
-			       uint64_t ip, uint32_t i, const char *name, uint32_t *inl,
+			       uint64_t ip, uint32_t i, const char *name, const char *file,
+			       uint32_t *inl,
 			       uint32_t *ninl, uint16_t *k)
 {
 	bool call = i && !(ip & PROFD_IP_EXACT);	/* a caller: a return address */
@@ -585,7 +588,7 @@ static uint32_t compiled_frame(struct hotspot *hs, struct hsproc *p, uint64_t w0
 	if (!c || !c->n) {
 		if (c && !c->no_scopes)
 			counter_inc(&counter_hotspot_inline_unread);
-		return rt_frame_gens_intern(&hs->frames, name, "", 0, 0);
+		return rt_frame_gens_intern(&hs->frames, name, file ? file : "", 0, 0);
 	}
 	if (*ninl + c->n - 1 > HS_INL_TOKENS) {
 		counter_inc(&counter_hotspot_inline_unread);	/* no room: the outer one */
@@ -629,11 +632,11 @@ static uint32_t merge_locked(struct hotspot *hs, pid_t pid, uint32_t flags,
 			if (idx >= nuser || ids[idx])
 				continue;
 			if (kind == PROFD_HS_FRAME_BLOB) {
-				name = name_blob(hs, p, w0, w1, &nmethod);
+				name = name_blob(hs, p, w0, w1, &nmethod, &file);
 				if (name && nmethod) {
 					at[idx] = ninl;
 					ids[idx] = compiled_frame(hs, p, w0, w1, user[idx], idx,
-								  name, inl, &ninl, &k[idx]);
+								  name, file, inl, &ninl, &k[idx]);
 					continue;
 				}
 			} else if (kind == PROFD_HS_FRAME_INTERP) {
