@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, start, stop
+from conftest import BUILD, ROOT, run_unit, start, stop, unit_program
 
 PROBE = os.path.join(BUILD, "tests", "unit", "hotspot_probe")
 WORKLOAD = os.path.join(ROOT, "tests", "workloads", "java", "HotLoop.java")
@@ -401,3 +401,12 @@ def test_hostile_code_heap(fake):
     for pc, w in zip(pcs, want):
         f = got[pc].split()
         assert f[0] == w.split()[0] and f[-len(w.split()) + 1:] == w.split()[1:], (w, got[pc])
+
+
+def test_unit_interpreter_range():
+    """tests/unit/test_hotspot_interp.c: the interpreter's range is its
+    StubQueue's codelets, never the buffer's unused tail that a starting
+    JVM hands back to the code cache (a JVM attached in that window walked
+    C1 code there as interpreter frames: CI, stop 30)."""
+    unit_program("test_hotspot_interp")
+    run_unit("test_hotspot_interp")

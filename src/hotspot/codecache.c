@@ -32,6 +32,7 @@ COUNTER_DEFINE(hotspot_pc_read_error, COUNTER_PARTIAL,
 COUNTER_DEFINE(hotspot_pc_name_too_long, COUNTER_PARTIAL,
 	       "JVM code cache pcs left unnamed: a name longer than its cap");
 
+#define INTERP_TAIL_SLACK	4096	/* bytes past the codelets of a trimmed buffer */
 #define FREE_SENTINEL	0xFF
 #define SEGMAP_WINDOW	4096	/* segment map bytes read at a time */
 #define MAX_SEGMENT_LOG2 20	/* 1 MiB segments: HotSpot's are 64..1024 bytes */
@@ -439,11 +440,12 @@ int hs_codecache_method(struct hs_mem *m, const struct hs_offsets *o, uint64_t m
 }
 
 int hs_interpreter_read(struct hs_mem *m, const struct hs_offsets *o, uint64_t *low,
-			uint64_t *size)
+			uint64_t *size, bool *unsettled)
 {
-	uint64_t q, limit;
+	uint64_t q, limit, begin = 0, end = 0;
 	int err;
 
+	*unsettled = false;
 	if (!(o->features & HS_FEAT_INTERP))
 		return -ENOTSUP;
 	if ((err = hs_mem_u64(m, o->interpreter_code, &q)))
@@ -458,6 +460,19 @@ int hs_interpreter_read(struct hs_mem *m, const struct hs_offsets *o, uint64_t *
 	if (limit > (1u << 30) || *low + limit < *low)
 		return -EPROTO;
 	*size = limit;
+	if (!o->sq_queue_begin.size || o->sq_queue_begin.size > 4 || !o->sq_queue_end.size ||
+	    o->sq_queue_end.size > 4)
+		return 0;
+	if ((err = hs_mem_uint(m, q + o->sq_queue_begin.off, o->sq_queue_begin.size, &begin)) ||
+	    (err = hs_mem_uint(m, q + o->sq_queue_end.off, o->sq_queue_end.size, &end)))
+		return err;
+	/* the interpreter's queue is one block from the buffer's start */
+	if (begin || end > limit)
+		return -EPROTO;
+	if (!end)
+		return -EAGAIN;
+	*size = end;
+	*unsettled = limit - end > INTERP_TAIL_SLACK;
 	return 0;
 }
 

@@ -141,12 +141,16 @@ static inline uint32_t hs_unsigned5_x(int jdk_major)
 }
 
 /*
- * hs_interpreter_read - the interpreter's code, [*@low, *@low + *@size)
- * (AbstractInterpreter::_code's StubQueue buffer). Needs HS_FEAT_INTERP.
- * Returns 0, -ENOTSUP, -EAGAIN (not generated yet), -EPROTO, or a read
- * error.
+ * hs_interpreter_read - the interpreter's code, [*@low, *@low + *@size):
+ * the codelets AbstractInterpreter::_code's StubQueue holds (its buffer up
+ * to _queue_end; the whole buffer where vmStructs lacks the queue's
+ * indices). *@unsettled is set while the buffer still has its unused tail
+ * (StubQueue::deallocate_unused_tail() not run yet: the interpreter may
+ * still be being generated, and the tail goes back to the code cache,
+ * where other blobs then live). Needs HS_FEAT_INTERP. Returns 0,
+ * -ENOTSUP, -EAGAIN (not generated yet), -EPROTO, or a read error.
  */
 int hs_interpreter_read(struct hs_mem *m, const struct hs_offsets *o, uint64_t *low,
-			uint64_t *size);
+			uint64_t *size, bool *unsettled);
 
 #endif /* PROFD_HOTSPOT_CODECACHE_H */

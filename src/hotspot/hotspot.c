@@ -126,6 +126,7 @@ struct hsproc {
 	struct hs_binary bin;
 	uint64_t next_try_ns, retry_ns;
 	uint32_t bad_tries;		/* attaches that found the code heaps inconsistent */
+	uint32_t interp_waits;		/* attaches that found the interpreter untrimmed */
 	int jdk_major;			/* Abstract_VM_Version::_vm_major_version */
 	struct hs_offsets off;
 	struct hs_codecache cc;
@@ -270,6 +271,7 @@ static int attach_read(struct remote_reader *r, struct hs_mem *m, struct hsproc 
 {
 	struct hs_vmstructs vm;
 	uint64_t ilow = 0, isize = 0, major = 0;
+	bool unsettled = false;
 	uint32_t need = HS_FEAT_FIND_BLOB | HS_FEAT_BLOB_NAME | HS_FEAT_NMETHOD |
 			HS_FEAT_METHOD_NAME | HS_FEAT_INTERP | HS_FEAT_CODE_RANGE;
 	int err;
@@ -284,8 +286,12 @@ static int attach_read(struct remote_reader *r, struct hs_mem *m, struct hsproc 
 		return -ENOTSUP;
 	hs_mem_init(m, r, p->pid, false);
 	if ((err = hs_codecache_read(m, &p->off, &p->cc)) ||
-	    (err = hs_interpreter_read(m, &p->off, &ilow, &isize)))
+	    (err = hs_interpreter_read(m, &p->off, &ilow, &isize, &unsettled)))
 		return err;
+	/* the interpreter's buffer not trimmed yet: its tail, soon other
+	 * blobs' code, must not be read as the interpreter's frames */
+	if (unsettled && ++p->interp_waits <= HS_BAD_TRIES)
+		return -EAGAIN;
 	if (p->off.vm_major_version &&
 	    !hs_mem_uint(m, p->off.vm_major_version, 4, &major) && major < 1000)
 		p->jdk_major = (int)major;
@@ -344,9 +350,14 @@ static void install(struct hotspot *hs, struct hsproc *n)
 	*pp = n;
 	if (n->state == HS_ATTACHED) {
 		n->gen = ++hs->next_gen;
-		if (hs->verbose)
-			fprintf(stderr, "profd: pid %d: HotSpot JVM, %u code heaps\n",
+		if (hs->verbose) {
+			fprintf(stderr, "profd: pid %d: HotSpot JVM, %u code heaps:",
 				(int)n->pid, n->cc.nheaps);
+			for (uint32_t i = 0; i < n->bpf.nheaps && i < PROFD_HS_MAX_HEAPS; i++)
+				fprintf(stderr, " %#llx+%#x segmap %#llx", (unsigned long long)n->bpf.heap_low[i],
+					n->bpf.heap_size[i], (unsigned long long)n->bpf.heap_segmap[i]);
+			fprintf(stderr, " interp %#llx+%#x\n", (unsigned long long)n->bpf.interp_low, n->bpf.interp_size);
+		}
 		if (entry_write(hs, n))
 			counter_inc(&counter_hotspot_update_error);
 	} else if (had_entry && hs->procs_fd >= 0) {

@@ -76,6 +76,8 @@ static const struct {
 	F(sym_body, "Symbol", "_body"),
 	F(sq_stub_buffer, "StubQueue", "_stub_buffer"),
 	F(sq_buffer_limit, "StubQueue", "_buffer_limit"),
+	F(sq_queue_begin, "StubQueue", "_queue_begin"),
+	F(sq_queue_end, "StubQueue", "_queue_end"),
 	F(cm_code_size, "ConstMethod", "_code_size"),
 	F2(cm_flags, "ConstMethod", "_flags._flags", "ConstMethod", "_flags"),
 	F(cm_size, "ConstMethod", "_constMethod_size"),

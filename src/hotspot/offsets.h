@@ -119,6 +119,7 @@ struct hs_offsets {
 	/* the interpreter (HS_FEAT_INTERP): its code, its frames' slots */
 	uint64_t interpreter_code;	/* address of StubQueue* AbstractInterpreter::_code */
 	struct hs_off sq_stub_buffer, sq_buffer_limit;	/* StubQueue */
+	struct hs_off sq_queue_begin, sq_queue_end;	/* StubQueue: the codelets held */
 	int64_t interp_last_sp_offset;	/* frame::interpreter_frame_last_sp_offset, words */
 	int64_t interp_sender_sp_offset;	/* frame::interpreter_frame_sender_sp_offset */
 	struct hs_off cm_code_size;			/* ConstMethod::_code_size */
