@@ -35,16 +35,25 @@ void agent_memory_tick(uint64_t now_ns)
 }
 
 void agent_memory_budgets(unsigned int limit_mib, unsigned int symbol_cache_mib,
-			  struct agent_budgets *out)
+			  bool lines, struct agent_budgets *out)
 {
-	uint64_t share;
+	uint64_t share, rest;
 
 	if (limit_mib < AGENT_MEMORY_MIN_MIB)
 		limit_mib = AGENT_MEMORY_MIN_MIB;
-	share = (uint64_t)(limit_mib - AGENT_MEMORY_BASE_MIB) << 20;
-	out->symbols = share * 2 / 5;	/* + its pending slack (1/4): half */
-	if (out->symbols > (uint64_t)symbol_cache_mib << 20)
+	rest = limit_mib - AGENT_MEMORY_BASE_MIB;
+	out->lines = 0;
+	if (lines && rest > AGENT_LINES_FROM_MIB)
+		out->lines = rest - AGENT_LINES_FROM_MIB < AGENT_LINES_MIB ?
+			     rest - AGENT_LINES_FROM_MIB : AGENT_LINES_MIB;
+	share = (rest - out->lines) << 20;
+	out->lines <<= 20;
+	/* + its pending slack (1/4 of the tables' part): half */
+	out->symbols = share * 2 / 5 + out->lines;
+	if (out->symbols > (uint64_t)symbol_cache_mib << 20) {
 		out->symbols = (uint64_t)symbol_cache_mib << 20;
+		out->lines = 0;
+	}
 	out->flamegraph = share / 4;
 	out->runtimes = share / 8;
 	out->export_queue = share / 16;

@@ -13,6 +13,7 @@
 #ifndef PROFD_AGENT_MEMORY_H
 #define PROFD_AGENT_MEMORY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define AGENT_TRIM_EVERY_NS (10ULL * 1000 * 1000 * 1000)
@@ -33,8 +34,24 @@
 #define AGENT_MEMORY_BASE_MIB	64u
 #define AGENT_MEMORY_MIN_MIB	80u
 
+/*
+ * With lines on (DWARF read for source lines and inlined frames), what
+ * the limit gives past the base and a share of AGENT_LINES_FROM_MIB, up
+ * to AGENT_LINES_MIB more, is the symbolizer's for DWARF alone (struct
+ * agent_budgets' lines): at the default --memory-limit 160, 32 MiB, which
+ * holds libc6-dbg's debug file (8.6 MiB read) beside a -g interpreter's
+ * (libpython3.11: 13 MiB) and their decoded line tables, so an ordinary
+ * machine's processes keep their lines; the share stays what it was at
+ * 128. A smaller limit gives the lines no part of their own: DWARF then
+ * takes at most half of the symbolizer's budget, as before.
+ */
+#define AGENT_LINES_FROM_MIB	64u
+#define AGENT_LINES_MIB		32u
+
 struct agent_budgets {
-	uint64_t symbols;	/* bytes */
+	uint64_t symbols;	/* bytes: symbol tables, caches and DWARF */
+	uint64_t lines;		/* bytes of symbols for DWARF alone; 0: none
+				 * of its own (DWARF: at most half of symbols) */
 	uint64_t flamegraph;	/* bytes: CPU tree, the GPU one gets 1/8 more */
 	uint64_t runtimes;	/* bytes: the language runtimes' caches (code
 				 * objects, frame tables), split among them */
@@ -43,11 +60,13 @@ struct agent_budgets {
 };
 
 /*
- * agent_memory_budgets - split @limit_mib (--memory-limit) as above;
- * @symbol_cache_mib (--symbol-cache-limit) caps the symbolizer's part.
+ * agent_memory_budgets - split @limit_mib (--memory-limit) as above, the
+ * lines' part only if @lines (--no-symbolize-lines not given);
+ * @symbol_cache_mib (--symbol-cache-limit) caps the symbolizer's part,
+ * lines included (cut by it, DWARF has no part of its own).
  */
 void agent_memory_budgets(unsigned int limit_mib, unsigned int symbol_cache_mib,
-			  struct agent_budgets *out);
+			  bool lines, struct agent_budgets *out);
 
 struct agent_memory_stats {
 	uint64_t heap_in_use;	/* bytes malloc handed out (arenas + mmapped) */

@@ -432,10 +432,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	kernel_build_id("/sys/kernel/notes", ag->kernel_build_id,
 			sizeof(ag->kernel_build_id));
 	agent_memory_budgets(cfg->memory_limit_mib, cfg->symbol_cache_mib,
-			     &ag->budgets);
+			     cfg->symbolize_lines, &ag->budgets);
 	ag->sym = symbolizer_new();
 	if (ag->sym) {
-		symbolizer_set_budget(ag->sym, ag->budgets.symbols);
+		symbolizer_set_budget(ag->sym, ag->budgets.symbols, ag->budgets.lines);
 		debuginfod_setup(ag);
 		symbolizer_set_lines(ag->sym, cfg->symbolize_lines);
 	}

@@ -97,8 +97,9 @@ static const struct option_def table[] = {
 	  "Memory for unwind tables in BPF maps, 1-1024 MiB (default 64); "
 	  "least recently used tables are evicted beyond it" },
 	{ "symbol-cache-limit", OPT_SYMBOL_CACHE, "MIB", OPTION_VALUE, true, 2,
-	  "Heap for the symbolizer's caches, 1-4096 MiB (default 32); beyond "
-	  "it the least recently used address caches are emptied" },
+	  "Heap for the symbolizer's caches, DWARF included, 1-4096 MiB "
+	  "(default 64); beyond it the least recently used address caches, "
+	  "DWARF and symbol tables are freed" },
 	{ "debuginfod-urls", OPT_DEBUGINFOD_URLS, "URLS", OPTION_VALUE, true, 2,
 	  "debuginfod servers (space separated http://, https://, file:// URLs) "
 	  "asked in the background for the debug files of binaries without "
@@ -109,8 +110,9 @@ static const struct option_def table[] = {
 	  "The cache's cap, 1-1048576 MiB (default 2048): least recently used "
 	  "files are deleted past it; a bigger file is not fetched" },
 	{ "memory-limit", OPT_MEMORY_LIMIT, "MIB", OPTION_VALUE, true, 2,
-	  "RSS ceiling, 80-65536 MiB (default 128): past a fixed base of 64 MiB "
-	  "(BPF maps, code, fixed heap), half goes to the symbolizer (at most "
+	  "RSS ceiling, 80-65536 MiB (default 160): past a fixed base of 64 MiB "
+	  "(BPF maps, code, fixed heap) and, with lines, up to 32 MiB for DWARF "
+	  "beyond the first 64, half goes to the symbolizer (at most "
 	  "--symbol-cache-limit), a quarter to the flame graph; caches past "
 	  "their share shed" },
 	{ "max-processes", OPT_MAX_PROCESSES, "N", OPTION_VALUE, true, 2,
@@ -205,8 +207,8 @@ void options_init(struct options *o)
 		.python_unwinding = true,
 		.tracers = config_tracers_all(),
 		.unwind_memory_mib = 64,
-		.symbol_cache_mib = 32,
-		.memory_limit_mib = 128,
+		.symbol_cache_mib = 64,
+		.memory_limit_mib = 160,
 		.debuginfod_cache = DBGD_CACHE_DIR,
 		.debuginfod_cache_mib = 2048,
 		.max_processes = 8192,

@@ -41,6 +41,18 @@ static void shed_lru(struct symbolizer *s, uint64_t limit, bool pending,
 static uint64_t object_shed(struct sym_object *o);
 static void shed_dwarf_over(struct symbolizer *s, uint64_t cap);
 
+/* The part of @s's budget (bytes) for symbol tables: all but DWARF's own. */
+static uint64_t tables_budget(const struct symbolizer *s)
+{
+	return s->budget - s->lines_budget;
+}
+
+/* sym_dwarf_budget - see symbolizer_internal.h. */
+uint64_t sym_dwarf_budget(const struct symbolizer *s)
+{
+	return s->lines_budget ? s->lines_budget : s->budget / SYM_DWARF_SHARE;
+}
+
 /*
  * symbolizer_trim - see symbolizer.h. Frees cached objects nobody holds a
  * reference to, and forgets remembered open failures so they are retried
@@ -147,10 +159,10 @@ static void shed(struct symbolizer *s)
 	 * (profile_intern()), so none outlives this. The reader asks for a
 	 * table again when its code is sampled.
 	 */
-	shed_dwarf_over(s, s->budget / SYM_DWARF_SHARE);
+	shed_dwarf_over(s, sym_dwarf_budget(s));
 	shed_lru(s, s->budget, false, false);
-	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true, true);
-	shed_lru(s, s->budget + s->budget / SYM_PENDING_SLACK, true, false);
+	shed_lru(s, s->budget + tables_budget(s) / SYM_PENDING_SLACK, true, true);
+	shed_lru(s, s->budget + tables_budget(s) / SYM_PENDING_SLACK, true, false);
 }
 
 /*
@@ -244,10 +256,13 @@ static uint64_t object_shed(struct sym_object *o)
 }
 
 /* symbolizer_set_budget - see symbolizer.h. */
-void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes)
+void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes,
+			   uint64_t lines_bytes)
 {
+	s->lines_budget = lines_bytes < bytes ? lines_bytes : 0;
 	__atomic_store_n(&s->budget, bytes, __ATOMIC_RELAXED);
-	jit_syms_set_budget(bytes / 4);	/* JIT symbols: a quarter at most */
+	/* JIT symbols: a quarter of the tables' part at most */
+	jit_syms_set_budget(tables_budget(s) / 4);
 }
 
 /* symbolizer_memory - see symbolizer.h. */
@@ -273,7 +288,7 @@ bool sym_table_fits(struct symbolizer *s, struct sym_object *o, uint64_t bytes)
 {
 	if (!bytes && o->ef)
 		bytes = elf_file_symbols_estimate(o->ef);
-	if (!s->budget || bytes <= s->budget)
+	if (!s->budget || bytes <= tables_budget(s))
 		return true;
 	__atomic_store_n(&o->too_big, s->budget, __ATOMIC_RELAXED);
 	return false;
@@ -396,7 +411,7 @@ int symbolizer_reload(struct symbolizer *s, pthread_mutex_t *lock,
 		ret = -ESTALE;
 	/* a table that cannot fit the budget is not read (its headers say) */
 	table_bytes = ret ? 0 : elf_file_symbols_estimate(o->ef);
-	if (!ret && s->budget && table_bytes > s->budget)
+	if (!ret && s->budget && table_bytes > tables_budget(s))
 		ret = -EFBIG;
 	if (!ret)
 		ret = elf_file_read_symbols(o->ef, &t);

@@ -32,7 +32,8 @@ COUNTER_DEFINE(lines_split_dwarf, COUNTER_PARTIAL,
 	       "files, not read; once per object): their frames there have no source "
 	       "lines or inlined frames");
 COUNTER_DEFINE(lines_too_big, COUNTER_PARTIAL,
-	       "objects whose DWARF is larger than half the symbol cache budget: "
+	       "objects whose DWARF is larger than the symbol cache budget's part "
+	       "for DWARF (--memory-limit's lines part, or half the budget): "
 	       "their frames have no source lines or inlined frames");
 COUNTER_DEFINE(lines_shed, COUNTER_PARTIAL,
 	       "objects whose DWARF was freed for the symbol cache budget: "
@@ -65,7 +66,7 @@ void symbolizer_set_lines(struct symbolizer *s, bool on)
 /* sym_dwarf_load - see symbolizer_internal.h. */
 void sym_dwarf_load(struct symbolizer *s, struct sym_object *o)
 {
-	uint64_t cap = s->budget ? s->budget / 2 : DWARF_MAX_UNBUDGETED;
+	uint64_t cap = s->budget ? sym_dwarf_budget(s) : DWARF_MAX_UNBUDGETED;
 	int ret;
 
 	if (!s->lines || !o || !o->ef || o->same || o->vdso || o->dwarf)

@@ -449,12 +449,12 @@ static void object_load(struct symbolizer *s, struct sym_object *o, pid_t pid,
 	 * write-out): a library truncated or rewritten after its samples
 	 * still resolves from what was read here, and the writer does no
 	 * file I/O. After debuginfo_attach(): the debug file's .symtab is
-	 * read in the same pass. A table larger than the whole budget is
+	 * read in the same pass. A table larger than the budget's tables part is
 	 * refused (budget.c: sym_table_fits()), by its section headers
 	 * before it is read, else as read.
 	 */
 	if (!o->ef || !sym_table_fits(s, o, 0))
-		return;		/* larger than the whole budget: not read */
+		return;		/* larger than the tables' budget: not read */
 	before = elf_file_bytes(o->ef);
 	if (elf_file_load_symbols(o->ef) < 0) {
 		*unreadable = true;

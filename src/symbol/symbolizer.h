@@ -99,16 +99,23 @@ void symbolizer_trim(struct symbolizer *s);
  * objects still held, least recently sampled (sym_object_sampled()) or
  * resolved first (an object's DWARF before its table), until under
  * (each counted);
- * tables with samples not looked up yet only past a quarter more.
+ * tables with samples not looked up yet only past a quarter more (of
+ * the tables' part).
+ * @lines_bytes of @bytes (less than @bytes; 0: none) are DWARF's alone:
+ * past the budget DWARF holding more than that is freed first (without
+ * a part of its own: more than half of @bytes), and an object's DWARF
+ * larger than it is not read (partial.lines_too_big); the rest of
+ * @bytes is the symbol tables' part.
  * A new object is counted, and the cache shed for it, when it is read.
  * A held object whose table was freed resolves nothing (-EAGAIN) until
- * symbolizer_reload(). A table larger than the whole budget (estimated
+ * symbolizer_reload(). A table larger than the tables' part (estimated
  * from its section headers, else as read) is not read, or not kept:
  * its object resolves nothing (-EFBIG) and is not read again while the
  * budget stays the same (reading it could only shed everything else,
  * then itself, and read it again).
  */
-void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes);
+void symbolizer_set_budget(struct symbolizer *s, uint64_t bytes,
+			   uint64_t lines_bytes);
 
 /*
  * symbolizer_memory - heap bytes of the cached objects as of the last

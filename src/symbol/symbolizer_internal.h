@@ -157,9 +157,11 @@ struct sym_object {
 #define SYM_PENDING_SLACK	4
 
 /*
- * Past the budget, DWARF (lines) holding more than 1/SYM_DWARF_SHARE of
- * it is shed first, least recently needed object first: the rest of the
- * budget stays for symbol tables (names before lines).
+ * Past the budget, DWARF (lines) holding more than its part is shed
+ * first, least recently needed object first: the rest of the budget
+ * stays for symbol tables (names before lines). Its part is the
+ * symbolizer's lines_budget, or without one 1/SYM_DWARF_SHARE of the
+ * budget (sym_dwarf_budget()).
  */
 #define SYM_DWARF_SHARE		2
 
@@ -189,6 +191,7 @@ struct symbolizer {
 	uint64_t clock;		/* resolves so far: the LRU clock */
 	uint64_t bytes;		/* heap bytes of the objects, at the last trim */
 	uint64_t budget;	/* bytes; 0: none */
+	uint64_t lines_budget;	/* bytes of it DWARF's alone; 0: none (sym_dwarf_budget()) */
 	bool lines;		/* read DWARF for lines (symbolizer_set_lines) */
 	uint64_t sheds;		/* address caches emptied for the budget */
 	uint64_t tables_shed;	/* symbol tables of held objects freed for it */
@@ -246,6 +249,13 @@ void sym_dwarf_load(struct symbolizer *s, struct sym_object *o);
  * returns the bytes freed (frames.c). Lock held.
  */
 uint64_t sym_dwarf_shed(struct sym_object *o);
+
+/*
+ * sym_dwarf_budget - the bytes of @s's budget DWARF may hold: its
+ * lines_budget, else 1/SYM_DWARF_SHARE of the budget; 0: no budget
+ * (budget.c).
+ */
+uint64_t sym_dwarf_budget(const struct symbolizer *s);
 
 /* sym_object_bytes - heap bytes of @o: struct, ELF data, caches. */
 uint64_t sym_object_bytes(const struct sym_object *o);
