@@ -102,7 +102,8 @@ static __always_inline void hs_put(struct profd_unwind_state *st, __u32 n, __u64
 /*
  * hs_interp_frame - the record of an interpreted frame running @method at
  * @bcp: w0 and w1 (unwind_hotspot.h) in @out. 0, or -1 (unreadable, or
- * a bcp outside the method's bytecodes: counted).
+ * a bcp outside the method's bytecodes: counted). A native method's
+ * frame (bcp 0) gets bci PROFD_HS_BCI_NATIVE.
  */
 static __always_inline int hs_interp_frame(struct profd_unwind_state *st, __u32 i,
 					   __u64 method, __u64 bcp, __u64 *out)
@@ -119,7 +120,11 @@ static __always_inline int hs_interp_frame(struct profd_unwind_state *st, __u32 
 		return -1;
 	}
 	code = cm + hs->const_method_size;
-	if (bcp < code || bcp - code >= 0xffff) {
+	/* a native method's frame has no bcp (user space checks the method
+	 * has no bytecodes) */
+	if (!bcp)
+		bcp = code + PROFD_HS_BCI_NATIVE;
+	else if (bcp < code || bcp - code >= PROFD_HS_BCI_NATIVE) {
 		count(PROFD_CNT_HS_BAD_INTERP);
 		return -1;
 	}

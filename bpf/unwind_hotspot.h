@@ -46,7 +46,8 @@
  *       INTERP: bits 0-47: the Symbol* of the name of the method's class
  *       (Method -> ConstMethod -> ConstantPool -> pool holder -> _name),
  *       read while the method ran; bits 48-63: the bci (the bcp less the
- *       start of the ConstMethod's bytecodes). A Method* freed with its
+ *       start of the ConstMethod's bytecodes), PROFD_HS_BCI_NATIVE for a
+ *       native method's frame (its bcp slot holds 0). A Method* freed with its
  *       class and reused by another class's method (class unloading) is
  *       caught by the class name: user space names the frame only if the
  *       live Method's class has that name Symbol.
@@ -121,6 +122,7 @@ struct profd_hotspot_proc {
 
 #define PROFD_HS_BCP_BELOW_METHOD	5	/* frame_x86.hpp: bcp = method - 5 */
 #define PROFD_HS_BCI_SHIFT		48
+#define PROFD_HS_BCI_NATIVE		0xffff	/* a native method's frame: no bcp */
 
 /*
  * profd_hs_frame0 - word [0] of a frame: address @addr, native index @idx,

@@ -317,3 +317,30 @@ def test_leaf_in_stub_routines(profd_bin, pprof, tmp_path, classes, jdk):
         line.split()[-1] for line in raw.splitlines() if "hotspot" in line and "=0" not in line)
     # every one of them agrees with the JVM's stack; most reach main
     check_spot("copy", reports, in_stub, raw, min_samples=int(0.8 * total))
+
+
+@pytest.mark.parametrize("jdk", JDKS, ids=os.path.basename)
+def test_native_method_interpreted(profd_bin, pprof, tmp_path, classes, jdk):
+    """A native method called from the interpreter (System.arraycopy under
+    -Xint) has an interpreter frame whose bcp slot holds 0: it is named,
+    between the JVM's C++ frames and its interpreted caller, as the JVM's
+    own stack trace names it ("Native Method"), not dropped as a bad
+    interpreted frame (before: every such sample, [anon] in its place)."""
+    reports, samples, raw = run_java(profd_bin, pprof, tmp_path, jdk, classes(jdk),
+                                     "profd.frames.Stubs", "-Xint", secs=4)
+    tid = str([r for r in reports if r["name"] == "copy"][0]["tid"])
+    copying = named = 0
+    for s in samples:
+        if s["labels"].get("tid") != tid:
+            continue
+        jf = java_frames(s)
+        if "profd.frames.Stubs.copyLeaf" not in jf or jf[0] == "profd.frames.Stubs.copyLeaf" and \
+                not any("opy" in (f["function"] or "") for f in s["frames"][:4]):
+            continue  # not in the copy (report(), a class load)
+        copying += s["value"]
+        k = jf.index("profd.frames.Stubs.copyLeaf")
+        if k and jf[k - 1] == "java.lang.System.arraycopy":
+            named += s["value"]
+    bad = counter(raw, "partial.hotspot_bad_interpreted")
+    assert copying >= 50, f"{copying} samples copying"
+    assert named >= 0.9 * copying, f"{named} of {copying} named; bad_interpreted={bad}"

@@ -563,11 +563,14 @@ static const char *name_interp(struct hotspot *hs, struct hsproc *p, uint64_t w0
 		return NULL;
 	}
 	/* the method at that address now must be of the class the walker saw */
-	if (pi.klass_sym != sym || bci >= pi.code_size) {
+	/* a native method's frame: a method without bytecodes */
+	if (pi.klass_sym != sym ||
+	    (bci == PROFD_HS_BCI_NATIVE ? pi.code_size != 0 : bci >= pi.code_size)) {
 		counter_inc(&counter_hotspot_frame_stale);
 		return NULL;
 	}
-	*line = hs_codecache_line(hs->mem, &p->off, method, bci, p->jdk_major);
+	*line = bci == PROFD_HS_BCI_NATIVE ? 0 :
+		hs_codecache_line(hs->mem, &p->off, method, bci, p->jdk_major);
 	if (*line < 0)
 		*line = 0;
 	name_put(hs, e, p->gen, method, w1, pi.name, pi.file);
