@@ -37,12 +37,14 @@
 #include "symbol/dwarf_split.h"
 
 /*
- * Heap libdw takes for a Dwarf over a .dwo and the one unit a lookup
- * decodes in it (struct Dwarf, its section table and first memory
- * block, struct Dwarf_CU, the abbreviation hash): an estimate, counted
- * once per .dwo.
+ * Heap libelf and libdw take for an Elf and a Dwarf over a .dwo and the
+ * one unit a lookup decodes in it (struct Dwarf, its section table and
+ * first memory block, struct Dwarf_CU, the abbreviation hash, the file
+ * table): an estimate, counted once per .dwo. Measured (test_dwarf_lines
+ * --cost, 151 one-function units, docs/PERFORMANCE.md): ~4.6 KB a .dwo
+ * past its bytes at open, ~7.7 KB after a lookup in every unit.
  */
-#define SPLIT_DWARF_BYTES	4096
+#define SPLIT_DWARF_BYTES	8192
 /* A range list longer than this is corrupt (a loop of base entries). */
 #define RANGE_ENTRIES_MAX	(1u << 16)
 
