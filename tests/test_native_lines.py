@@ -343,26 +343,6 @@ def test_corrupt_dwarf(profd_bin, pprof, tmp_path, lines_build, damage):
         "".join(comments(pprof, p) for p in paths)[-3000:]
 
 
-def test_split_dwarf_counted(profd_bin, pprof, tmp_path, lines_build):
-    """-gsplit-dwarf (DWARF 5 skeleton units, the functions in a .dwo file
-    profd does not read: libdw would open it by the path the DWARF names):
-    the frames keep their symbols, get no line (a line without the
-    functions inlined there would put leaf_inline's line in worker), and
-    the object counts once as partial.lines_split_dwarf."""
-    exe = str(tmp_path / "lines-split")
-    subprocess.run(["gcc", "-O2", "-g", "-gsplit-dwarf", "-fno-pie", "-no-pie", "-o", exe,
-                    lines_build["source"]], check=True, cwd=str(tmp_path))
-    assert any(f.endswith(".dwo") for f in os.listdir(tmp_path))
-    samples, paths, err = run_profd(profd_bin, pprof, tmp_path / "out", exe,
-                                    "--profile-interval", "1")
-    locs = locations(samples, exe)
-    names = {fn for e in locs.values() for fn, _, _ in e["lines"]}
-    assert {"worker", "spin"} <= names, (names, err)
-    for e in locs.values():
-        assert len(e["lines"]) == 1 and e["lines"][0][1:] == ("", 0), e
-    assert counter_sum(pprof, paths, "lines_split_dwarf") == 1, err
-
-
 def test_pprof_names_what_profd_could_not(profd_bin, pprof, tmp_path, lines_build,
                                           monkeypatch):
     """A stripped binary whose debug file profd cannot find: its frames keep

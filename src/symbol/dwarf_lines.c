@@ -29,6 +29,8 @@
  * what was read (a compressed section's real size).
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <dwarf.h>
@@ -39,6 +41,7 @@
 #include <string.h>
 
 #include "symbol/dwarf_lines.h"
+#include "symbol/dwarf_split.h"
 #include "symbol/elf_file.h"
 
 /*
@@ -67,7 +70,10 @@ struct cu_range {
 	uint64_t off;		/* the CU DIE's offset */
 	uint32_t unit;		/* its unit's place in .debug_info, from 0 */
 	bool split;		/* a skeleton unit: its DIEs are in a .dwo/.dwp */
+	uint32_t dwo;		/* split: its .dwo in splits[]; NO_DWO: not read */
 };
+
+#define NO_DWO	UINT32_MAX
 
 /* CU ranges kept at most (a hostile file cannot grow the table past it). */
 #define CU_RANGES_MAX	(1u << 20)
@@ -89,7 +95,11 @@ struct dwarf_lines {
 	bool unreadable;	/* corrupt DWARF met (a unit, a line table, a DIE) */
 	bool units_cut;		/* the unit walk stopped at one it could not read */
 	bool unreadable_told;	/* dwarf_lines_unreadable() said so once */
-	uint32_t nsplit;	/* skeleton units (split DWARF) */
+	uint32_t nsplit;	/* skeleton units whose .dwo was not read */
+	struct dwarf_split **splits;	/* the .dwo files read */
+	uint32_t nsplits, splits_cap;
+	uint64_t max_bytes;	/* the cap dwarf_lines_open() was given */
+	char *debugdir;		/* the skeleton file's directory, '/'-ended */
 };
 
 static bool is_debug_section(const char *name)
@@ -219,7 +229,7 @@ static int range_cmp(const void *a, const void *b)
 }
 
 static int range_push(struct dwarf_lines *d, uint64_t lo, uint64_t hi,
-		      uint64_t off, uint32_t unit, bool split)
+		      uint64_t off, uint32_t unit, bool split, uint32_t dwo)
 {
 	if (d->nranges == d->ranges_cap) {
 		uint32_t ncap = d->ranges_cap ? d->ranges_cap * 2 : 256;
@@ -233,32 +243,62 @@ static int range_push(struct dwarf_lines *d, uint64_t lo, uint64_t hi,
 		d->ranges = n;
 		d->ranges_cap = ncap;
 	}
-	d->ranges[d->nranges++] = (struct cu_range){ lo, hi, off, unit, split };
+	d->ranges[d->nranges++] = (struct cu_range){ lo, hi, off, unit, split, dwo };
 	return 0;
 }
 
-/*
- * Whether [@lo, @hi) is code that was linked: a linker that drops a
- * function (--gc-sections, a discarded COMDAT) leaves its DWARF with a
- * "tombstone" start, 0 (GNU ld; then DW_AT_high_pc, a length, makes it
- * [0, size)), 1, or -1/-2 (lld), which would claim addresses of real
- * code near the image's start. No ELF has code at address 0 or 1.
- */
-static bool range_live(Dwarf_Addr lo, Dwarf_Addr hi)
-{
-	return lo > 1 && lo < hi && hi <= UINT64_MAX - 2;
-}
-
-/* dwarf_haspc() over @die's live ranges only (range_live()). */
+/* dwarf_haspc() over @die's live ranges only (dwarf_range_live()). */
 static bool haspc_live(Dwarf_Die *die, uint64_t vaddr)
 {
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t o = 0;
 
 	while ((o = dwarf_ranges(die, o, &base, &lo, &hi)) > 0)
-		if (range_live(lo, hi) && lo <= vaddr && vaddr < hi)
+		if (dwarf_range_live(lo, hi) && lo <= vaddr && vaddr < hi)
 			return true;
 	return false;
+}
+
+/*
+ * Read the .dwo of skeleton unit @cudie within what is left of the cap;
+ * *@dwo: its place in splits[], or NO_DWO when it could not be read
+ * (counted in nsplit). Returns 0, -EFBIG (over the cap), -ENOMEM.
+ */
+static int split_read(struct dwarf_lines *d, Dwarf_Die *cudie, uint32_t *dwo)
+{
+	uint64_t used = d->section_bytes, left = 0;
+	struct dwarf_split *s;
+	int ret;
+
+	for (uint32_t i = 0; i < d->nsplits; i++)
+		used += dwarf_split_bytes(d->splits[i]);
+	if (d->max_bytes) {
+		if (used >= d->max_bytes)
+			return -EFBIG;
+		left = d->max_bytes - used;
+	}
+	if (d->nsplits == d->splits_cap) {
+		uint32_t ncap = d->splits_cap ? d->splits_cap * 2 : 16;
+		struct dwarf_split **n;
+
+		if (ncap > CU_RANGES_MAX)
+			return -EFBIG;
+		n = realloc(d->splits, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		d->splits = n;
+		d->splits_cap = ncap;
+	}
+	ret = dwarf_split_open(cudie, d->elf, d->debugdir, left, &s);
+	if (ret == -ENOMEM || ret == -EFBIG)
+		return ret;
+	if (ret) {
+		d->nsplit++;
+		return 0;
+	}
+	*dwo = d->nsplits;
+	d->splits[d->nsplits++] = s;
+	return 0;
 }
 
 /*
@@ -272,11 +312,13 @@ static bool haspc_live(Dwarf_Die *die, uint64_t vaddr)
  * handle is marked unreadable (its addresses past that point cannot be
  * told from code without DWARF). A skeleton unit (DWARF 5 split units,
  * GCC's -gsplit-dwarf, and GNU DebugFission in DWARF 4, which libdw
- * reports the same way) keeps its functions in a .dwo or .dwp file,
- * which is not read (libdw would open it by a path the DWARF names:
- * subdie NULL keeps it from looking): its ranges are kept, marked split,
- * so that a lookup there says so instead of giving a line without the
- * functions inlined at it.
+ * reports the same way) keeps its functions in a .dwo file, read here
+ * (dwarf_split.c; libdw is never let to open it itself: subdie NULL);
+ * its ranges point to it. One whose .dwo cannot be found or read (or a
+ * .dwp package, not read) keeps its ranges, marked split without a
+ * .dwo, so that a lookup there says so instead of giving a line without
+ * the functions inlined at it. Returns 0, -EFBIG (the .dwo files are
+ * over the cap), -ENOMEM.
  */
 static int build_ranges(struct dwarf_lines *d)
 {
@@ -292,20 +334,25 @@ static int build_ranges(struct dwarf_lines *d)
 		ptrdiff_t o = 0;
 		bool split = unit_type == DW_UT_skeleton;
 
+		uint32_t dwo = NO_DWO;
+
 		d->units++;
 		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial &&
 		    !split)
 			continue;
-		if (split)
-			d->nsplit++;
+		if (split) {
+			ret = split_read(d, &cudie, &dwo);
+			if (ret)
+				break;
+		}
 		while (!ret && (o = dwarf_ranges(&cudie, o, &base, &lo, &hi)) > 0)
-			if (range_live(lo, hi))
+			if (dwarf_range_live(lo, hi))
 				ret = range_push(d, lo, hi, dwarf_dieoffset(&cudie),
-						 d->units - 1, split);
+						 d->units - 1, split, dwo);
 		if (o < 0)	/* a range list it could not read */
 			d->unreadable = d->units_cut = true;
 	}
-	if (ret == -ENOMEM)
+	if (ret == -ENOMEM || ret == -EFBIG)
 		return ret;
 	if (!ret && more < 0)
 		d->unreadable = d->units_cut = true;
@@ -334,6 +381,9 @@ static void reset(struct dwarf_lines *d)
 	if (d->dw)
 		dwarf_end(d->dw);
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
+	/* a .dwo libdw refuses now gives no unit: its lookups are unreadable */
+	for (uint32_t i = 0; i < d->nsplits; i++)
+		dwarf_split_reset(d->splits[i]);
 	d->decoded_bytes = 0;
 	d->units_walked = 0;
 	if (d->cus)
@@ -344,12 +394,13 @@ static void reset(struct dwarf_lines *d)
 
 /*
  * The CU whose ranges hold @vaddr, into @mem, where that range starts
- * (*@start) and whether it is a skeleton unit (*@split); NULL if none.
+ * (*@start) and its range (*@range: a skeleton unit's is split, with its
+ * .dwo); NULL if none.
  * Makes room for its line table first (reset()) when it is new and the
  * decoded state is at its cap.
  */
 static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem,
-			uint64_t *start, bool *split)
+			uint64_t *start, const struct cu_range **range)
 {
 	uint32_t lo = 0, hi = d->nranges;
 
@@ -374,10 +425,28 @@ static Dwarf_Die *cu_of(struct dwarf_lines *d, uint64_t vaddr, Dwarf_Die *mem,
 				d->units_walked = r->unit + 1;
 			/* a range found (*@start set) but no DIE: unreadable */
 			*start = r->lo;
-			*split = r->split;
+			*range = r;
 			return d->dw ? dwarf_offdie(d->dw, r->off, mem) : NULL;
 		}
 	return NULL;
+}
+
+/*
+ * The directory of the file open on @fd, '/'-ended, where libdw looks
+ * for a .dwo first (its debugdir); NULL if unknown. malloc'd.
+ */
+static char *fd_dir(int fd)
+{
+	char link[32], *path, *slash;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	path = realpath(link, NULL);
+	if (!path || path[0] != '/' || !(slash = strrchr(path, '/'))) {
+		free(path);
+		return NULL;
+	}
+	slash[1] = '\0';
+	return path;
 }
 
 /* Read @fd's DWARF into @d, within @max_bytes. */
@@ -404,7 +473,11 @@ static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 	elf_cntl(d->elf, ELF_C_FDDONE);
 	if (max_bytes && d->section_bytes > max_bytes)
 		return -EFBIG;
+	d->max_bytes = max_bytes;
+	d->debugdir = fd_dir(fd);
 	ret = build_ranges(d);
+	for (uint32_t i = 0; i < d->nsplits; i++)
+		d->section_bytes += dwarf_split_bytes(d->splits[i]);
 	if (!ret && d->unreadable && !d->nranges)
 		ret = -ENOEXEC;	/* not one unit readable */
 	/* the walk made libdw keep every unit: start lookups from none */
@@ -415,6 +488,15 @@ static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 
 static void close_handles(struct dwarf_lines *d)
 {
+	/* before the Elf: they borrow its .debug_addr and .debug_ranges */
+	for (uint32_t i = 0; i < d->nsplits; i++)
+		dwarf_split_free(d->splits[i]);
+	free(d->splits);
+	free(d->debugdir);
+	d->splits = NULL;
+	d->debugdir = NULL;
+	d->nsplits = d->splits_cap = d->nsplit = 0;
+	d->section_bytes = 0;
 	if (d->dw)
 		dwarf_end(d->dw);
 	if (d->elf)
@@ -475,7 +557,8 @@ uint64_t dwarf_lines_bytes(const struct dwarf_lines *d)
 	return sizeof(*d) + d->section_bytes + d->decoded_bytes +
 	       (uint64_t)d->units_walked * CU_BYTES +
 	       (uint64_t)d->cus_cap * sizeof(*d->cus) +
-	       (uint64_t)d->ranges_cap * sizeof(*d->ranges);
+	       (uint64_t)d->ranges_cap * sizeof(*d->ranges) +
+	       (uint64_t)d->splits_cap * sizeof(*d->splits);
 }
 
 /* dwarf_lines_resets - see dwarf_lines.h. */
@@ -575,11 +658,15 @@ static int call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file,
  * subroutines below @parent whose ranges hold @vaddr, descending only
  * into DIEs that hold it (and into namespaces and classes, which have no
  * ranges but hold C++ functions): the other functions' bodies are never
- * visited. Returns 0, -E2BIG (deeper than @max or SCOPE_DEPTH_MAX).
+ * visited. @split: the .dwo whose unit @parent is in (its DIEs'
+ * addresses are read through it), NULL for a unit of the object's own.
+ * Returns 0, -E2BIG (deeper than @max or SCOPE_DEPTH_MAX), -EINVAL (a DIE
+ * or a range libdw or dwarf_split.c could not read).
  */
 static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
-		      int *n, int max, int depth)
+		      int *n, int max, int depth, struct dwarf_split *split)
 {
+	bool bad = false;
 	Dwarf_Die child;
 	int more;
 
@@ -595,15 +682,20 @@ static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
 		case DW_TAG_subprogram:
 		case DW_TAG_inlined_subroutine:
 		case DW_TAG_lexical_block:
-			if (!haspc_live(&child, vaddr))
+			if (split ? !dwarf_split_haspc(split, &child, vaddr, &bad) :
+				    !haspc_live(&child, vaddr)) {
+				if (bad)
+					return -EINVAL;
 				break;
+			}
 			if (tag != DW_TAG_lexical_block) {
 				if (*n == max)
 					return -E2BIG;
 				chain[(*n)++] = child;
 			}
 			/* the one scope holding @vaddr at this level */
-			return scope_walk(&child, vaddr, chain, n, max, depth + 1);
+			return scope_walk(&child, vaddr, chain, n, max, depth + 1,
+					  split);
 		case DW_TAG_namespace:
 		case DW_TAG_module:
 		case DW_TAG_class_type:
@@ -611,7 +703,8 @@ static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
 		case DW_TAG_union_type: {
 			int before = *n;
 
-			ret = scope_walk(&child, vaddr, chain, n, max, depth + 1);
+			ret = scope_walk(&child, vaddr, chain, n, max, depth + 1,
+					 split);
 			if (ret || *n > before)
 				return ret;
 			break;
@@ -627,7 +720,9 @@ static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
 int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		       struct dwarf_frame *out, int max)
 {
-	Dwarf_Die cu_mem, *cu, chain[DWARF_LINES_MAX_DEPTH];
+	Dwarf_Die cu_mem, *cu, dwo_mem, *dies, chain[DWARF_LINES_MAX_DEPTH];
+	const struct cu_range *range = NULL;
+	struct dwarf_split *split = NULL;
 	Dwarf_Addr row_addr;
 	uint64_t start = 0;
 	const char *file;
@@ -636,11 +731,11 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 	uint32_t line;
 	size_t nrows;
 	int lineno, n = 0, nchain = 0, ret;
-	bool sub = false, split = false;
+	bool sub = false;
 
 	if (!d || !d->dw || max < 1)
 		return -EINVAL;
-	cu = cu_of(d, vaddr, &cu_mem, &start, &split);
+	cu = cu_of(d, vaddr, &cu_mem, &start, &range);
 	/* past a unit it could not read: maybe code with DWARF, maybe not */
 	if (!cu && !d->units_cut && !start)
 		return -ENOENT;
@@ -648,8 +743,18 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		d->unreadable = true;
 		return -EILSEQ;
 	}
-	if (split)
-		return -EOPNOTSUPP;
+	/* a skeleton: the line rows here, the DIEs in its .dwo */
+	dies = cu;
+	if (range->split) {
+		if (range->dwo == NO_DWO)
+			return -EOPNOTSUPP;
+		split = d->splits[range->dwo];
+		dies = dwarf_split_cu(split, &dwo_mem);
+		if (!dies) {
+			d->unreadable = true;
+			return -EILSEQ;
+		}
+	}
 	count_cu_lines(d, cu);
 	/* a line table libdw cannot decode: corrupt, not "no row here" */
 	if (dwarf_getsrclines(cu, &rows, &nrows)) {
@@ -663,7 +768,7 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 	    !(file = dwarf_linesrc(row, NULL, NULL)))
 		return -ENOENT;
 	line = (uint32_t)lineno;
-	ret = scope_walk(cu, vaddr, chain, &nchain, DWARF_LINES_MAX_DEPTH, 0);
+	ret = scope_walk(dies, vaddr, chain, &nchain, DWARF_LINES_MAX_DEPTH, 0, split);
 	if (ret == -EINVAL) {
 		d->unreadable = true;
 		return -EILSEQ;
@@ -682,7 +787,7 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 			sub = true;
 			break;
 		}
-		if (call_site(cu, &chain[i], &file, &line)) {
+		if (call_site(dies, &chain[i], &file, &line)) {
 			d->unreadable = true;
 			return -EILSEQ;
 		}

@@ -5,8 +5,9 @@
  * Owns: one object's DWARF, read whole into memory when the object is
  * loaded (on the object loader thread, where file reads are allowed):
  * the .debug_* sections of its separate debug file when one is attached,
- * else of its own file; compressed sections (SHF_COMPRESSED, .zdebug_*)
- * are decompressed by libdw. After the read libelf is told it is done
+ * else of its own file, and the .dwo files of its split units
+ * (-gsplit-dwarf, dwarf_split.h); compressed sections (SHF_COMPRESSED,
+ * .zdebug_*) are decompressed by libdw. After the read libelf is told it is done
  * with the descriptor (ELF_C_FDDONE): a lookup never reads a file, so
  * the interval's write-out never waits on storage and a file truncated
  * later cannot fault it. Lookups follow DWARF 5 section 6.2 (the line
@@ -79,8 +80,11 @@ uint32_t dwarf_lines_resets(const struct dwarf_lines *d);
  * @vaddr), -E2BIG (a deeper chain than @max), -EILSEQ (corrupt DWARF met
  * on the way: a line table, a DIE or a call site libdw could not read,
  * or an address past a unit it could not read; @d is then unreadable),
- * -EOPNOTSUPP (@vaddr's unit is a skeleton: split DWARF, whose DIEs are
- * in a .dwo/.dwp file that is not read), -EINVAL (bad arguments).
+ * -EOPNOTSUPP (@vaddr's unit is a skeleton of split DWARF whose .dwo was
+ * not found or not readable, or is in a .dwp, not read), -EINVAL (bad
+ * arguments). A skeleton unit whose .dwo was read (dwarf_split.h) gives
+ * its chain like any other: its line rows are the skeleton's, its
+ * functions and inlined calls the .dwo's.
  */
 int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		       struct dwarf_frame *out, int max);
@@ -94,7 +98,8 @@ bool dwarf_lines_unreadable(struct dwarf_lines *d);
 
 /*
  * dwarf_lines_split_units - how many of @d's units are skeletons of
- * split DWARF (-gsplit-dwarf): their addresses get no lines. NULL: 0.
+ * split DWARF (-gsplit-dwarf) whose .dwo was not found or not readable
+ * (or is in a .dwp): their addresses get no lines. NULL: 0.
  */
 uint32_t dwarf_lines_split_units(const struct dwarf_lines *d);
 

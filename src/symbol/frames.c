@@ -28,9 +28,10 @@ COUNTER_DEFINE(lines_unreadable, COUNTER_PARTIAL,
 	       "or truncated units, line tables, DIEs; once per object): the frames "
 	       "there have no source lines or inlined frames");
 COUNTER_DEFINE(lines_split_dwarf, COUNTER_PARTIAL,
-	       "objects built with split DWARF (-gsplit-dwarf: functions in .dwo/.dwp "
-	       "files, not read; once per object): their frames there have no source "
-	       "lines or inlined frames");
+	       "objects built with split DWARF (-gsplit-dwarf) with a .dwo file not "
+	       "found, not readable or from another build, or in a .dwp (not read; "
+	       "once per object): their frames there have no source lines or inlined "
+	       "frames");
 COUNTER_DEFINE(lines_too_big, COUNTER_PARTIAL,
 	       "objects whose DWARF is larger than the symbol cache budget's part "
 	       "for DWARF (--memory-limit's lines part, or half the budget): "
