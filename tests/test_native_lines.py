@@ -213,6 +213,22 @@ def check_flags(locs):
     return flags
 
 
+def check_locations(locs, oracle):
+    """Each location's Lines are @oracle's at its address (address - 1 for
+    a return address); returns how many were checked."""
+    checked, bad = 0, []
+    for (loc, exact), e in locs.items():
+        want = oracle[e["address"] if exact else e["address"] - 1]
+        if not want:        # no DWARF there (crt's _start): no line either
+            assert all(line == 0 and not file for _, file, line in e["lines"]), e
+            continue
+        checked += 1
+        if e["lines"] != want:
+            bad.append((hex(e["address"]), exact, e["lines"], want))
+    assert not bad, "profd vs oracle:\n" + "\n".join(map(str, bad))
+    return checked
+
+
 @pytest.mark.parametrize("variant", ["plain", "zdebug", "split", "split-z", "strip-g"])
 def test_lines_and_inlined_frames(profd_bin, pprof, tmp_path, lines_build, variant):
     binary = lines_build[variant]
@@ -221,16 +237,8 @@ def test_lines_and_inlined_frames(profd_bin, pprof, tmp_path, lines_build, varia
     assert locs, f"no location in {binary}: {samples[:3]}\n{err}"
     want = addr2line(lines_build["plain"],
                      {k[1] and e["address"] or e["address"] - 1 for k, e in locs.items()})
-    checked, bad = 0, []
-    for (loc, exact), e in locs.items():
-        oracle = want[e["address"] if exact else e["address"] - 1]
-        if not oracle:      # no DWARF there (crt's _start): no line either
-            assert all(line == 0 and not file for _, file, line in e["lines"]), e
-            continue
-        checked += 1
-        if e["lines"] != oracle:
-            bad.append((hex(e["address"]), exact, e["lines"], oracle))
-    assert checked >= 3 and not bad, "profd vs addr2line -i:\n" + "\n".join(map(str, bad))
+    checked = check_locations(locs, want)
+    assert checked >= 3, checked
 
     # the chain itself: leaf_inline <- mid_inline <- worker, then spin
     chains = collections.Counter()

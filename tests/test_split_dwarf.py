@@ -33,7 +33,7 @@ import subprocess
 
 import pytest
 
-from test_native_lines import (addr2line, check_flags, counter_sum, locations,
+from test_native_lines import (addr2line, check_flags, check_locations, counter_sum, locations,
                                run_profd, src_line, SRC)
 
 VARIANTS = {
@@ -85,22 +85,6 @@ def llvm_symbolizer(binary, addrs):
             if file != "??" and line.isdigit() and int(line) > 0:
                 res[a].append((fn, os.path.basename(file), int(line)))
     return res
-
-
-def check_locations(locs, oracle):
-    """Each location's Lines are @oracle's at its address (address - 1 for
-    a return address); returns how many were checked."""
-    checked, bad = 0, []
-    for (loc, exact), e in locs.items():
-        want = oracle[e["address"] if exact else e["address"] - 1]
-        if not want:        # no DWARF there (crt's _start): no line either
-            assert all(line == 0 and not file for _, file, line in e["lines"]), e
-            continue
-        checked += 1
-        if e["lines"] != want:
-            bad.append((hex(e["address"]), exact, e["lines"], want))
-    assert not bad, "profd vs oracle:\n" + "\n".join(map(str, bad))
-    return checked
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
