@@ -28,13 +28,16 @@
 # Counted per tool: frames, and unnamed frames (profd: `pprof -traces`
 # shows an unnamed frame as [mapping]; perf: [unknown]), for the programs
 # (weighted by samples) and for everything; profd's first profile
-# (written before the fetches could finish) is reported apart.
+# (written before the fetches could finish) is reported apart. Then per
+# object (bench/unnamed_compare.py): which of profd's unnamed frames perf
+# named at the same file offset, and which are in anonymous or JIT memory.
 #
 # Env: UF_SECONDS (10), UF_HZ (99), UF_CACHE (/var/cache/profd-bench: the
 # sqlite3 package), UF_LOCAL_DEBUG=1 (leave /usr/lib/debug visible).
 # Needs root, debuginfod, perf, g++, libc6-dbg, build/tools/pprof.
 # Output: one table on stdout.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/uf_programs.sh"
 
 UF_SECONDS=${UF_SECONDS:-10}
 UF_HZ=${UF_HZ:-99}
@@ -48,31 +51,8 @@ need_tool g++
 bench_init
 
 mkdir -p "$WORK/served" "$WORK/out"
-cp "$BENCH_DIR/workloads/uf_cxx.cc" "$WORK/uf_cxx.cc"
-UF_CACHE=${UF_CACHE:-/var/cache/profd-bench}
-PROGS="uf_c uf_cxx uf_libc"
-$CC $WORKLOAD_CFLAGS -o "$WORK/uf_c.full" "$BENCH_DIR/cpuwork.c" || die "cannot build cpuwork.c"
-g++ $WORKLOAD_CFLAGS -o "$WORK/uf_cxx.full" "$WORK/uf_cxx.cc" || die "cannot build uf_cxx.cc"
-$CC $WORKLOAD_CFLAGS -o "$WORK/uf_libc.full" "$BENCH_DIR/workloads/uf_libc.c" ||
-	die "cannot build uf_libc.c"
-# sqlite3's amalgamation: npm's better-sqlite3 package, fetched once
-mkdir -p "$UF_CACHE"
-sqlite_tgz=$(ls "$UF_CACHE"/better-sqlite3-*.tgz 2>/dev/null | tail -n 1)
-if [ -z "$sqlite_tgz" ] && command -v npm >/dev/null; then
-	(cd "$UF_CACHE" && timeout 120 npm pack better-sqlite3@12 >/dev/null 2>>"$WORK/log")
-	sqlite_tgz=$(ls "$UF_CACHE"/better-sqlite3-*.tgz 2>/dev/null | tail -n 1)
-fi
-if [ -n "$sqlite_tgz" ]; then
-	tar -xzf "$sqlite_tgz" -C "$WORK" package/deps/sqlite3/sqlite3.c package/deps/sqlite3/sqlite3.h ||
-		die "cannot unpack $sqlite_tgz"
-	log "building sqlite3 $(basename "$sqlite_tgz") (about a minute)"
-	$CC $WORKLOAD_CFLAGS -I"$WORK/package/deps/sqlite3" -o "$WORK/uf_sql.full" \
-		"$BENCH_DIR/workloads/uf_sql.c" "$WORK/package/deps/sqlite3/sqlite3.c" -lm ||
-		die "cannot build uf_sql with sqlite3.c"
-	PROGS="$PROGS uf_sql"
-else
-	log "no sqlite3 amalgamation (npm pack better-sqlite3 failed): uf_sql left out"
-fi
+uf_build_programs
+PROGS=$UF_PROGS
 for p in $PROGS; do
 	objcopy --only-keep-debug "$WORK/$p.full" "$WORK/served/$p.debug"
 	strip --strip-all -o "$WORK/$p" "$WORK/$p.full"
@@ -116,13 +96,7 @@ if [ -z "${UF_LOCAL_DEBUG:-}" ]; then
 	log "/usr/lib/debug hidden for the run (libc's debug files come from debuginfod)"
 fi
 
-"$WORK/uf_c" 1000000000 >/dev/null &
-bg_add $!
-for p in $PROGS; do
-	[ "$p" = uf_c ] && continue
-	"$WORK/$p" >/dev/null &
-	bg_add $!
-done
+uf_run_programs "$WORK" ""
 sleep 0.3
 
 start_profd "$WORK/profd.log" --output-dir "$WORK/out" --no-gpu --sampling-frequency "$UF_HZ" \
@@ -218,4 +192,7 @@ sort "$WORK/perf.unnamed" 2>/dev/null | uniq -c | sort -rn | head -8
 echo "perf's [unknown] frames by dso (samples):"
 perf script -i "$WORK/perf.data" -F ip,sym,dso 2>/dev/null |
 	awk '$2 == "[unknown]" { n[$3]++ } END { for (d in n) print n[d], d }' | sort -rn | head -8
+echo "per object, profiles 2.. beside perf (perf-only: frames profd left unnamed at a file offset perf named):"
+perf script -i "$WORK/perf.data" -F comm,ip,sym,dso >"$WORK/perf.script" 2>/dev/null
+python3 "$BENCH_DIR/unnamed_compare.py" "$PPROF" "$WORK/perf.script" "${profiles[@]:1}"
 grep -E "debuginfod" "$WORK/profd.log" | head -5 >&2

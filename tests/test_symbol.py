@@ -1453,3 +1453,71 @@ def test_kallsyms_text_end_live():
     assert got[etext - 1][1] == below and got[etext - 1][0] in names
     for a in probes[1:]:
         assert got[a] is None, (hex(a), got[a])
+
+
+LABEL_SRC = r"""
+/* Code whose only symbols are labels (no .type: NOTYPE), as hand-written
+ * assembly leaves them (ld.so's _start, _dl_start_user), and a label
+ * inside a sized function (which keeps the function's name). */
+__asm__(".text\n.p2align 4\n.globl demo_label_entry\ndemo_label_entry:\n"
+	" nop\n nop\n nop\n nop\n"
+	".globl demo_label_after\ndemo_label_after:\n nop\n nop\n nop\n ret\n"
+	".p2align 4\n.globl demo_labelled_fn\n.type demo_labelled_fn,@function\n"
+	"demo_labelled_fn:\n nop\n nop\n"
+	".globl demo_inner_label\ndemo_inner_label:\n nop\n nop\n ret\n"
+	".size demo_labelled_fn, .-demo_labelled_fn\n");
+int main(void) { return 0; }
+"""
+
+
+def readelf_symbols(path):
+    """{name: (value, type)} of @path's .symtab, per readelf."""
+    out = {}
+    for line in run(["readelf", "-sW", path]).splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and re.fullmatch(r"\d+:", parts[0]):
+            out[parts[7]] = (int(parts[1], 16), parts[3])
+    return out
+
+
+def test_code_labels_name_uncovered_code(tmp_path):
+    """A NOTYPE symbol in an executable section names the code from it up
+    to the next symbol when no function symbol covers it (as perf does:
+    ld.so's _start and _dl_start_user, the bottom frames of every process
+    start, were unnamed), and never renames code inside a function."""
+    src, path = tmp_path / "labels.c", str(tmp_path / "labels")
+    src.write_text(LABEL_SRC)
+    subprocess.run(["gcc", "-O2", "-o", path, str(src)], check=True)
+    sym = readelf_symbols(path)
+    for n in ("demo_label_entry", "demo_label_after", "demo_inner_label"):
+        assert sym[n][1] == "NOTYPE", (n, sym[n])
+    entry, after = sym["demo_label_entry"][0], sym["demo_label_after"][0]
+    fn, inner = sym["demo_labelled_fn"][0], sym["demo_inner_label"][0]
+    want = {entry: ("demo_label_entry", entry),
+            entry + 3: ("demo_label_entry", entry),  # a return address - 1
+            after: ("demo_label_after", after),
+            after + 3: ("demo_label_after", after),
+            inner: ("demo_labelled_fn", fn),
+            inner + 2: ("demo_labelled_fn", fn)}
+    _, got = symbolize(path, sorted(want))
+    assert got == want, {hex(a): g for a, g in got.items()}
+
+
+def test_ld_so_start_named_from_its_debug_file():
+    """ld.so's _start (the frame under _dl_start while a process starts)
+    is a label in libc6-dbg's debug file: named, per readelf of it."""
+    path = _system_lib("ld-linux-x86-64.so.2")
+    if not path:
+        pytest.skip("ld-linux-x86-64.so.2 not found")
+    dbg = build_id_debug_path(path)
+    if not dbg or not os.path.exists(dbg):
+        pytest.skip("no debug file for ld.so (libc6-dbg) installed")
+    sym = readelf_symbols(dbg)
+    if sym.get("_start", (0, ""))[1] != "NOTYPE" or "_dl_start_user" not in sym:
+        pytest.skip("this ld.so's _start is not a label")
+    start, user = sym["_start"][0], sym["_dl_start_user"][0]
+    # _start calls _dl_start; its return address is _dl_start_user
+    want = {user - 1: ("_start", start), user: ("_dl_start_user", user)}
+    _, got, err = symbolize_full(path, sorted(want))
+    assert debug_used(err) == dbg
+    assert got == want, {hex(a): g for a, g in got.items()}

@@ -6,8 +6,11 @@
  * Owns: reading FUNC/IFUNC symbols out of .symtab/.dynsym sections,
  * choosing one name per address (binding, then .symtab over .dynsym,
  * then fewer leading underscores), sizing symbols without a size, the
- * synthetic "name@plt" symbols of PLT stubs no symbol covers (plt.c
- * names them), and the enclosing-symbol links the lookup walks.
+ * code labels (NOTYPE symbols of executable sections, as hand-written
+ * assembly leaves them: ld.so's _start and _dl_start_user) naming only
+ * code no function symbol covers, the synthetic "name@plt" symbols of
+ * PLT stubs no symbol covers (plt.c names them), and the
+ * enclosing-symbol links the lookup walks.
  *
  * Input is untrusted (any file a process maps, any debug file found for
  * one): every count, offset and index comes from libelf's checked
@@ -50,6 +53,7 @@ struct cand {
 	uint8_t rank;		/* 2 GLOBAL, 1 WEAK, 0 LOCAL */
 	uint8_t symtab;		/* 1 from .symtab, 0 from .dynsym */
 	uint8_t plt;		/* 1: a PLT stub, named name + "@plt" */
+	uint8_t label;		/* 1: a code label (NOTYPE) */
 };
 
 struct cands {
@@ -59,6 +63,7 @@ struct cands {
 
 struct sec_range {
 	uint64_t addr, size;
+	bool exec;		/* SHF_EXECINSTR: its NOTYPE symbols are code labels */
 };
 
 static int cands_push(struct cands *c, const struct cand *x)
@@ -89,10 +94,22 @@ static int bind_rank(unsigned char bind)
 	}
 }
 
-/* Read the function symbols of one symbol table section into @c. */
+/*
+ * Whether @name, a NOTYPE symbol's, names code: not an assembler's
+ * mapping symbol ("$x", "$d") or local label (".L...").
+ */
+static bool label_name(const char *name)
+{
+	return name[0] && name[0] != '$' && strncmp(name, ".L", 2) != 0;
+}
+
+/*
+ * Read the function symbols of one symbol table section into @c, and its
+ * code labels (NOTYPE symbols inside an executable section) into @labels.
+ */
 static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 		       const struct sec_range *secs, size_t nsecs,
-		       struct cands *c)
+		       struct cands *c, struct cands *labels)
 {
 	size_t symsz = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -109,12 +126,14 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 		if (!gelf_getsym(d, (int)i, &s))
 			break;
 		type = GELF_ST_TYPE(s.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+		if (type != STT_FUNC && type != STT_GNU_IFUNC &&
+		    (type != STT_NOTYPE || s.st_shndx >= nsecs ||
+		     !secs[s.st_shndx].exec))
 			continue;
 		if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
 			continue;
 		x.name = elf_strptr(elf, sh->sh_link, s.st_name);
-		if (!x.name)
+		if (!x.name || (type == STT_NOTYPE && !label_name(x.name)))
 			continue;
 		len = strcspn(x.name, "@");
 		if (!len || len > UINT32_MAX)
@@ -129,11 +148,14 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 			if (x.value >= r->addr && x.value - r->addr < r->size)
 				x.limit = r->addr + r->size;
 		}
-		x.seq = (uint32_t)c->n;
+		if (type == STT_NOTYPE && !x.limit)
+			continue;	/* a section's end marker (_etext) */
 		x.rank = (uint8_t)bind_rank(GELF_ST_BIND(s.st_info));
 		x.symtab = sh->sh_type == SHT_SYMTAB;
 		x.plt = 0;
-		if (cands_push(c, &x))
+		x.label = type == STT_NOTYPE;
+		x.seq = (uint32_t)(type == STT_NOTYPE ? labels : c)->n;
+		if (cands_push(type == STT_NOTYPE ? labels : c, &x))
 			return -ENOMEM;
 	}
 	return 0;
@@ -149,8 +171,9 @@ static size_t leading_underscores(const char *s)
 }
 
 /*
- * By address, then best name first: binding, .symtab over .dynsym, fewer
- * leading underscores (the public alias over "__libc_..."), read order.
+ * By address, then best name first: a function over a code label,
+ * binding, .symtab over .dynsym, fewer leading underscores (the public
+ * alias over "__libc_..."), read order.
  */
 static int cmp_cand(const void *a, const void *b)
 {
@@ -159,6 +182,8 @@ static int cmp_cand(const void *a, const void *b)
 
 	if (x->value != y->value)
 		return x->value < y->value ? -1 : 1;
+	if (x->label != y->label)
+		return x->label ? 1 : -1;
 	if (x->rank != y->rank)
 		return x->rank > y->rank ? -1 : 1;
 	if (x->symtab != y->symtab)
@@ -271,6 +296,7 @@ static struct sec_range *read_sections(Elf *elf, size_t *nsecs)
 		if (sh.sh_flags & SHF_ALLOC) {
 			secs[idx].addr = sh.sh_addr;
 			secs[idx].size = sh.sh_size;
+			secs[idx].exec = sh.sh_flags & SHF_EXECINSTR;
 		}
 	}
 	*nsecs = n;
@@ -278,10 +304,12 @@ static struct sec_range *read_sections(Elf *elf, size_t *nsecs)
 }
 
 /*
- * Collect the function symbols of @elf into @c: its .symtab, and its
- * .dynsym too unless @symtab_only (a debug file's .dynsym has no data).
+ * Collect the function symbols of @elf into @c and its code labels into
+ * @labels: its .symtab, and its .dynsym too unless @symtab_only (a debug
+ * file's .dynsym has no data).
  */
-static int collect(Elf *elf, bool symtab_only, struct cands *c)
+static int collect(Elf *elf, bool symtab_only, struct cands *c,
+		   struct cands *labels)
 {
 	struct sec_range *secs;
 	Elf_Scn *scn = NULL;
@@ -297,7 +325,7 @@ static int collect(Elf *elf, bool symtab_only, struct cands *c)
 		if (sh.sh_type != SHT_SYMTAB &&
 		    (symtab_only || sh.sh_type != SHT_DYNSYM))
 			continue;
-		ret = read_symtab(elf, scn, &sh, secs, nsecs, c);
+		ret = read_symtab(elf, scn, &sh, secs, nsecs, c, labels);
 		if (ret)
 			break;
 	}
@@ -307,10 +335,11 @@ static int collect(Elf *elf, bool symtab_only, struct cands *c)
 
 /*
  * For the sorted candidates @c, @reach[i]: the highest end among c[0..i]
- * (the ends build_table() will give them), so an address a is covered
- * by a symbol when reach[last i with value <= a] > a.
+ * (the ends build_table() will give them; with @sized_only, a size-0
+ * symbol's extent counts as empty), so an address a is covered by a
+ * symbol when reach[last i with value <= a] > a.
  */
-static uint64_t *cand_reach(const struct cands *c)
+static uint64_t *cand_reach(const struct cands *c, bool sized_only)
 {
 	uint64_t *reach = malloc(c->n * sizeof(*reach));
 	size_t i, next = 0;
@@ -329,6 +358,8 @@ static uint64_t *cand_reach(const struct cands *c)
 			end = x->value + x->size;
 			if (end < x->value)
 				end = UINT64_MAX;
+		} else if (sized_only) {
+			end = x->value;
 		} else {
 			end = x->limit > x->value ? x->limit : x->value + 1;
 			if (next < c->n && c->v[next].value < end)
@@ -371,7 +402,7 @@ static int add_plt(Elf *elf, struct cands *c)
 	ret = plt_stubs_read(elf, &stubs);
 	if (ret || !stubs.n)
 		goto out;
-	if (c->n && !(reach = cand_reach(c))) {
+	if (c->n && !(reach = cand_reach(c, false))) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -402,21 +433,55 @@ out:
 }
 
 /*
+ * Add the code labels of @labels that no sized function of the sorted
+ * @c covers (a label inside a function never renames it), and sort
+ * again. A label then names the code from it up to the next symbol or
+ * its section's end, as a size-0 function symbol does, and ends a size-0
+ * function's guessed extent there (crtstuff's frame_dummy, size 0, used
+ * to name the labelled code after it).
+ */
+static int add_labels(struct cands *c, const struct cands *labels)
+{
+	uint64_t *reach = NULL;
+	size_t i, before = c->n;
+	int ret = 0;
+
+	if (!labels->n)
+		return 0;
+	if (c->n && !(reach = cand_reach(c, true)))
+		return -ENOMEM;
+	for (i = 0; i < labels->n && !ret; i++) {
+		struct cand x = labels->v[i];
+
+		if (before && covered(c, before, reach, x.value))
+			continue;
+		x.seq = (uint32_t)c->n;
+		ret = cands_push(c, &x);
+	}
+	if (!ret && c->n > before)
+		qsort(c->v, c->n, sizeof(*c->v), cmp_cand);
+	free(reach);
+	return ret;
+}
+
+/*
  * elf_symtab_build - see elf_symtab.h. Names are copied out of libelf's
  * data into one blob, so the handles may be closed afterwards.
  */
 int elf_symtab_build(struct elf_symtab *t, Elf *const *elves,
 		     const bool *symtab_only, size_t nelves)
 {
-	struct cands c = { 0 };
+	struct cands c = { 0 }, labels = { 0 };
 	size_t i;
 	int ret = 0;
 
 	memset(t, 0, sizeof(*t));
 	for (i = 0; i < nelves && !ret; i++)
-		ret = collect(elves[i], symtab_only[i], &c);
+		ret = collect(elves[i], symtab_only[i], &c, &labels);
 	if (!ret && c.n)
 		qsort(c.v, c.n, sizeof(*c.v), cmp_cand);
+	if (!ret)
+		ret = add_labels(&c, &labels);
 	/* PLT stubs live in the object's own sections, never a debug file's. */
 	for (i = 0; i < nelves && !ret; i++)
 		if (!symtab_only[i])
@@ -426,6 +491,7 @@ int elf_symtab_build(struct elf_symtab *t, Elf *const *elves,
 	if (ret)
 		elf_symtab_free(t);
 	free(c.v);
+	free(labels.v);
 	return ret;
 }
 
