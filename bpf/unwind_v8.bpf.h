@@ -14,12 +14,14 @@
  * checked: the context's map's instance type a Context's, the
  * function's a JSFunction's, its `shared` a SharedFunctionInfo's (whose
  * name and script fields are read for the check user space repeats).
- * Marker (typed) frames and native frames are passed over. The sample's
- * leaf frame is not recorded while [sp] == rbp (a function that pushed
- * rbp but has not set its frame up: rbp is still its caller's) or sp
- * lies above its function slot (rbp set, the slots not pushed yet: they
- * hold what an earlier frame left), and its bytecode offset slot is
- * left out while sp lies above it.
+ * Marker (typed) frames and native frames are passed over. The frame at
+ * the sample's rbp is recorded with the sample's ip (flagged the leaf):
+ * user space tells whether it is the leaf's or, for a leaf that has no
+ * frame at its pc (prologue, epilogue), its caller's (whose return
+ * address the header holds). It is not recorded while sp lies above its
+ * function slot (rbp set, the slots not pushed yet: they hold what an
+ * earlier frame left), and its bytecode offset slot is left out while sp
+ * lies above it.
  * Walker state between calls: st->rt_cursor the next frame's fp (0: no
  * more), st->f.ip its pc, st->f.pc_exact 1 while it is the leaf (the
  * native walk is over: st->f is free).
@@ -76,7 +78,7 @@ __attribute__((noinline))
 int v8_start(struct profd_unwind_state *st)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 spw = 0, reg = 0;
+	__u64 spw = 0, reg = 0, ra = 0;
 	__u32 idx;
 	void *regs;
 
@@ -87,6 +89,10 @@ int v8_start(struct profd_unwind_state *st)
 		regs = (void *)bpf_task_pt_regs(task);
 		bpf_probe_read_kernel(&reg, sizeof(reg), regs + V8(st)->offset_reg);
 	}
+	/* after `push rbp`, before `mov rbp, rsp`: the return address is above it */
+	if (spw == st->start.bp && spw &&
+	    !bpf_probe_read_user(&ra, sizeof(ra), (void *)(st->start.sp + 8)))
+		spw = (ra & PROFD_V8_PC_MASK) | PROFD_V8_H_PUSHED;
 	idx = (__u32)st->sample.kernel_len + st->sample.user_len;
 	put_ip(st, idx, spw);
 	put_ip(st, idx + 1, reg);
@@ -94,10 +100,6 @@ int v8_start(struct profd_unwind_state *st)
 	st->rt_cursor = st->start.bp;
 	st->f.ip = st->start.ip;
 	st->f.pc_exact = 1;
-	if (spw == st->start.bp) {
-		count(PROFD_CNT_V8_PROLOGUE);
-		st->f.pc_exact = 2;	/* the leaf's frame is its caller's */
-	}
 	return 0;
 }
 
