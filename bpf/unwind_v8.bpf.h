@@ -7,7 +7,9 @@
  * `runtime_procs` state (V8's frame slots and object layout, written by
  * src/v8/). Included by runtime.bpf.h (the registry), after its maps.
  *
- * The walk: fp = the sample's rbp, pc = its ip; per frame one read of
+ * The walk: fp = the sample's rbp, pc = its ip (or, when the sample is
+ * in C++ code that keeps no frame pointer, the first native frame whose
+ * rbp is its own: v8_first_frame()); per frame one read of
  * [fp - 48, fp + 16) (the frame's slots, the caller's fp and the return
  * address); then fp = [fp], pc = [fp + 8] while the chain goes up the
  * stack. A frame whose context and function slots are heap objects is
@@ -71,6 +73,38 @@ static __always_inline int v8_type(const struct profd_v8_proc *v, __u64 tagged)
 }
 
 /*
+ * v8_first_frame - where the walk starts: the first native frame whose
+ * rbp is its own frame pointer, i.e. whose [rbp + 8] is the native
+ * walk's next return address (within PROFD_V8_SCAN_FRAMES frames). The
+ * sample's own rbp (frame 0) in JS code; in C++ code V8 called (a
+ * runtime function, a C++ builtin, the GC: compiled without frame
+ * pointers, rbp is any register there) the frame that called it
+ * (CEntry's, an exit frame), whose rbp the native walk restored by CFI.
+ * None found: the sample's rbp, as it was.
+ */
+static __always_inline void v8_first_frame(struct profd_unwind_state *st)
+{
+	__u32 n = st->sample.user_len, base = st->sample.kernel_len;
+	__u64 bp, ip, w;
+
+	for (__u32 i = 0; i < PROFD_V8_SCAN_FRAMES; i++) {
+		if (i + 1 >= n)
+			return;
+		bp = st->ips[PROFD_FRAME_BP_SLOT(i)];
+		ip = st->ips[(base + i + 1) & (PROFD_SCRATCH_IPS - 1)] & ~PROFD_IP_EXACT;
+		if (!bp || bpf_probe_read_user(&w, sizeof(w), (void *)(bp + 8)) || w != ip)
+			continue;
+		if (i) {
+			st->rt_cursor = bp;
+			st->f.ip = st->ips[(base + i) & (PROFD_SCRATCH_IPS - 1)] & ~PROFD_IP_EXACT;
+			st->f.pc_exact = 0;
+			count(PROFD_CNT_V8_FROM_NATIVE);
+		}
+		return;
+	}
+}
+
+/*
  * v8_start - the header entry ([sp], the offset register) and the walk's
  * first frame. A global function: the verifier checks it once.
  */
@@ -100,6 +134,7 @@ int v8_start(struct profd_unwind_state *st)
 	st->rt_cursor = st->start.bp;
 	st->f.ip = st->start.ip;
 	st->f.pc_exact = 1;
+	v8_first_frame(st);
 	return 0;
 }
 

@@ -67,6 +67,8 @@
 #define PROFD_V8_FRAMES_PER_PROG	16
 /* Self tail calls the V8 walker may take: 4 invocations, 64 frames. */
 #define PROFD_V8_MAX_TAIL_CALLS		3
+/* Native frames v8_first_frame() looks at for the walk's first frame. */
+#define PROFD_V8_SCAN_FRAMES		48
 /* Bytes read per frame: [fp - PROFD_V8_FP_BELOW, fp + 16) */
 #define PROFD_V8_FP_BELOW		48
 /* Bytes of a SharedFunctionInfo read: its fields must lie below. */
@@ -128,6 +130,8 @@ static inline __u32 profd_v8_check(__u64 name, __u64 script)
 	PROFD_CNT_RUNTIME(PROFD_RUNTIME_V8, 4)	/* leaf frame at rbp whose slots are not pushed yet */
 #define PROFD_CNT_V8_OBJ_READ \
 	PROFD_CNT_RUNTIME(PROFD_RUNTIME_V8, 5)	/* a JS frame's objects unreadable: left native */
+#define PROFD_CNT_V8_FROM_NATIVE \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_V8, 6)	/* walks started at a native frame past the leaf */
 
 _Static_assert(sizeof(struct profd_v8_proc) <= PROFD_RUNTIME_STATE_SIZE,
 	       "V8's state fits runtime_procs");

@@ -44,6 +44,8 @@ COUNTER_DEFINE_BPF(v8_leaf_no_frame, COUNTER_STAT, PROFD_CNT_V8_PROLOGUE,
 		   "V8 samples whose leaf frame at rbp had its slots not pushed yet: not recorded");
 COUNTER_DEFINE_BPF(v8_object_read_error, COUNTER_PARTIAL, PROFD_CNT_V8_OBJ_READ,
 		   "V8 frames whose Context, JSFunction or SharedFunctionInfo BPF could not read: left native");
+COUNTER_DEFINE_BPF(v8_walks_from_native, COUNTER_STAT, PROFD_CNT_V8_FROM_NATIVE,
+		   "V8 walks started at the first native frame keeping a frame pointer (a leaf in C++ code)");
 COUNTER_DEFINE(v8_unsupported, COUNTER_STAT,
 	       "V8 processes whose layout cannot name frames (pointer compression, missing symbols): native only");
 COUNTER_DEFINE(v8_update_error, COUNTER_PARTIAL,
