@@ -7,19 +7,23 @@
  * `runtime_procs` state (V8's frame slots and object layout, written by
  * src/v8/). Included by runtime.bpf.h (the registry), after its maps.
  *
- * The walk: fp = the sample's rbp, pc = its ip; per frame one read of
+ * The walk: fp = the sample's rbp, pc = its ip (or, when the sample is
+ * in C++ code that keeps no frame pointer, the first native frame whose
+ * rbp is its own: v8_first_frame()); per frame one read of
  * [fp - 48, fp + 16) (the frame's slots, the caller's fp and the return
  * address); then fp = [fp], pc = [fp + 8] while the chain goes up the
  * stack. A frame whose context and function slots are heap objects is
  * checked: the context's map's instance type a Context's, the
  * function's a JSFunction's, its `shared` a SharedFunctionInfo's (whose
  * name and script fields are read for the check user space repeats).
- * Marker (typed) frames and native frames are passed over. The sample's
- * leaf frame is not recorded while [sp] == rbp (a function that pushed
- * rbp but has not set its frame up: rbp is still its caller's) or sp
- * lies above its function slot (rbp set, the slots not pushed yet: they
- * hold what an earlier frame left), and its bytecode offset slot is
- * left out while sp lies above it.
+ * Marker (typed) frames and native frames are passed over. The frame at
+ * the sample's rbp is recorded with the sample's ip (flagged the leaf):
+ * user space tells whether it is the leaf's or, for a leaf that has no
+ * frame at its pc (prologue, epilogue), its caller's (whose return
+ * address the header holds). It is not recorded while sp lies above its
+ * function slot (rbp set, the slots not pushed yet: they hold what an
+ * earlier frame left), and its bytecode offset slot is left out while sp
+ * lies above it.
  * Walker state between calls: st->rt_cursor the next frame's fp (0: no
  * more), st->f.ip its pc, st->f.pc_exact 1 while it is the leaf (the
  * native walk is over: st->f is free).
@@ -69,6 +73,38 @@ static __always_inline int v8_type(const struct profd_v8_proc *v, __u64 tagged)
 }
 
 /*
+ * v8_first_frame - where the walk starts: the first native frame whose
+ * rbp is its own frame pointer, i.e. whose [rbp + 8] is the native
+ * walk's next return address (within PROFD_V8_SCAN_FRAMES frames). The
+ * sample's own rbp (frame 0) in JS code; in C++ code V8 called (a
+ * runtime function, a C++ builtin, the GC: compiled without frame
+ * pointers, rbp is any register there) the frame that called it
+ * (CEntry's, an exit frame), whose rbp the native walk restored by CFI.
+ * None found: the sample's rbp, as it was.
+ */
+static __always_inline void v8_first_frame(struct profd_unwind_state *st)
+{
+	__u32 n = st->sample.user_len, base = st->sample.kernel_len;
+	__u64 bp, ip, w;
+
+	for (__u32 i = 0; i < PROFD_V8_SCAN_FRAMES; i++) {
+		if (i + 1 >= n)
+			return;
+		bp = st->ips[PROFD_FRAME_BP_SLOT(i)];
+		ip = st->ips[(base + i + 1) & (PROFD_SCRATCH_IPS - 1)] & ~PROFD_IP_EXACT;
+		if (!bp || bpf_probe_read_user(&w, sizeof(w), (void *)(bp + 8)) || w != ip)
+			continue;
+		if (i) {
+			st->rt_cursor = bp;
+			st->f.ip = st->ips[(base + i) & (PROFD_SCRATCH_IPS - 1)] & ~PROFD_IP_EXACT;
+			st->f.pc_exact = 0;
+			count(PROFD_CNT_V8_FROM_NATIVE);
+		}
+		return;
+	}
+}
+
+/*
  * v8_start - the header entry ([sp], the offset register) and the walk's
  * first frame. A global function: the verifier checks it once.
  */
@@ -76,7 +112,7 @@ __attribute__((noinline))
 int v8_start(struct profd_unwind_state *st)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 spw = 0, reg = 0;
+	__u64 spw = 0, reg = 0, ra = 0;
 	__u32 idx;
 	void *regs;
 
@@ -87,6 +123,10 @@ int v8_start(struct profd_unwind_state *st)
 		regs = (void *)bpf_task_pt_regs(task);
 		bpf_probe_read_kernel(&reg, sizeof(reg), regs + V8(st)->offset_reg);
 	}
+	/* after `push rbp`, before `mov rbp, rsp`: the return address is above it */
+	if (spw == st->start.bp && spw &&
+	    !bpf_probe_read_user(&ra, sizeof(ra), (void *)(st->start.sp + 8)))
+		spw = (ra & PROFD_V8_PC_MASK) | PROFD_V8_H_PUSHED;
 	idx = (__u32)st->sample.kernel_len + st->sample.user_len;
 	put_ip(st, idx, spw);
 	put_ip(st, idx + 1, reg);
@@ -94,10 +134,7 @@ int v8_start(struct profd_unwind_state *st)
 	st->rt_cursor = st->start.bp;
 	st->f.ip = st->start.ip;
 	st->f.pc_exact = 1;
-	if (spw == st->start.bp) {
-		count(PROFD_CNT_V8_PROLOGUE);
-		st->f.pc_exact = 2;	/* the leaf's frame is its caller's */
-	}
+	v8_first_frame(st);
 	return 0;
 }
 

@@ -24,7 +24,10 @@
  *
  *   entry 0 (the sample's header):
  *     [0] the word at the sample's sp (user space tells a leaf in a
- *         function's prologue or epilogue by it: a return address there)
+ *         function's prologue or epilogue by it: a return address there);
+ *         when it equals rbp (a leaf that pushed rbp and has not moved
+ *         it yet), the word above it, its return address, flagged
+ *         PROFD_V8_H_PUSHED
  *     [1] the interpreter's bytecode offset register at the sample
  *         (v8dbg_InterpreterBytecodeOffsetRegister, r9 on x86-64), for a
  *         leaf in a bytecode handler, whose frame slot is stale
@@ -64,6 +67,8 @@
 #define PROFD_V8_FRAMES_PER_PROG	16
 /* Self tail calls the V8 walker may take: 4 invocations, 64 frames. */
 #define PROFD_V8_MAX_TAIL_CALLS		3
+/* Native frames v8_first_frame() looks at for the walk's first frame. */
+#define PROFD_V8_SCAN_FRAMES		48
 /* Bytes read per frame: [fp - PROFD_V8_FP_BELOW, fp + 16) */
 #define PROFD_V8_FP_BELOW		48
 /* Bytes of a SharedFunctionInfo read: its fields must lie below. */
@@ -75,6 +80,8 @@
 #define PROFD_V8_F_LEAF		(1ULL << 56)	/* the frame at the sample's rbp */
 #define PROFD_V8_F_OFFSET	(1ULL << 57)	/* the offset slot held a Smi */
 #define PROFD_V8_PC_MASK	((1ULL << 56) - 1)
+/* Header flag, word [0]: it holds [sp + 8], the word at sp was rbp. */
+#define PROFD_V8_H_PUSHED	(1ULL << 63)
 
 /* The runtime_procs state of a V8 process (offsets in bytes). */
 struct profd_v8_proc {
@@ -120,9 +127,11 @@ static inline __u32 profd_v8_check(__u64 name, __u64 script)
 #define PROFD_CNT_V8_TRUNCATED \
 	PROFD_CNT_RUNTIME(PROFD_RUNTIME_V8, 3)	/* more frames than kept or walked */
 #define PROFD_CNT_V8_PROLOGUE \
-	PROFD_CNT_RUNTIME(PROFD_RUNTIME_V8, 4)	/* leaf with [sp] == rbp: frame not set up */
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_V8, 4)	/* leaf frame at rbp whose slots are not pushed yet */
 #define PROFD_CNT_V8_OBJ_READ \
 	PROFD_CNT_RUNTIME(PROFD_RUNTIME_V8, 5)	/* a JS frame's objects unreadable: left native */
+#define PROFD_CNT_V8_FROM_NATIVE \
+	PROFD_CNT_RUNTIME(PROFD_RUNTIME_V8, 6)	/* walks started at a native frame past the leaf */
 
 _Static_assert(sizeof(struct profd_v8_proc) <= PROFD_RUNTIME_STATE_SIZE,
 	       "V8's state fits runtime_procs");

@@ -168,31 +168,141 @@ static int inlined(const struct v8_reader *r, uint64_t dd, int id, int64_t *raw,
 	return 0;
 }
 
+/*
+ * The optimized Code holding @p (the sampled ip, or a return address - 1)
+ * into *@code, its instructions' start into *@start, its function's
+ * SharedFunctionInfo (its DeoptimizationData's) into *@own.
+ */
+static int optimized_code(const struct v8_reader *r, uint64_t *istream_map, uint64_t p,
+			  uint64_t *code, uint64_t *start, uint64_t *own)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t dd;
+	uint32_t flags;
+	int err;
+
+	if (!(l->features & V8_FEAT_CODE))
+		return -ENOTSUP;
+	if ((err = find_code(r, istream_map, p, code, start)))
+		return err;
+	if ((err = remote_read(r->rr, r->pid, *code - l->heap_object_tag + l->code_flags, &flags,
+			       sizeof(flags))))
+		return err;
+	flags = flags >> l->code_kind_shift & l->code_kind_mask;
+	if (flags != l->code_kind_turbofan && flags != l->code_kind_maglev)
+		return -ENOTSUP;
+	if ((err = v8_object_field(r, *code, l->code_deopt_data, &dd)))
+		return err;
+	return element(r, dd, l->t_fixed_array, l->deopt_sfi, own);
+}
+
+/*
+ * Whether the bytes @b[@q..@n) (@n: the pc's index) are the tail of an
+ * epilogue after its `pop rbp`: *@ra_at_sp whether the return address
+ * is at [sp] at the pc. The instructions V8's x64 code generator puts
+ * there (AssembleReturn: the argument count check, `ret n`, the path
+ * dropping a dynamic argument count): cmp rcx, imm; jg; ret [n];
+ * pop r10; lea rsp, [rsp + rcx * 8]; push r10. Anything else: no.
+ */
+static bool epilogue_tail(const uint8_t *b, int q, int n, bool *ra_at_sp)
+{
+	bool ra = true;
+
+	while (q < n) {
+		if (b[q] == 0x48 && b[q + 1] == 0x83 && b[q + 2] == 0xf9)
+			q += 4;			/* cmp rcx, imm8 */
+		else if (b[q] == 0x48 && b[q + 1] == 0x81 && b[q + 2] == 0xf9)
+			q += 7;			/* cmp rcx, imm32 */
+		else if (b[q] == 0x7f)
+			q += 2;			/* jg rel8 */
+		else if (b[q] == 0x0f && b[q + 1] == 0x8f)
+			q += 6;			/* jg rel32 */
+		else if (b[q] == 0xc2)
+			q += 3;			/* ret imm16 */
+		else if (b[q] == 0x41 && b[q + 1] == 0x5a)
+			q += 2, ra = false;	/* pop r10: the return address in r10 */
+		else if (b[q] == 0x48 && b[q + 1] == 0x8d && b[q + 2] == 0x24 && b[q + 3] == 0xcc)
+			q += 4;			/* lea rsp, [rsp + rcx * 8] */
+		else if (b[q] == 0x41 && b[q + 1] == 0x52)
+			q += 2, ra = true;	/* push r10 */
+		else
+			return false;
+	}
+	*ra_at_sp = ra;
+	return q == n;
+}
+
+/* How far back from a pc an epilogue's `mov rsp, rbp; pop rbp` is looked for. */
+#define EPILOGUE_BACK	24
+/* The bytes from an optimized Code's start its frame set-up is looked for in. */
+#define PROLOGUE_SCAN	64
+
+int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, uint64_t *sfi,
+		 enum v8_leaf_state *state)
+{
+	static const uint8_t setup[] = { 0x55, 0x48, 0x89, 0xe5, 0x56, 0x57 };
+	uint8_t b[PROLOGUE_SCAN > EPILOGUE_BACK + 16 ? PROLOGUE_SCAN : EPILOGUE_BACK + 16];
+	uint64_t code, start, off, from;
+	bool ra;
+	int err, q, n, push = -1;
+
+	if ((err = optimized_code(r, istream_map, pc, &code, &start, sfi)))
+		return err;
+	/* push rbp; mov rbp, rsp; push rsi (the context); push rdi (the function) */
+	if ((err = remote_read(r->rr, r->pid, start, b, PROLOGUE_SCAN)))
+		return err;
+	for (q = 0; q + (int)sizeof(setup) <= PROLOGUE_SCAN && push < 0; q++)
+		if (!memcmp(b + q, setup, sizeof(setup)))
+			push = q;
+	if (push < 0)
+		return -EPROTO;
+	off = pc - start;
+	if (off <= (uint64_t)push) {
+		*state = V8_LEAF_NO_FRAME;
+		return 0;
+	}
+	if (off == (uint64_t)push + 1) {
+		*state = V8_LEAF_PUSHED;
+		return 0;
+	}
+	if (off < (uint64_t)push + sizeof(setup)) {
+		*state = V8_LEAF_SETTING_UP;
+		return 0;
+	}
+	/* an epilogue: mov rsp, rbp; pop rbp; then its tail up to the pc */
+	from = pc - start >= EPILOGUE_BACK ? pc - EPILOGUE_BACK : start;
+	n = (int)(pc - from);
+	if ((err = remote_read(r->rr, r->pid, from, b, (size_t)n + 8)))
+		return err;
+	*state = V8_LEAF_FRAME;
+	for (q = 4; q <= n; q++) {
+		if (b[q - 4] == 0x48 && (b[q - 3] == 0x8b || b[q - 3] == 0x89) &&
+		    b[q - 2] == (b[q - 3] == 0x8b ? 0xe5 : 0xec) && b[q - 1] == 0x5d &&
+		    epilogue_tail(b, q, n, &ra)) {
+			*state = ra ? V8_LEAF_NO_FRAME : V8_LEAF_RA_UNKNOWN;
+			break;
+		}
+	}
+	return 0;
+}
+
 int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, bool exact,
 		   uint64_t sfi, struct v8_code_frame *out, int cap, int *inline_err)
 {
 	const struct v8_layout *l = r->l;
 	uint64_t p = exact ? pc : pc - 1, code, start, dd, own, spt, isfi;
 	int64_t raw = 0;
-	uint32_t flags;
 	int n = 0, id, err;
 
 	*inline_err = 0;
-	if (!(l->features & V8_FEAT_CODE) || cap < 1)
+	if (cap < 1)
 		return -ENOTSUP;
-	if ((err = find_code(r, istream_map, p, &code, &start)))
-		return err;
-	if ((err = remote_read(r->rr, r->pid, code - l->heap_object_tag + l->code_flags, &flags,
-			       sizeof(flags))))
-		return err;
-	flags = flags >> l->code_kind_shift & l->code_kind_mask;
-	if (flags != l->code_kind_turbofan && flags != l->code_kind_maglev)
-		return -ENOTSUP;
-	if ((err = v8_object_field(r, code, l->code_deopt_data, &dd)) ||
-	    (err = element(r, dd, l->t_fixed_array, l->deopt_sfi, &own)))
+	if ((err = optimized_code(r, istream_map, p, &code, &start, &own)))
 		return err;
 	if (own != sfi)
 		return -ESTALE;
+	if ((err = v8_object_field(r, code, l->code_deopt_data, &dd)))
+		return err;
 	if ((err = v8_object_field(r, code, l->code_positions, &spt)) ||
 	    v8_position_at(r, spt, (int64_t)(p - start), &raw)) {
 		if (err)

@@ -7,7 +7,8 @@
  *
  * Owns: finding the InstructionStream that holds a pc (its map, the
  * back pointer to its Code, the Code's entry point and instruction size
- * checked), the check that the Code is the frame's function's (its
+ * checked), where a leaf's frame is at its pc (its prologue, its
+ * epilogue), the check that the Code is the frame's function's (its
  * DeoptimizationData's SharedFunctionInfo), and the inlining chain: the
  * pc's SourcePosition in the Code's source position table carries an
  * inlining id; DeoptimizationData's InliningPositions[id] gives the
@@ -39,6 +40,33 @@ struct v8_code_frame {
 	uint64_t sfi;		/* its SharedFunctionInfo (tagged) */
 	int64_t pos;		/* script offset in the function's Script; -1 unknown */
 };
+
+/* Where an optimized function's frame is at a pc (v8_code_leaf()). */
+enum v8_leaf_state {
+	V8_LEAF_FRAME,		/* set up: rbp is its own, its caller's return address at [rbp + 8] */
+	V8_LEAF_SETTING_UP,	/* rbp its own, its context and function slots not pushed yet */
+	V8_LEAF_NO_FRAME,	/* before `push rbp`, or after the epilogue's `pop rbp`: rbp is
+				 * its caller's, the return address at [sp] */
+	V8_LEAF_PUSHED,		/* rbp pushed, not moved yet: the return address at [sp + 8] */
+	V8_LEAF_RA_UNKNOWN,	/* in an epilogue's path that holds the return address in r10 */
+};
+
+/*
+ * v8_code_leaf - the function and the frame state of the optimized
+ * (TurboFan, Maglev) code at @pc, the sampled ip: *@sfi the
+ * SharedFunctionInfo (tagged) its Code's DeoptimizationData names (what
+ * proves which function runs there, with no frame read), *@state where
+ * its frame is, from the instructions: the Code's frame set-up (`push
+ * rbp; mov rbp, rsp; push rsi; push rdi`, looked for in its first 64
+ * bytes) and, past it, an epilogue (`mov rsp, rbp; pop rbp`, within 24
+ * bytes before @pc, followed up to @pc only by the instructions V8's
+ * return sequence has). *@istream_map as in v8_code_frames().
+ * Returns 0, or -ENOENT (no Code holds @pc), -ENOTSUP (no optimized
+ * code, or no V8_FEAT_CODE), -EPROTO (no frame set-up found), a read's
+ * error. Counts nothing.
+ */
+int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, uint64_t *sfi,
+		 enum v8_leaf_state *state);
 
 /*
  * v8_code_frames - the JS frames at @pc in the optimized code of the

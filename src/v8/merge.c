@@ -49,6 +49,7 @@
 #include "bpf/profd.h"
 #include "bpf/unwind_v8.h"
 #include "counters/counters.h"
+#include "proc/remote.h"
 #include "v8/code.h"
 #include "v8/v8.h"
 #include "v8/v8_internal.h"
@@ -77,11 +78,22 @@ COUNTER_DEFINE(v8_inlined_frames, COUNTER_STAT, "inlined JS frames named in V8 s
 COUNTER_DEFINE(v8_frame_table_rotations, COUNTER_STAT, "V8 frame tables started afresh");
 COUNTER_DEFINE(v8_frames_full, COUNTER_PARTIAL,
 	       "JS frames not named: the V8 frame table was full");
+COUNTER_DEFINE(v8_leaves_from_code, COUNTER_STAT,
+	       "optimized JS leaves named from the Code at their pc (no frame read)");
+COUNTER_DEFINE(v8_leaf_callers_restored, COUNTER_STAT,
+	       "callers of optimized JS leaves without a frame put back from the return address at sp");
+COUNTER_DEFINE(v8_leaf_caller_unverified, COUNTER_PARTIAL,
+	       "V8 stacks cut after an optimized leaf without a frame: its return address did not check out");
+COUNTER_DEFINE(v8_leaf_frame_mismatch, COUNTER_PARTIAL,
+	       "V8 stacks cut after an optimized leaf: the frame at rbp is not its function's");
+COUNTER_DEFINE(v8_leaf_unnamed, COUNTER_PARTIAL,
+	       "V8 leaves in JIT code left unnamed: not optimized code, its frame not recorded");
 
-enum { V8_FRAME_TABLE_FULL = 1, V8_FIXED_FRAMES = 1 };
+enum { V8_FRAME_TABLE_FULL = 1, V8_CALLER_UNVERIFIED = 2, V8_FIXED_FRAMES = 2 };
 
 static const char *const fixed_names[V8_FIXED_FRAMES + 1] = {
 	[V8_FRAME_TABLE_FULL] = "[v8: frame table full]",
+	[V8_CALLER_UNVERIFIED] = "[v8: caller unverified]",
 };
 
 static const struct rt_frames_kind v8_frame_kind = {
@@ -302,9 +314,120 @@ static uint32_t frame_ids(struct v8 *v, struct v8proc *p, const struct v8_reader
  */
 static bool leaf_verified(const struct v8proc *p, enum v8_pc_kind kind, uint64_t spw)
 {
+	if (spw & PROFD_V8_H_PUSHED)
+		return false;	/* [sp] was rbp: a frame not set up */
 	if (kind == V8_PC_HANDLER)
 		return spw && v8_classify(p, spw - 1) == V8_PC_TRAMPOLINE;
 	return !v8_exec_addr(p, spw);
+}
+
+/*
+ * Whether @ra is a return address in V8's code (JIT code or the V8
+ * object's, builtins included): an executable mapping of those, the
+ * bytes before it a call (call rel32; call r/m64 with a register, a
+ * disp8 or disp32 operand, with or without SIB).
+ */
+static bool return_address(const struct v8proc *p, const struct v8_reader *r, uint64_t ra)
+{
+	uint8_t b[7];
+
+	if (ra < 8 || !v8_own_code(p, ra - 1) ||
+	    remote_read(r->rr, r->pid, ra - sizeof(b), b, sizeof(b)))
+		return false;
+#define CALL_RM(m, mod) (((m) & 0x38) == 0x10 && ((m) >> 6) == (mod))
+	return b[2] == 0xe8 ||						/* call rel32 */
+	       (b[5] == 0xff && CALL_RM(b[6], 3)) ||			/* call reg */
+	       (b[4] == 0xff && CALL_RM(b[5], 1) && (b[5] & 7) != 4) ||	/* [reg + disp8] */
+	       (b[3] == 0xff && CALL_RM(b[4], 1) && (b[4] & 7) == 4) ||	/* [sib + disp8] */
+	       (b[1] == 0xff && ((CALL_RM(b[2], 2) && (b[2] & 7) != 4) ||	/* [reg + disp32] */
+				 (CALL_RM(b[2], 0) && (b[2] & 7) == 5))) ||	/* [rip + disp32] */
+	       (b[0] == 0xff && CALL_RM(b[1], 2) && (b[1] & 7) == 4);	/* [sib + disp32] */
+#undef CALL_RM
+}
+
+/* What leaf_optimized() did: out[] entries written, what the merge goes on with. */
+struct leaf_done {
+	uint32_t n;		/* entries written to out */
+	bool used_entry;	/* the walker's first (leaf-flagged) entry is spent */
+	bool cut;		/* the stack ends there */
+};
+
+/*
+ * The sample's leaf @pc when it is optimized code (v8_code_leaf()):
+ * named from its Code, the functions inlined there too. Where its frame
+ * is at the pc decides its caller: a frame set up (rbp its own) keeps
+ * the native walk's (the walker's frame at rbp, flagged the leaf, must
+ * be the same function's, else the stack is cut there,
+ * v8_leaf_frame_mismatch); no frame (prologue, epilogue) puts back the
+ * caller the native walk skipped, by the return address at [sp] or
+ * [sp + 8] (@spw, checked by return_address(), else the stack is cut,
+ * v8_leaf_caller_unverified): named by the walker's frame at rbp (its
+ * caller's frame then) when that is JS code, else its native name.
+ * Returns false when the leaf is no optimized code (the caller merges
+ * as before).
+ */
+static bool leaf_optimized(struct v8 *v, struct v8proc *p, const struct v8_reader *r,
+			   uint64_t pc, const uint64_t *frames, uint32_t nframes,
+			   uint64_t *out, uint32_t cap, struct leaf_done *d)
+{
+	uint64_t tag = rt_frame_gens_tag(&v->frames), spw = frames[0], sfi, ra, wc[4];
+	const uint64_t *w = NULL;
+	enum v8_leaf_state state;
+	enum v8_pc_kind kind;
+	struct name_entry *n;
+	uint32_t ids[V8_INLINE_MAX], nid;
+
+	*d = (struct leaf_done){ 0 };
+	if (v8_classify(p, pc) != V8_PC_JIT || v8_code_leaf(r, &p->istream_map, pc, &sfi, &state) ||
+	    !(n = inlined_entry(v, p, r, sfi)))
+		return false;
+	if (nframes >= 3 && (frames[2] & PROFD_V8_F_LEAF) && (frames[2] & PROFD_V8_PC_MASK) == pc) {
+		w = &frames[2];
+		d->used_entry = true;
+	}
+	counter_inc(&counter_v8_leaves_from_code);
+	counter_inc(&counter_v8_frames_named);
+	nid = optimized_ids(v, p, r, n, sfi, pc, true, ids);
+	for (uint32_t j = 0; j < nid && d->n < cap; j++)
+		out[d->n++] = tag | ids[j];
+	switch (state) {
+	case V8_LEAF_SETTING_UP:
+		return true;	/* rbp its own: the native caller is right */
+	case V8_LEAF_FRAME:
+		if (w && w[1] == sfi)
+			return true;
+		counter_inc(&counter_v8_leaf_frame_mismatch);
+		break;
+	case V8_LEAF_NO_FRAME:
+	case V8_LEAF_PUSHED:
+		ra = spw & PROFD_V8_PC_MASK;
+		if (!(spw & PROFD_V8_H_PUSHED) != (state == V8_LEAF_NO_FRAME) ||
+		    !return_address(p, r, ra)) {
+			counter_inc(&counter_v8_leaf_caller_unverified);
+			break;
+		}
+		counter_inc(&counter_v8_leaf_callers_restored);
+		kind = v8_classify(p, ra - 1);
+		nid = 0;
+		if (w && kind != V8_PC_OTHER) {
+			/* the frame at rbp is the caller's, at that return address */
+			memcpy(wc, w, sizeof(wc));
+			wc[0] = ra | (w[0] & PROFD_V8_F_OFFSET);
+			nid = frame_ids(v, p, r, wc, kind, 0, false, ids);
+		}
+		for (uint32_t j = 0; j < nid && d->n < cap; j++)
+			out[d->n++] = tag | ids[j];
+		if (!nid && d->n < cap)
+			out[d->n++] = ra;	/* a builtin's return address: its native name */
+		return true;
+	case V8_LEAF_RA_UNKNOWN:
+		counter_inc(&counter_v8_leaf_caller_unverified);
+		break;
+	}
+	if (d->n < cap)
+		out[d->n++] = tag | V8_CALLER_UNVERIFIED;
+	d->cut = true;
+	return true;
 }
 
 static uint32_t merge(struct v8 *v, struct v8proc *p, const uint64_t *user,
@@ -315,9 +438,21 @@ static uint32_t merge(struct v8 *v, struct v8proc *p, const uint64_t *user,
 	uint64_t tag = rt_frame_gens_tag(&v->frames);
 	uint32_t next = 0, copied = 0, n = 0;
 	uint64_t spw = frames[0], live = frames[1];
-	uint32_t ids[V8_INLINE_MAX];
+	uint32_t ids[V8_INLINE_MAX], k0 = 1;
+	struct leaf_done d;
 
-	for (uint32_t k = 1; k + 1 < nframes; k += 2) {
+	if (nuser && leaf_optimized(v, p, &r, user[0] & ~PROFD_IP_EXACT, frames, nframes, out,
+				    cap, &d)) {
+		if (d.cut)
+			return d.n;
+		n = d.n;
+		copied = next = 1;
+		k0 = d.used_entry ? 3 : 1;
+	} else if (nuser && (nframes < 3 || !(frames[2] & PROFD_V8_F_LEAF)) &&
+		   v8_classify(p, user[0] & ~PROFD_IP_EXACT) == V8_PC_JIT) {
+		counter_inc(&counter_v8_leaf_unnamed);
+	}
+	for (uint32_t k = k0; k + 1 < nframes; k += 2) {
 		const uint64_t *w = &frames[2 * k];
 		uint64_t pc = w[0] & PROFD_V8_PC_MASK;
 		bool leaf = w[0] & PROFD_V8_F_LEAF, exact;

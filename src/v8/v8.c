@@ -40,10 +40,12 @@ COUNTER_DEFINE_BPF(v8_slots_not_js, COUNTER_STAT, PROFD_CNT_V8_NOT_JS,
 		   "V8 walker frames whose slots held heap objects of other types: left native");
 COUNTER_DEFINE_BPF(v8_stack_truncated, COUNTER_PARTIAL, PROFD_CNT_V8_TRUNCATED,
 		   "V8 samples with more frames than walked or kept: the rest stay native");
-COUNTER_DEFINE_BPF(v8_leaf_no_frame, COUNTER_PARTIAL, PROFD_CNT_V8_PROLOGUE,
-		   "V8 samples whose leaf had not set its frame up ([sp] == rbp): leaf left native");
+COUNTER_DEFINE_BPF(v8_leaf_no_frame, COUNTER_STAT, PROFD_CNT_V8_PROLOGUE,
+		   "V8 samples whose leaf frame at rbp had its slots not pushed yet: not recorded");
 COUNTER_DEFINE_BPF(v8_object_read_error, COUNTER_PARTIAL, PROFD_CNT_V8_OBJ_READ,
 		   "V8 frames whose Context, JSFunction or SharedFunctionInfo BPF could not read: left native");
+COUNTER_DEFINE_BPF(v8_walks_from_native, COUNTER_STAT, PROFD_CNT_V8_FROM_NATIVE,
+		   "V8 walks started at the first native frame keeping a frame pointer (a leaf in C++ code)");
 COUNTER_DEFINE(v8_unsupported, COUNTER_STAT,
 	       "V8 processes whose layout cannot name frames (pointer compression, missing symbols): native only");
 COUNTER_DEFINE(v8_update_error, COUNTER_PARTIAL,
@@ -433,6 +435,13 @@ bool v8_exec_addr(const struct v8proc *p, uint64_t addr)
 	const struct v8_map *m = map_of(p, addr);
 
 	return m && m->exec;
+}
+
+bool v8_own_code(const struct v8proc *p, uint64_t addr)
+{
+	const struct v8_map *m = map_of(p, addr);
+
+	return m && m->exec && (m->anon || m->v8obj);
 }
 
 uint64_t v8_processes(struct v8 *v)

@@ -95,6 +95,10 @@ enum v8_pc_kind v8_classify(const struct v8proc *p, uint64_t pc);
 /* v8_exec_addr - whether @addr lay in an executable mapping of @p. Lock held. */
 bool v8_exec_addr(const struct v8proc *p, uint64_t addr);
 
+/* v8_own_code - whether @addr lay in V8's code: an executable anonymous mapping
+ * (JIT code) or one of the V8 object's (builtins, the runtime). Lock held. */
+bool v8_own_code(const struct v8proc *p, uint64_t addr);
+
 /* merge.c: the name cache and frame tables (0 or -ENOMEM), their end. */
 int v8_merge_init(struct v8 *v, uint64_t budget);
 void v8_merge_fini(struct v8 *v);
