@@ -33,14 +33,15 @@
  * stacks of one thread without an end between.
  *
  * Every switch of the machine runs the program, and nearly all of them
- * record nothing: that path reads no clock and calls no helper. The
- * pending entry is BPF task storage, deleted when the period ends, so a
- * thread with none pending has no storage at all (task->bpf_storage is
- * NULL: the kernel frees a task's storage with its last entry) and the
- * switch-in test is one load of next->bpf_storage; only a thread with
- * some task storage (ours or another BPF user's) pays the lookup. The
- * hash keyed by tid it replaces cost two lookups a switch
- * (docs/PERFORMANCE.md, "Off-CPU (issue 20)").
+ * record nothing: that path reads no clock. With cfg_offcpu_task_storage
+ * (PROFD_OFFCPU_TASK_STORAGE=1, src/tracer/tracer.c) it calls no helper
+ * either: the pending entry is BPF task storage, deleted when the period
+ * ends, so a thread with none pending has no storage at all
+ * (task->bpf_storage is NULL: the kernel frees a task's storage with its
+ * last entry) and the switch-in test is one load of next->bpf_storage;
+ * only a thread with some task storage (ours or another BPF user's) pays
+ * the lookup. The default, the hash keyed by tid (offcpu_tid_hash), costs
+ * two lookups a switch (docs/PERFORMANCE.md, "Off-CPU (issue 20)").
  */
 #ifndef PROFD_BPF_OFFCPU_BPF_H
 #define PROFD_BPF_OFFCPU_BPF_H
@@ -62,6 +63,63 @@ struct {
 } offcpu_pending SEC(".maps");
 
 /*
+ * The pending entries by default (cfg_offcpu_task_storage false), two
+ * lookups a switch; a full one refuses new switch-outs (counted). Kernels
+ * before 6.4 allocate task storage with kmalloc(GFP_ATOMIC), which may
+ * wake kswapd: under sched_switch's runqueue lock that can deadlock, so
+ * there it is never used. From 6.4 task storage comes from bpf_mem_alloc
+ * (later kmalloc_nolock), safe in any context; when the tracer turns it
+ * on this hash gets one entry.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROFD_OFFCPU_PENDING_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} offcpu_tid_hash SEC(".maps");
+
+const volatile bool cfg_offcpu_task_storage = false;
+
+/* @task's pending switch-out ns, or NULL. */
+static __always_inline __u64 *pending_get(struct task_struct *task)
+{
+	__u32 tid;
+
+	if (cfg_offcpu_task_storage)
+		return task->bpf_storage ?
+		       bpf_task_storage_get(&offcpu_pending, task, 0, 0) : NULL;
+	tid = task->pid;
+	return bpf_map_lookup_elem(&offcpu_tid_hash, &tid);
+}
+
+static __always_inline void pending_delete(struct task_struct *task)
+{
+	__u32 tid;
+
+	if (cfg_offcpu_task_storage) {
+		bpf_task_storage_delete(&offcpu_pending, task);
+		return;
+	}
+	tid = task->pid;
+	bpf_map_delete_elem(&offcpu_tid_hash, &tid);
+}
+
+/* A new pending entry of @task (its value to fill), or NULL. */
+static __always_inline __u64 *pending_new(struct task_struct *task)
+{
+	__u64 zero = 0;
+	__u32 tid;
+
+	if (cfg_offcpu_task_storage)
+		return bpf_task_storage_get(&offcpu_pending, task, 0,
+					    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	tid = task->pid;
+	if (bpf_map_update_elem(&offcpu_tid_hash, &tid, &zero, BPF_ANY))
+		return NULL;
+	return bpf_map_lookup_elem(&offcpu_tid_hash, &tid);
+}
+
+/*
  * The chain's programs share the attach point of the entry program: the
  * kernel lets a tracing program tail-call only programs of the same hook.
  * src/tracer/tracer.c loads them only with --off-cpu (no verifier time
@@ -77,9 +135,9 @@ PROFD_DEFINE_UNWINDERS_UNLINKED(sched, "tp_btf/sched_switch", PROFD_SCRATCH_SWIT
 
 /*
  * offcpu_end - emit the end of @task's off-CPU period, if one is pending:
- * at @now (0: read the clock now) less @ran(@task) ns when @unseen (never
- * before its start). A task with no task storage has none pending: that
- * test is a load, no helper (most switch-ins).
+ * at @now (0: read the clock now) less the CPU time @task ran since picked
+ * when @unseen (never before its start). With task storage a task with
+ * none has none pending: that test is a load, no helper (most switch-ins).
  */
 static __always_inline void offcpu_end(struct task_struct *task, __u64 now, bool unseen,
 				       __u32 flags)
@@ -87,15 +145,13 @@ static __always_inline void offcpu_end(struct task_struct *task, __u64 now, bool
 	struct profd_offcpu_end *e;
 	__u64 *out, out_ns, ran = 0, wake = BPF_RB_NO_WAKEUP;
 
-	if (!task->bpf_storage)
-		return;
-	out = bpf_task_storage_get(&offcpu_pending, task, 0, 0);
+	out = pending_get(task);
 	if (!out)
 		return;
 	if (!now)
 		now = bpf_ktime_get_ns();
 	out_ns = *out;
-	bpf_task_storage_delete(&offcpu_pending, task);
+	pending_delete(task);
 	if (unseen) {
 		__u32 policy = task->policy;
 
@@ -145,7 +201,7 @@ int BPF_PROG(profd_sched_switch, bool preempt, struct task_struct *prev,
 	if (cfg_off_cpu_threshold < (1ULL << 32) &&
 	    bpf_get_prandom_u32() >= cfg_off_cpu_threshold)
 		return 0;
-	out = bpf_task_storage_get(&offcpu_pending, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	out = pending_new(prev);
 	if (!out) {
 		count(PROFD_CNT_OFFCPU_PENDING_FAILED);
 		return 0;

@@ -30,8 +30,8 @@ COUNTER_EXTERN(aggregation_full);
 COUNTER_DEFINE_BPF(off_cpu_recorded, COUNTER_STAT, PROFD_CNT_OFFCPU_RECORDED,
 		   "blocking switch-outs recorded (--off-cpu)");
 COUNTER_DEFINE_BPF(off_cpu_pending_failed, COUNTER_LOST, PROFD_CNT_OFFCPU_PENDING_FAILED,
-		   "blocking switch-outs not recorded: the thread's BPF task storage "
-		   "entry (offcpu_pending) could not be made (no memory, or busy)");
+		   "blocking switch-outs not recorded: their pending entry could not "
+		   "be made (offcpu_tid_hash full; task storage: no memory, or busy)");
 COUNTER_DEFINE_BPF(off_cpu_end_lost, COUNTER_LOST, PROFD_CNT_OFFCPU_END_LOST,
 		   "off-CPU period ends dropped: ringbuf full (their stacks end at "
 		   "the thread's next recorded switch-out, uncounted)");
