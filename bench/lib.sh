@@ -72,18 +72,24 @@ build_workload() {
 	$CC $WORKLOAD_CFLAGS -o "$WORK/$1" "$2" || die "cannot build $2"
 }
 
-# build_bpf_parts SRC.bpf.c OUT.o - compile a micro-benchmark BPF object
-# (against build/vmlinux.h, or one generated into $WORK, and bpf/) and
-# the loader bench/bpf_parts/parts.c into $WORK/parts.
-build_bpf_parts() {
+# build_bpf_object SRC.bpf.c OUT.o - compile a micro-benchmark BPF object
+# against build/vmlinux.h (or one generated into $WORK) and bpf/.
+build_bpf_object() {
 	local vmlinux_dir=$ROOT/build
 	if [ ! -s "$vmlinux_dir/vmlinux.h" ]; then
 		vmlinux_dir=$WORK
-		bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$WORK/vmlinux.h" ||
+		[ -s "$WORK/vmlinux.h" ] ||
+			bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$WORK/vmlinux.h" ||
 			die "cannot generate vmlinux.h"
 	fi
 	clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -I"$vmlinux_dir" -I"$ROOT/bpf" \
 		-c "$1" -o "$2" || die "cannot build $1"
+}
+
+# build_bpf_parts SRC.bpf.c OUT.o - build_bpf_object, and the loader
+# bench/bpf_parts/parts.c into $WORK/parts.
+build_bpf_parts() {
+	build_bpf_object "$1" "$2"
 	$CC -O2 -Wall -o "$WORK/parts" "$BENCH_DIR/bpf_parts/parts.c" -lbpf ||
 		die "cannot build bench/bpf_parts/parts.c"
 }

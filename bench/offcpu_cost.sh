@@ -9,6 +9,16 @@
 #   offcpu      build/profd --off-cpu (default knobs: --off-cpu-threshold
 #               0.01, --off-cpu-min-block 1ms)
 #   offcpu1     build/profd --off-cpu --off-cpu-threshold 1
+#   empty       an empty tp_btf/sched_switch program (bench/offcpu_floor/,
+#               floor_empty): the tracepoint's dispatch into BPF, the
+#               floor any sched_switch program pays on this kernel
+#   hash, tstore  floor_hash / floor_tstore: the empty program plus the
+#               old switch-in test (two lookups in an empty hash) / the
+#               new one (next->bpf_storage, prev->bpf_storage loads);
+#               diagnostic, not in the default list
+#   before      $PROFD_BEFORE --off-cpu (default knobs): another build
+#               (e.g. the commit before a change), same run; only when
+#               PROFD_BEFORE is set
 #   perf        perf record -e sched:sched_switch -g -a: the nearest perf
 #               equivalent (Debian's perf ignores --off-cpu: "no
 #               BUILD_BPF_SKEL=1"); it records every switch of the machine
@@ -38,10 +48,11 @@
 # (/proc/PID/task/*/schedstat) as % of one CPU.
 #
 # Env: OFFCPU_REPS (5), OFFCPU_ROUNDS (300000),
-#      OFFCPU_CONFIGS ("base cpu offcpu offcpu1 perf base-again"),
+#      OFFCPU_CONFIGS ("base empty cpu offcpu offcpu1 perf base-again",
+#      plus "before" when PROFD_BEFORE is set),
 #      OFFCPU_CPU (1: the CPU both threads run on; empty: not pinned),
 #      OFFCPU_COST_REPS (2), OFFCPU_COST_THRESHOLDS ("0 0.01 1": 0 first,
-#      its average is the unrecorded cost), PROFD (binary).
+#      its average is the unrecorded cost), PROFD (binary), PROFD_BEFORE.
 #      OFFCPU_REPS=0 skips part 1, OFFCPU_COST_REPS=0 part 2.
 # Output: "RESULT offcpu_cost config=..." per configuration (part 1) and
 # "RESULT offcpu_bpf threshold=..." per threshold (part 2).
@@ -51,7 +62,8 @@ set -u
 
 REPS=${OFFCPU_REPS:-5}
 ROUNDS=${OFFCPU_ROUNDS:-300000}
-CONFIGS=${OFFCPU_CONFIGS:-base cpu offcpu offcpu1 perf base-again}
+PROFD_BEFORE=${PROFD_BEFORE:-}
+CONFIGS=${OFFCPU_CONFIGS:-base empty cpu ${PROFD_BEFORE:+before }offcpu offcpu1 perf base-again}
 COST_REPS=${OFFCPU_COST_REPS:-2}
 THRESHOLDS=${OFFCPU_COST_THRESHOLDS:-0.0000000003 0.01 1}
 PIN_CPU=${OFFCPU_CPU-1}
@@ -61,9 +73,18 @@ PIN=""
 need_root_and_profd
 need_tool bpftool
 case " $CONFIGS " in *" perf "*) need_tool perf ;; esac
+case " $CONFIGS " in *" before "*)
+	[ -x "$PROFD_BEFORE" ] || die "config before: PROFD_BEFORE ($PROFD_BEFORE) is not a binary" ;;
+esac
 bench_init
 $CC $WORKLOAD_CFLAGS -pthread -o "$WORK/pingpong" "$BENCH_DIR/pingpong.c" ||
 	die "cannot build bench/pingpong.c"
+case " $CONFIGS " in *" empty "*|*" hash "*|*" tstore "*)
+	need_tool clang
+	build_bpf_object "$BENCH_DIR/offcpu_floor/floor.bpf.c" "$WORK/floor.bpf.o"
+	$CC -O2 -Wall -o "$WORK/floor" "$BENCH_DIR/offcpu_floor/floor.c" -lbpf ||
+		die "cannot build bench/offcpu_floor/floor.c" ;;
+esac
 
 STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled)
 restore_stats() { sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"; }
@@ -86,6 +107,20 @@ pingpong_run() {
 		"$WORK/pp.out"
 }
 
+# start_floor PROGRAM - attach floor.bpf.c's PROGRAM (FLOOR_PID: its loader).
+start_floor() {
+	local i
+	"$WORK/floor" "$WORK/floor.bpf.o" "$1" >"$WORK/floor.log" 2>&1 &
+	FLOOR_PID=$!
+	bg_add "$FLOOR_PID"
+	for i in $(seq 1 100); do
+		grep -q attached "$WORK/floor.log" && return 0
+		kill -0 "$FLOOR_PID" 2>/dev/null || { cat "$WORK/floor.log" >&2; die "floor $1 failed"; }
+		sleep 0.1
+	done
+	die "floor $1 did not attach"
+}
+
 # run_config NAME - one timed run under NAME; appends "NAME wall_s cpu_s
 # switches_per_s agent_cpu_pct" to $WORK/times.
 run_config() {
@@ -93,7 +128,9 @@ run_config() {
 	case $1 in
 	base|base-again) ;;
 	cpu) start_profd "$WORK/profd.log" $PROFD_ARGS ;;
+	empty|hash|tstore) start_floor "floor_$1"; sleep 0.5 ;;
 	offcpu) start_profd "$WORK/profd.log" $PROFD_ARGS --off-cpu ;;
+	before) PROFD=$PROFD_BEFORE start_profd "$WORK/profd.log" $PROFD_ARGS --off-cpu ;;
 	offcpu1) start_profd "$WORK/profd.log" $PROFD_ARGS --off-cpu --off-cpu-threshold 1 ;;
 	perf)
 		perf record -q -e sched:sched_switch -g -a -o "$WORK/perf.data" \
@@ -107,10 +144,14 @@ run_config() {
 		sleep 0.5 ;;
 	*) die "unknown configuration $1" ;;
 	esac
-	case $1 in cpu|offcpu*) sleep 1; c0=$(proc_cpu_ns "$PROFD_PID") ;; esac
+	case $1 in cpu|offcpu*|before) sleep 1; c0=$(proc_cpu_ns "$PROFD_PID") ;; esac
 	res=$(pingpong_run)
 	case $1 in
-	cpu|offcpu*)
+	empty|hash|tstore)
+		kill -TERM "$FLOOR_PID" 2>/dev/null
+		wait "$FLOOR_PID" 2>/dev/null
+		bg_forget "$FLOOR_PID" ;;
+	cpu|offcpu*|before)
 		c1=$(proc_cpu_ns "$PROFD_PID")
 		agent=$(awk -v a="$c0" -v b="$c1" -v s="$(echo "$res" | cut -d' ' -f1)" \
 			'BEGIN { printf "%.2f", (b - a) / 1e7 / s }')

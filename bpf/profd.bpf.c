@@ -103,7 +103,7 @@ int BPF_PROG(profd_proc_exit, struct task_struct *p)
 	/* fires for every thread: its runtime thread cache goes with it */
 	bpf_map_delete_elem(&runtime_threads, &tid);
 	/* an off-CPU period it never came back from ends here */
-	offcpu_end(pid, tid, bpf_ktime_get_ns(), 0, PROFD_OFFCPU_EXITED);
+	offcpu_end(p, bpf_ktime_get_ns(), false, PROFD_OFFCPU_EXITED);
 	/* The process ends with its last thread: signal->live hit zero. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;

@@ -161,7 +161,7 @@ struct profd_offcpu_end {
 						 * in_ns is the next switch-out less
 						 * the CPU time run since (estimate) */
 
-/* Threads one off-CPU capture may wait on at once (offcpu_pending). */
+/* Threads blocked at once in offcpu_tid_hash (kernels before 6.4). */
 #define PROFD_OFFCPU_PENDING_MAX	32768
 
 /*
@@ -300,7 +300,8 @@ enum profd_counter {
 	PROFD_CNT_GO_SWITCH_BAD_SP,	/* Go cgo switch whose saved sp or g failed its
 					 * check (outside its stack): walk cut */
 	PROFD_CNT_OFFCPU_RECORDED,	/* switch-outs recorded (not a loss) */
-	PROFD_CNT_OFFCPU_PENDING_FULL,	/* switch-out not recorded: offcpu_pending full */
+	PROFD_CNT_OFFCPU_PENDING_FAILED,	/* switch-out not recorded: its pending
+					 * entry could not be made */
 	PROFD_CNT_OFFCPU_END_LOST,	/* off-CPU end dropped: ringbuf full */
 	PROFD_CNT_OFFCPU_IN_UNSEEN,	/* off-CPU end whose switch-in no sched_switch
 					 * showed: ended at the next switch-out */

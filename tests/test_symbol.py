@@ -854,6 +854,44 @@ def test_kallsyms_synthetic(tmp_path):
     assert rc == 1 and lines == ["error -1"]    # -EPERM
 
 
+def kallsyms_range(name, path=None):
+    """kallsyms_range() of NAME: (start, end), or None."""
+    cmd = [TEST_SYM, "--kallsyms"] + (["--file", path] if path else [])
+    p = subprocess.run(cmd + ["--range", name], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    f = p.stdout.splitlines()[1].split()
+    assert f[:2] == ["range", name]
+    return None if f[2] == "?" else (int(f[2], 16), int(f[3], 16))
+
+
+def test_kallsyms_range_synthetic(tmp_path):
+    # the function's text runs to the next symbol of vmlinux (a data symbol
+    # is not kept: helper_one runs to weak_fn), 64 KiB past the last one;
+    # module symbols and unknown names have none
+    path = str(tmp_path / "kallsyms")
+    open(path, "w").write(FAKE_KALLSYMS + "ffffffff81000300 t weak_alias\n")
+    assert kallsyms_range("_stext", path) == (0xffffffff81000000, 0xffffffff81000100)
+    assert kallsyms_range("helper_one", path) == (0xffffffff81000100, 0xffffffff81000300)
+    assert kallsyms_range("weak_alias", path) == (0xffffffff81000300, 0xffffffff81000500)
+    assert kallsyms_range("last_text", path) == (0xffffffff81000500,
+                                                 0xffffffff81000500 + 65536)
+    assert kallsyms_range("mod_a_fn", path) is None
+    assert kallsyms_range("no_such_fn", path) is None
+
+
+def test_kallsyms_range_schedule():
+    # __schedule (where off-CPU stacks start): its address in the file to
+    # the next higher text address of vmlinux
+    syms = _kallsyms()
+    if all(a == 0 for a, *_ in syms):
+        pytest.skip("kptr_restrict hides kernel addresses")
+    text = sorted(a for a, t, _, mod in syms if t in "tTwW" and not mod)
+    start = next(a for a, t, n, mod in syms if n == "__schedule" and not mod)
+    end = min(a for a in text if a > start)
+    assert kallsyms_range("__schedule") == (start, end)
+
+
 # --- separate debug files -------------------------------------------------
 
 def symbolize_full(path, addrs, *flags):

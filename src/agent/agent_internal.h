@@ -447,10 +447,12 @@ struct profd_offcpu_end;
 
 /*
  * agent_offcpu_new - the blocked threads' stacks of a --off-cpu run;
- * waits shorter than @min_block_ns are dropped (counted). NULL on out of
- * memory. agent_offcpu_free() frees it and its stacks.
+ * waits shorter than @min_block_ns are dropped (counted). @ksyms (NULL
+ * when there are none; only read here) places __schedule, where each
+ * stack's kernel part starts. NULL on out of memory. agent_offcpu_free()
+ * frees it and its stacks.
  */
-struct offcpu *agent_offcpu_new(uint64_t min_block_ns);
+struct offcpu *agent_offcpu_new(uint64_t min_block_ns, const struct kallsyms *ksyms);
 void agent_offcpu_free(struct offcpu *o);
 
 /*

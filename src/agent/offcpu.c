@@ -29,9 +29,9 @@ COUNTER_EXTERN(aggregation_full);
 
 COUNTER_DEFINE_BPF(off_cpu_recorded, COUNTER_STAT, PROFD_CNT_OFFCPU_RECORDED,
 		   "blocking switch-outs recorded (--off-cpu)");
-COUNTER_DEFINE_BPF(off_cpu_pending_full, COUNTER_LOST, PROFD_CNT_OFFCPU_PENDING_FULL,
-		   "blocking switch-outs not recorded: the BPF table of blocked "
-		   "threads (offcpu_pending) was full");
+COUNTER_DEFINE_BPF(off_cpu_pending_failed, COUNTER_LOST, PROFD_CNT_OFFCPU_PENDING_FAILED,
+		   "blocking switch-outs not recorded: their pending entry could not "
+		   "be made (offcpu_tid_hash full; task storage: no memory, or busy)");
 COUNTER_DEFINE_BPF(off_cpu_end_lost, COUNTER_LOST, PROFD_CNT_OFFCPU_END_LOST,
 		   "off-CPU period ends dropped: ringbuf full (their stacks end at "
 		   "the thread's next recorded switch-out, uncounted)");
@@ -80,6 +80,7 @@ struct offcpu_period {
 
 struct offcpu {
 	uint64_t min_block_ns;
+	uint64_t sched_start, sched_end;	/* __schedule's text; 0, 0: unknown */
 	struct offcpu_period *buckets[OFFCPU_BUCKETS];
 	uint64_t n;
 	uint64_t bytes;
@@ -88,13 +89,15 @@ struct offcpu {
 	uint32_t early_next;	/* the slot written next */
 };
 
-struct offcpu *agent_offcpu_new(uint64_t min_block_ns)
+struct offcpu *agent_offcpu_new(uint64_t min_block_ns, const struct kallsyms *ksyms)
 {
 	struct offcpu *o = calloc(1, sizeof(*o));
 
 	if (!o)
 		return NULL;
 	o->min_block_ns = min_block_ns;
+	if (kallsyms_range(ksyms, "__schedule", &o->sched_start, &o->sched_end))
+		o->sched_start = o->sched_end = 0;
 	return o;
 }
 
@@ -137,15 +140,15 @@ static struct offcpu_period **slot(struct offcpu *o, pid_t tid)
 /*
  * The kernel frames above __schedule are the tracepoint's and the BPF
  * program's own: the stack starts at __schedule (kept whole when it is
- * not there).
+ * not there). Its range was found once, at agent_offcpu_new().
  */
-static uint16_t sched_frames_above(const struct agent *ag, const uint64_t *ips,
+static uint16_t sched_frames_above(const struct offcpu *o, const uint64_t *ips,
 				   uint16_t nkernel)
 {
-	for (uint16_t i = 0; ag->ksyms && i < nkernel && i < 16; i++) {
-		const struct ksym *k = kallsyms_lookup(ag->ksyms, i ? ips[i] - 1 : ips[i]);
+	for (uint16_t i = 0; o->sched_end && i < nkernel && i < 16; i++) {
+		uint64_t pc = i ? ips[i] - 1 : ips[i];	/* a return address: its call */
 
-		if (k && !strcmp(k->name, "__schedule"))
+		if (pc >= o->sched_start && pc < o->sched_end)
 			return i;
 	}
 	return 0;
@@ -227,14 +230,15 @@ void agent_offcpu_stack(struct agent *ag, const struct profd_sample *s, const ch
 			const uint64_t *ips, uint16_t nuser)
 {
 	struct offcpu *o = ag->offcpu;
-	uint16_t skip = sched_frames_above(ag, ips, s->kernel_len);
-	uint16_t nkernel = s->kernel_len - skip;
+	uint16_t skip, nkernel;
 	struct offcpu_period **pp, *p;
 	struct profd_offcpu_end *early;
 	size_t size;
 
 	if (!o)
 		return;
+	skip = sched_frames_above(o, ips, s->kernel_len);
+	nkernel = s->kernel_len - skip;
 	early = o->nearly ? early_end_find(o, s->tid, s->cookie) : NULL;
 	pp = slot(o, s->tid);
 	if (*pp && !early) {

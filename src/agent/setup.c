@@ -448,7 +448,7 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	}
 	ag->cur = aggregate_new(MAX_STACKS_PER_INTERVAL, clock_real_ns());
 	if (cfg->off_cpu)
-		ag->offcpu = agent_offcpu_new(cfg->off_cpu_min_block_ns);
+		ag->offcpu = agent_offcpu_new(cfg->off_cpu_min_block_ns, ag->ksyms);
 	else if (cfg->off_cpu_threshold != OFF_CPU_THRESHOLD_DEFAULT ||
 		 cfg->off_cpu_min_block_ns != OFF_CPU_MIN_BLOCK_DEFAULT_NS)
 		fprintf(stderr, "profd: warning: --off-cpu-threshold and --off-cpu-min-block "

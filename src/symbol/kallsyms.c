@@ -326,6 +326,26 @@ const struct ksym *kallsyms_lookup(const struct kallsyms *k, uint64_t addr)
 	return addr - s->addr < KSYM_MAX_GAP ? s : NULL;
 }
 
+/* kallsyms_range - see kallsyms.h. */
+int kallsyms_range(const struct kallsyms *k, const char *name, uint64_t *start,
+		   uint64_t *end)
+{
+	for (size_t i = 0; k && i < k->n; i++) {
+		const struct ksym *s = &k->syms[i];
+		size_t j = i + 1;
+
+		if (s->module[0] || strcmp(s->name, name))
+			continue;
+		while (j < k->n && k->syms[j].addr == s->addr)
+			j++;
+		*start = s->addr;
+		*end = j < k->n && !strcmp(k->syms[j].module, s->module) ?
+		       k->syms[j].addr : s->addr + KSYM_MAX_GAP;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* kallsyms_count - see kallsyms.h. */
 uint64_t kallsyms_count(const struct kallsyms *k)
 {

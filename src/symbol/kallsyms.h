@@ -36,6 +36,16 @@ void kallsyms_free(struct kallsyms *k);
  */
 const struct ksym *kallsyms_lookup(const struct kallsyms *k, uint64_t addr);
 
+/*
+ * kallsyms_range - the text of vmlinux's function @name: [*@start, *@end)
+ * in bytes, from its address to the next symbol's (at most 64 KiB when it
+ * is the last). Returns 0, or -ENOENT when @k (NULL is fine) has no such
+ * vmlinux symbol. For callers that test many addresses against one
+ * function without a lookup each.
+ */
+int kallsyms_range(const struct kallsyms *k, const char *name, uint64_t *start,
+		   uint64_t *end);
+
 /* kallsyms_count - number of symbols held. */
 uint64_t kallsyms_count(const struct kallsyms *k);
 

@@ -19,9 +19,10 @@
  *	calls symbolizer_trim and answers "end"; "memory" answers
  *	"memory BYTES" (symbolizer_memory(), as of the last trim), then
  *	"end". Stops at EOF.
- *   test_symbolize --kallsyms [--file PATH] ADDR...
+ *   test_symbolize --kallsyms [--file PATH] [--range NAME] ADDR...
  *	"kallsyms COUNT LOAD_MS" then "0xADDR NAME 0xSYMADDR MODULE" per
- *	address (MODULE "-" for vmlinux) or "0xADDR ?".
+ *	address (MODULE "-" for vmlinux) or "0xADDR ?"; with --range, first
+ *	"range NAME 0xSTART 0xEND" (kallsyms_range()) or "range NAME ?".
  *
  * Exit status: 0, or 1 when the input could not be opened or parsed
  * (the error is printed on stderr).
@@ -190,10 +191,11 @@ static int cmd_session(void)
 	return 0;
 }
 
-static int cmd_kallsyms(const char *path, int argc, char **argv)
+static int cmd_kallsyms(const char *path, const char *range, int argc, char **argv)
 {
 	struct timespec t0, t1;
 	struct kallsyms *k;
+	uint64_t start, end;
 	int err = 0, i;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -206,6 +208,10 @@ static int cmd_kallsyms(const char *path, int argc, char **argv)
 	}
 	printf("kallsyms %" PRIu64 " %.1f\n", kallsyms_count(k),
 	       (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+	if (range && !kallsyms_range(k, range, &start, &end))
+		printf("range %s 0x%" PRIx64 " 0x%" PRIx64 "\n", range, start, end);
+	else if (range)
+		printf("range %s ?\n", range);
 	for (i = 0; i < argc; i++) {
 		const struct ksym *ks;
 		uint64_t addr;
@@ -230,7 +236,7 @@ static int usage(void)
 		"usage: test_symbolize [--no-debug] ELF_PATH VADDR...\n"
 		"       test_symbolize --pid PID ADDR...\n"
 		"       test_symbolize --session\n"
-		"       test_symbolize --kallsyms [--file PATH] ADDR...\n");
+		"       test_symbolize --kallsyms [--file PATH] [--range NAME] ADDR...\n");
 	return 2;
 }
 
@@ -251,7 +257,7 @@ int main(int argc, char **argv)
 			return usage();
 		rc = cmd_elf(argv[2], false, argc - 3, argv + 3);
 	} else if (!strcmp(argv[1], "--kallsyms")) {
-		const char *path = "/proc/kallsyms";
+		const char *path = "/proc/kallsyms", *range = NULL;
 
 		argc -= 2;
 		argv += 2;
@@ -260,7 +266,12 @@ int main(int argc, char **argv)
 			argc -= 2;
 			argv += 2;
 		}
-		rc = cmd_kallsyms(path, argc, argv);
+		if (argc >= 2 && !strcmp(argv[0], "--range")) {
+			range = argv[1];
+			argc -= 2;
+			argv += 2;
+		}
+		rc = cmd_kallsyms(path, range, argc, argv);
 	} else {
 		rc = cmd_elf(argv[1], true, argc - 2, argv + 2);
 	}
