@@ -106,6 +106,18 @@ static void bytes_sub(struct symbolizer *s, uint64_t n)
 	s->bytes = s->bytes > n ? s->bytes - n : 0;
 }
 
+/* Heap bytes of the DWARF @s's objects hold. */
+static uint64_t dwarf_bytes(const struct symbolizer *s)
+{
+	uint64_t n = 0;
+
+	for (size_t b = 0; b < s->nbuckets; b++)
+		for (const struct sym_object *o = s->buckets[b]; o; o = o->next)
+			if (o->dwarf)
+				n += dwarf_lines_bytes(o->dwarf);
+	return n;
+}
+
 /*
  * Over budget: free the idle objects, then empty the address caches of
  * the objects resolved least recently (they refill on use), then free
@@ -113,7 +125,15 @@ static void bytes_sub(struct symbolizer *s, uint64_t n)
  */
 static void shed(struct symbolizer *s)
 {
-	/* first the objects kept idle, least recently used first */
+	uint64_t dwarf = s->budget && s->bytes > s->budget ? dwarf_bytes(s) : 0;
+
+	/*
+	 * First the objects kept idle, least recently used first. One
+	 * holding DWARF while DWARF is over its part: its file's DWARF is
+	 * not read again at its next start for a while (sym_dwarf_backoff(),
+	 * frames.c), or a program exec'd in turn with others would read it
+	 * at every start.
+	 */
 	while (s->budget && s->bytes > s->budget) {
 		struct sym_object *lru = NULL;
 
@@ -123,6 +143,11 @@ static void shed(struct symbolizer *s)
 					lru = o;
 		if (!lru)
 			break;
+		if (lru->dwarf) {
+			if (dwarf > sym_dwarf_budget(s))
+				sym_dwarf_backoff(s, lru);
+			dwarf -= dwarf_lines_bytes(lru->dwarf);
+		}
 		bytes_sub(s, sym_object_bytes(lru));
 		sym_drop_node(s, lru);
 		s->sheds++;

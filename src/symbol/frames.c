@@ -7,8 +7,11 @@
  * object, counted when it cannot be read), the per-object cache of call
  * chains (file offset -> a block holding the frames and copies of their
  * strings, so a chain outlives the DWARF it came from; open addressing,
- * emptied wholesale past FRAME_CACHE_MAX entries), and freeing the DWARF
- * for the budget (budget.c decides when). The last frame of a chain is
+ * emptied wholesale past FRAME_CACHE_MAX entries), freeing the DWARF
+ * for the budget (budget.c decides when), and the files whose DWARF was
+ * freed so, not read again before their backoff (SYM_DWARF_BACKOFF_S,
+ * doubling: no read-shed-read loop when DWARF's working set is larger
+ * than its part of the budget). The last frame of a chain is
  * always the symbol table's function (resolve.c): DWARF adds the
  * functions inlined into it and the file:line of each level, never
  * renames it.
@@ -22,6 +25,7 @@
 #include "symbol/dwarf_lines.h"
 #include "symbol/elf_file.h"
 #include "symbol/symbolizer_internal.h"
+#include "util/clock.h"
 
 COUNTER_DEFINE(lines_unreadable, COUNTER_PARTIAL,
 	       "objects whose DWARF libdw could not read, whole or in part (corrupt "
@@ -43,6 +47,11 @@ COUNTER_DEFINE(lines_shed_locations, COUNTER_PARTIAL,
 	       "locations named without source lines or inlined frames because "
 	       "their object's DWARF had been freed for the symbol cache budget "
 	       "(lines_shed counts the objects, once)");
+COUNTER_DEFINE(lines_backoff, COUNTER_PARTIAL,
+	       "objects opened without reading their DWARF: the same file's DWARF "
+	       "was freed for the symbol cache budget less than 30 s ago (doubling "
+	       "each time it is freed again): their frames have no source lines "
+	       "(counted as lines_shed_locations)");
 COUNTER_DEFINE(lines_inline_too_deep, COUNTER_PARTIAL,
 	       "locations whose chain of inlined functions is deeper than a location "
 	       "keeps (31 and the function; the levels between are left out) or than "
@@ -51,12 +60,85 @@ COUNTER_DEFINE(lines_go_pclntab, COUNTER_STAT,
 	       "Go executables whose DWARF is not read: their pclntab names Go's "
 	       "code with lines and inlined calls (C code cgo linked in keeps its "
 	       "symbol names, without lines)");
+COUNTER_DEFINE(lines_read, COUNTER_STAT,
+	       "objects whose DWARF was read (lines and inlined frames), the first "
+	       "time or again (lines_reread)");
+COUNTER_DEFINE(lines_reread, COUNTER_STAT,
+	       "objects whose DWARF was read again after it had been freed for the "
+	       "symbol cache budget (a file opened anew: the object was dropped, "
+	       "its process gone, or the file exec'd again)");
 COUNTER_DEFINE(lines_unknown, COUNTER_STAT,
 	       "addresses in objects with DWARF that no line row covers "
 	       "(named by the symbol table alone)");
 
 /* Without a budget, DWARF above this is not read. */
 #define DWARF_MAX_UNBUDGETED	(1ULL << 30)
+
+/* Whether @e remembers @o's file (as it is now: the same stamp). */
+static bool seen_is(const struct sym_dwarf_seen *e, const struct sym_object *o)
+{
+	return e->last_ns && e->key.dev_major == o->key.dev_major &&
+	       e->key.dev_minor == o->key.dev_minor &&
+	       e->key.inode == o->key.inode && e->size == o->stamp.size &&
+	       e->mtime.tv_sec == o->stamp.mtime.tv_sec &&
+	       e->mtime.tv_nsec == o->stamp.mtime.tv_nsec;
+}
+
+/* sym_dwarf_backoff - see symbolizer_internal.h. */
+void sym_dwarf_backoff(struct symbolizer *s, const struct sym_object *o)
+{
+	uint64_t now = clock_mono_ns();
+	struct sym_dwarf_seen *e = NULL;
+	uint32_t shift;
+
+	if (!s || !o)
+		return;
+	pthread_mutex_lock(&s->seen_lock);
+	for (uint32_t i = 0; i < SYM_DWARF_SEEN; i++) {
+		struct sym_dwarf_seen *c = &s->dwarf_seen[i];
+
+		if (seen_is(c, o)) {
+			e = c;
+			break;
+		}
+		if (!e || c->last_ns < e->last_ns)	/* the oldest goes */
+			e = c;
+	}
+	if (!seen_is(e, o))
+		*e = (struct sym_dwarf_seen){ .key = o->key, .size = o->stamp.size,
+					      .mtime = o->stamp.mtime };
+	shift = e->sheds < SYM_DWARF_BACKOFF_MAX_SHIFT ? e->sheds
+						       : SYM_DWARF_BACKOFF_MAX_SHIFT;
+	e->sheds++;
+	e->last_ns = now;
+	e->until_ns = now + (SYM_DWARF_BACKOFF_S * 1000000000ULL << shift);
+	pthread_mutex_unlock(&s->seen_lock);
+}
+
+/*
+ * Whether @o's file's DWARF was freed for the budget before: *@wait
+ * whether its backoff still runs (not to be read now).
+ */
+static bool dwarf_was_shed(struct symbolizer *s, const struct sym_object *o,
+			   bool *wait)
+{
+	uint64_t now = clock_mono_ns();
+	bool seen = false;
+
+	*wait = false;
+	pthread_mutex_lock(&s->seen_lock);
+	for (uint32_t i = 0; i < SYM_DWARF_SEEN; i++) {
+		const struct sym_dwarf_seen *e = &s->dwarf_seen[i];
+
+		if (seen_is(e, o)) {
+			seen = true;
+			*wait = now < e->until_ns;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->seen_lock);
+	return seen;
+}
 
 /* symbolizer_set_lines - see symbolizer.h. */
 void symbolizer_set_lines(struct symbolizer *s, bool on)
@@ -68,6 +150,7 @@ void symbolizer_set_lines(struct symbolizer *s, bool on)
 void sym_dwarf_load(struct symbolizer *s, struct sym_object *o)
 {
 	uint64_t cap = s->budget ? sym_dwarf_budget(s) : DWARF_MAX_UNBUDGETED;
+	bool reread, wait;
 	int ret;
 
 	if (!s->lines || !o || !o->ef || o->same || o->vdso || o->dwarf)
@@ -82,7 +165,19 @@ void sym_dwarf_load(struct symbolizer *s, struct sym_object *o)
 		counter_inc(&counter_lines_go_pclntab);
 		return;
 	}
+	/* freed for the budget a moment ago: not read in a loop */
+	reread = dwarf_was_shed(s, o, &wait);
+	if (wait) {
+		o->dwarf_shed = true;	/* its locations: lines_shed_locations */
+		counter_inc(&counter_lines_backoff);
+		return;
+	}
 	ret = dwarf_lines_open(o->ef, cap, &o->dwarf);
+	if (o->dwarf) {
+		counter_inc(&counter_lines_read);
+		if (reread)
+			counter_inc(&counter_lines_reread);
+	}
 	if (ret == -EFBIG)
 		counter_inc(&counter_lines_too_big);
 	else if (ret && ret != -ENODATA)
@@ -116,6 +211,7 @@ uint64_t sym_dwarf_shed(struct sym_object *o)
 	o->dwarf_shed = true;
 	sym_frames_free(o);
 	counter_inc(&counter_lines_shed);
+	sym_dwarf_backoff(o->owner, o);
 	return bytes;
 }
 

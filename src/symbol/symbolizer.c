@@ -83,6 +83,7 @@ struct symbolizer *symbolizer_new(void)
 		return NULL;
 	}
 	s->nbuckets = BUCKETS_MIN;
+	pthread_mutex_init(&s->seen_lock, NULL);
 	return s;
 }
 
@@ -131,6 +132,7 @@ void symbolizer_free(struct symbolizer *s)
 		sym_object_put(s->vdso);
 	}
 	free(s->buckets);
+	pthread_mutex_destroy(&s->seen_lock);
 	free(s);
 }
 

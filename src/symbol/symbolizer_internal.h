@@ -166,6 +166,30 @@ struct sym_object {
 #define SYM_DWARF_SHARE		2
 
 /*
+ * A file whose DWARF was freed for the budget (shed, or its idle object
+ * dropped while DWARF held more than its part) is not read again by a
+ * new object for it (its next process start) until SYM_DWARF_BACKOFF_S
+ * seconds later, doubling each time it is freed again, at most
+ * << SYM_DWARF_BACKOFF_MAX_SHIFT (16 min): a DWARF working set larger
+ * than its part costs a bounded number of reads, not one per start,
+ * and what is loaded stays. The last SYM_DWARF_SEEN such files are
+ * remembered (frames.c).
+ */
+#define SYM_DWARF_BACKOFF_S		30
+#define SYM_DWARF_BACKOFF_MAX_SHIFT	5
+#define SYM_DWARF_SEEN			64
+
+/* A file whose DWARF was freed for the budget (frames.c). */
+struct sym_dwarf_seen {
+	struct id_key key;
+	int64_t size;			/* its stamp: a rewritten file is new */
+	struct timespec mtime;
+	uint32_t sheds;			/* times freed */
+	uint64_t until_ns;		/* CLOCK_MONOTONIC: not read before */
+	uint64_t last_ns;		/* last freed; 0: slot unused */
+};
+
+/*
  * Files whose symbol table was refused as too big, remembered (their
  * identity, size and the budget) so that each is counted once however
  * often it is opened again: the last SYM_TOO_BIG_KEPT.
@@ -202,6 +226,9 @@ struct symbolizer {
 	uint32_t too_big_next;
 	uint64_t reload_window_ns;	/* CLOCK_MONOTONIC start of the rate window */
 	uint32_t reloads_in_window;
+	/* files whose DWARF was freed for the budget, under seen_lock */
+	pthread_mutex_t seen_lock;
+	struct sym_dwarf_seen dwarf_seen[SYM_DWARF_SEEN];
 
 	struct dbgd_fetcher *dbgd;	/* not owned; NULL: no debuginfod */
 
@@ -246,9 +273,18 @@ void sym_dwarf_load(struct symbolizer *s, struct sym_object *o);
 
 /*
  * sym_dwarf_shed - free @o's DWARF and its chains for the budget;
- * returns the bytes freed (frames.c). Lock held.
+ * returns the bytes freed (frames.c). Its file is not read again for a
+ * while (sym_dwarf_backoff()). Lock held.
  */
 uint64_t sym_dwarf_shed(struct sym_object *o);
+
+/*
+ * sym_dwarf_backoff - remember that @o's file's DWARF was freed for
+ * @s's budget: a new object for it reads it again only after
+ * SYM_DWARF_BACKOFF_S seconds, doubled for each earlier time (frames.c).
+ * Any thread (seen_lock).
+ */
+void sym_dwarf_backoff(struct symbolizer *s, const struct sym_object *o);
 
 /*
  * sym_dwarf_budget - the bytes of @s's budget DWARF may hold: its
