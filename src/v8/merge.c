@@ -38,8 +38,10 @@
  * their own before it, innermost first, each SharedFunctionInfo checked
  * and named like a frame's, each line from its own Script (an inlined
  * function that does not check out: the outer frame alone, without a
- * line, v8_inline_unread). Baseline code and a pc in no optimized Code:
- * line 0 (v8_jit_line_unknown).
+ * line, v8_inline_unread). Baseline code: the line of the pc's bytecode
+ * offset (code.h), its BytecodeArray the function's (else line 0,
+ * v8_code_unverified). A pc in no such Code, or a bytecode offset or
+ * position not read: line 0 (v8_jit_line_unknown).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -69,9 +71,9 @@ COUNTER_DEFINE(v8_leaf_unverified, COUNTER_PARTIAL,
 COUNTER_DEFINE(v8_line_unverified, COUNTER_PARTIAL,
 	       "interpreted JS frames without a line: their BytecodeArray is no longer their function's");
 COUNTER_DEFINE(v8_jit_line_unknown, COUNTER_PARTIAL,
-	       "compiled JS frames without a line: baseline code, or no optimized Code found at the pc");
+	       "compiled JS frames without a line: no optimized or baseline Code found at the pc, or its position unread");
 COUNTER_DEFINE(v8_code_unverified, COUNTER_PARTIAL,
-	       "optimized JS frames without a line: the Code at their pc is not their function's");
+	       "compiled JS frames without a line: the Code at their pc is not their function's");
 COUNTER_DEFINE(v8_inline_unread, COUNTER_PARTIAL,
 	       "optimized JS frames shown without their inlined functions: the chain did not check out");
 COUNTER_DEFINE(v8_inlined_frames, COUNTER_STAT, "inlined JS frames named in V8 samples");
@@ -190,23 +192,6 @@ static struct name_entry *sfi_entry(struct v8 *v, const struct v8proc *p,
 	return n;
 }
 
-/* Whether BytecodeArray @ba is still @sfi's (directly, or its baseline code's). */
-static bool bytecode_current(const struct v8proc *p, const struct v8_reader *r,
-			     uint64_t sfi, uint64_t ba)
-{
-	const struct v8_layout *l = &p->bin.l;
-	uint64_t data, inner;
-	uint16_t type;
-
-	if (v8_object_field(r, sfi, l->sfi_function_data, &data))
-		return false;
-	if (data == ba)
-		return true;
-	return l->t_code && l->code_bytecode && !v8_object_type(r, data, &type) &&
-	       type == l->t_code && !v8_object_field(r, data, l->code_bytecode, &inner) &&
-	       inner == ba;
-}
-
 /* The name entry of an inlined function's SharedFunctionInfo (its type checked, its check now). */
 static struct name_entry *inlined_entry(struct v8 *v, const struct v8proc *p,
 					const struct v8_reader *r, uint64_t sfi)
@@ -222,11 +207,11 @@ static struct name_entry *inlined_entry(struct v8 *v, const struct v8proc *p,
 }
 
 /*
- * The frames of optimized JS frame @n (SharedFunctionInfo @sfi) at @pc
- * into @ids: its inlined functions innermost first, then itself, with
- * their lines. Returns the count (>= 1).
+ * The frames of compiled (optimized or baseline) JS frame @n
+ * (SharedFunctionInfo @sfi) at @pc into @ids: its inlined functions
+ * innermost first, then itself, with their lines. Returns the count (>= 1).
  */
-static uint32_t optimized_ids(struct v8 *v, struct v8proc *p, const struct v8_reader *r,
+static uint32_t compiled_ids(struct v8 *v, struct v8proc *p, const struct v8_reader *r,
 			      struct name_entry *n, uint64_t sfi, uint64_t pc, bool exact,
 			      uint32_t *ids)
 {
@@ -288,13 +273,13 @@ static uint32_t frame_ids(struct v8 *v, struct v8proc *p, const struct v8_reader
 	}
 	counter_inc(&counter_v8_frames_named);
 	if (kind == V8_PC_JIT)
-		return optimized_ids(v, p, r, n, sfi, w[0] & PROFD_V8_PC_MASK, exact, ids);
+		return compiled_ids(v, p, r, n, sfi, w[0] & PROFD_V8_PC_MASK, exact, ids);
 	if ((kind == V8_PC_TRAMPOLINE || kind == V8_PC_HANDLER) && (w[0] & PROFD_V8_F_OFFSET) &&
 	    ba && n->script) {
 		int64_t raw = (w[0] & PROFD_V8_F_LEAF) && kind == V8_PC_HANDLER ?
 			      (int64_t)live_offset : (int64_t)(int32_t)(uint32_t)w[2];
 
-		if (bytecode_current(p, r, sfi, ba))
+		if (v8_sfi_has_bytecode(r, sfi, ba))
 			v8_bytecode_line(r, ba, raw, n->script, &line);
 		else
 			counter_inc(&counter_v8_line_unverified);
@@ -387,7 +372,7 @@ static bool leaf_optimized(struct v8 *v, struct v8proc *p, const struct v8_reade
 	}
 	counter_inc(&counter_v8_leaves_from_code);
 	counter_inc(&counter_v8_frames_named);
-	nid = optimized_ids(v, p, r, n, sfi, pc, true, ids);
+	nid = compiled_ids(v, p, r, n, sfi, pc, true, ids);
 	for (uint32_t j = 0; j < nid && d->n < cap; j++)
 		out[d->n++] = tag | ids[j];
 	switch (state) {
