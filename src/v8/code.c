@@ -360,21 +360,9 @@ static int array_bytes(const struct v8_reader *r, uint64_t arr, uint16_t type, u
 	return 0;
 }
 
-/*
- * The bytecode offset of code offset @target of baseline code whose
- * bytecode offset table is @tab (@ntab bytes) and bytecodes @bc (@nbc
- * bytes): V8's BytecodeOffsetIterator (src/baseline/
- * bytecode-offset-iterator.h, AdvanceToPCOffset()): the table is the end
- * of the prologue's code (bytecode offset -1, kFunctionEntryBytecodeOffset),
- * then of each bytecode's, as unsigned VLQ deltas; the bytecode whose
- * code ends at or after @target is the one. Each bytecode's size from
- * the layout's table: a prefix (the first nprefixes bytecodes: Wide and
- * DebugBreakWide at even ids scale the next bytecode's operands to
- * double, ExtraWide and DebugBreakExtraWide at odd ids to quadruple;
- * metadata.c checks the order by V8 version) is one byte more.
- */
-static int baseline_offset(const struct v8_layout *l, const uint8_t *tab, uint32_t ntab,
-			   const uint8_t *bc, uint32_t nbc, uint64_t target, int64_t *offset)
+/* V8's BytecodeOffsetIterator::AdvanceToPCOffset() (see code.h). */
+int v8_baseline_offset(const struct v8_layout *l, const uint8_t *tab, uint32_t ntab,
+		       const uint8_t *bc, uint32_t nbc, uint64_t target, int64_t *offset)
 {
 	uint64_t end, d;
 	uint32_t i = 0, at = 0, size;
@@ -410,7 +398,7 @@ static int baseline_offset(const struct v8_layout *l, const uint8_t *tab, uint32
 /*
  * The frame of baseline Code @code at code offset @target (the pc's
  * offset + 1, or a return address's offset) for the frame whose function
- * is @sfi: its bytecode offset (baseline_offset()), then that offset's
+ * is @sfi: its bytecode offset (v8_baseline_offset()), then that offset's
  * script position in the BytecodeArray's source position table, as an
  * interpreted frame's. The Code's BytecodeArray must be @sfi's
  * (v8_sfi_has_bytecode()), else -ESTALE. Returns 1 (out[0]; a position
@@ -437,7 +425,7 @@ static int baseline_frame(const struct v8_reader *r, uint64_t code, uint64_t tar
 			       &tab, &ntab)) ||
 	    (err = array_bytes(r, ba, l->t_bytecode_array, l->bytecode_array_data,
 			       V8_BYTECODES_MAX_BYTES, &bc, &nbc)) ||
-	    (err = baseline_offset(l, tab, ntab, bc, nbc, target, &offset)))
+	    (err = v8_baseline_offset(l, tab, ntab, bc, nbc, target, &offset)))
 		goto out;
 	out[0] = (struct v8_code_frame){ .sfi = sfi, .pos = -1 };
 	if (!v8_object_field(r, ba, l->bytecode_array_positions, &spt) &&

@@ -98,6 +98,27 @@ int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc
 		   uint64_t sfi, struct v8_code_frame *out, int cap, int *inline_err);
 
 /*
+ * v8_baseline_offset - the bytecode offset, into *@offset, of code
+ * offset @target (the sampled pc's offset + 1: the instruction there is
+ * the one running; a return address's offset: the call before it) of
+ * baseline code whose bytecode offset table is @tab (@ntab bytes) and
+ * bytecodes @bc (@nbc bytes): V8's BytecodeOffsetIterator
+ * (src/baseline/bytecode-offset-iterator.h, AdvanceToPCOffset()). The
+ * table is the end of the prologue's code (bytecode offset -1,
+ * kFunctionEntryBytecodeOffset), then of each bytecode's, as unsigned
+ * VLQ deltas; the first bytecode whose code ends at or after @target is
+ * the one. Each bytecode's size is @l's table's; a prefix (the first
+ * l->nprefixes bytecodes: Wide and DebugBreakWide at even ids scale the
+ * next bytecode's operands to double, ExtraWide and DebugBreakExtraWide
+ * at odd ids to quadruple; metadata.c checks the order by V8 version)
+ * adds one byte. Returns 0, or -EPROTO: the table or the bytecodes end
+ * before @target, an unknown bytecode, a prefix not followed by a
+ * bytecode it can scale. Reads nothing else.
+ */
+int v8_baseline_offset(const struct v8_layout *l, const uint8_t *tab, uint32_t ntab,
+		       const uint8_t *bc, uint32_t nbc, uint64_t target, int64_t *offset);
+
+/*
  * v8_sfi_has_bytecode - whether BytecodeArray @ba is SharedFunctionInfo
  * @sfi's now: its function_data, or the bytecode_or_interpreter_data of
  * the baseline Code there. false on any read error.
