@@ -14,7 +14,7 @@ main-thread sample profd takes afterwards is in that spin.
   (a builtin: native name kept, its code is node's) left out; node's
   anonymous functions are "(anonymous)". Interpreted frames carry the line
   node gives (the leaf: its spin loop's line, from the bytecode offset);
-  frames of compiled code have node's line or 0 (baseline code).
+  frames of compiled code have node's line or 0 (a line not read, counted).
 - Interpreted only (--jitless); all compiled (Sparkplug for all,
   TurboFan for the chain, --no-turbo-inlining): exact chain; TurboFan
   with inlining on: what is shown must be a true subsequence of node's
@@ -26,6 +26,9 @@ main-thread sample profd takes afterwards is in that spin.
   with node's line, a class constructor named as node names it.
 - With `--tracers native` (V8 not walked) no sample has a JS frame: the
   assertions above fail without the V8 runtime.
+- test_baseline_frames_have_lines: every function baseline (Sparkplug)
+  code: the leaf's line in its body, each caller's node's own call site,
+  the leaf's caller put back under Sparkplug's frameless builtins.
 - Code churn (test_code_churn_never_misnamed): functions made by new
   Function, run hot and dropped, under GC pressure (and stress compaction:
   objects moved while profd reads them) beside long-lived hot functions:
