@@ -105,16 +105,16 @@ def test_dwarf_not_read_in_a_loop(profd_bin, pprof, tmp_path):
     rereads = _stat(text, "stat", "lines_reread")
     backoff = _stat(text, "partial", "lines_backoff")
     shed = _stat(text, "partial", "lines_shed")
-    lined = {e: [0, 0] for e in exes}    # [frames with a line, all] in *_spin
+    lined = {e: [0, 0] for e in exes}    # [samples with a line, all] in *_spin
     for path in paths:
         for s in pprof_raw_samples(pprof, path):
             for f in s["frames"]:
                 if f["mapping"] in lined and (f["function"] or "").endswith("_spin"):
-                    lined[f["mapping"]][1] += 1
-                    lined[f["mapping"]][0] += bool(f["line"] > 0 and f["file"])
+                    lined[f["mapping"]][1] += s["value"]
+                    lined[f["mapping"]][0] += s["value"] * bool(f["line"] > 0 and f["file"])
     print(f"DWARF MiB {mib}; stat.lines_read {reads}, lines_reread {rereads}; "
           f"partial.lines_shed {shed}, lines_backoff {backoff}; *_spin frames "
-          f"[with a line, all] {list(lined.values())}; VmHWM {hwm:.1f} MiB")
+          f"samples [with a line, all] {list(lined.values())}; VmHWM {hwm:.1f} MiB")
     # the loop really ran and was sampled: every binary's frames named
     assert all(n > 20 for _, n in lined.values()), lined
     # bounded: each binary read at most twice in 48 s (its first read,
