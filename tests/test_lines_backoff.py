@@ -25,33 +25,13 @@ import subprocess
 from pprof_traces import comments, pprof_raw_samples
 from test_memory import _status_mib
 from test_metrics import Profd
+from test_symbol_budget import SPIN_C
 
 LIMIT_MIB = 100
 SECONDS = 48
 RUN_S = 3
 NAMES = ("a", "b", "c", "d")
 STRUCTS, FIELDS = 4000, 40
-
-MAIN_C = r"""
-#include <stdlib.h>
-#include <time.h>
-volatile unsigned long sink;
-__attribute__((noinline)) void TAG_spin(double secs)
-{
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		for (int i = 0; i < 100000; i++)
-			sink += i;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
-}
-int main(int argc, char **argv)
-{
-	TAG_spin(argc > 1 ? atof(argv[1]) : 1);
-	return 0;
-}
-"""
 
 
 def _debug_mib(path):
@@ -68,7 +48,7 @@ def _build(d, tag):
     types = "".join(f"struct {tag}_type_{i} {{ " +
                     " ".join(f"long {tag}_field_{i}_{j};" for j in range(FIELDS)) + " };\n"
                     for i in range(STRUCTS))
-    src.write_text(types + MAIN_C.replace("TAG", tag))
+    src.write_text(types + SPIN_C.replace("NAME", f"{tag}_spin"))
     exe = str(d / tag)
     subprocess.run(["gcc", "-O2", "-g", "-fno-eliminate-unused-debug-types",
                     "-fno-omit-frame-pointer", "-o", exe, str(src)], check=True)
