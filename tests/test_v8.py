@@ -243,6 +243,10 @@ outer();
         stop(p)
 
 
+# V8's table of bytecode sizes (uint8_t[3][kBytecodeCount]), for baseline code
+BYTECODE_SIZES = "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"
+
+
 def nm_values(path):
     """v8dbg_ symbols' values read here, independently of metadata.c:
     nm's addresses and sizes, the bytes at them through the PT_LOADs."""
@@ -258,13 +262,15 @@ def nm_values(path):
     with open(path, "rb") as fh:
         for line in syms.splitlines():
             f = line.split()
-            if len(f) != 4 or not f[3].startswith("v8dbg_"):
+            if len(f) != 4 or not (f[3].startswith("v8dbg_") or f[3] == BYTECODE_SIZES):
                 continue
             addr, size = int(f[0], 16), int(f[1], 16)
             for off, va, filesz in loads:
                 if va <= addr < va + filesz:
                     fh.seek(off + addr - va)
-                    vals[f[3]] = int.from_bytes(fh.read(size), "little", signed=True)
+                    data = fh.read(size)
+                    vals[f[3]] = (data if f[3] == BYTECODE_SIZES else
+                                  int.from_bytes(data, "little", signed=True))
                     break
             else:
                 vals[f[3]] = 0	# .bss
@@ -298,7 +304,11 @@ def test_layout_is_nm_view(tmp_path, walker):
         assert int(got[member]) == v[sym], (member, got[member], v[sym])
     # node 20 is V8 11.3 without pointer compression (8-byte tagged fields)
     assert v["v8dbg_TaggedSize"] == 8 and got["version"] == "11.3"
-    assert got["features"] == "0x3f" and got["missing"] == "0"
+    assert got["features"] == "0x7f" and got["missing"] == "0"
+    assert int(got["code_offset_table"]) == v["v8dbg_class_Code__bytecode_offset_table__ByteArray"]
+    sizes = v[BYTECODE_SIZES]
+    assert int(got["nbytecodes"]) == len(sizes) // 3 and got["nprefixes"] == "4"
+    assert got["bytecode_sizes"] == sizes.hex()
 
 
 PERTURB_UNNAMED = ["js_function_shared=8", "fp_function=-8", "map_instance_type=2",

@@ -14,7 +14,7 @@ main-thread sample profd takes afterwards is in that spin.
   (a builtin: native name kept, its code is node's) left out; node's
   anonymous functions are "(anonymous)". Interpreted frames carry the line
   node gives (the leaf: its spin loop's line, from the bytecode offset);
-  frames of compiled code have node's line or 0 (baseline code).
+  frames of compiled code have node's line or 0 (a line not read, counted).
 - Interpreted only (--jitless); all compiled (Sparkplug for all,
   TurboFan for the chain, --no-turbo-inlining): exact chain; TurboFan
   with inlining on: what is shown must be a true subsequence of node's
@@ -26,6 +26,9 @@ main-thread sample profd takes afterwards is in that spin.
   with node's line, a class constructor named as node names it.
 - With `--tracers native` (V8 not walked) no sample has a JS frame: the
   assertions above fail without the V8 runtime.
+- test_baseline_frames_have_lines: every function baseline (Sparkplug)
+  code: the leaf's line in its body, each caller's node's own call site,
+  the leaf's caller put back under Sparkplug's frameless builtins.
 - Code churn (test_code_churn_never_misnamed): functions made by new
   Function, run hot and dropped, under GC pressure (and stress compaction:
   objects moved while profd reads them) beside long-lived hot functions:
@@ -483,3 +486,89 @@ def test_sort_comparator_leaf_named(profd_bin, pprof, tmp_path):
     assert in_leaf >= 0.05 * total, (in_leaf, total, bad[:5])
     assert good >= 0.95 * total, (good, total, in_leaf, bad[:8])
 
+
+
+# Issue 19: baseline (Sparkplug) frames carry lines. Every function is
+# baseline code (--always-sparkplug; --no-opt: none goes on to TurboFan),
+# %GetOptimizationStatus says so (kBaseline, bit 15). The leaf spins in a
+# loop of LEAF_FIRST..LEAF_LAST; snap() writes node's own stack from
+# inside the leaf once (its callers' call sites are the lines to show).
+BASELINE_JS = """'use strict';
+const fs = require('fs');
+Error.stackTraceLimit = Infinity;
+let sink = 0, snapNow = false;
+function snap() {
+  snapNow = false;
+  const saved = Error.prepareStackTrace;
+  Error.prepareStackTrace = (e, cs) => cs.map(c =>
+    [c.getFunctionName() || '', c.getFileName() || '', c.getLineNumber() || 0]);
+  const st = new Error().stack.slice(1);
+  Error.prepareStackTrace = saved;
+  const status = [leaf, middle, outer].map(f => %GetOptimizationStatus(f));
+  fs.writeFileSync(process.argv[2] + '.tmp', JSON.stringify({ st, status }));
+  fs.renameSync(process.argv[2] + '.tmp', process.argv[2]);
+}
+function leaf(n) {  // LEAF_FIRST
+  if (snapNow) snap();
+  let x = n;
+  for (let i = 0; i < 20000; i++) {
+    x = (x * 1103515245 + 12345) | 0;
+    x ^= x >>> 7;
+  }
+  return x;
+}  // LEAF_LAST
+function middle(n) {
+  let y = 0;
+  y ^= leaf(n) + 1;
+  return y;
+}
+function outer() {
+  for (let r = 0; ; r++) {
+    if (r === 200) snapNow = true;
+    sink ^= middle(r);
+  }
+}
+outer();
+"""
+
+
+def marked_line(src, mark):
+    return next(i for i, line in enumerate(src.splitlines(), 1) if mark in line)
+
+
+def test_baseline_frames_have_lines(profd_bin, pprof, tmp_path):
+    """Baseline (Sparkplug) frames are named with their lines: >= 90 % of
+    the main thread's samples (once attached) show node's chain (leaf,
+    middle, outer, node's module loader) with the leaf's line in its
+    body and each caller's line node's own (the call site)."""
+    (tmp_path / "bl.js").write_text(BASELINE_JS)
+    out = tmp_path / "stack.json"
+    p = start([NODE, "--always-sparkplug", "--no-opt", "--allow-natives-syntax",
+               str(tmp_path / "bl.js"), str(out)], stderr=subprocess.DEVNULL)
+    try:
+        wait_file(str(out), timeout=60)
+        time.sleep(0.5)
+        samples = profile(profd_bin, pprof, tmp_path, p.pid, attached=True)
+    finally:
+        stop(p)
+    snap = json.loads(out.read_text())
+    assert all(s & (1 << 15) for s in snap["status"]), snap  # kBaseline
+    stack = [[f[0] or "(anonymous)", f[1], f[2]] for f in snap["st"] if f[1]]
+    assert [f[0] for f in stack[:3]] == ["leaf", "middle", "outer"], stack
+    first = marked_line(BASELINE_JS, "LEAF_FIRST")
+    last = marked_line(BASELINE_JS, "LEAF_LAST")
+    assert first < stack[0][2] < last, (stack, first, last)
+    total = sum(n for n, _ in samples)
+    assert total >= 50, samples
+    good, bad = 0, {}
+    for n, js in samples:
+        if ([f[:2] for f in js] == [f[:2] for f in stack] and
+                first < js[0][2] < last and
+                [f[2] for f in js[1:]] == [f[2] for f in stack[1:]]):
+            good += n
+        else:
+            k = " ".join(f"{f[0]}:{f[2]}" for f in js[:6])
+            bad[k] = bad.get(k, 0) + n
+    seen = (sorted(bad.items(), key=lambda kv: -kv[1])[:8],
+            " ".join(f"{f[0]}:{f[2]}" for f in stack[:6]))
+    assert good >= 0.9 * total, (good, total, seen, stack[:3])

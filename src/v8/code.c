@@ -19,6 +19,7 @@
  * 4 KiB chunks, at most V8_CODE_SCAN_MAX bytes below the pc.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proc/remote.h"
@@ -168,16 +169,11 @@ static int inlined(const struct v8_reader *r, uint64_t dd, int id, int64_t *raw,
 	return 0;
 }
 
-/*
- * The optimized Code holding @p (the sampled ip, or a return address - 1)
- * into *@code, its instructions' start into *@start, its function's
- * SharedFunctionInfo (its DeoptimizationData's) into *@own.
- */
-static int optimized_code(const struct v8_reader *r, uint64_t *istream_map, uint64_t p,
-			  uint64_t *code, uint64_t *start, uint64_t *own)
+/* The Code holding @p (the sampled ip, or a return address - 1), its instructions' start, its CodeKind. */
+static int code_at(const struct v8_reader *r, uint64_t *istream_map, uint64_t p, uint64_t *code,
+		   uint64_t *start, uint32_t *kind)
 {
 	const struct v8_layout *l = r->l;
-	uint64_t dd;
 	uint32_t flags;
 	int err;
 
@@ -188,12 +184,37 @@ static int optimized_code(const struct v8_reader *r, uint64_t *istream_map, uint
 	if ((err = remote_read(r->rr, r->pid, *code - l->heap_object_tag + l->code_flags, &flags,
 			       sizeof(flags))))
 		return err;
-	flags = flags >> l->code_kind_shift & l->code_kind_mask;
-	if (flags != l->code_kind_turbofan && flags != l->code_kind_maglev)
-		return -ENOTSUP;
-	if ((err = v8_object_field(r, *code, l->code_deopt_data, &dd)))
+	*kind = flags >> l->code_kind_shift & l->code_kind_mask;
+	return 0;
+}
+
+/* Optimized Code @code's function's SharedFunctionInfo (its DeoptimizationData's) into *@own. */
+static int optimized_sfi(const struct v8_reader *r, uint64_t code, uint64_t *own)
+{
+	uint64_t dd;
+	int err;
+
+	if ((err = v8_object_field(r, code, r->l->code_deopt_data, &dd)))
 		return err;
-	return element(r, dd, l->t_fixed_array, l->deopt_sfi, own);
+	return element(r, dd, r->l->t_fixed_array, r->l->deopt_sfi, own);
+}
+
+/*
+ * The optimized Code holding @p into *@code, its instructions' start
+ * into *@start, its function's SharedFunctionInfo into *@own.
+ */
+static int optimized_code(const struct v8_reader *r, uint64_t *istream_map, uint64_t p,
+			  uint64_t *code, uint64_t *start, uint64_t *own)
+{
+	const struct v8_layout *l = r->l;
+	uint32_t kind;
+	int err;
+
+	if ((err = code_at(r, istream_map, p, code, start, &kind)))
+		return err;
+	if (kind != l->code_kind_turbofan && kind != l->code_kind_maglev)
+		return -ENOTSUP;
+	return optimized_sfi(r, *code, own);
 }
 
 /*
@@ -286,18 +307,156 @@ int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, 
 	return 0;
 }
 
+/* ---- baseline (Sparkplug) code ---- */
+
+bool v8_sfi_has_bytecode(const struct v8_reader *r, uint64_t sfi, uint64_t ba)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t data, inner;
+	uint16_t type;
+
+	if (v8_object_field(r, sfi, l->sfi_function_data, &data))
+		return false;
+	if (data == ba)
+		return true;
+	return l->t_code && l->code_bytecode && !v8_object_type(r, data, &type) &&
+	       type == l->t_code && !v8_object_field(r, data, l->code_bytecode, &inner) &&
+	       inner == ba;
+}
+
+/*
+ * The bytes of @arr, a ByteArray or BytecodeArray (instance type @type,
+ * its length a Smi at FixedArrayBase::length, its bytes at @data), at
+ * most @max, into *@buf (malloc'd; the caller frees it), *@n.
+ */
+static int array_bytes(const struct v8_reader *r, uint64_t arr, uint16_t type, uint32_t data,
+		       uint32_t max, uint8_t **buf, uint32_t *n)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t w;
+	int64_t len;
+	uint16_t t;
+	int err;
+
+	if ((err = v8_object_type(r, arr, &t)))
+		return err;
+	if (t != type)
+		return -EPROTO;
+	if ((err = v8_object_field(r, arr, l->fixed_array_length, &w)))
+		return err;
+	len = (int64_t)w >> l->smi_shift;
+	if (!smi(l, w) || len <= 0)
+		return -EPROTO;
+	if (len > max)
+		return -E2BIG;
+	if (!(*buf = malloc((size_t)len)))
+		return -ENOMEM;
+	if ((err = remote_read(r->rr, r->pid, arr - l->heap_object_tag + data, *buf, (size_t)len))) {
+		free(*buf);
+		*buf = NULL;
+		return err;
+	}
+	*n = (uint32_t)len;
+	return 0;
+}
+
+/* V8's BytecodeOffsetIterator::AdvanceToPCOffset() (see code.h). */
+int v8_baseline_offset(const struct v8_layout *l, const uint8_t *tab, uint32_t ntab,
+		       const uint8_t *bc, uint32_t nbc, uint64_t target, int64_t *offset)
+{
+	uint64_t end, d;
+	uint32_t i = 0, at = 0, size;
+	int64_t cur = -1;
+	uint8_t b, next;
+
+	if (v8_vlq(tab, ntab, &i, &end))
+		return -EPROTO;
+	while (end < target) {
+		if (v8_vlq(tab, ntab, &i, &d) || at >= nbc)
+			return -EPROTO;	/* the table or the bytecodes end before the pc */
+		end += d;
+		cur = at;
+		b = bc[at];
+		if (b >= l->nbytecodes)
+			return -EPROTO;
+		if (b < l->nprefixes) {
+			if (at + 1 >= nbc || (next = bc[at + 1]) < l->nprefixes ||
+			    next >= l->nbytecodes)
+				return -EPROTO;
+			size = 1u + l->bytecode_sizes[b & 1 ? 2 : 1][next];
+		} else {
+			size = l->bytecode_sizes[0][b];
+		}
+		if (size > nbc - at)
+			return -EPROTO;
+		at += size;
+	}
+	*offset = cur;
+	return 0;
+}
+
+/*
+ * The frame of baseline Code @code at code offset @target (the pc's
+ * offset + 1, or a return address's offset) for the frame whose function
+ * is @sfi: its bytecode offset (v8_baseline_offset()), then that offset's
+ * script position in the BytecodeArray's source position table, as an
+ * interpreted frame's. The Code's BytecodeArray must be @sfi's
+ * (v8_sfi_has_bytecode()), else -ESTALE. Returns 1 (out[0]; a position
+ * of -1: none recorded at the offset), or an error as v8_code_frames().
+ */
+static int baseline_frame(const struct v8_reader *r, uint64_t code, uint64_t target,
+			  uint64_t sfi, struct v8_code_frame *out)
+{
+	const struct v8_layout *l = r->l;
+	uint8_t *tab = NULL, *bc = NULL;
+	uint64_t ba, table, spt;
+	uint32_t ntab, nbc;
+	int64_t offset, raw;
+	int err;
+
+	if (!(l->features & V8_FEAT_BASELINE))
+		return -ENOTSUP;
+	if ((err = v8_object_field(r, code, l->code_bytecode, &ba)))
+		return err;
+	if (!v8_sfi_has_bytecode(r, sfi, ba))
+		return -ESTALE;
+	if ((err = v8_object_field(r, code, l->code_offset_table, &table)) ||
+	    (err = array_bytes(r, table, l->t_byte_array, l->byte_array_data, V8_POSITIONS_MAX,
+			       &tab, &ntab)) ||
+	    (err = array_bytes(r, ba, l->t_bytecode_array, l->bytecode_array_data,
+			       V8_BYTECODES_MAX_BYTES, &bc, &nbc)) ||
+	    (err = v8_baseline_offset(l, tab, ntab, bc, nbc, target, &offset)))
+		goto out;
+	out[0] = (struct v8_code_frame){ .sfi = sfi, .pos = -1 };
+	if (!v8_object_field(r, ba, l->bytecode_array_positions, &spt) &&
+	    !v8_position_at(r, spt, offset, &raw))
+		out[0].pos = v8_position_offset(raw);
+	err = 1;
+out:
+	free(tab);
+	free(bc);
+	return err;
+}
+
 int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, bool exact,
 		   uint64_t sfi, struct v8_code_frame *out, int cap, int *inline_err)
 {
 	const struct v8_layout *l = r->l;
 	uint64_t p = exact ? pc : pc - 1, code, start, dd, own, spt, isfi;
 	int64_t raw = 0;
+	uint32_t kind;
 	int n = 0, id, err;
 
 	*inline_err = 0;
 	if (cap < 1)
 		return -ENOTSUP;
-	if ((err = optimized_code(r, istream_map, p, &code, &start, &own)))
+	if ((err = code_at(r, istream_map, p, &code, &start, &kind)))
+		return err;
+	if (kind == l->code_kind_baseline)
+		return baseline_frame(r, code, p - start + 1, sfi, out);
+	if (kind != l->code_kind_turbofan && kind != l->code_kind_maglev)
+		return -ENOTSUP;
+	if ((err = optimized_sfi(r, code, &own)))
 		return err;
 	if (own != sfi)
 		return -ESTALE;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * code.h - V8's optimized code at a pc (TurboFan, Maglev): the Code
- * object whose instructions hold it, and the JS frames the pc stands
- * for, the functions inlined there innermost first and the code's own
- * function last, each with its script offset.
+ * code.h - V8's compiled code at a pc (TurboFan, Maglev, Sparkplug): the
+ * Code object whose instructions hold it, and the JS frames the pc
+ * stands for, the functions inlined there innermost first and the code's
+ * own function last, each with its script offset.
  *
  * Owns: finding the InstructionStream that holds a pc (its map, the
  * back pointer to its Code, the Code's entry point and instruction size
@@ -15,12 +15,16 @@
  * inlined function (an index in its literal array) and the position of
  * the call in its caller, whose inlining id goes on, up to -1 (V8's
  * SourcePosition::InliningStack(); what `--cpu-prof` shows).
+ * Baseline (Sparkplug) code: the pc's bytecode offset, from the Code's
+ * bytecode offset table walked in step with its BytecodeArray's
+ * bytecodes (their sizes: V8's Bytecodes::kBytecodeSizes, metadata.h),
+ * as V8's Code::GetBytecodeOffsetForBaselinePC(); the BytecodeArray
+ * checked to be the frame's function's; then the offset's position as
+ * an interpreted frame's.
  *
- * The layout is metadata.h's (V8_FEAT_CODE); every object's instance
- * type is checked, every index against its array's length. Baseline
- * (Sparkplug) code is not read: its pc maps to a bytecode offset through
- * a table walked in step with the bytecodes' sizes, which V8 does not
- * export.
+ * The layout is metadata.h's (V8_FEAT_CODE, V8_FEAT_BASELINE); every
+ * object's instance type is checked, every index against its array's
+ * length, every bytecode and table entry against its array's end.
  *
  * Threads: the caller's (remote.h: one caller per reader at a time).
  */
@@ -34,6 +38,7 @@
 
 #define V8_INLINE_MAX		16		/* frames of one pc, inlined ones and the outer one */
 #define V8_CODE_SCAN_MAX	(1u << 20)	/* bytes below a pc searched for its code's start */
+#define V8_BYTECODES_MAX_BYTES	(1u << 20)	/* bytes of a BytecodeArray walked (baseline code) */
 
 /* One JS frame of an optimized pc. */
 struct v8_code_frame {
@@ -69,7 +74,7 @@ int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, 
 		 enum v8_leaf_state *state);
 
 /*
- * v8_code_frames - the JS frames at @pc in the optimized code of the
+ * v8_code_frames - the JS frames at @pc in the compiled code of the
  * frame whose function's SharedFunctionInfo is @sfi: @exact when @pc is
  * the sampled ip, else a return address (the call before it is looked
  * up). *@istream_map caches the InstructionStream map of the process
@@ -79,13 +84,45 @@ int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, 
  * position table had none); *@inline_err is 0, or why the inlined
  * functions were left out (n is then 1: an inlined function's
  * SharedFunctionInfo or its InliningPosition did not check out, -EPROTO;
- * more than @cap, -E2BIG). Errors: -ENOENT (no Code found holding @pc),
- * -ENOTSUP (the Code is no optimized code: baseline, a stub; or the
- * layout has no V8_FEAT_CODE), -ESTALE (the Code is another function's:
- * replaced since the sample), -EPROTO (memory contradicts the layout),
- * or a read's error (-ESRCH, -EFAULT ...). Counts nothing.
+ * more than @cap, -E2BIG). Baseline code: n is 1, the position of the
+ * pc's bytecode. Errors: -ENOENT (no Code found holding @pc), -ENOTSUP
+ * (the Code is no optimized or baseline code: a stub; or the layout has
+ * no V8_FEAT_CODE, or for baseline code no V8_FEAT_BASELINE), -ESTALE
+ * (the Code is another function's: replaced since the sample), -EPROTO
+ * (memory contradicts the layout: a bytecode offset table or bytecodes
+ * that end before the pc ...), -E2BIG (a BytecodeArray over
+ * V8_BYTECODES_MAX_BYTES, a table over V8_POSITIONS_MAX), -ENOMEM, or a
+ * read's error (-ESRCH, -EFAULT ...). Counts nothing.
  */
 int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, bool exact,
 		   uint64_t sfi, struct v8_code_frame *out, int cap, int *inline_err);
+
+/*
+ * v8_baseline_offset - the bytecode offset, into *@offset, of code
+ * offset @target (the sampled pc's offset + 1: the instruction there is
+ * the one running; a return address's offset: the call before it) of
+ * baseline code whose bytecode offset table is @tab (@ntab bytes) and
+ * bytecodes @bc (@nbc bytes): V8's BytecodeOffsetIterator
+ * (src/baseline/bytecode-offset-iterator.h, AdvanceToPCOffset()). The
+ * table is the end of the prologue's code (bytecode offset -1,
+ * kFunctionEntryBytecodeOffset), then of each bytecode's, as unsigned
+ * VLQ deltas; the first bytecode whose code ends at or after @target is
+ * the one. Each bytecode's size is @l's table's; a prefix (the first
+ * l->nprefixes bytecodes: Wide and DebugBreakWide at even ids scale the
+ * next bytecode's operands to double, ExtraWide and DebugBreakExtraWide
+ * at odd ids to quadruple; metadata.c checks the order by V8 version)
+ * adds one byte. Returns 0, or -EPROTO: the table or the bytecodes end
+ * before @target, an unknown bytecode, a prefix not followed by a
+ * bytecode it can scale. Reads nothing else.
+ */
+int v8_baseline_offset(const struct v8_layout *l, const uint8_t *tab, uint32_t ntab,
+		       const uint8_t *bc, uint32_t nbc, uint64_t target, int64_t *offset);
+
+/*
+ * v8_sfi_has_bytecode - whether BytecodeArray @ba is SharedFunctionInfo
+ * @sfi's now: its function_data, or the bytecode_or_interpreter_data of
+ * the baseline Code there. false on any read error.
+ */
+bool v8_sfi_has_bytecode(const struct v8_reader *r, uint64_t sfi, uint64_t ba);
 
 #endif /* PROFD_V8_CODE_H */

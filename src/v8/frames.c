@@ -420,26 +420,6 @@ static int script_file(const struct v8_reader *r, uint64_t script, char *out, si
 
 /* ---- lines ---- */
 
-/* One unsigned VLQ (base/vlq.h) at @p[*@i] (< @n). */
-static int vlq(const uint8_t *p, uint32_t n, uint32_t *i, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (unsigned int shift = 0; shift < 64; shift += 7) {
-		uint8_t c;
-
-		if (*i >= n)
-			return -EPROTO;
-		c = p[(*i)++];
-		x |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EPROTO;
-}
-
 static int64_t zigzag(uint64_t u)
 {
 	return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
@@ -461,12 +441,12 @@ static int table_raw(const uint8_t *tab, uint32_t n, int64_t offset, int64_t *ou
 		int64_t dcode, draw;
 		uint64_t u;
 
-		if (vlq(tab, n, &i, &u))
+		if (v8_vlq(tab, n, &i, &u))
 			return -EPROTO;
 		dcode = zigzag(u);
 		if (dcode < 0)
 			dcode = -(dcode + 1);
-		if (vlq(tab, n, &i, &u))
+		if (v8_vlq(tab, n, &i, &u))
 			return -EPROTO;
 		draw = zigzag(u);
 		if (code + dcode > offset)

@@ -36,6 +36,7 @@
 #ifndef PROFD_V8_FRAMES_H
 #define PROFD_V8_FRAMES_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -142,6 +143,28 @@ static inline int64_t v8_position_offset(int64_t raw)
 static inline int v8_position_inlining_id(int64_t raw)
 {
 	return (int)((raw >> 31) & 0xffff) - 1;
+}
+
+/* v8_vlq - one unsigned VLQ (V8's base/vlq.h: 7 bits a byte, the high bit
+ * set when more follow) at @p[*@i] (< @n) into *@v, *@i past it. 0, or
+ * -EPROTO (it runs past @n or 64 bits). */
+static inline int v8_vlq(const uint8_t *p, uint32_t n, uint32_t *i, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned int shift = 0; shift < 64; shift += 7) {
+		uint8_t c;
+
+		if (*i >= n)
+			return -EPROTO;
+		c = p[(*i)++];
+		x |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -EPROTO;
 }
 
 /*

@@ -38,8 +38,10 @@
  * their own before it, innermost first, each SharedFunctionInfo checked
  * and named like a frame's, each line from its own Script (an inlined
  * function that does not check out: the outer frame alone, without a
- * line, v8_inline_unread). Baseline code and a pc in no optimized Code:
- * line 0 (v8_jit_line_unknown).
+ * line, v8_inline_unread). Baseline code: the line of the pc's bytecode
+ * offset (code.h), its BytecodeArray the function's (else line 0,
+ * v8_code_unverified). A pc in no such Code, or a bytecode offset or
+ * position not read: line 0 (v8_jit_line_unknown).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -69,9 +71,9 @@ COUNTER_DEFINE(v8_leaf_unverified, COUNTER_PARTIAL,
 COUNTER_DEFINE(v8_line_unverified, COUNTER_PARTIAL,
 	       "interpreted JS frames without a line: their BytecodeArray is no longer their function's");
 COUNTER_DEFINE(v8_jit_line_unknown, COUNTER_PARTIAL,
-	       "compiled JS frames without a line: baseline code, or no optimized Code found at the pc");
+	       "compiled JS frames without a line: no optimized or baseline Code found at the pc, or its position unread");
 COUNTER_DEFINE(v8_code_unverified, COUNTER_PARTIAL,
-	       "optimized JS frames without a line: the Code at their pc is not their function's");
+	       "compiled JS frames without a line: the Code at their pc is not their function's");
 COUNTER_DEFINE(v8_inline_unread, COUNTER_PARTIAL,
 	       "optimized JS frames shown without their inlined functions: the chain did not check out");
 COUNTER_DEFINE(v8_inlined_frames, COUNTER_STAT, "inlined JS frames named in V8 samples");
@@ -86,6 +88,8 @@ COUNTER_DEFINE(v8_leaf_caller_unverified, COUNTER_PARTIAL,
 	       "V8 stacks cut after an optimized leaf without a frame: its return address did not check out");
 COUNTER_DEFINE(v8_leaf_frame_mismatch, COUNTER_PARTIAL,
 	       "V8 stacks cut after an optimized leaf: the frame at rbp is not its function's");
+COUNTER_DEFINE(v8_callee_callers_restored, COUNTER_STAT,
+	       "compiled JS callers of a frameless leaf (a builtin, a stub) put back from the return address at sp");
 COUNTER_DEFINE(v8_leaf_unnamed, COUNTER_PARTIAL,
 	       "V8 leaves in JIT code left unnamed: not optimized code, its frame not recorded");
 
@@ -190,23 +194,6 @@ static struct name_entry *sfi_entry(struct v8 *v, const struct v8proc *p,
 	return n;
 }
 
-/* Whether BytecodeArray @ba is still @sfi's (directly, or its baseline code's). */
-static bool bytecode_current(const struct v8proc *p, const struct v8_reader *r,
-			     uint64_t sfi, uint64_t ba)
-{
-	const struct v8_layout *l = &p->bin.l;
-	uint64_t data, inner;
-	uint16_t type;
-
-	if (v8_object_field(r, sfi, l->sfi_function_data, &data))
-		return false;
-	if (data == ba)
-		return true;
-	return l->t_code && l->code_bytecode && !v8_object_type(r, data, &type) &&
-	       type == l->t_code && !v8_object_field(r, data, l->code_bytecode, &inner) &&
-	       inner == ba;
-}
-
 /* The name entry of an inlined function's SharedFunctionInfo (its type checked, its check now). */
 static struct name_entry *inlined_entry(struct v8 *v, const struct v8proc *p,
 					const struct v8_reader *r, uint64_t sfi)
@@ -222,11 +209,11 @@ static struct name_entry *inlined_entry(struct v8 *v, const struct v8proc *p,
 }
 
 /*
- * The frames of optimized JS frame @n (SharedFunctionInfo @sfi) at @pc
- * into @ids: its inlined functions innermost first, then itself, with
- * their lines. Returns the count (>= 1).
+ * The frames of compiled (optimized or baseline) JS frame @n
+ * (SharedFunctionInfo @sfi) at @pc into @ids: its inlined functions
+ * innermost first, then itself, with their lines. Returns the count (>= 1).
  */
-static uint32_t optimized_ids(struct v8 *v, struct v8proc *p, const struct v8_reader *r,
+static uint32_t compiled_ids(struct v8 *v, struct v8proc *p, const struct v8_reader *r,
 			      struct name_entry *n, uint64_t sfi, uint64_t pc, bool exact,
 			      uint32_t *ids)
 {
@@ -288,13 +275,13 @@ static uint32_t frame_ids(struct v8 *v, struct v8proc *p, const struct v8_reader
 	}
 	counter_inc(&counter_v8_frames_named);
 	if (kind == V8_PC_JIT)
-		return optimized_ids(v, p, r, n, sfi, w[0] & PROFD_V8_PC_MASK, exact, ids);
+		return compiled_ids(v, p, r, n, sfi, w[0] & PROFD_V8_PC_MASK, exact, ids);
 	if ((kind == V8_PC_TRAMPOLINE || kind == V8_PC_HANDLER) && (w[0] & PROFD_V8_F_OFFSET) &&
 	    ba && n->script) {
 		int64_t raw = (w[0] & PROFD_V8_F_LEAF) && kind == V8_PC_HANDLER ?
 			      (int64_t)live_offset : (int64_t)(int32_t)(uint32_t)w[2];
 
-		if (bytecode_current(p, r, sfi, ba))
+		if (v8_sfi_has_bytecode(r, sfi, ba))
 			v8_bytecode_line(r, ba, raw, n->script, &line);
 		else
 			counter_inc(&counter_v8_line_unverified);
@@ -387,7 +374,7 @@ static bool leaf_optimized(struct v8 *v, struct v8proc *p, const struct v8_reade
 	}
 	counter_inc(&counter_v8_leaves_from_code);
 	counter_inc(&counter_v8_frames_named);
-	nid = optimized_ids(v, p, r, n, sfi, pc, true, ids);
+	nid = compiled_ids(v, p, r, n, sfi, pc, true, ids);
 	for (uint32_t j = 0; j < nid && d->n < cap; j++)
 		out[d->n++] = tag | ids[j];
 	switch (state) {
@@ -430,6 +417,53 @@ static bool leaf_optimized(struct v8 *v, struct v8proc *p, const struct v8_reade
 	return true;
 }
 
+/*
+ * The sample's leaf @pc when it is no JS code of its own (a builtin, a
+ * stub: builtins' name or JIT code that is no optimized Code) and runs
+ * without a frame (before its `push rbp`, after its `pop rbp`, or never
+ * setting one up, as Sparkplug's arithmetic builtins): the native walk,
+ * by rbp, skips its caller, whose frame is the one at rbp (the walker's
+ * leaf-flagged entry, recorded with @pc). Its caller is put back when
+ * the word at sp (or above a pushed rbp) is a return address into V8's
+ * code (return_address()) and the compiled Code there is that frame's
+ * function's (v8_code_frames(): optimized code's DeoptimizationData,
+ * baseline code's BytecodeArray): out[] is @pc (its native name; JIT
+ * code that is no Code of a function stays unnamed, v8_leaf_unnamed),
+ * then that frame at the return address, with its line. Returns false (nothing written) when
+ * any of it does not check out: the caller merges as before.
+ */
+static bool leaf_in_callee(struct v8 *v, struct v8proc *p, const struct v8_reader *r,
+			   uint64_t pc, const uint64_t *frames, uint32_t nframes,
+			   uint64_t *out, uint32_t cap, struct leaf_done *d)
+{
+	uint64_t tag = rt_frame_gens_tag(&v->frames), ra = frames[0] & PROFD_V8_PC_MASK, wc[4];
+	struct v8_code_frame fr[V8_INLINE_MAX];
+	uint32_t ids[V8_INLINE_MAX], nid;
+	enum v8_pc_kind kind = v8_classify(p, pc);
+	int inline_err;
+
+	*d = (struct leaf_done){ 0 };
+	if (nframes < 3 || !(frames[2] & PROFD_V8_F_LEAF) ||
+	    (frames[2] & PROFD_V8_PC_MASK) != pc || cap < 2 ||
+	    (kind != V8_PC_OTHER && kind != V8_PC_JIT) ||
+	    !return_address(p, r, ra) || v8_classify(p, ra - 1) != V8_PC_JIT ||
+	    v8_code_frames(r, &p->istream_map, ra, false, frames[3], fr, V8_INLINE_MAX,
+			   &inline_err) < 1)
+		return false;
+	memcpy(wc, &frames[2], sizeof(wc));
+	wc[0] = ra;	/* the caller's frame at its return address, no offset slot read */
+	if (!(nid = frame_ids(v, p, r, wc, V8_PC_JIT, 0, false, ids)))
+		return false;
+	counter_inc(&counter_v8_callee_callers_restored);
+	if (kind == V8_PC_JIT)
+		counter_inc(&counter_v8_leaf_unnamed);	/* a stub's JIT code: stays unnamed */
+	out[d->n++] = pc;
+	for (uint32_t j = 0; j < nid && d->n < cap; j++)
+		out[d->n++] = tag | ids[j];
+	d->used_entry = true;
+	return true;
+}
+
 static uint32_t merge(struct v8 *v, struct v8proc *p, const uint64_t *user,
 		      uint32_t nuser, const uint64_t *frames, uint32_t nframes,
 		      uint64_t *out, uint32_t cap)
@@ -448,6 +482,12 @@ static uint32_t merge(struct v8 *v, struct v8proc *p, const uint64_t *user,
 		n = d.n;
 		copied = next = 1;
 		k0 = d.used_entry ? 3 : 1;
+	} else if (nuser && leaf_in_callee(v, p, &r, user[0] & ~PROFD_IP_EXACT, frames, nframes,
+					   out, cap, &d)) {
+		out[0] = user[0];	/* the leaf's native IP, its flags kept */
+		n = d.n;
+		copied = next = 1;
+		k0 = 3;
 	} else if (nuser && (nframes < 3 || !(frames[2] & PROFD_V8_F_LEAF)) &&
 		   v8_classify(p, user[0] & ~PROFD_IP_EXACT) == V8_PC_JIT) {
 		counter_inc(&counter_v8_leaf_unnamed);

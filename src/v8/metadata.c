@@ -39,6 +39,9 @@ COUNTER_DEFINE(v8_metadata_missing, COUNTER_PARTIAL,
 #define PREFIX_LEN	(sizeof(PREFIX) - 1)
 #define NEEDLE		"v8dbg_HeapObjectTag"
 #define MAX_SYMS	4096	/* v8dbg_ symbols kept (node 20 has 531) */
+/* v8::internal::interpreter::Bytecodes::kBytecodeSizes */
+#define SIZES_SYM	"_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"
+#define SIZE_MAX_BYTES	32	/* a bytecode's size: the opcode, at most 5 operands of 4 bytes */
 
 /* One symbol read: its name (in the ELF's string data) and value. */
 struct vsym {
@@ -49,6 +52,8 @@ struct vsym {
 struct symset {
 	struct vsym *v;
 	size_t n;
+	uint8_t sizes[3 * V8_BYTECODES_MAX];	/* SIZES_SYM's bytes */
+	size_t nsizes;
 };
 
 enum kind { K_U16, K_I32, K_U64, K_UINT };
@@ -59,11 +64,11 @@ enum kind { K_U16, K_I32, K_U64, K_UINT };
 	{ name, alt, offsetof(struct v8_layout, member), kind, feats }
 
 #define ALL	(V8_FEAT_FRAMES | V8_FEAT_NAMES | V8_FEAT_SCOPE_INFO | V8_FEAT_SCRIPT | \
-		 V8_FEAT_LINES | V8_FEAT_CODE)
+		 V8_FEAT_LINES | V8_FEAT_CODE | V8_FEAT_BASELINE)
 #define NAMES	(V8_FEAT_NAMES | V8_FEAT_SCOPE_INFO | V8_FEAT_SCRIPT | V8_FEAT_LINES | \
-		 V8_FEAT_CODE)
-#define SCRIPT	(V8_FEAT_SCRIPT | V8_FEAT_LINES | V8_FEAT_CODE)
-#define CODE	V8_FEAT_CODE
+		 V8_FEAT_CODE | V8_FEAT_BASELINE)
+#define SCRIPT	(V8_FEAT_SCRIPT | V8_FEAT_LINES | V8_FEAT_CODE | V8_FEAT_BASELINE)
+#define CODE	(V8_FEAT_CODE | V8_FEAT_BASELINE)
 
 static const struct field {
 	const char *name, *alt;		/* without the "v8dbg_" prefix */
@@ -128,7 +133,8 @@ static const struct field {
 	F("class_FixedArrayBase__length__SMI", fixed_array_length, K_U16, V8_FEAT_LINES),
 	F("class_FixedArray__data__uintptr_t", fixed_array_data, K_U16, V8_FEAT_LINES),
 	F("class_BytecodeArray__data__uintptr_t", bytecode_array_data, K_U16, V8_FEAT_LINES),
-	F("class_Code__bytecode_or_interpreter_data__HeapObject", code_bytecode, K_U16, 0),
+	F("class_Code__bytecode_or_interpreter_data__HeapObject", code_bytecode, K_U16,
+	  V8_FEAT_BASELINE),
 
 	F("type_InstructionStream__INSTRUCTION_STREAM_TYPE", t_instruction_stream, K_U16, CODE),
 	F("type_WeakFixedArray__WEAK_FIXED_ARRAY_TYPE", t_weak_fixed_array, K_U16, CODE),
@@ -142,6 +148,8 @@ static const struct field {
 	F("DeoptimizationDataLiteralArrayIndex", deopt_literals, K_U16, CODE),
 	F("DeoptimizationDataSharedFunctionInfoIndex", deopt_sfi, K_U16, CODE),
 	F("DeoptimizationDataInliningPositionsIndex", deopt_inlining, K_U16, CODE),
+	F("class_Code__bytecode_offset_table__ByteArray", code_offset_table, K_U16,
+	  V8_FEAT_BASELINE),
 
 	F("scopeinfo_idx_ncontextlocals", si_idx_ncontext_locals, K_U16, V8_FEAT_SCOPE_INFO),
 	F("scopeinfo_idx_first_vars", si_idx_first_vars, K_U16, V8_FEAT_SCOPE_INFO),
@@ -185,6 +193,19 @@ static const struct code_layout {
 	{ 11, 3, 16, 24, 32, 16 },
 };
 
+/*
+ * What V8 does not export about bytecodes, by version, checked live
+ * (tests/test_v8_frames.py): how many of the first bytecodes are the
+ * operand scaling prefixes (V8 11.3, src/interpreter/bytecodes.h
+ * BYTECODE_LIST: Wide, ExtraWide, DebugBreakWide, DebugBreakExtraWide).
+ */
+static const struct bytecode_layout {
+	unsigned int major, minor;
+	uint8_t prefixes;
+} bytecode_layouts[] = {
+	{ 11, 3, 4 },
+};
+
 static int cmp_vsym(const void *a, const void *b)
 {
 	return strcmp(((const struct vsym *)a)->name, ((const struct vsym *)b)->name);
@@ -197,43 +218,51 @@ static const struct vsym *find(const struct symset *s, const char *name)
 	return s->n ? bsearch(&key, s->v, s->n, sizeof(*s->v), cmp_vsym) : NULL;
 }
 
-/* The value of @sym (size 4 or 8, signed) from its section's file image. */
-static int read_value(Elf *elf, int fd, const GElf_Sym *sym, int64_t *out)
+/* @len bytes of @sym's data (in its section's file image; SHT_NOBITS: zeros) into @buf. */
+static int read_bytes(Elf *elf, int fd, const GElf_Sym *sym, void *buf, size_t len)
 {
 	Elf_Scn *scn;
 	GElf_Shdr sh;
 	uint64_t rel;
-	int32_t v32;
-	int64_t v64;
-	ssize_t n;
 
-	if (sym->st_size != 4 && sym->st_size != 8)
-		return -EINVAL;
 	if (sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE)
 		return -EINVAL;
 	scn = elf_getscn(elf, sym->st_shndx);
 	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
 		return -EINVAL;
 	if (sym->st_value < sh.sh_addr || sym->st_value - sh.sh_addr > sh.sh_size ||
-	    sh.sh_size - (sym->st_value - sh.sh_addr) < sym->st_size)
+	    sh.sh_size - (sym->st_value - sh.sh_addr) < len)
 		return -EINVAL;
 	if (sh.sh_type == SHT_NOBITS) {
-		*out = 0;	/* a constant 0 lands in .bss */
+		memset(buf, 0, len);	/* a constant 0 lands in .bss */
 		return 0;
 	}
 	rel = sym->st_value - sh.sh_addr;
 	if (sh.sh_offset > INT64_MAX - rel)
 		return -EINVAL;
-	if (sym->st_size == 4) {
-		n = pread(fd, &v32, 4, (off_t)(sh.sh_offset + rel));
-		v64 = v32;
-	} else {
-		n = pread(fd, &v64, 8, (off_t)(sh.sh_offset + rel));
-	}
-	if (n != (ssize_t)sym->st_size)
+	if (pread(fd, buf, len, (off_t)(sh.sh_offset + rel)) != (ssize_t)len)
 		return -EIO;
-	*out = v64;
 	return 0;
+}
+
+/* The value of @sym (size 4 or 8, signed) from its section's file image. */
+static int read_value(Elf *elf, int fd, const GElf_Sym *sym, int64_t *out)
+{
+	int32_t v32;
+	int64_t v64;
+	int err;
+
+	if (sym->st_size == 4) {
+		err = read_bytes(elf, fd, sym, &v32, 4);
+		v64 = v32;
+	} else if (sym->st_size == 8) {
+		err = read_bytes(elf, fd, sym, &v64, 8);
+	} else {
+		return -EINVAL;
+	}
+	if (!err)
+		*out = v64;
+	return err;
 }
 
 static bool wanted(const char *name, size_t left)
@@ -265,8 +294,15 @@ static int scan(Elf *elf, int fd, Elf_Scn *scn, const Elf_Data *strs, struct sym
 		if (!gelf_getsym(d, (int)i, &sym))
 			break;
 		if (sym.st_name >= strs->d_size ||
-		    !wanted(str + sym.st_name, strs->d_size - sym.st_name) ||
 		    !memchr(str + sym.st_name, 0, strs->d_size - sym.st_name))
+			continue;
+		if (!strcmp(str + sym.st_name, SIZES_SYM)) {
+			if (!s->nsizes && sym.st_size && sym.st_size <= sizeof(s->sizes) &&
+			    !read_bytes(elf, fd, &sym, s->sizes, sym.st_size))
+				s->nsizes = sym.st_size;
+			continue;
+		}
+		if (!wanted(str + sym.st_name, strs->d_size - sym.st_name))
 			continue;
 		if (read_value(elf, fd, &sym, &v))
 			continue;
@@ -321,12 +357,53 @@ static void code_layout(struct v8_layout *l)
 		l->code_entry = (uint16_t)(l->code_positions + c->entry);
 		l->code_flags = (uint16_t)(l->code_positions + c->flags);
 		l->code_size = (uint16_t)(l->code_positions + c->size);
+		l->code_kind_baseline = baseline;
 		l->code_kind_maglev = (uint16_t)(baseline + 1);
 		l->code_kind_turbofan = (uint16_t)(baseline + 2);
 		l->inlining_position_size = c->inlining_position_size;
 		return;
 	}
-	l->features &= ~(uint32_t)V8_FEAT_CODE;
+	l->features &= ~(uint32_t)(V8_FEAT_CODE | V8_FEAT_BASELINE);
+}
+
+/*
+ * The bytecodes' sizes (SIZES_SYM) and prefixes (bytecode_layouts[]),
+ * checked: three rows of one count, each size 1..SIZE_MAX_BYTES and not
+ * smaller at a larger scale, each prefix one byte at every scale; else
+ * no V8_FEAT_BASELINE (counted as a missing symbol).
+ */
+static void bytecode_sizes(const struct symset *s, struct v8_layout *l)
+{
+	size_t n = s->nsizes / 3, i, k;
+
+	for (k = 0; k < sizeof(bytecode_layouts) / sizeof(bytecode_layouts[0]); k++)
+		if (bytecode_layouts[k].major == l->major && bytecode_layouts[k].minor == l->minor)
+			break;
+	if (k == sizeof(bytecode_layouts) / sizeof(bytecode_layouts[0])) {
+		l->features &= ~(uint32_t)V8_FEAT_BASELINE;	/* not checked for this version */
+		return;
+	}
+	if (!s->nsizes || s->nsizes % 3 || n <= bytecode_layouts[k].prefixes ||
+	    n > V8_BYTECODES_MAX)
+		goto bad;
+	for (i = 0; i < n; i++) {
+		const uint8_t *b = &s->sizes[i];
+
+		if (b[0] < 1 || b[0] > b[n] || b[n] > b[2 * n] || b[2 * n] > SIZE_MAX_BYTES ||
+		    (i < bytecode_layouts[k].prefixes && b[2 * n] != 1))
+			goto bad;
+		l->bytecode_sizes[0][i] = b[0];
+		l->bytecode_sizes[1][i] = b[n];
+		l->bytecode_sizes[2][i] = b[2 * n];
+	}
+	l->nbytecodes = (uint16_t)n;
+	l->nprefixes = bytecode_layouts[k].prefixes;
+	return;
+bad:
+	l->features &= ~(uint32_t)V8_FEAT_BASELINE;
+	if (!l->nmissing++)
+		snprintf(l->missing, sizeof(l->missing), "%s", SIZES_SYM);
+	counter_inc(&counter_v8_metadata_missing);
 }
 
 /* @s (sorted) -> @l. Field values out of their type's range count as missing. */
@@ -407,6 +484,7 @@ static void build(const struct symset *s, struct v8_layout *l)
 	l->bytecode_array_positions = (uint16_t)(l->fixed_array_length + 3 * l->tagged_size);
 	l->script_line_offset = (uint16_t)(l->script_name + l->tagged_size);
 	code_layout(l);
+	bytecode_sizes(s, l);
 	/* JSFunction's subtypes after JS_FUNCTION_TYPE (metadata.h) */
 	l->t_js_function_last = l->t_js_function;
 	if (l->major == 11 && l->minor == 3)

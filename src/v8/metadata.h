@@ -36,6 +36,13 @@
  *     instruction-stream.h), the CodeKinds after BASELINE (MAGLEV,
  *     TURBOFAN: code-kind.h, CODE_KIND_LIST) and InliningPosition's size
  *     (a SourcePosition and an int: src/codegen/source-position.h),
+ *   - for V8_FEAT_BASELINE: the sizes of the bytecodes, from V8's own
+ *     table (`v8::internal::interpreter::Bytecodes::kBytecodeSizes`, a
+ *     uint8_t[3][kBytecodeCount] in the object's read-only data: its
+ *     symbol's size gives the count), and which bytecodes are the operand
+ *     scaling prefixes (the first four of V8 11.3's BYTECODE_LIST:
+ *     src/interpreter/bytecodes.h), by V8 version, checked against the
+ *     table (a prefix is one byte at every scale),
  *   - ScopeInfo's flag bits and the order of its variable part
  *     (src/objects/scope-info.tq), by V8 version: only versions whose
  *     layout was checked live (V8 11.3, node 20) name functions through
@@ -55,10 +62,13 @@ enum v8_feature {
 	V8_FEAT_SCRIPT	   = 1u << 3,	/* SFI -> Script -> file name */
 	V8_FEAT_LINES	   = 1u << 4,	/* bytecode offset -> line */
 	V8_FEAT_CODE	   = 1u << 5,	/* optimized code at a pc: lines, inlined functions */
+	V8_FEAT_BASELINE   = 1u << 6,	/* baseline code at a pc: its bytecode offset, line */
 };
 
 /* Frame types V8 names (StackFrame::Type, frames.h), as far as exported. */
 #define V8_FRAME_TYPES_MAX	64
+/* Bytecodes whose sizes a layout holds (V8 11.3 has 198). */
+#define V8_BYTECODES_MAX	256
 
 /* The layout of one V8 build. Offsets in bytes; types are InstanceType values. */
 struct v8_layout {
@@ -115,6 +125,17 @@ struct v8_layout {
 	uint16_t code_kind_mask, code_kind_shift, code_kind_maglev, code_kind_turbofan;
 	uint16_t deopt_literals, deopt_sfi, deopt_inlining;	/* DeoptimizationData indices */
 	uint16_t inlining_position_size;	/* bytes of one InliningPosition */
+
+	/* baseline code (V8_FEAT_BASELINE): its Code's bytecode offset table,
+	 * and each bytecode's size in bytes (the opcode and its operands, no
+	 * prefix) at operand scale single, double, quadruple
+	 * (Bytecodes::kBytecodeSizes); the
+	 * first nprefixes bytecodes scale the next one (Wide, ExtraWide,
+	 * DebugBreakWide, DebugBreakExtraWide: code.c) */
+	uint16_t code_kind_baseline, code_offset_table;
+	uint16_t nbytecodes;
+	uint8_t nprefixes;
+	uint8_t bytecode_sizes[3][V8_BYTECODES_MAX];
 
 	/* ScopeInfo (scope-info.tq): slot indices after the map, the flag bits */
 	uint16_t si_idx_ncontext_locals, si_idx_first_vars;

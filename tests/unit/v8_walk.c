@@ -197,7 +197,13 @@ static int dump_layout(const char *path)
 	D(js_function_shared); D(sfi_name_or_scope_info); D(script_name);
 	D(t_js_function); D(t_scope_info); D(heap_object_map);
 	D(bytecode_array_data); D(offset_register); D(smi_shift); D(tagged_size);
+	D(code_offset_table); D(nbytecodes); D(nprefixes);
 #undef D
+	printf("field\tbytecode_sizes\t");
+	for (int s = 0; s < 3; s++)
+		for (int i = 0; i < l.nbytecodes; i++)
+			printf("%02x", l.bytecode_sizes[s][i]);
+	printf("\n");
 	printf("field\tversion\t%u.%u\n", l.major, l.minor);
 	printf("field\tfeatures\t0x%x\n", l.features);
 	printf("field\tmissing\t%u\n", l.nmissing);
