@@ -572,3 +572,45 @@ def test_baseline_frames_have_lines(profd_bin, pprof, tmp_path):
     seen = (sorted(bad.items(), key=lambda kv: -kv[1])[:8],
             " ".join(f"{f[0]}:{f[2]}" for f in stack[:6]))
     assert good >= 0.9 * total, (good, total, seen, stack[:3])
+
+
+BUSY_BASELINE_JS = r"""
+'use strict';
+const fs = require('fs');
+function cmpKeys(a, b) { return (a.k - b.k) || (a.j - b.j); }
+function sortWork(arr) { const c = arr.slice(); c.sort(cmpKeys); return c[0].k; }
+function tiny(x) { return (x * 31 + 7) & 0xffff; }
+function hotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s = tiny(s + i); return s; }
+function parseWork(str) { return JSON.parse(str).length; }
+const arr = [];
+for (let i = 0; i < 20000; i++) arr.push({k: (i * 7919) % 10007, j: i});
+const str = JSON.stringify(arr);
+fs.writeFileSync(process.argv[2], 'ready');
+const end = Date.now() + 15000;
+let t = 0;
+while (Date.now() < end) { t += sortWork(arr); t += hotLoop(1e6); t += parseWork(str); }
+console.log(t);
+"""
+
+
+def test_baseline_frames_read_cheaply(profd_bin, pprof, tmp_path):
+    """Every frame baseline code (--always-sparkplug) in a busy program:
+    naming them must not read so much of node's memory that the remote
+    reader's slow-memory budget shuns the process (then every read fails
+    and JS frames go stale: 87 of 350 stacks kept them when each frame
+    read its whole BytecodeArray per sample): >= 90 % of the main
+    thread's samples keep the program's own functions."""
+    (tmp_path / "busy.js").write_text(BUSY_BASELINE_JS)
+    ready = tmp_path / "ready"
+    p = start([NODE, "--always-sparkplug", str(tmp_path / "busy.js"), str(ready)],
+              stderr=subprocess.DEVNULL)
+    try:
+        wait_file(str(ready), timeout=60)
+        samples = profile(profd_bin, pprof, tmp_path, p.pid, attached=True)
+    finally:
+        stop(p)
+    total = sum(n for n, _ in samples)
+    own = sum(n for n, js in samples
+              if any(f[0] in ("sortWork", "hotLoop", "parseWork") for f in js))
+    assert total >= 50, samples[:5]
+    assert own >= 0.9 * total, (own, total)

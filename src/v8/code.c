@@ -65,7 +65,7 @@ static int element(const struct v8_reader *r, uint64_t arr, uint16_t type, int64
  * (map @m, Code @code below it) holds @p: 1 yes (*@code_out), 0 not an
  * InstructionStream, -ENOENT one that does not hold @p.
  */
-static int istream_at(const struct v8_reader *r, uint64_t *istream_map, uint64_t a,
+static int istream_at(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t a,
 		      uint64_t m, uint64_t code, uint64_t p, uint64_t *code_out)
 {
 	const struct v8_layout *l = r->l;
@@ -75,7 +75,7 @@ static int istream_at(const struct v8_reader *r, uint64_t *istream_map, uint64_t
 
 	if (!heap(l, m) || !heap(l, code))
 		return 0;
-	if (*istream_map ? m != *istream_map :
+	if (cc->istream_map ? m != cc->istream_map :
 	    remote_read(r->rr, r->pid, m - l->heap_object_tag + l->map_instance_type,
 			&type, sizeof(type)) || type != l->t_instruction_stream)
 		return 0;
@@ -84,7 +84,7 @@ static int istream_at(const struct v8_reader *r, uint64_t *istream_map, uint64_t
 	    remote_read(r->rr, r->pid, code - l->heap_object_tag + l->code_size, &size,
 			sizeof(size)))
 		return 0;
-	*istream_map = m;	/* a map, its Code pointing back: seen */
+	cc->istream_map = m;	/* a map, its Code pointing back: seen */
 	if (size <= 0 || p - a >= (uint64_t)size)
 		return -ENOENT;
 	*code_out = code;
@@ -92,7 +92,7 @@ static int istream_at(const struct v8_reader *r, uint64_t *istream_map, uint64_t
 }
 
 /* The Code whose instructions hold @p, into *@code, their start into *@start. */
-static int find_code(const struct v8_reader *r, uint64_t *istream_map, uint64_t p,
+static int find_code(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t p,
 		     uint64_t *code, uint64_t *start)
 {
 	const struct v8_layout *l = r->l;
@@ -116,7 +116,7 @@ static int find_code(const struct v8_reader *r, uint64_t *istream_map, uint64_t 
 				return err == -EFAULT ? -ENOENT : err;
 			have = true;
 		}
-		ret = istream_at(r, istream_map, a,
+		ret = istream_at(r, cc, a,
 				 buf[(a - l->istream_start - c0) / 8],
 				 buf[(a - l->istream_start + l->istream_code - c0) / 8], p, code);
 		if (ret < 0)
@@ -170,7 +170,7 @@ static int inlined(const struct v8_reader *r, uint64_t dd, int id, int64_t *raw,
 }
 
 /* The Code holding @p (the sampled ip, or a return address - 1), its instructions' start, its CodeKind. */
-static int code_at(const struct v8_reader *r, uint64_t *istream_map, uint64_t p, uint64_t *code,
+static int code_at(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t p, uint64_t *code,
 		   uint64_t *start, uint32_t *kind)
 {
 	const struct v8_layout *l = r->l;
@@ -179,7 +179,7 @@ static int code_at(const struct v8_reader *r, uint64_t *istream_map, uint64_t p,
 
 	if (!(l->features & V8_FEAT_CODE))
 		return -ENOTSUP;
-	if ((err = find_code(r, istream_map, p, code, start)))
+	if ((err = find_code(r, cc, p, code, start)))
 		return err;
 	if ((err = remote_read(r->rr, r->pid, *code - l->heap_object_tag + l->code_flags, &flags,
 			       sizeof(flags))))
@@ -203,14 +203,14 @@ static int optimized_sfi(const struct v8_reader *r, uint64_t code, uint64_t *own
  * The optimized Code holding @p into *@code, its instructions' start
  * into *@start, its function's SharedFunctionInfo into *@own.
  */
-static int optimized_code(const struct v8_reader *r, uint64_t *istream_map, uint64_t p,
+static int optimized_code(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t p,
 			  uint64_t *code, uint64_t *start, uint64_t *own)
 {
 	const struct v8_layout *l = r->l;
 	uint32_t kind;
 	int err;
 
-	if ((err = code_at(r, istream_map, p, code, start, &kind)))
+	if ((err = code_at(r, cc, p, code, start, &kind)))
 		return err;
 	if (kind != l->code_kind_turbofan && kind != l->code_kind_maglev)
 		return -ENOTSUP;
@@ -258,7 +258,7 @@ static bool epilogue_tail(const uint8_t *b, int q, int n, bool *ra_at_sp)
 /* The bytes from an optimized Code's start its frame set-up is looked for in. */
 #define PROLOGUE_SCAN	64
 
-int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, uint64_t *sfi,
+int v8_code_leaf(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t pc, uint64_t *sfi,
 		 enum v8_leaf_state *state)
 {
 	static const uint8_t setup[] = { 0x55, 0x48, 0x89, 0xe5, 0x56, 0x57 };
@@ -267,7 +267,7 @@ int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, 
 	bool ra;
 	int err, q, n, push = -1;
 
-	if ((err = optimized_code(r, istream_map, pc, &code, &start, sfi)))
+	if ((err = optimized_code(r, cc, pc, &code, &start, sfi)))
 		return err;
 	/* push rbp; mov rbp, rsp; push rsi (the context); push rdi (the function) */
 	if ((err = remote_read(r->rr, r->pid, start, b, PROLOGUE_SCAN)))
@@ -404,14 +404,15 @@ int v8_baseline_offset(const struct v8_layout *l, const uint8_t *tab, uint32_t n
  * (v8_sfi_has_bytecode()), else -ESTALE. Returns 1 (out[0]; a position
  * of -1: none recorded at the offset), or an error as v8_code_frames().
  */
-static int baseline_frame(const struct v8_reader *r, uint64_t code, uint64_t target,
-			  uint64_t sfi, struct v8_code_frame *out)
+static int baseline_frame(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t code,
+			  uint64_t target, uint64_t sfi, struct v8_code_frame *out)
 {
 	const struct v8_layout *l = r->l;
 	uint8_t *tab = NULL, *bc = NULL;
 	uint64_t ba, table, spt;
 	uint32_t ntab, nbc;
 	int64_t offset, raw;
+	struct v8_baseline_entry *e;
 	int err;
 
 	if (!(l->features & V8_FEAT_BASELINE))
@@ -420,17 +421,30 @@ static int baseline_frame(const struct v8_reader *r, uint64_t code, uint64_t tar
 		return err;
 	if (!v8_sfi_has_bytecode(r, sfi, ba))
 		return -ESTALE;
-	if ((err = v8_object_field(r, code, l->code_offset_table, &table)) ||
-	    (err = array_bytes(r, table, l->t_byte_array, l->byte_array_data, V8_POSITIONS_MAX,
-			       &tab, &ntab)) ||
-	    (err = array_bytes(r, ba, l->t_bytecode_array, l->bytecode_array_data,
-			       V8_BYTECODES_MAX_BYTES, &bc, &nbc)) ||
-	    (err = v8_baseline_offset(l, tab, ntab, bc, nbc, target, &offset)))
-		goto out;
+	if ((err = v8_object_field(r, code, l->code_offset_table, &table)))
+		return err;
+	e = &cc->baseline[((code ^ table * 31 ^ target * 0x9e3779b97f4a7c15ULL) >> 4) %
+			  V8_BASELINE_CACHE];
+	if (e->code == code && e->table == table && e->ba == ba && e->target == target) {
+		offset = e->offset;
+		if (e->pos >= 0) {	/* a position once found stays the bytecode's */
+			out[0] = (struct v8_code_frame){ .sfi = sfi, .pos = e->pos };
+			return 1;
+		}
+	} else {
+		if ((err = array_bytes(r, table, l->t_byte_array, l->byte_array_data,
+				       V8_POSITIONS_MAX, &tab, &ntab)) ||
+		    (err = array_bytes(r, ba, l->t_bytecode_array, l->bytecode_array_data,
+				       V8_BYTECODES_MAX_BYTES, &bc, &nbc)) ||
+		    (err = v8_baseline_offset(l, tab, ntab, bc, nbc, target, &offset)))
+			goto out;
+		*e = (struct v8_baseline_entry){ .code = code, .table = table, .ba = ba,
+						 .target = target, .offset = offset, .pos = -1 };
+	}
 	out[0] = (struct v8_code_frame){ .sfi = sfi, .pos = -1 };
 	if (!v8_object_field(r, ba, l->bytecode_array_positions, &spt) &&
 	    !v8_position_at(r, spt, offset, &raw))
-		out[0].pos = v8_position_offset(raw);
+		out[0].pos = e->pos = v8_position_offset(raw);
 	err = 1;
 out:
 	free(tab);
@@ -438,7 +452,7 @@ out:
 	return err;
 }
 
-int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, bool exact,
+int v8_code_frames(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t pc, bool exact,
 		   uint64_t sfi, struct v8_code_frame *out, int cap, int *inline_err)
 {
 	const struct v8_layout *l = r->l;
@@ -450,10 +464,10 @@ int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc
 	*inline_err = 0;
 	if (cap < 1)
 		return -ENOTSUP;
-	if ((err = code_at(r, istream_map, p, &code, &start, &kind)))
+	if ((err = code_at(r, cc, p, &code, &start, &kind)))
 		return err;
 	if (kind == l->code_kind_baseline)
-		return baseline_frame(r, code, p - start + 1, sfi, out);
+		return baseline_frame(r, cc, code, p - start + 1, sfi, out);
 	if (kind != l->code_kind_turbofan && kind != l->code_kind_maglev)
 		return -ENOTSUP;
 	if ((err = optimized_sfi(r, code, &own)))

@@ -56,6 +56,27 @@ enum v8_leaf_state {
 	V8_LEAF_RA_UNKNOWN,	/* in an epilogue's path that holds the return address in r10 */
 };
 
+#define V8_BASELINE_CACHE	512	/* bytecode offsets of baseline pcs kept */
+
+/*
+ * What code.c keeps of one process between lookups: V8's
+ * InstructionStream map once seen (0: not yet), and the bytecode offset
+ * of baseline pcs, by (Code, its bytecode offset table, its
+ * BytecodeArray, code offset): each lookup reads those three live (small
+ * reads) and walks the table and the bytecodes (up to a MiB each) only
+ * on a miss — per sample they would exhaust the remote reader's
+ * slow-memory budget (remote.h) and shun the process. A Code replaced at
+ * the same address has another table. Zeroed: empty.
+ */
+struct v8_code_cache {
+	uint64_t istream_map;
+	struct v8_baseline_entry {
+		uint64_t code, table, ba, target;
+		int64_t offset;	/* the bytecode offset */
+		int64_t pos;	/* its source position once read, else -1 */
+	} baseline[V8_BASELINE_CACHE];
+};
+
 /*
  * v8_code_leaf - the function and the frame state of the optimized
  * (TurboFan, Maglev) code at @pc, the sampled ip: *@sfi the
@@ -65,20 +86,20 @@ enum v8_leaf_state {
  * rbp; mov rbp, rsp; push rsi; push rdi`, looked for in its first 64
  * bytes) and, past it, an epilogue (`mov rsp, rbp; pop rbp`, within 24
  * bytes before @pc, followed up to @pc only by the instructions V8's
- * return sequence has). *@istream_map as in v8_code_frames().
+ * return sequence has). @cc as in v8_code_frames().
  * Returns 0, or -ENOENT (no Code holds @pc), -ENOTSUP (no optimized
  * code, or no V8_FEAT_CODE), -EPROTO (no frame set-up found), a read's
  * error. Counts nothing.
  */
-int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, uint64_t *sfi,
+int v8_code_leaf(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t pc, uint64_t *sfi,
 		 enum v8_leaf_state *state);
 
 /*
  * v8_code_frames - the JS frames at @pc in the compiled code of the
  * frame whose function's SharedFunctionInfo is @sfi: @exact when @pc is
  * the sampled ip, else a return address (the call before it is looked
- * up). *@istream_map caches the InstructionStream map of the process
- * (0: not known yet; set when found).
+ * up). @cc is the process's (struct v8_code_cache: the InstructionStream
+ * map once seen, baseline frames' bytecode offsets and positions).
  * Returns the frame count n (1..@cap): out[0..n-2] the inlined functions
  * innermost first, out[n-1] @sfi itself (a position of -1: its source
  * position table had none); *@inline_err is 0, or why the inlined
@@ -94,7 +115,7 @@ int v8_code_leaf(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, 
  * V8_BYTECODES_MAX_BYTES, a table over V8_POSITIONS_MAX), -ENOMEM, or a
  * read's error (-ESRCH, -EFAULT ...). Counts nothing.
  */
-int v8_code_frames(const struct v8_reader *r, uint64_t *istream_map, uint64_t pc, bool exact,
+int v8_code_frames(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t pc, bool exact,
 		   uint64_t sfi, struct v8_code_frame *out, int cap, int *inline_err);
 
 /*

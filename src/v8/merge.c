@@ -221,7 +221,7 @@ static uint32_t compiled_ids(struct v8 *v, struct v8proc *p, const struct v8_rea
 	struct name_entry *e[V8_INLINE_MAX];
 	int k, nf, inline_err, line;
 
-	nf = v8_code_frames(r, &p->istream_map, pc, exact, sfi, fr, V8_INLINE_MAX, &inline_err);
+	nf = v8_code_frames(r, p->code_cache, pc, exact, sfi, fr, V8_INLINE_MAX, &inline_err);
 	if (nf < 1) {
 		counter_inc(nf == -ESTALE ? &counter_v8_code_unverified : &counter_v8_jit_line_unknown);
 		ids[0] = rt_frame_gens_intern(&v->frames, n->name, n->file, 0, 0);
@@ -365,7 +365,7 @@ static bool leaf_optimized(struct v8 *v, struct v8proc *p, const struct v8_reade
 	uint32_t ids[V8_INLINE_MAX], nid;
 
 	*d = (struct leaf_done){ 0 };
-	if (v8_classify(p, pc) != V8_PC_JIT || v8_code_leaf(r, &p->istream_map, pc, &sfi, &state) ||
+	if (v8_classify(p, pc) != V8_PC_JIT || v8_code_leaf(r, p->code_cache, pc, &sfi, &state) ||
 	    !(n = inlined_entry(v, p, r, sfi)))
 		return false;
 	if (nframes >= 3 && (frames[2] & PROFD_V8_F_LEAF) && (frames[2] & PROFD_V8_PC_MASK) == pc) {
@@ -447,7 +447,7 @@ static bool leaf_in_callee(struct v8 *v, struct v8proc *p, const struct v8_reade
 	    (frames[2] & PROFD_V8_PC_MASK) != pc || cap < 2 ||
 	    (kind != V8_PC_OTHER && kind != V8_PC_JIT) ||
 	    !return_address(p, r, ra) || v8_classify(p, ra - 1) != V8_PC_JIT ||
-	    v8_code_frames(r, &p->istream_map, ra, false, frames[3], fr, V8_INLINE_MAX,
+	    v8_code_frames(r, p->code_cache, ra, false, frames[3], fr, V8_INLINE_MAX,
 			   &inline_err) < 1)
 		return false;
 	memcpy(wc, &frames[2], sizeof(wc));

@@ -30,6 +30,7 @@
 #include "proc/remote.h"
 #include "runtime/elf_detect.h"
 #include "v8/v8.h"
+#include "v8/code.h"
 #include "v8/v8_internal.h"
 
 COUNTER_DEFINE_BPF(v8_samples, COUNTER_STAT, PROFD_CNT_V8_SAMPLES,
@@ -182,6 +183,7 @@ struct v8 *v8_new(int procs_fd, uint64_t budget, int verbose)
 static void proc_free(struct v8proc *p)
 {
 	free(p->maps);
+	free(p->code_cache);
 	free(p);
 }
 
@@ -351,7 +353,9 @@ void v8_maps_read(struct v8 *v, pid_t pid, const struct proc_maps *maps)
 		p = NULL;
 	}
 	if (!p) {
-		if (!(p = calloc(1, sizeof(*p)))) {
+		if (!(p = calloc(1, sizeof(*p))) ||
+		    !(p->code_cache = calloc(1, sizeof(*p->code_cache)))) {
+			free(p);
 			pthread_mutex_unlock(&v->lock);
 			return;
 		}

@@ -21,6 +21,7 @@
 #include "runtime/addr_cache.h"
 #include "runtime/file_cache.h"
 #include "runtime/frames.h"
+#include "v8/code.h"
 #include "v8/frames.h"
 #include "v8/metadata.h"
 
@@ -68,7 +69,7 @@ struct v8proc {
 	struct v8_binary bin;	/* a copy: the file cache may drop its own */
 	struct v8_map *maps;	/* sorted by start */
 	size_t nmaps;
-	uint64_t istream_map;	/* V8's InstructionStream map once seen (code.c), else 0 */
+	struct v8_code_cache *code_cache;	/* code.c's (owned; NULL: no memory) */
 };
 
 struct v8 {
