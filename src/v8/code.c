@@ -40,12 +40,15 @@ static bool smi(const struct v8_layout *l, uint64_t w)
 	return (w & l->smi_tag_mask) == l->smi_tag && (w & low) == l->smi_tag;
 }
 
-/* Element @i of (Weak)FixedArray @arr of instance type @type, checked against its length. */
-static int element(const struct v8_reader *r, uint64_t arr, uint16_t type, int64_t i,
-		   uint64_t *v)
+/*
+ * The length of @arr, an object of instance type @type whose length is a
+ * Smi at FixedArrayBase::length (a FixedArray, ByteArray, BytecodeArray),
+ * into *@len. 0, -EPROTO (another type, no Smi), or a read's error.
+ */
+static int array_length(const struct v8_reader *r, uint64_t arr, uint16_t type, int64_t *len)
 {
 	const struct v8_layout *l = r->l;
-	uint64_t len;
+	uint64_t w;
 	uint16_t t;
 	int err;
 
@@ -53,9 +56,25 @@ static int element(const struct v8_reader *r, uint64_t arr, uint16_t type, int64
 		return err;
 	if (t != type)
 		return -EPROTO;
-	if ((err = v8_object_field(r, arr, l->fixed_array_length, &len)))
+	if ((err = v8_object_field(r, arr, l->fixed_array_length, &w)))
 		return err;
-	if (!smi(l, len) || i < 0 || i >= (int64_t)len >> l->smi_shift)
+	if (!smi(l, w))
+		return -EPROTO;
+	*len = (int64_t)w >> l->smi_shift;
+	return 0;
+}
+
+/* Element @i of (Weak)FixedArray @arr of instance type @type, checked against its length. */
+static int element(const struct v8_reader *r, uint64_t arr, uint16_t type, int64_t i,
+		   uint64_t *v)
+{
+	const struct v8_layout *l = r->l;
+	int64_t len;
+	int err;
+
+	if ((err = array_length(r, arr, type, &len)))
+		return err;
+	if (i < 0 || i >= len)
 		return -EPROTO;
 	return v8_object_field(r, arr, (uint32_t)(l->fixed_array_data + i * l->tagged_size), v);
 }
@@ -333,19 +352,12 @@ static int array_bytes(const struct v8_reader *r, uint64_t arr, uint16_t type, u
 		       uint32_t max, uint8_t **buf, uint32_t *n)
 {
 	const struct v8_layout *l = r->l;
-	uint64_t w;
 	int64_t len;
-	uint16_t t;
 	int err;
 
-	if ((err = v8_object_type(r, arr, &t)))
+	if ((err = array_length(r, arr, type, &len)))
 		return err;
-	if (t != type)
-		return -EPROTO;
-	if ((err = v8_object_field(r, arr, l->fixed_array_length, &w)))
-		return err;
-	len = (int64_t)w >> l->smi_shift;
-	if (!smi(l, w) || len <= 0)
+	if (len <= 0)
 		return -EPROTO;
 	if (len > max)
 		return -E2BIG;
