@@ -182,12 +182,17 @@ static void shun(struct remote_reader *r, pid_t pid, uint64_t now)
 }
 
 /*
- * Charge @ns of read time to @pid; a process whose reads took more than
- * REMOTE_PID_BUDGET_NS in one REMOTE_PID_WINDOW_NS window is shunned.
+ * Charge a read of @ns to @pid (its time past REMOTE_FAST_READ_NS); a
+ * process charged more than REMOTE_PID_BUDGET_NS in one
+ * REMOTE_PID_WINDOW_NS window is shunned.
  */
 static void charge(struct remote_reader *r, pid_t pid, uint64_t now, uint64_t ns)
 {
 	uint32_t slot = (uint32_t)pid % STUCK_PIDS;
+
+	if (ns <= REMOTE_FAST_READ_NS)
+		return;
+	ns -= REMOTE_FAST_READ_NS;
 
 	if (r->spent[slot].pid != pid ||
 	    now - r->spent[slot].window_ns > REMOTE_PID_WINDOW_NS) {

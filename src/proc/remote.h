@@ -11,7 +11,11 @@
  * further reads fail at once and one process holds at most one worker.
  * Memory that is slow rather than hung is caught by a budget: a process
  * whose reads took over REMOTE_PID_BUDGET_NS in a REMOTE_PID_WINDOW_NS
- * window is shunned the same way (both counted as timeouts).
+ * window is shunned the same way (both counted as timeouts). Each read is
+ * charged only its time past REMOTE_FAST_READ_NS: slow memory (a FUSE or
+ * NFS file, a userfaultfd region served late) takes milliseconds a page,
+ * while many reads of resident memory (a runtime walker naming every
+ * frame of every sample) are fast and must not shun a busy process.
  * At most REMOTE_MAX_WORKERS threads exist; with all of them stuck (as
  * many hung processes), every read fails with -EAGAIN.
  *
@@ -30,6 +34,8 @@
 /* Slow memory: more read time than this per window shuns the process too. */
 #define REMOTE_PID_BUDGET_NS	(100ULL * 1000 * 1000)
 #define REMOTE_PID_WINDOW_NS	(1000ULL * 1000 * 1000)
+/* A read's time up to this is a resident page's, not charged. */
+#define REMOTE_FAST_READ_NS	(100ULL * 1000)
 #define REMOTE_READ_MAX		(1u << 20)	/* bytes per read */
 
 struct remote_reader;

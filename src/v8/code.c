@@ -81,11 +81,12 @@ static int element(const struct v8_reader *r, uint64_t arr, uint16_t type, int64
 
 /*
  * Whether the InstructionStream whose instructions would start at @a
- * (map @m, Code @code below it) holds @p: 1 yes (*@code_out), 0 not an
+ * (map @m, Code @code below it) holds @p: 1 yes (*@code_out, its
+ * instructions' size *@size_out), 0 not an
  * InstructionStream, -ENOENT one that does not hold @p.
  */
 static int istream_at(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t a,
-		      uint64_t m, uint64_t code, uint64_t p, uint64_t *code_out)
+		      uint64_t m, uint64_t code, uint64_t p, uint64_t *code_out, uint32_t *size_out)
 {
 	const struct v8_layout *l = r->l;
 	uint64_t entry;
@@ -107,7 +108,39 @@ static int istream_at(const struct v8_reader *r, struct v8_code_cache *cc, uint6
 	if (size <= 0 || p - a >= (uint64_t)size)
 		return -ENOENT;
 	*code_out = code;
+	*size_out = (uint32_t)size;
 	return 1;
+}
+
+/*
+ * The remembered InstructionStream holding @p, checked now as the search
+ * checks one (istream_at()): 0 (*@code, *@start), or -ENOENT (none
+ * remembered holds it, or the one that did no longer checks out: it is
+ * forgotten).
+ */
+static int remembered_code(const struct v8_reader *r, struct v8_code_cache *cc, uint64_t p,
+			   uint64_t *code, uint64_t *start)
+{
+	const struct v8_layout *l = r->l;
+	uint64_t hdr[2];
+	uint32_t size;
+
+	for (uint32_t i = 0; i < V8_CODE_RANGES; i++) {
+		struct v8_code_range *g = &cc->ranges[i];
+
+		if (p < g->start || p >= g->end)
+			continue;
+		if (!remote_read(r->rr, r->pid, g->start - l->istream_start, &hdr[0], 8) &&
+		    !remote_read(r->rr, r->pid, g->start - l->istream_start + l->istream_code,
+				 &hdr[1], 8) &&
+		    istream_at(r, cc, g->start, hdr[0], hdr[1], p, code, &size) == 1) {
+			*start = g->start;
+			return 0;
+		}
+		g->start = g->end = 0;
+		return -ENOENT;
+	}
+	return -ENOENT;
 }
 
 /* The Code whose instructions hold @p, into *@code, their start into *@start. */
@@ -117,10 +150,13 @@ static int find_code(const struct v8_reader *r, struct v8_code_cache *cc, uint64
 	const struct v8_layout *l = r->l;
 	uint64_t buf[(CHUNK + 64) / 8], c0 = 0, a;
 	bool have = false;
+	uint32_t size;
 	int ret, err;
 
 	if (p < V8_CODE_SCAN_MAX)
 		return -ENOENT;
+	if (!remembered_code(r, cc, p, code, start))
+		return 0;
 	for (a = p & ~(uint64_t)(ALIGN - 1); a + V8_CODE_SCAN_MAX > p; a -= ALIGN) {
 		if (!have || a - l->istream_start < c0) {
 			/* the chunk ends at a + istream_start; at a mapping's
@@ -137,11 +173,14 @@ static int find_code(const struct v8_reader *r, struct v8_code_cache *cc, uint64
 		}
 		ret = istream_at(r, cc, a,
 				 buf[(a - l->istream_start - c0) / 8],
-				 buf[(a - l->istream_start + l->istream_code - c0) / 8], p, code);
+				 buf[(a - l->istream_start + l->istream_code - c0) / 8], p, code,
+				 &size);
 		if (ret < 0)
 			return ret;
 		if (ret) {
 			*start = a;
+			cc->ranges[cc->next_range++ % V8_CODE_RANGES] =
+				(struct v8_code_range){ .start = a, .end = a + size };
 			return 0;
 		}
 	}

@@ -57,10 +57,13 @@ enum v8_leaf_state {
 };
 
 #define V8_BASELINE_CACHE	512	/* bytecode offsets of baseline pcs kept */
+#define V8_CODE_RANGES		256	/* InstructionStreams remembered */
 
 /*
  * What code.c keeps of one process between lookups: V8's
- * InstructionStream map once seen (0: not yet), and the bytecode offset
+ * InstructionStream map once seen (0: not yet), the InstructionStreams
+ * found (a pc inside one is checked there first, as the search would,
+ * before the search back through up to a MiB below it), and the bytecode offset
  * of baseline pcs, by (Code, its bytecode offset table, its
  * BytecodeArray, code offset): each lookup reads those three live (small
  * reads) and walks the table and the bytecodes (up to a MiB each) only
@@ -70,6 +73,10 @@ enum v8_leaf_state {
  */
 struct v8_code_cache {
 	uint64_t istream_map;
+	struct v8_code_range {		/* an InstructionStream found: where a pc's search starts */
+		uint64_t start, end;	/* its instructions */
+	} ranges[V8_CODE_RANGES];
+	uint32_t next_range;		/* the slot the next one replaces */
 	struct v8_baseline_entry {
 		uint64_t code, table, ba, target;
 		int64_t offset;	/* the bytecode offset */

@@ -33,6 +33,8 @@
 #include "v8/code.h"
 #include "v8/v8_internal.h"
 
+COUNTER_DEFINE(v8_read_timeout, COUNTER_PARTIAL,
+	       "node processes whose memory reads were abandoned or over the remote reader's time budget (shunned 10 s: their JS frames go unnamed meanwhile)");
 COUNTER_DEFINE_BPF(v8_samples, COUNTER_STAT, PROFD_CNT_V8_SAMPLES,
 		   "samples of V8 (Node) processes walked");
 COUNTER_DEFINE_BPF(v8_js_frames, COUNTER_STAT, PROFD_CNT_V8_FRAMES,
@@ -177,6 +179,7 @@ struct v8 *v8_new(int procs_fd, uint64_t budget, int verbose)
 		v8_free(v);
 		return NULL;
 	}
+	remote_reader_count_timeouts(v->reader, &counter_v8_read_timeout);
 	return v;
 }
 
