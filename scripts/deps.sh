@@ -26,12 +26,14 @@ libmicrohttpd-dev systemtap-sdt-dev python3"
 # elfutils' eu-unstrip joins a stripped binary and its debug file for
 # pprof, lld a second linker's PLT (tests/test_plt.py).
 # tests/test_debuginfod.py: elfutils' debuginfod server, serving debug files
-# the test splits off its own builds.
+# the test splits off its own builds. llvm's llvm-symbolizer is the oracle
+# for C++ lines and inlined frames (tests/test_dwarf_scopes.py).
 TEST="python3 python3.11 python3-pytest protobuf-compiler golang-go
 golang-github-google-pprof-dev chromium binutils libc6-dbg util-linux
 linux-perf libclang-rt-14-dev gdb austin protobuf-compiler-grpc
 python3-grpcio python3-protobuf openssl groff-base man-db systemd
-python3-yaml fuse3 libfuse3-dev ruby xz-utils elfutils lld debuginfod"
+python3-yaml fuse3 libfuse3-dev ruby xz-utils elfutils lld debuginfod
+llvm"
 
 want="$BUILD"
 [ "${1:-}" = "--test" ] && want="$BUILD $TEST"

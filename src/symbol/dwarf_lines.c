@@ -22,6 +22,9 @@
  * again over the same sections, no file read); the chains the
  * symbolizer looked up stay cached (frames.c), so only new addresses
  * decode again. The range walk at open is followed by such a reset too.
+ * The functions around an address are found through each unit's
+ * function index (dwarf_scopes.c), built at the unit's first lookup and
+ * kept across resets (DIE offsets, accounted in the handle's bytes).
  *
  * Input is untrusted: libdw checks every offset, size and form; a
  * failure is an error for the lookup, never a crash. The size cap is
@@ -41,6 +44,7 @@
 #include <string.h>
 
 #include "symbol/dwarf_lines.h"
+#include "symbol/dwarf_scopes.h"
 #include "symbol/dwarf_split.h"
 #include "symbol/elf_file.h"
 
@@ -75,10 +79,12 @@ struct cu_range {
 
 #define NO_DWO	UINT32_MAX
 
+/* A unit whose function index could not be built: lookups walk its DIEs. */
+static char fn_none;
+#define FN_NONE	((struct dwarf_fn_index *)&fn_none)
+
 /* CU ranges kept at most (a hostile file cannot grow the table past it). */
 #define CU_RANGES_MAX	(1u << 20)
-/* DIE nesting followed at most (namespaces, classes, blocks, inlines). */
-#define SCOPE_DEPTH_MAX	64
 
 struct dwarf_lines {
 	Elf *elf;
@@ -98,6 +104,9 @@ struct dwarf_lines {
 	uint32_t nsplit;	/* skeleton units whose .dwo was not read */
 	struct dwarf_split **splits;	/* the .dwo files read */
 	uint32_t nsplits, splits_cap;
+	/* per unit (by its place), its function index; FN_NONE: none builds */
+	struct dwarf_fn_index **fns;
+	uint64_t fns_bytes;	/* the indexes and the array */
 	uint64_t max_bytes;	/* the cap dwarf_lines_open() was given */
 	char *debugdir;		/* the skeleton file's directory, '/'-ended */
 };
@@ -245,18 +254,6 @@ static int range_push(struct dwarf_lines *d, uint64_t lo, uint64_t hi,
 	}
 	d->ranges[d->nranges++] = (struct cu_range){ lo, hi, off, unit, split, dwo };
 	return 0;
-}
-
-/* dwarf_haspc() over @die's live ranges only (dwarf_range_live()). */
-static bool haspc_live(Dwarf_Die *die, uint64_t vaddr)
-{
-	Dwarf_Addr base, lo, hi;
-	ptrdiff_t o = 0;
-
-	while ((o = dwarf_ranges(die, o, &base, &lo, &hi)) > 0)
-		if (dwarf_range_live(lo, hi) && lo <= vaddr && vaddr < hi)
-			return true;
-	return false;
 }
 
 /*
@@ -544,6 +541,10 @@ void dwarf_lines_free(struct dwarf_lines *d)
 	if (!d)
 		return;
 	close_handles(d);
+	for (uint32_t i = 0; d->fns && i < d->units; i++)
+		if (d->fns[i] != FN_NONE)
+			dwarf_fn_index_free(d->fns[i]);
+	free(d->fns);
 	free(d->cus);
 	free(d->ranges);
 	free(d);
@@ -554,7 +555,7 @@ uint64_t dwarf_lines_bytes(const struct dwarf_lines *d)
 {
 	if (!d)
 		return 0;
-	return sizeof(*d) + d->section_bytes + d->decoded_bytes +
+	return sizeof(*d) + d->section_bytes + d->decoded_bytes + d->fns_bytes +
 	       (uint64_t)d->units_walked * CU_BYTES +
 	       (uint64_t)d->cus_cap * sizeof(*d->cus) +
 	       (uint64_t)d->ranges_cap * sizeof(*d->ranges) +
@@ -654,66 +655,60 @@ static int call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file,
 }
 
 /*
- * Append to @chain (outermost first) the subprograms and inlined
- * subroutines below @parent whose ranges hold @vaddr, descending only
- * into DIEs that hold it (and into namespaces and classes, which have no
- * ranges but hold C++ functions): the other functions' bodies are never
- * visited. @split: the .dwo whose unit @parent is in (its DIEs'
- * addresses are read through it), NULL for a unit of the object's own.
- * Returns 0, -E2BIG (deeper than @max or SCOPE_DEPTH_MAX), -EINVAL (a DIE
- * or a range libdw or dwarf_split.c could not read).
+ * The function index of unit @unit (CU DIE @cu), built on its first
+ * lookup; NULL when it cannot be (a DIE libdw could not read, too many
+ * ranges, no memory: lookups there walk the unit's DIEs instead).
  */
-static int scope_walk(Dwarf_Die *parent, uint64_t vaddr, Dwarf_Die *chain,
-		      int *n, int max, int depth, struct dwarf_split *split)
+static struct dwarf_fn_index *fn_index(struct dwarf_lines *d, uint32_t unit,
+				       Dwarf_Die *cu)
 {
-	bool bad = false;
-	Dwarf_Die child;
-	int more;
+	struct dwarf_fn_index *x;
+	uint64_t bytes;
 
-	if (depth > SCOPE_DEPTH_MAX)
-		return -E2BIG;
-	more = dwarf_child(parent, &child);
-	if (more)
-		return more < 0 ? -EINVAL : 0;	/* -1: a DIE libdw could not read */
-	do {
-		int tag = dwarf_tag(&child), ret;
-
-		switch (tag) {
-		case DW_TAG_subprogram:
-		case DW_TAG_inlined_subroutine:
-		case DW_TAG_lexical_block:
-			if (split ? !dwarf_split_haspc(split, &child, vaddr, &bad) :
-				    !haspc_live(&child, vaddr)) {
-				if (bad)
-					return -EINVAL;
-				break;
-			}
-			if (tag != DW_TAG_lexical_block) {
-				if (*n == max)
-					return -E2BIG;
-				chain[(*n)++] = child;
-			}
-			/* the one scope holding @vaddr at this level */
-			return scope_walk(&child, vaddr, chain, n, max, depth + 1,
-					  split);
-		case DW_TAG_namespace:
-		case DW_TAG_module:
-		case DW_TAG_class_type:
-		case DW_TAG_structure_type:
-		case DW_TAG_union_type: {
-			int before = *n;
-
-			ret = scope_walk(&child, vaddr, chain, n, max, depth + 1,
-					 split);
-			if (ret || *n > before)
-				return ret;
-			break;
+	if (unit >= d->units)
+		return NULL;
+	if (!d->fns) {
+		d->fns = calloc(d->units, sizeof(*d->fns));
+		if (!d->fns)
+			return NULL;
+		d->fns_bytes += (uint64_t)d->units * sizeof(*d->fns);
+	}
+	if (!d->fns[unit]) {
+		if (dwarf_fn_index_build(cu, &x, &bytes)) {
+			d->fns[unit] = FN_NONE;
+			return NULL;
 		}
-		default:
-			break;
-		}
-	} while ((more = dwarf_siblingof(&child, &child)) == 0);
-	return more < 0 ? -EINVAL : 0;
+		d->fns[unit] = x;
+		d->fns_bytes += bytes;
+	}
+	return d->fns[unit] == FN_NONE ? NULL : d->fns[unit];
+}
+
+/*
+ * The chain around @vaddr in unit @unit (CU DIE @cu, not split) through
+ * its function index: the function holding it, then its scopes
+ * (dwarf_scope_walk() inside it). Returns as dwarf_scope_walk(), and
+ * -ERANGE when the index cannot answer (walk the unit instead).
+ */
+static int fn_chain(struct dwarf_lines *d, uint32_t unit, Dwarf_Die *cu,
+		    uint64_t vaddr, Dwarf_Die *chain, int *n)
+{
+	struct dwarf_fn_index *x = fn_index(d, unit, cu);
+	Dwarf_Die fn;
+	uint64_t off;
+	int ret;
+
+	if (!x)
+		return -ERANGE;
+	ret = dwarf_fn_index_find(x, vaddr, &off);
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	if (!dwarf_offdie(d->dw, off, &fn))
+		return -EINVAL;
+	if (dwarf_tag(&fn) != DW_TAG_lexical_block)
+		chain[(*n)++] = fn;
+	return dwarf_scope_walk(&fn, vaddr, chain, n, DWARF_LINES_MAX_DEPTH, 1,
+				NULL);
 }
 
 /* dwarf_lines_lookup - see dwarf_lines.h. */
@@ -768,7 +763,10 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 	    !(file = dwarf_linesrc(row, NULL, NULL)))
 		return -ENOENT;
 	line = (uint32_t)lineno;
-	ret = scope_walk(dies, vaddr, chain, &nchain, DWARF_LINES_MAX_DEPTH, 0, split);
+	ret = split ? -ERANGE : fn_chain(d, range->unit, cu, vaddr, chain, &nchain);
+	if (ret == -ERANGE)
+		ret = dwarf_scope_walk(dies, vaddr, chain, &nchain,
+				       DWARF_LINES_MAX_DEPTH, 0, split);
 	if (ret == -EINVAL) {
 		d->unreadable = true;
 		return -EILSEQ;

@@ -13,7 +13,7 @@
  * later cannot fault it. Lookups follow DWARF 5 section 6.2 (the line
  * number program, through dwarf_getsrc_die) and 3.3.8 (inlined
  * subroutines: DW_AT_call_file / DW_AT_call_line, through
- * dwarf_getscopes / dwarf_getscopes_die, as elfutils' eu-addr2line -i).
+ * dwarf_scopes.c's walk, what eu-addr2line -i finds with dwarf_getscopes).
  * Not thread safe: the symbolizer's lock serializes every use.
  */
 #ifndef PROFD_SYMBOL_DWARF_LINES_H
