@@ -155,6 +155,7 @@ int main(int argc, char **argv)
 	const char *config;
 	unsigned int flags = 0;
 	size_t n;
+	bool help_fmt;
 	int ret;
 
 	agent_memory_init();		/* before any thread: malloc arenas */
@@ -201,7 +202,17 @@ int main(int argc, char **argv)
 		}
 		o.cfg.config_file = config;
 	}
-	if (argp_parse(&argp, argc, argv, flags, NULL, &o))
+	/*
+	 * --help's option column: argp's default (29) is narrower than our
+	 * longest options with their argument (--bpf-verifier-log-level=0-2),
+	 * and glibc's argp then misplaces the header or its text. Set only
+	 * for the parse: a workload profd starts does not inherit it.
+	 */
+	help_fmt = !getenv("ARGP_HELP_FMT") && !setenv("ARGP_HELP_FMT", "opt-doc-col=36", 0);
+	ret = argp_parse(&argp, argc, argv, flags, NULL, &o);
+	if (help_fmt)
+		unsetenv("ARGP_HELP_FMT");
+	if (ret)
 		return 64;
 	if (o.print_config) {
 		ret = options_print_yaml(&o, stdout);

@@ -2,6 +2,7 @@
 round-trips through a file, flags override the file, bad keys and values
 are one-line errors naming the key. PyYAML (python3-yaml) is the
 independent reader of what profd prints."""
+import collections
 import os
 import re
 import subprocess
@@ -90,6 +91,38 @@ def all_flags(pid):
         if val is not None:
             argv.append(str(pid) if val == "SELF" else val)
     return argv
+
+
+def test_help_columns(profd_bin):
+    """--help as a person reads it: each option's header starts the line
+    (`  -x, --name=ARG` or `      --name=ARG`), its text in one column
+    beside or under it, every continuation line in that column, and
+    nothing wider than 79 characters (glibc's argp misplaced the header or
+    the text of options longer than its default column)."""
+    env = {k: v for k, v in os.environ.items() if k != "ARGP_HELP_FMT"}
+    out = subprocess.run([profd_bin, "--help"], capture_output=True, text=True,
+                         env=env).stdout
+    lines = out.splitlines()
+    start = next(i for i, l in enumerate(lines) if re.match(r"^ +-", l))
+    cols, bad = collections.Counter(), []
+    for l in lines[start:]:
+        if l.strip() and not l.startswith(" "):
+            break               # the text after the options
+        if not l.strip() or re.match(r"^ \S.*:$", l):
+            continue            # blank lines and group titles
+        m = re.match(r"^( {2}-\S, | {6})--?\S+( {2,}(\S.*))?$", l)
+        if m:
+            # a header past the column has its text after it, as GNU tools do
+            if m.group(3) and len(l) - len(m.group(2)) < 34:
+                cols[len(l) - len(m.group(3))] += 1
+            continue
+        indent = len(l) - len(l.lstrip(" "))
+        cols[indent] += 1
+        if indent < 20:
+            bad.append(l)
+    assert not bad, "lines outside the text column:\n" + "\n".join(bad)
+    assert len(cols) == 1, (cols, out)
+    assert max(map(len, lines)) <= 79, max(lines, key=len)
 
 
 def test_every_option_is_covered(profd_bin):
