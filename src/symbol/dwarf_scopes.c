@@ -21,8 +21,12 @@
 #include "symbol/dwarf_scopes.h"
 #include "symbol/dwarf_split.h"
 
-/* Ranges an index keeps at most (a hostile unit cannot grow it past). */
-#define FN_RANGES_MAX	(1u << 20)
+/*
+ * Ranges an index keeps at most, 10 MiB (40 bytes each): a unit with more
+ * gets no index (its lookups walk its DIEs), so a hostile unit cannot
+ * make one past that.
+ */
+#define FN_RANGES_MAX	(1u << 18)
 /* Ranges a lookup steps back over before handing back to the walk. */
 #define FIND_SCAN_MAX	64
 
