@@ -197,8 +197,10 @@ def server(built, tmp_path_factory):
 class FakeServer:
     """A debuginfod stand-in on localhost: @mode "slow" (answers 404 after
     @delay s), "hung" (never answers), "elf" (any build ID: @body, another
-    program's debug file), "garbage" (any build ID: @body), "error" (HTTP
-    500 for any build ID), "proxy" (@delay s, then what @upstream says)."""
+    program's debug file), "garbage" (any build ID: @body), "cut" (any
+    build ID: the length of @body announced, its first half sent, the
+    connection closed), "error" (HTTP 500 for any build ID), "proxy"
+    (@delay s, then what @upstream says)."""
 
     def __init__(self, mode, body=b"", delay=0.0, upstream=None):
         outer = self
@@ -219,7 +221,7 @@ class FakeServer:
                 status, data = 404, b""
                 if mode == "error":
                     status = 500
-                if mode in ("elf", "garbage"):
+                if mode in ("elf", "garbage", "cut"):
                     status, data = 200, body
                 elif mode == "proxy":
                     status, data = http_get(upstream + self.path)
@@ -227,7 +229,9 @@ class FakeServer:
                     self.send_response(status)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    self.wfile.write(data[:len(data) // 2] if mode == "cut" else data)
+                    if mode == "cut":
+                        self.close_connection = True
                 except OSError:
                     pass    # the client gave up
 
@@ -448,6 +452,8 @@ def bad_server(mode, built):
     if mode == "truncated":     # the right file, cut in half: no section headers
         data = open(built["debug"], "rb").read()
         return FakeServer("elf", body=data[:len(data) // 2])
+    if mode == "cut":           # the right file announced, half of it sent
+        return FakeServer("cut", body=open(built["debug"], "rb").read())
     if mode == "huge":          # past the 1 MiB cap the run sets
         return FakeServer("garbage", body=b"\0" * (8 << 20))
     if mode == "error":
@@ -461,6 +467,7 @@ def bad_server(mode, built):
     ("elf", "debuginfod_rejected"),
     ("garbage", "debuginfod_rejected"),
     ("truncated", "debuginfod_rejected"),
+    ("cut", "debuginfod_failed"),
     ("huge", "debuginfod_failed"),
     ("error", "debuginfod_server_errors"),
     ("hung", None),
@@ -468,7 +475,9 @@ def bad_server(mode, built):
 def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
     """A server that refuses connections, answers after the timeout
     (DEBUGINFOD_TIMEOUT=1, honoured), sends another program's debug file,
-    garbage, the right file truncated, or 8 MiB past the 1 MiB cap for any
+    garbage, the right file truncated, the right file cut off mid-transfer
+    (a failed fetch, asked again soon: libdebuginfod says "not found" and
+    leaves a miss marker), or 8 MiB past the 1 MiB cap for any
     build ID, answers HTTP 500 (a server error, not a miss: libdebuginfod
     says "not found" for both), or never answers (profd stops anyway: the
     fetch is cancelled): profd keeps writing a profile a second,
@@ -501,9 +510,9 @@ def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
     files = [f for _, _, fs in os.walk(bid_dir) for f in fs] if os.path.isdir(bid_dir) else []
     sizes = [os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(bid_dir) for f in fs]
     assert not any(sizes), f"a file of {mode} server stayed in the cache: {files} {sizes}"
-    if mode in ("hung", "error"):   # no miss remembered for the next run
+    if mode in ("hung", "error", "cut"):    # no miss remembered for the next run
         assert not files, files
-    if mode == "error":
+    if mode in ("error", "cut"):
         assert not r.total("debuginfod_not_found"), r.err
 
 

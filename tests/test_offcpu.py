@@ -67,9 +67,10 @@ def has_run(frames, chain):
     return False
 
 
-def chain_ns(pprof, paths, chain, kernel_frame):
+def chain_ns(pprof, paths, chain, kernel_frame, others=None):
     """Off-CPU ns of the samples holding @chain, and of those among them
-    whose frames show @kernel_frame; per file."""
+    whose frames show @kernel_frame; per file. @others (a list) gets the
+    frames of the samples holding @chain without @kernel_frame."""
     total, with_kernel, per_file = 0, 0, []
     for path in paths:
         n = 0
@@ -79,9 +80,22 @@ def chain_ns(pprof, paths, chain, kernel_frame):
             n += s["value"]
             if any(kernel_frame in f for f in s["frames"]):
                 with_kernel += s["value"]
+            elif others is not None:
+                others.append((s["value"], s["frames"]))
         total += n
         per_file.append(n)
     return total, with_kernel, per_file
+
+
+def check_kernel_frames(name, got, with_kernel, others):
+    """The chain's blocked time is in @kernel_frame's stacks, but for a
+    thread of the chain that blocked elsewhere in its frames (a page fault
+    on its code or stack under memory pressure: io_schedule, not
+    do_nanosleep): at most 2 % of it, each such stack with its own kernel
+    frames from __schedule (a kernel stack, not a lost one)."""
+    assert with_kernel >= 0.98 * got, (name, got, with_kernel, others[:3])
+    assert all(frames and frames[0] == "__schedule" for _, frames in others), \
+        (name, others[:3])
 
 
 def test_offcpu_chains(profd_bin, pprof, offcpu_bin, tmp_path):
@@ -97,9 +111,10 @@ def test_offcpu_chains(profd_bin, pprof, offcpu_bin, tmp_path):
     # ends at the thread's next switch-out, never leaves a stack unended
     assert "off_cpu_no_end" not in err and "off_cpu_no_stack" not in err, err[-3000:]
     for name, (chain, kframe) in CHAINS.items():
-        got, with_kernel, _ = chain_ns(pprof, paths, chain, kframe)
+        others = []
+        got, with_kernel, _ = chain_ns(pprof, paths, chain, kframe, others)
         w = want[name]
-        assert got == with_kernel, (name, got, with_kernel)
+        check_kernel_frames(name, got, with_kernel, others)
         if name == "fault_touch":
             # the program's figure holds the fault handler's CPU time too
             assert 0.3 * w <= got <= 1.1 * w, (name, got, w)
@@ -115,10 +130,11 @@ def test_offcpu_interval_split(profd_bin, pprof, offcpu_bin, tmp_path):
     stdout, paths, err = run_exec(profd_bin, tmp_path / "out", [offcpu_bin, "long", "3"],
                                   "--profile-interval", "1")
     w = measured(stdout)["long_sleep"]
+    others = []
     got, with_kernel, per_file = chain_ns(pprof, paths, ["long_sleep", "long_chain", "main"],
-                                          "do_nanosleep")
-    assert abs(got - w) <= 0.1 * w, (got, w, per_file)
-    assert got == with_kernel
+                                          "do_nanosleep", others)
+    assert abs(got - w) <= 0.1 * w, (got, w, per_file, err[-2000:])
+    check_kernel_frames("long_sleep", got, with_kernel, others)
     spanned = [n for n in per_file if n]
     assert len(spanned) >= 3, per_file
     assert max(spanned) <= 1.15e9, per_file
@@ -129,10 +145,11 @@ def test_offcpu_exit_while_blocked(profd_bin, pprof, offcpu_bin, tmp_path):
     stdout, paths, err = run_exec(profd_bin, tmp_path / "out", [offcpu_bin, "exit", "1500"],
                                   "--profile-interval", "1")
     w = measured(stdout)["exit_wait"]
+    others = []
     got, with_kernel, per_file = chain_ns(pprof, paths, ["exit_wait", "exit_chain"],
-                                          "pipe_read")
+                                          "pipe_read", others)
     assert abs(got - w) <= 0.1 * w, (got, w, per_file, err[-2000:])
-    assert got == with_kernel
+    check_kernel_frames("exit_wait", got, with_kernel, others)
 
 
 def loaded_programs(pid):

@@ -56,10 +56,21 @@ COUNTER_DEFINE(off_cpu_exited, COUNTER_STAT,
 #define OFFCPU_BUCKETS		4096	/* power of two */
 /*
  * Ends read before their stack: a stack held for its process's unwind
- * tables (stack_copy.c) comes after its end. Kept in a ring until the
- * stack comes; one overwritten unmatched counts as off_cpu_no_stack.
+ * tables (stack_copy.c: up to HOLD_MAX_NS, 400 ms) comes after its end.
+ * Kept in a ring, found by tid through a hash, until the stack comes;
+ * one overwritten unmatched counts as off_cpu_no_stack. The ring holds
+ * what a new process's threads end in one hold at ~10k switch-outs a
+ * second (256 were overwritten in the first interval of a process
+ * blocking that often: its held stacks then came without their ends).
  */
-#define OFFCPU_EARLY_ENDS	256
+#define OFFCPU_EARLY_ENDS	4096	/* power of two */
+#define OFFCPU_EARLY_BUCKETS	512	/* power of two */
+#define EARLY_NONE		UINT32_MAX
+
+struct early_end {
+	struct profd_offcpu_end e;	/* e.tid 0: free */
+	uint32_t next;		/* the next in its bucket, or EARLY_NONE */
+};
 
 struct offcpu_period {
 	struct offcpu_period *next;
@@ -84,7 +95,8 @@ struct offcpu {
 	struct offcpu_period *buckets[OFFCPU_BUCKETS];
 	uint64_t n;
 	uint64_t bytes;
-	struct profd_offcpu_end early[OFFCPU_EARLY_ENDS];	/* tid 0: free */
+	struct early_end early[OFFCPU_EARLY_ENDS];
+	uint32_t early_head[OFFCPU_EARLY_BUCKETS];	/* by tid; EARLY_NONE */
 	uint32_t nearly;	/* in use */
 	uint32_t early_next;	/* the slot written next */
 };
@@ -96,6 +108,8 @@ struct offcpu *agent_offcpu_new(uint64_t min_block_ns, const struct kallsyms *ks
 	if (!o)
 		return NULL;
 	o->min_block_ns = min_block_ns;
+	for (size_t b = 0; b < OFFCPU_EARLY_BUCKETS; b++)
+		o->early_head[b] = EARLY_NONE;
 	if (kallsyms_range(ksyms, "__schedule", &o->sched_start, &o->sched_end))
 		o->sched_start = o->sched_end = 0;
 	return o;
@@ -194,26 +208,49 @@ static void period_end(struct agent *ag, struct offcpu_period **pp, uint64_t end
 	period_free(ag->offcpu, p);
 }
 
+static uint32_t *early_bucket(struct offcpu *o, uint32_t tid)
+{
+	return &o->early_head[tid & (OFFCPU_EARLY_BUCKETS - 1)];
+}
+
+/* Take slot @i (in use) out of its bucket. */
+static void early_unlink(struct offcpu *o, uint32_t i)
+{
+	uint32_t *pi = early_bucket(o, o->early[i].e.tid);
+
+	while (*pi != i && *pi != EARLY_NONE)
+		pi = &o->early[*pi].next;
+	if (*pi == i)
+		*pi = o->early[i].next;
+}
+
 /* Keep @e, whose stack has not come (yet). */
 static void early_end_keep(struct offcpu *o, const struct profd_offcpu_end *e)
 {
-	struct profd_offcpu_end *slot = &o->early[o->early_next];
+	uint32_t i = o->early_next, *head;
 
-	if (slot->tid)
+	if (o->early[i].e.tid) {
 		counter_inc(&counter_off_cpu_no_stack);	/* it never came */
-	else
+		early_unlink(o, i);
+	} else {
 		o->nearly++;
-	*slot = *e;
-	o->early_next = (o->early_next + 1) % OFFCPU_EARLY_ENDS;
+	}
+	o->early[i].e = *e;
+	head = early_bucket(o, e->tid);
+	o->early[i].next = *head;
+	*head = i;
+	o->early_next = (i + 1) & (OFFCPU_EARLY_ENDS - 1);
 }
 
-/* The kept end of the period of @tid that began at @out_ns, or NULL. */
-static struct profd_offcpu_end *early_end_find(struct offcpu *o, pid_t tid, uint64_t out_ns)
+/* The slot of the kept end of @tid's period that began at @out_ns, or EARLY_NONE. */
+static uint32_t early_end_find(struct offcpu *o, pid_t tid, uint64_t out_ns)
 {
-	for (uint32_t i = 0; o->nearly && i < OFFCPU_EARLY_ENDS; i++)
-		if (o->early[i].tid == (uint32_t)tid && o->early[i].out_ns == out_ns)
-			return &o->early[i];
-	return NULL;
+	uint32_t i = *early_bucket(o, (uint32_t)tid);
+
+	while (i != EARLY_NONE && (o->early[i].e.tid != (uint32_t)tid ||
+				   o->early[i].e.out_ns != out_ns))
+		i = o->early[i].next;
+	return i;
 }
 
 /* End the period *@pp as @e says. */
@@ -232,16 +269,16 @@ void agent_offcpu_stack(struct agent *ag, const struct profd_sample *s, const ch
 	struct offcpu *o = ag->offcpu;
 	uint16_t skip, nkernel;
 	struct offcpu_period **pp, *p;
-	struct profd_offcpu_end *early;
+	uint32_t early;
 	size_t size;
 
 	if (!o)
 		return;
 	skip = sched_frames_above(o, ips, s->kernel_len);
 	nkernel = s->kernel_len - skip;
-	early = o->nearly ? early_end_find(o, s->tid, s->cookie) : NULL;
+	early = o->nearly ? early_end_find(o, s->tid, s->cookie) : EARLY_NONE;
 	pp = slot(o, s->tid);
-	if (*pp && !early) {
+	if (*pp && early == EARLY_NONE) {
 		struct offcpu_period *old = *pp;
 
 		if (old->out_ns > s->cookie) {
@@ -279,10 +316,11 @@ void agent_offcpu_stack(struct agent *ag, const struct profd_sample *s, const ch
 	*pp = p;
 	o->n++;
 	o->bytes += size;
-	if (early) {
+	if (early != EARLY_NONE) {
 		/* its end came first (the stack waited for its tables) */
-		end_with(ag, pp, early);
-		early->tid = 0;
+		end_with(ag, pp, &o->early[early].e);
+		early_unlink(o, early);
+		o->early[early].e.tid = 0;
 		o->nearly--;
 	}
 }

@@ -23,7 +23,10 @@
  * file, believed for its cache_miss_s) for each. The status each server
  * answered is in the client's verbose output ("header HTTP/1.1 500 ...",
  * "url N The requested URL returned error: 500"), which each worker
- * keeps in a memfd: a 5xx from any server is a server error, not a miss.
+ * keeps in a memfd: a 5xx from any server is a server error, not a miss,
+ * and so is a transfer cut on the way ("server response Transferred a
+ * partial file": curl's errors other than an HTTP status all come back
+ * as -ENOENT), a failed fetch.
  * A miss (404 everywhere) or a rejected file is asked again after
  * DBGD_RETRY_S; a server error, a timeout or an unreachable server
  * after DBGD_ERROR_RETRY_S, doubled at each such failure in a row up to
@@ -60,8 +63,8 @@ COUNTER_DEFINE(debuginfod_server_errors, COUNTER_STAT,
 	       "debuginfod fetches a server answered with an error (HTTP 5xx): "
 	       "asked again after 1 minute, doubling while it lasts");
 COUNTER_DEFINE(debuginfod_failed, COUNTER_STAT,
-	       "debuginfod fetches that failed: server unreachable, timed out "
-	       "(asked again after 1 minute, doubling), too big, cancelled");
+	       "debuginfod fetches that failed: server unreachable, timed out, cut off "
+	       "mid-transfer (asked again after 1 minute, doubling), too big, cancelled");
 COUNTER_DEFINE(debuginfod_rejected, COUNTER_STAT,
 	       "files debuginfod servers sent that were not the object's debug "
 	       "file (another build ID, not ELF, no .symtab): deleted, never used");
@@ -350,31 +353,57 @@ static int line_status(const char *line)
 }
 
 /*
- * Whether a server answered the last fetch of @w with a 5xx status (its
- * verbose output read line by line; a line longer than the buffer is
- * skipped).
+ * Whether a line of libdebuginfod's verbose output says a transfer
+ * failed on the way ("server response <curl's error>"), not with an HTTP
+ * status (CURLE_HTTP_RETURNED_ERROR: a 404 or a 5xx, told by
+ * line_status()): a connection cut mid-file (CURLE_PARTIAL_FILE), which
+ * libdebuginfod 0.188 reports as -ENOENT with a miss marker.
  */
-static bool server_error(struct dbgd_worker *w)
+static bool line_transfer_failed(const char *line)
+{
+	static const char pre[] = "server response ";
+
+	return !strncmp(line, pre, sizeof(pre) - 1) &&
+	       strcmp(line + sizeof(pre) - 1, "No error") &&
+	       strcmp(line + sizeof(pre) - 1, "HTTP response code said error");
+}
+
+/* What a line of the verbose output tells of a failure: see fetch_failure(). */
+static int line_failure(const char *line)
+{
+	if (line_status(line) / 100 == 5)
+		return -EREMOTEIO;
+	return line_transfer_failed(line) ? -EIO : 0;
+}
+
+/*
+ * Why the last fetch of @w, which libdebuginfod called a miss (-ENOENT),
+ * failed, from its verbose output read line by line (a line longer than
+ * the buffer is skipped): -EREMOTEIO when a server answered a 5xx
+ * status, else -EIO when a transfer failed on the way, else 0 (a miss).
+ */
+static int fetch_failure(struct dbgd_worker *w)
 {
 	char buf[1024];
 	size_t have = 0;
 	off_t off = 0;
-	bool skip = false, found = false;
+	bool skip = false;
+	int found = 0, f;
 	ssize_t r;
 
 	if (w->vfd < 0)
-		return false;
-	while (!found && (r = pread(w->vfd, buf + have, sizeof(buf) - 1 - have,
-				    off)) > 0) {
+		return 0;
+	while (found != -EREMOTEIO && (r = pread(w->vfd, buf + have,
+						 sizeof(buf) - 1 - have, off)) > 0) {
 		char *line = buf, *nl;
 
 		off += r;
 		have += (size_t)r;
 		buf[have] = '\0';
-		while (!found && (nl = strchr(line, '\n')) != NULL) {
+		while (found != -EREMOTEIO && (nl = strchr(line, '\n')) != NULL) {
 			*nl = '\0';
-			if (!skip && line_status(line) / 100 == 5)
-				found = true;
+			if (!skip && (f = line_failure(line)) && found != -EREMOTEIO)
+				found = f;
 			skip = false;
 			line = nl + 1;
 		}
@@ -385,9 +414,10 @@ static bool server_error(struct dbgd_worker *w)
 			skip = true;
 		}
 	}
-	if (!found && have && !skip) {
+	if (found != -EREMOTEIO && have && !skip) {
 		buf[have] = '\0';
-		found = line_status(buf) / 100 == 5;
+		if ((f = line_failure(buf)))
+			found = f;
 	}
 	return found;
 }
@@ -459,8 +489,9 @@ again:
 					   &path) : -ENOMEM;
 	if (fd < 0 && w->cancelled)	/* the library says -ENOENT then */
 		fd = w->cancelled;
-	if (fd == -ENOENT && server_error(w))
-		fd = -EREMOTEIO;	/* the library says -ENOENT for a 5xx too */
+	/* the library says -ENOENT for a 5xx and a cut transfer too */
+	if (fd == -ENOENT && (ret = fetch_failure(w)))
+		fd = ret;
 	/* not a miss: the client's marker would answer the retry */
 	if (fd == -ECANCELED || (fd < 0 && transient(fd)))
 		forget_miss(d, e);
@@ -520,7 +551,7 @@ static void *worker_main(void *arg)
 	if (c) {
 		debuginfod_set_user_data(c, w);
 		debuginfod_set_progressfn(c, progress);
-		/* the HTTP status of a failure: server_error() */
+		/* the HTTP status of a failure: fetch_failure() */
 		if (w->vfd >= 0)
 			debuginfod_set_verbose_fd(c, w->vfd);
 	}
