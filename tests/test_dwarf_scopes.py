@@ -28,6 +28,8 @@ import subprocess
 import pytest
 
 from conftest import unit_program
+from test_dwarf import elf_symbols
+from test_split_dwarf import llvm_symbolizer
 
 SRC = r"""
 #include <algorithm>
@@ -124,17 +126,7 @@ def llvm_chains(binary, addrs):
     """The same from llvm-symbolizer --inlining (names demangled)."""
     res = {}
     for i in range(0, len(addrs), 2000):
-        part = addrs[i:i + 2000]
-        out = subprocess.run(["llvm-symbolizer", "--inlining", "-e", binary,
-                              *map(hex, part)],
-                             check=True, capture_output=True, text=True).stdout
-        for a, block in zip(part, out.strip("\n").split("\n\n")):
-            ls = block.splitlines()
-            res[a] = []
-            for fn, loc in zip(ls[0::2], ls[1::2]):
-                file, line = (loc.split(":") + ["0"])[:2]
-                if file != "??" and line.isdigit() and int(line) > 0:
-                    res[a].append((fn, os.path.basename(file), int(line)))
+        res.update(llvm_symbolizer(binary, addrs[i:i + 2000]))
     return res
 
 
@@ -142,18 +134,6 @@ def demangled(names):
     out = subprocess.run(["c++filt"], input="\n".join(names), check=True,
                          capture_output=True, text=True).stdout.splitlines()
     return dict(zip(names, out))
-
-
-def symbol_ranges(binary):
-    """{name: (start, end)} of @binary's sized FUNC symbols (nm -S)."""
-    out = subprocess.run(["nm", "-S", "--defined-only", binary], check=True,
-                         capture_output=True, text=True).stdout
-    res = {}
-    for line in out.splitlines():
-        p = line.split()
-        if len(p) == 4 and p[2] in "tTW":
-            res[p[3]] = (int(p[0], 16), int(p[0], 16) + int(p[1], 16))
-    return res
 
 
 def test_cxx_chains_match_llvm_symbolizer(tmp_path):
@@ -186,7 +166,7 @@ def test_cxx_chains_match_llvm_symbolizer(tmp_path):
 
     # the places the index must get right: a namespace's class member, two
     # template instances, inlined chains three deep, and main's cold part
-    syms = symbol_ranges(binary)
+    syms = {n: (v, v + size) for n, (v, size) in elf_symbols(binary).items()}
     want = {
         "Counter::add": [n for n in syms if "7Counter3add" in n],
         "scaled<long>": [n for n in syms if "6scaledIlE" in n],

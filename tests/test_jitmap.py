@@ -164,15 +164,22 @@ def leaves_by_thread(samples):
     return out
 
 
-def test_c_perf_map(profd_bin, pprof, jitgen, tmp_path):
-    """Code in anonymous executable memory announced in /tmp/perf-PID.map
-    is named as written there, under the mapping "[jit]"."""
-    work, go, _ = start_jitgen(jitgen, tmp_path, "map", 3)
+def profile_perf_map_jitgen(profd_bin, jitgen, tmp_path, mode):
+    """Profile jitgen @mode (one that writes its own /tmp/perf-PID.map) for
+    3 s: (its process, profd's stderr, the profiles)."""
+    work, go, _ = start_jitgen(jitgen, tmp_path, mode, 3)
     try:
         err, paths = profile(profd_bin, tmp_path, work.pid, 3, go)
     finally:
         stop(work)
         os.unlink(f"/tmp/perf-{work.pid}.map")
+    return work, err, paths
+
+
+def test_c_perf_map(profd_bin, pprof, jitgen, tmp_path):
+    """Code in anonymous executable memory announced in /tmp/perf-PID.map
+    is named as written there, under the mapping "[jit]"."""
+    work, err, paths = profile_perf_map_jitgen(profd_bin, jitgen, tmp_path, "map")
     by = leaves_by_thread(of_pid(pprof, paths, work.pid)).get("jitrun", {})
     print(by)
     assert by.get("jitgen_map_fn", 0) * 10 >= sum(by.values()) * 8, f"{by}\n{err}"
@@ -191,12 +198,7 @@ def test_leaf_at_entry_keeps_its_caller(profd_bin, pprof, jitgen, tmp_path):
     jitgen_outer as its caller, none skips it to outer's own caller
     (run_for); the leaf's samples at entry are counted
     (stat.unwind_leaf_entry)."""
-    work, go, _ = start_jitgen(jitgen, tmp_path, "entry", 3)
-    try:
-        err, paths = profile(profd_bin, tmp_path, work.pid, 3, go)
-    finally:
-        stop(work)
-        os.unlink(f"/tmp/perf-{work.pid}.map")
+    work, err, paths = profile_perf_map_jitgen(profd_bin, jitgen, tmp_path, "entry")
     ks = kernel_names()
     callers = collections.Counter()
     for s in of_pid(pprof, paths, work.pid):
