@@ -123,6 +123,8 @@ def test_help_columns(profd_bin):
     assert not bad, "lines outside the text column:\n" + "\n".join(bad)
     assert len(cols) == 1, (cols, out)
     assert max(map(len, lines)) <= 79, max(lines, key=len)
+    assert not [i for i, l in enumerate(lines) if l and not l.strip()], \
+        "lines of spaces alone"
 
 
 def test_every_option_is_covered(profd_bin):

@@ -432,7 +432,7 @@ def test_names_wait_for_a_slow_fetch(profd_bin, pprof, tmp_path, built, server):
     assert r.total("debuginfod_fetched") == 1, r.err
     pending = [c.get("symbols_pending_debuginfod", 0) for c in r.counters]
     assert max(pending[:2]) > 0 and pending[-1] == 0, (pending, r.err)
-    assert re.search(r"partial \(.*symbols_pending_debuginfod=\d+", r.err), r.err
+    assert re.search(r"partial events \(.*symbols_pending_debuginfod=\d+", r.err), r.err
     first = r.workload_frames(pprof, r.paths[0])
     assert first and all(n is None for s in first for _, n, _ in s), first
     last = r.workload_frames(pprof, r.paths[-1])

@@ -106,7 +106,7 @@ static void status_line(struct agent *ag, const struct aggregate *a,
 		}
 	}
 	fprintf(stderr, "profd: interval %u: %llu samples, %llu stacks, "
-		"%llu processes tracked, %llu lost%s%s%s, %llu partial%s%s%s, %s %s%s\n",
+		"%llu processes tracked, %llu lost%s%s%s, %llu partial events%s%s%s, %s %s%s\n",
 		ag->intervals, (unsigned long long)a->nsamples,
 		(unsigned long long)a->nstacks, (unsigned long long)processes,
 		(unsigned long long)nlost, lo ? " (" : "", lost + (lo ? 1 : 0),

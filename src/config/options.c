@@ -79,7 +79,7 @@ static const struct option_def table[] = {
 	  "User stack a sample carries when its process's unwind tables are not "
 	  "loaded yet, walked once they are: 0-16384 (default 16384; 0: such "
 	  "samples keep a frame-pointer walk, checked)" },
-	{ "check-unwinder", OPT_CHECK_UNWINDER, NULL, OPTION_FLAG, true, 3,
+	{ "check-unwinder", OPT_CHECK_UNWINDER, NULL, OPTION_FLAG, true, 2,
 	  "Diagnostic: every sample carries its stack, and user space walks it "
 	  "too and compares (counters unwinder_check_match / _mismatch)" },
 	{ "tracers", OPT_TRACERS, "NAME[,NAME...]", OPTION_LIST, true, 2,
