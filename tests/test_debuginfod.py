@@ -506,6 +506,8 @@ def test_bad_server(profd_bin, pprof, tmp_path, built, mode, counter):
         assert r.total(counter) >= 1, r.err
         assert re.search(rf"profd: warning: debuginfod: build ID {built['build_id']}: ", r.err), \
             r.err
+        # after the failure its frames say why they have no names
+        assert r.total("symbols_debuginfod_missing") >= 1, r.err
     bid_dir = os.path.join(r.cache, built["build_id"])
     files = [f for _, _, fs in os.walk(bid_dir) for f in fs] if os.path.isdir(bid_dir) else []
     sizes = [os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(bid_dir) for f in fs]

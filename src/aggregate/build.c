@@ -113,6 +113,10 @@ COUNTER_DEFINE(symbols_too_big, COUNTER_PARTIAL,
 COUNTER_DEFINE(symbols_pending_debuginfod, COUNTER_PARTIAL,
 	       "frames left unsymbolized: their object's debug file was being "
 	       "fetched from debuginfod (named from a later interval on)");
+COUNTER_DEFINE(symbols_debuginfod_missing, COUNTER_PARTIAL,
+	       "frames left unsymbolized: their object has no symbols of its own "
+	       "and debuginfod gave no debug file for it (not found, or the fetch "
+	       "failed: stat.debuginfod_*; asked again later)");
 
 COUNTER_DEFINE(jit_unknown, COUNTER_PARTIAL,
 	       "JIT frames left unnamed: no perf map / jitdump entry held their "
@@ -243,6 +247,8 @@ static uint32_t user_location(struct stack_builder *b, struct proc_snapshot *sna
 			counter_inc(&counter_symbols_too_big);
 		else if (n == -EINPROGRESS)
 			counter_inc(&counter_symbols_pending_debuginfod);
+		else if (n == -ENOLINK)
+			counter_inc(&counter_symbols_debuginfod_missing);
 	} else if (state == PROC_OBJ_HUNG) {
 		counter_inc(&counter_file_hung);
 	} else if (state != PROC_OBJ_DONE) {

@@ -361,11 +361,20 @@ static int line_status(const char *line)
  */
 static bool line_transfer_failed(const char *line)
 {
+	/* curl_easy_strerror()'s words for a transfer that went well, an
+	 * HTTP status, and a file:// or other file that is not there */
+	static const char *const not_failures[] = {
+		"No error", "HTTP response code said error",
+		"Couldn't read a file:// file", "Remote file not found",
+	};
 	static const char pre[] = "server response ";
 
-	return !strncmp(line, pre, sizeof(pre) - 1) &&
-	       strcmp(line + sizeof(pre) - 1, "No error") &&
-	       strcmp(line + sizeof(pre) - 1, "HTTP response code said error");
+	if (strncmp(line, pre, sizeof(pre) - 1))
+		return false;
+	for (size_t i = 0; i < sizeof(not_failures) / sizeof(not_failures[0]); i++)
+		if (!strcmp(line + sizeof(pre) - 1, not_failures[i]))
+			return false;
+	return true;
 }
 
 /* What a line of the verbose output tells of a failure: see fetch_failure(). */

@@ -92,6 +92,15 @@ bool sym_fetched_pending(const struct sym_object *o)
 	       !(o->ef && elf_file_has_symtab(o->ef));
 }
 
+/* sym_fetched_failed - see symbolizer_internal.h. */
+bool sym_fetched_failed(const struct sym_object *o)
+{
+	struct dbgd_entry *e = entry_of(o);
+
+	return e && !attached(o) && dbgd_entry_state(e) == DBGD_FAILED &&
+	       !(o->ef && elf_file_has_symtab(o->ef));
+}
+
 /* sym_fetched_retry - see symbolizer_internal.h. */
 void sym_fetched_retry(struct symbolizer *s, struct sym_object *o)
 {

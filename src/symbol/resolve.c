@@ -199,7 +199,8 @@ int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		sl = &v;
 	}
 	if (sl->state != SLOT_HIT)
-		return sym_fetched_pending(o) ? -EINPROGRESS : -ENOENT;
+		return sym_fetched_pending(o) ? -EINPROGRESS :
+		       sym_fetched_failed(o) ? -ENOLINK : -ENOENT;
 	out->name = sl->name;
 	out->system_name = sl->system_name;
 	out->sym_vaddr = sl->sym_vaddr;

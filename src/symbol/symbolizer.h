@@ -215,7 +215,9 @@ const char *sym_object_build_id(const struct sym_object *o);
  * (its table was shed for the budget: symbolizer_reload()), -EFBIG (its
  * table is larger than the whole budget: not read), or
  * -EINPROGRESS (no symbol yet, but its debug file is being fetched from
- * debuginfod or waits to be attached).
+ * debuginfod or waits to be attached), or -ENOLINK (no symbol: the object
+ * has none of its own and debuginfod gave no debug file for it, not found
+ * or failed; asked again later).
  */
 int sym_object_resolve(struct sym_object *o, uint64_t file_offset,
 		       struct sym_result *out);

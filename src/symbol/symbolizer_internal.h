@@ -325,6 +325,13 @@ bool sym_fetched_ready(const struct sym_object *o);
 bool sym_fetched_pending(const struct sym_object *o);
 
 /*
+ * sym_fetched_failed - whether @o, without a symbol table of its own,
+ * asked debuginfod for its debug file and got none (not found, a server
+ * error, a failed or rejected fetch; asked again later). Lock held.
+ */
+bool sym_fetched_failed(const struct sym_object *o);
+
+/*
  * sym_fetched_attach - attach @o's fetched debug file (sym_fetched_ready())
  * and read its symbols, without @lock while reading; a file that does not
  * fit @o is rejected (dbgd_entry_reject()). Returns 0 (attached, or
