@@ -31,7 +31,7 @@
  * parts add up to the share; the queues are empty but in bursts and
  * outages, the caches full after a while on a busy host.
  */
-#define AGENT_MEMORY_BASE_MIB	64u
+#define AGENT_MEMORY_BASE_MIB	72u
 #define AGENT_MEMORY_MIN_MIB	80u
 
 /*
@@ -45,7 +45,7 @@
  * 128. A smaller limit gives the lines no part of their own: DWARF then
  * takes at most half of the symbolizer's budget, as before.
  */
-#define AGENT_LINES_FROM_MIB	64u
+#define AGENT_LINES_FROM_MIB	56u
 #define AGENT_LINES_MIB		32u
 
 struct agent_budgets {
