@@ -21,7 +21,10 @@
 /*
  * The RSS ceiling (--memory-limit) and its parts: a fixed base (BPF ring
  * buffers and maps profd mmaps, its code, the fixed heap, what is bounded
- * by count: measured ~60 MiB), then the share, split between every cache
+ * by count: measured ~55-63 MiB at --memory-limit 80 beside a JVM and a
+ * node, and the working memory of one build from a big file at a time,
+ * util/build_lane.h: node's unwind table, 19 MiB while built; with the
+ * former 64 MiB base profd peaked at 83-86 MiB there), then the share, split between every cache
  * and queue that grows with what the host does: half for the symbolizer
  * (its budget two fifths, at most --symbol-cache-limit, plus the quarter
  * more it keeps for tables and DWARF whose samples wait to be named), a quarter for the CPU flame graph tree
