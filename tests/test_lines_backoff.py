@@ -6,7 +6,7 @@ Four -O2 -g binaries, each with ~4.6 MiB of DWARF (thousands of struct
 types kept with -fno-eliminate-unused-debug-types: .debug_info and
 .debug_str, read whole by the symbolizer), run in turn, 3 s each, as
 new processes, for 48 s under `profd exec` with --memory-limit 100 (no
-lines part: DWARF at most half of a 14.4 MiB symbol budget) and 1 s
+lines part: DWARF at most half of an 11.2 MiB symbol budget) and 1 s
 intervals (an exited process lets go of its objects at the next one).
 Two fit, not three: each start pushes out the object of one that
 exited (idle, dropped whole). Before, that object was opened again at
@@ -62,7 +62,7 @@ def _stat(text, kind, name):
 def test_dwarf_not_read_in_a_loop(profd_bin, pprof, tmp_path):
     exes = [_build(tmp_path, t) for t in NAMES]
     mib = [_debug_mib(e) for e in exes]
-    # each fits the DWARF part (7.2 MiB), two the budget, not three
+    # each fits the DWARF part (5.6 MiB), two the budget, not three
     assert all(4 < m < 7 for m in mib), mib
     loop = (f"end=$(($(date +%s) + {SECONDS})); while [ $(date +%s) -lt $end ]; do " +
             " ".join(f"{e} {RUN_S};" for e in exes) + " done")

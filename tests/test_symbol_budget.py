@@ -3,7 +3,7 @@ helper A): real profd, whole machine, real binaries.
 
 1. A binary with a 24 MB .symtab (1M function symbols, built here from
    one assembly file of `.rept`ed labels) runs under --memory-limit 80
-   (a 6.4 MiB symbol budget), profd profiling it and a small program
+   (a 3.2 MiB symbol budget), profd profiling it and a small program
    beside it (--pid): its table is refused once, by its section
    headers, never read (profd_symbol_tables_total{event="too_big"} is 1,
    nothing shed or reloaded for it), its frames keep address + mapping

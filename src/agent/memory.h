@@ -21,7 +21,10 @@
 /*
  * The RSS ceiling (--memory-limit) and its parts: a fixed base (BPF ring
  * buffers and maps profd mmaps, its code, the fixed heap, what is bounded
- * by count: measured ~60 MiB), then the share, split between every cache
+ * by count: measured ~55-63 MiB at --memory-limit 80 beside a JVM and a
+ * node, and the working memory of one build from a big file at a time,
+ * util/build_lane.h: node's unwind table, 19 MiB while built; with the
+ * former 64 MiB base profd peaked at 83-86 MiB there), then the share, split between every cache
  * and queue that grows with what the host does: half for the symbolizer
  * (its budget two fifths, at most --symbol-cache-limit, plus the quarter
  * more it keeps for tables and DWARF whose samples wait to be named), a quarter for the CPU flame graph tree
@@ -31,7 +34,7 @@
  * parts add up to the share; the queues are empty but in bursts and
  * outages, the caches full after a while on a busy host.
  */
-#define AGENT_MEMORY_BASE_MIB	64u
+#define AGENT_MEMORY_BASE_MIB	72u
 #define AGENT_MEMORY_MIN_MIB	80u
 
 /*
@@ -45,7 +48,7 @@
  * 128. A smaller limit gives the lines no part of their own: DWARF then
  * takes at most half of the symbolizer's budget, as before.
  */
-#define AGENT_LINES_FROM_MIB	64u
+#define AGENT_LINES_FROM_MIB	56u
 #define AGENT_LINES_MIB		32u
 
 struct agent_budgets {

@@ -64,7 +64,7 @@ int hs_detect_fd(int fd, struct hs_binary *out)
 	ret = runtime_elf_begin(fd, &elf);
 	if (ret <= 0)
 		return ret;
-	found = runtime_elf_find_syms(elf, sym_names, HS_SYM_COUNT, syms, sym_names[HS_SYM_STRUCTS]);
+	found = runtime_elf_find_syms(elf, fd, sym_names, HS_SYM_COUNT, syms, sym_names[HS_SYM_STRUCTS]);
 	elf_end(elf);
 	if (!syms[HS_SYM_STRUCTS].found)
 		return 0;

@@ -17,6 +17,7 @@
 
 #include "proc/object_loader.h"
 #include "util/wake_defer.h"
+#include "util/build_lane.h"
 
 struct job {
 	struct job *next;
@@ -51,6 +52,7 @@ static void *worker_main(void *arg)
 {
 	struct object_loader *ol = arg;
 
+	build_lane_may_wait();
 	pthread_mutex_lock(&ol->lock);
 	while (!ol->stop) {
 		struct job *j = ol->head;

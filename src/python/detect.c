@@ -101,9 +101,9 @@ static const char *const sym_names[NSYMS] = {
  * Fill @syms from .dynsym, then .symtab. A table is only walked when its
  * string table holds "_PyRuntime": the cheap reject of everything else.
  */
-static void find_symbols(Elf *elf, struct runtime_elf_sym *syms)
+static void find_symbols(Elf *elf, int fd, struct runtime_elf_sym *syms)
 {
-	runtime_elf_find_syms(elf, sym_names, NSYMS, syms, "_PyRuntime");
+	runtime_elf_find_syms(elf, fd, sym_names, NSYMS, syms, "_PyRuntime");
 }
 
 /* ---- file image ------------------------------------------------------- */
@@ -314,7 +314,7 @@ static bool version_from_rodata(Elf *elf, struct py_binary *out)
 
 /* ---- entry points ----------------------------------------------------- */
 
-static int detect_elf(Elf *elf, struct py_binary *out)
+static int detect_elf(Elf *elf, int fd, struct py_binary *out)
 {
 	struct runtime_elf_sym syms[NSYMS];
 	GElf_Ehdr eh;
@@ -325,7 +325,7 @@ static int detect_elf(Elf *elf, struct py_binary *out)
 		return -ENOEXEC;
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
 		return 0;
-	find_symbols(elf, syms);
+	find_symbols(elf, fd, syms);
 	if (!syms[SYM_RUNTIME].found || !syms[SYM_EVAL].found)
 		return 0;
 
@@ -369,7 +369,7 @@ int py_detect_fd(int fd, struct py_binary *out)
 	ret = runtime_elf_begin(fd, &elf);
 	if (ret <= 0)
 		return ret;
-	ret = detect_elf(elf, out);
+	ret = detect_elf(elf, fd, out);
 	elf_end(elf);
 	return ret;
 }

@@ -68,9 +68,9 @@ static const char *const sym_names[NSYMS] = {
 #define MAX_THREAD_CHECK	PROFD_RB_MAX_THREAD_SCAN
 
 /* Fill @syms from .dynsym, then .symtab, each only if its strings hold the needle. */
-static void find_symbols(Elf *elf, struct runtime_elf_sym *syms)
+static void find_symbols(Elf *elf, int fd, struct runtime_elf_sym *syms)
 {
-	runtime_elf_find_syms(elf, sym_names, NSYMS, syms, "ruby_current_vm_ptr");
+	runtime_elf_find_syms(elf, fd, sym_names, NSYMS, syms, "ruby_current_vm_ptr");
 }
 
 /*
@@ -248,7 +248,7 @@ static void read_gc_flags(Elf *elf, const struct runtime_elf_sym *s, struct rb_b
 	out->gc_flags_found = true;
 }
 
-static int detect_elf(Elf *elf, struct rb_binary *out)
+static int detect_elf(Elf *elf, int fd, struct rb_binary *out)
 {
 	struct runtime_elf_sym syms[NSYMS];
 	GElf_Ehdr eh;
@@ -259,7 +259,7 @@ static int detect_elf(Elf *elf, struct rb_binary *out)
 		return -ENOEXEC;
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
 		return 0;
-	find_symbols(elf, syms);
+	find_symbols(elf, fd, syms);
 	if (!syms[SYM_VM_PTR].found || !syms[SYM_VM_EXEC].found ||
 	    !syms[SYM_VERSION].found || !syms[SYM_VM_EXEC].size)
 		return 0;
@@ -283,7 +283,7 @@ int rb_detect_fd(int fd, struct rb_binary *out)
 	ret = runtime_elf_begin(fd, &elf);
 	if (ret <= 0)
 		return ret;
-	ret = detect_elf(elf, out);
+	ret = detect_elf(elf, fd, out);
 	elf_end(elf);
 	return ret;
 }

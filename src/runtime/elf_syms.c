@@ -3,9 +3,12 @@
  * elf_syms.c - named symbols of an ELF object for runtime detectors
  * (see elf_syms.h).
  */
+#include <errno.h>
 #include <gelf.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/elf_syms.h"
 
@@ -20,6 +23,61 @@ Elf_Data *runtime_elf_sym_strings(Elf *elf, const GElf_Shdr *sh)
 		return NULL;
 	d = elf_getdata(scn, NULL);
 	return d && d->d_buf && d->d_size ? d : NULL;
+}
+
+/*
+ * The piece of a string table read at a time by runtime_elf_strings_hold(),
+ * and the longest needle it looks for (longer: -EINVAL).
+ */
+#define HOLD_PIECE	(64u << 10)
+#define HOLD_NEEDLE_MAX	256u
+
+/* runtime_elf_strings_hold - see elf_syms.h. */
+int runtime_elf_strings_hold(Elf *elf, int fd, const GElf_Shdr *sh, const char *needle)
+{
+	size_t len = strlen(needle) + 1, keep = 0;
+	Elf_Scn *scn = elf_getscn(elf, sh->sh_link);
+	uint64_t off, end;
+	GElf_Shdr ssh;
+	int ret = 0;
+	char *buf;
+
+	if (len > HOLD_NEEDLE_MAX)
+		return -EINVAL;
+	if (!scn || !gelf_getshdr(scn, &ssh) || ssh.sh_type != SHT_STRTAB ||
+	    ssh.sh_flags & SHF_COMPRESSED)
+		return -EINVAL;
+	off = ssh.sh_offset;
+	if (__builtin_add_overflow(off, ssh.sh_size, &end) || end > INT64_MAX)
+		return -EINVAL;
+	/* on the heap: a thread-local buffer this size took the static TLS
+	 * small thread stacks have no room for */
+	if (!(buf = malloc(HOLD_NEEDLE_MAX + HOLD_PIECE)))
+		return -ENOMEM;
+	while (off < end) {
+		size_t want = end - off < HOLD_PIECE ? end - off : HOLD_PIECE;
+		ssize_t n = pread(fd, buf + keep, want, (off_t)off);
+
+		if (n <= 0) {
+			/* n == 0: shorter than its header says */
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		if (memmem(buf, keep + n, needle, len)) {
+			ret = 1;
+			break;
+		}
+		/* the needle's first len - 1 bytes may end this piece */
+		if (keep + n >= len - 1) {
+			memmove(buf, buf + keep + n - (len - 1), len - 1);
+			keep = len - 1;
+		} else {
+			keep += n;
+		}
+		off += n;
+	}
+	free(buf);
+	return ret;
 }
 
 static size_t scan(Elf *elf, Elf_Scn *scn, const Elf_Data *strs, const char *const *names,
@@ -59,7 +117,7 @@ static size_t scan(Elf *elf, Elf_Scn *scn, const Elf_Data *strs, const char *con
 	return found;
 }
 
-size_t runtime_elf_find_syms(Elf *elf, const char *const *names, size_t n,
+size_t runtime_elf_find_syms(Elf *elf, int fd, const char *const *names, size_t n,
 			     struct runtime_elf_sym *out, const char *needle)
 {
 	Elf_Scn *scn = NULL, *tabs[2] = { NULL, NULL };
@@ -80,7 +138,9 @@ size_t runtime_elf_find_syms(Elf *elf, const char *const *names, size_t n,
 		}
 	}
 	for (int t = 0; t < 2 && found < n; t++)
-		if (tabs[t] && (strs = runtime_elf_sym_strings(elf, &shs[t])) &&
+		if (tabs[t] && (!needle || fd < 0 ||
+				runtime_elf_strings_hold(elf, fd, &shs[t], needle) != 0) &&
+		    (strs = runtime_elf_sym_strings(elf, &shs[t])) &&
 		    (!needle || memmem(strs->d_buf, strs->d_size, needle, strlen(needle) + 1)))
 			found = scan(elf, tabs[t], strs, names, n, out, found);
 	return found;

@@ -15,6 +15,7 @@
 #include "proc/maps.h"
 #include "runtime/file_cache.h"
 #include "util/mapping.h"
+#include "util/build_lane.h"
 
 void rt_file_cache_init(struct rt_file_cache *c, size_t size, rt_detect_fn detect)
 {
@@ -71,6 +72,7 @@ static struct rt_file *get(struct rt_file_cache *c, pid_t pid, const struct proc
 	size_t b = bucket_of(m->dev_major, m->dev_minor, m->inode);
 	struct rt_file *f;
 	char path[128];
+	bool lane;
 	int fd;
 
 	for (f = c->bucket[b]; f; f = f->next)
@@ -94,7 +96,10 @@ static struct rt_file *get(struct rt_file_cache *c, pid_t pid, const struct proc
 	f->dev_major = m->dev_major;
 	f->dev_minor = m->dev_minor;
 	f->inode = m->inode;
+	/* a big file's symbol tables, read by the detector, in the lane */
+	lane = build_lane_enter_fd(fd);
 	f->result = c->detect(fd, f);
+	build_lane_leave(lane);
 	if (f->result == 1 || f->result == -ENOTSUP)
 		read_loads(fd, f);
 	close(fd);

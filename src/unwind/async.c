@@ -21,6 +21,7 @@
 #include "counters/counters.h"
 #include "unwind/async.h"
 #include "util/wake_defer.h"
+#include "util/build_lane.h"
 
 COUNTER_DEFINE(unwind_queue_full, COUNTER_PARTIAL,
 	       "unwind table updates dropped: the loader's queue was full");
@@ -129,6 +130,7 @@ static void *worker_main(void *arg)
 {
 	struct unwind_async *a = arg;
 
+	build_lane_may_wait();
 	pthread_mutex_lock(&a->lock);
 	while (!a->stop) {
 		struct job *j;

@@ -32,6 +32,7 @@
 #include "unwind/compile.h"
 #include "unwind/dwarf_cfi.h"
 #include "unwind/go.h"
+#include "util/build_lane.h"
 
 #define MAX_SECTIONS	16		/* CFI sections read per build */
 #define INFLATE_MAX	(1ull << 30)	/* bytes: bound on a decompressed section */
@@ -421,6 +422,13 @@ static int finish(struct cfi_builder *b, struct unwind_table *out,
 
 	if (!fdes_sorted(b))
 		qsort(b->fdes, b->nr_fdes, sizeof(*b->fdes), cmp_fde);
+	/* the parsed rows' doubling slack (up to half: 4 MiB of node's 8)
+	 * goes back before the table is written beside them */
+	if (b->nr_rows && b->nr_rows < b->cap_rows &&
+	    (rows = realloc(b->rows, b->nr_rows * sizeof(*rows)))) {
+		b->rows = rows;
+		b->cap_rows = b->nr_rows;
+	}
 	rows = malloc((b->nr_rows + b->nr_fdes + 1) * sizeof(*rows));
 	if (!rows)
 		return -ENOMEM;
@@ -564,6 +572,7 @@ int unwind_table_build_fds(int fd, int debug_fd, struct unwind_table *out,
 			   struct unwind_build_stats *st)
 {
 	Elf *elf, *dbg = NULL;
+	bool lane;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -581,9 +590,12 @@ int unwind_table_build_fds(int fd, int debug_fd, struct unwind_table *out,
 			return -EIO;
 		}
 	}
+	/* a big file's CFI, rows and table in the lane */
+	lane = build_lane_enter_fd(fd);
 	err = unwind_table_build_elf(elf, dbg, out, st);
 	elf_end(dbg);
 	elf_end(elf);
+	build_lane_leave(lane);
 	return err;
 }
 

@@ -292,7 +292,11 @@ bool unwind_loader_ready(const struct unwind_loader *l, const struct proc_maps *
 		if (!loader_has_object(&maps->v[i]))
 			continue;
 		o = loader_obj_find(l, &maps->v[i]);
-		if (!o || o->status == -ENOSPC)
+		/* a table whose file could not be opened is built at the
+		 * object's next sight (loader_obj_get()): a file read, and
+		 * node's table (19 MiB while it is built) on the caller's
+		 * thread */
+		if (!o || o->status == -ENOSPC || o->open_failed)
 			return false;
 	}
 	return true;

@@ -304,9 +304,9 @@ static int scan(Elf *elf, int fd, Elf_Scn *scn, const Elf_Data *strs, struct sym
 		}
 		if (!wanted(str + sym.st_name, strs->d_size - sym.st_name))
 			continue;
-		if (read_value(elf, fd, &sym, &v))
+		if (read_value(elf, fd, &sym, &v) ||
+		    !(s->v[s->n].name = strdup(str + sym.st_name)))
 			continue;
-		s->v[s->n].name = str + sym.st_name;
 		s->v[s->n++].value = v;
 	}
 	return 0;
@@ -506,55 +506,68 @@ static void build(const struct symset *s, struct v8_layout *l)
 	}
 }
 
-/* Find .dynsym and .symtab; read their wanted symbols if V8's are among them. */
-static int read_elf(Elf *elf, int fd, struct v8_layout *out)
+/* The first section of @type (SHT_DYNSYM, SHT_SYMTAB) of @elf and its header. */
+static Elf_Scn *find_table(Elf *elf, Elf64_Word type, GElf_Shdr *sh)
 {
-	Elf_Scn *scn = NULL, *tabs[2] = { NULL, NULL };
-	GElf_Shdr shs[2], sh;
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn)) != NULL)
+		if (gelf_getshdr(scn, sh) && sh->sh_type == type)
+			return scn;
+	return NULL;
+}
+
+/*
+ * Read the wanted symbols of .dynsym, then .symtab, if V8's are among
+ * them. Each table is read in an ELF session of its own, ended before
+ * the next (libelf keeps what it read until elf_end(): node's two tables
+ * and their strings are 17 MiB, the peak of profd's start beside a node),
+ * so the names kept are copies.
+ */
+static int read_elf(int fd, struct v8_layout *out)
+{
+	static const Elf64_Word types[2] = { SHT_DYNSYM, SHT_SYMTAB };
 	struct symset s = { 0 };
 	bool v8 = false;
-	Elf_Data *strs;
+	int ret = 0;
 
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_DYNSYM && !tabs[0]) {
-			tabs[0] = scn;
-			shs[0] = sh;
-		} else if (sh.sh_type == SHT_SYMTAB && !tabs[1]) {
-			tabs[1] = scn;
-			shs[1] = sh;
+	for (int t = 0; t < 2 && ret >= 0; t++) {
+		Elf_Data *strs;
+		Elf_Scn *scn;
+		GElf_Shdr sh;
+		Elf *elf;
+
+		ret = runtime_elf_begin(fd, &elf);
+		if (ret <= 0)
+			break;
+		/* the needle looked for by pread first: a file that is not
+		 * V8 keeps its string tables out of memory */
+		if (elf_kind(elf) == ELF_K_ELF && (scn = find_table(elf, types[t], &sh)) &&
+		    runtime_elf_strings_hold(elf, fd, &sh, NEEDLE) &&
+		    (strs = runtime_elf_sym_strings(elf, &sh)) &&
+		    memmem(strs->d_buf, strs->d_size, NEEDLE, sizeof(NEEDLE))) {
+			if (!s.v && !(s.v = calloc(MAX_SYMS, sizeof(*s.v))))
+				ret = -ENOMEM;
+			else
+				scan(elf, fd, scn, strs, &s);
+			v8 = true;
 		}
+		elf_end(elf);
 	}
-	for (int t = 0; t < 2; t++) {
-		if (!tabs[t] || !(strs = runtime_elf_sym_strings(elf, &shs[t])) ||
-		    !memmem(strs->d_buf, strs->d_size, NEEDLE, sizeof(NEEDLE)))
-			continue;
-		if (!s.v && !(s.v = calloc(MAX_SYMS, sizeof(*s.v))))
-			return -ENOMEM;
-		scan(elf, fd, tabs[t], strs, &s);
-		v8 = true;
+	if (v8 && ret >= 0) {
+		qsort(s.v, s.n, sizeof(*s.v), cmp_vsym);
+		memset(out, 0, sizeof(*out));
+		build(&s, out);
 	}
-	if (!v8)
-		return 0;
-	qsort(s.v, s.n, sizeof(*s.v), cmp_vsym);
-	memset(out, 0, sizeof(*out));
-	build(&s, out);
+	for (size_t i = 0; i < s.n; i++)
+		free((char *)s.v[i].name);
 	free(s.v);
-	return 1;
+	return ret < 0 ? ret : v8;
 }
 
 int v8_metadata_read_fd(int fd, struct v8_layout *out)
 {
-	Elf *elf;
-	int ret;
-
-	ret = runtime_elf_begin(fd, &elf);
-	if (ret <= 0)
-		return ret;
-	ret = elf_kind(elf) == ELF_K_ELF ? read_elf(elf, fd, out) : 0;
-	elf_end(elf);
-	return ret;
+	return read_elf(fd, out);
 }
 
 int v8_metadata_read_path(const char *path, struct v8_layout *out)

@@ -88,44 +88,69 @@ static int cmp_range(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The interpreter ranges of @elf's symbol tables into @b (merged by kind). */
-static void read_ranges(Elf *elf, struct v8_binary *b)
+/* Add the builtin ranges of @elf's first table of @type to @all (@n of @cap). */
+static int table_ranges(Elf *elf, Elf64_Word type, struct v8_range **all, size_t *n,
+			size_t *cap)
 {
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t count;
+
+	while ((scn = elf_nextscn(elf, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			break;
+	if (!scn || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		return 0;
+	count = d->d_size / sh.sh_entsize;
+	for (size_t i = 1; i < count && i < (1u << 24); i++) {
+		GElf_Sym sym;
+		const char *name;
+		enum v8_pc_kind k;
+
+		if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+		    !sym.st_size || sym.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (!name || (k = builtin_kind(name)) == V8_PC_OTHER)
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? *cap * 2 : 512;
+			struct v8_range *g = realloc(*all, c * sizeof(**all));
+
+			if (!g)
+				return -ENOMEM;
+			*all = g;
+			*cap = c;
+		}
+		(*all)[(*n)++] = (struct v8_range){ sym.st_value, sym.st_value + sym.st_size, k };
+	}
+	return 0;
+}
+
+/*
+ * The interpreter ranges of @fd's symbol tables into @b (merged by kind).
+ * Each table is read in an ELF session of its own, ended before the next:
+ * libelf keeps what it read until elf_end(), and node's two tables with
+ * their strings are 17 MiB.
+ */
+static void read_ranges(int fd, struct v8_binary *b)
+{
+	static const Elf64_Word types[2] = { SHT_DYNSYM, SHT_SYMTAB };
 	struct v8_range *all = NULL;
 	size_t n = 0, cap = 0;
-	Elf_Scn *scn = NULL;
 
 	b->nranges = 0;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t count;
+	for (int t = 0; t < 2; t++) {
+		Elf *elf;
+		int err;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
-			continue;
-		count = d->d_size / sh.sh_entsize;
-		for (size_t i = 1; i < count && i < (1u << 24); i++) {
-			GElf_Sym sym;
-			const char *name;
-			enum v8_pc_kind k;
-
-			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    !sym.st_size || sym.st_shndx == SHN_UNDEF)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!name || (k = builtin_kind(name)) == V8_PC_OTHER)
-				continue;
-			if (n == cap) {
-				struct v8_range *g = realloc(all, (cap ? cap * 2 : 512) * sizeof(*all));
-
-				if (!g)
-					goto out;
-				all = g;
-				cap = cap ? cap * 2 : 512;
-			}
-			all[n++] = (struct v8_range){ sym.st_value, sym.st_value + sym.st_size, k };
-		}
+		if (runtime_elf_begin(fd, &elf) != 1)
+			break;
+		err = table_ranges(elf, types[t], &all, &n, &cap);
+		elf_end(elf);
+		if (err)
+			goto out;
 	}
 	if (!n)
 		goto out;
@@ -152,15 +177,11 @@ out:
 static int detect_fd(int fd, struct rt_file *f)
 {
 	struct v8_binary *b = (struct v8_binary *)f;
-	Elf *elf;
 	int ret = v8_metadata_read_fd(fd, &b->l);
 
 	if (ret != 1)
 		return ret;
-	if (runtime_elf_begin(fd, &elf) == 1) {
-		read_ranges(elf, b);
-		elf_end(elf);
-	}
+	read_ranges(fd, b);
 	return (b->l.features & (V8_FEAT_FRAMES | V8_FEAT_NAMES)) ==
 	       (V8_FEAT_FRAMES | V8_FEAT_NAMES) ? 1 : -ENOTSUP;
 }
