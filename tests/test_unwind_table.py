@@ -68,7 +68,8 @@ FUZZ_SECONDS = int(os.environ.get("PROFD_FUZZ_SECONDS", "20"))
 # the compiler's sources, built here with sanitizers (corrupt input, fuzzing)
 SRC_FILES = ["src/unwind/compile.c", "src/unwind/dwarf_cfi.c", "src/unwind/cfa_interp.c",
              "src/unwind/go.c", "src/unwind/go_cgo.c", "src/util/gopclntab.c",
-             "src/util/go_elf.c", "src/util/elf_section.c"]
+             "src/util/go_elf.c", "src/util/elf_section.c", "src/util/build_lane.c",
+             "src/counters/counters.c"]
 
 PLT_EXPR = {
     "DW_OP_breg7 (rsp): 8; DW_OP_breg16 (rip): 0; DW_OP_lit15; DW_OP_and; "
