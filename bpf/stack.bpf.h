@@ -123,9 +123,7 @@ static __always_inline int capture_stack(void *ctx, void *progs, __u32 slot,
 
 /*
  * unwind_fp_step - walk up to PROFD_FP_FRAMES_PER_PROG frame-pointer
- * frames: record ip, then ip = [bp + 8], bp = [bp] (the leaf at a
- * function's entry or return: its caller from the stack top,
- * leaf_entry_step()). Ends at bp == 0, a
+ * frames: record ip, then ip = [bp + 8], bp = [bp]. Ends at bp == 0, a
  * zero return address, a frame that does not move up the stack, a read
  * fault (flagged and counted) or the depth limit (flagged, counted; user
  * space adds a "[truncated]" frame). Continues itself by tail call.
@@ -158,22 +156,7 @@ static __always_inline int unwind_fp_step(void *ctx, void *progs, __u32 slot)
 		put_ip(st, idx, st->f.ip);
 		put_frame_regs(st, n, st->f.bp, st->f.sp);
 		n++;
-		if (runtime_code(st, n - 1, st->f.ip)) {
-			done = true;
-			break;
-		}
-		/* the leaf at a function's entry or return: caller from sp */
-		if (n == 1) {
-			int ret = leaf_entry_step(&st->f);
-
-			if (ret == DWARF_STEP_NEXT)
-				continue;
-			if (ret == DWARF_STEP_DONE) {
-				done = true;
-				break;
-			}
-		}
-		if (!st->f.bp) {
+		if (!st->f.bp || runtime_code(st, n - 1, st->f.ip)) {
 			done = true;
 			break;
 		}
@@ -235,13 +218,7 @@ static __always_inline __u64 copy_stack(struct profd_unwind_state *st, __u64 nip
 	st->ips[nips] = st->start.ip;
 	st->ips[nips + 1] = st->start.sp;
 	st->ips[nips + 2] = st->start.bp;
-	/* code[7] and code_len: the leaf's instruction bytes, or none */
 	dst = (__u8 *)&st->ips[nips + 3];
-	if (bpf_probe_read_user(dst, 7, (void *)(st->start.ip - 1)))
-		st->ips[nips + 3] = 0;
-	else
-		dst[7] = 7;
-	dst = (__u8 *)&st->ips[nips + 4];
 	for (int i = 0; i < PROFD_STACK_COPY_MAX / 4096 + 1; i++) {
 		want = 4096 - ((sp + got) & 4095);
 		if (want > len - got)

@@ -29,9 +29,7 @@
  *     frame pointer); otherwise the walk ends, truncated and counted
  *     (dwarf_unfollowable), rather than guess;
  *   - a range without rows (JIT, objects without CFI) or a pc no FDE
- *     covers: a frame-pointer step (for the leaf, unless the instruction
- *     there shows the frame not yet made or already gone:
- *     leaf_entry_step()), checked: the next pc must lie in a
+ *     covers: a frame-pointer step, checked: the next pc must lie in a
  *     known range (else the frame is dropped, DWARF_STEP_BOGUS), and user
  *     space checks each return address for a call before it;
  *   - a pc outside every range: the leaf (where the CPU was) steps by
@@ -142,54 +140,6 @@ static inline int fp_step(struct unwind_frame *f UNWIND_ENV_PARAM)
 	return DWARF_STEP_NEXT;
 }
 
-/*
- * leaf_entry_step - the leaf (@f->pc_exact: where the CPU was, or where a
- * signal interrupted it) in code without unwind rows (JIT code, objects
- * without CFI) may be at a function's first instruction or at its
- * return, where rbp is still (or again) the caller's and the return
- * address is on top of the stack: a frame-pointer step from there would
- * skip the caller. The instruction at the pc tells (x86-64 opcodes, the
- * pc being an instruction's first byte): `push %rbp` (0x55: nothing
- * pushed yet, the return address at [sp]); `mov %rsp,%rbp` (48 89 e5)
- * right after a `push %rbp` (the caller's rbp at [sp], the return
- * address at [sp + 8]); `ret` / `ret imm16` (0xc3, 0xc2: rbp restored,
- * the return address at [sp]). Returns DWARF_STEP_NEXT with @f moved to
- * the caller, DWARF_STEP_DONE for a zero return address, or -1 when the
- * pc is at none of these or its code cannot be read (a stack copy holds
- * no code): then a frame-pointer step. The return address found is
- * checked as any other (user space: a call instruction before it).
- */
-static inline int leaf_entry_step(struct unwind_frame *f UNWIND_ENV_PARAM)
-{
-	__u8 code[4];
-	__u64 top[2];
-	bool pushed;
-
-	if (!f->pc_exact || unwind_read(code, sizeof(code), f->ip - 1))
-		return -1;
-	pushed = code[0] == 0x55 && code[1] == 0x48 && code[2] == 0x89 &&
-		 code[3] == 0xe5;
-	if (!pushed && code[1] != 0x55 && code[1] != 0xc3 && code[1] != 0xc2)
-		return -1;
-	if (unwind_read(top, sizeof(top), f->sp))
-		return -1;
-	f->ip = pushed ? top[1] : top[0];
-	if (pushed)
-		f->bp = top[0];
-	f->sp += pushed ? 16 : 8;
-	f->pc_exact = 0;
-	unwind_count(PROFD_CNT_UNWIND_LEAF_ENTRY);
-	return f->ip ? DWARF_STEP_NEXT : DWARF_STEP_DONE;
-}
-
-/* fp_step() for a frame of code without rows: leaf_entry_step() first. */
-static inline int fp_step_norows(struct unwind_frame *f UNWIND_ENV_PARAM)
-{
-	int ret = leaf_entry_step(f UNWIND_ENV_ARG);
-
-	return ret >= 0 ? ret : fp_step(f UNWIND_ENV_ARG);
-}
-
 /* Continue from the ucontext the kernel saved for a signal handler. */
 static inline int signal_step(struct unwind_frame *f UNWIND_ENV_PARAM)
 {
@@ -239,16 +189,16 @@ int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV
 		 * every executable range is garbage from a frame-pointer
 		 * step through code that has neither frame pointers nor CFI.
 		 */
-		return f->pc_exact ? fp_step_norows(f UNWIND_ENV_ARG) : DWARF_STEP_BOGUS;
+		return f->pc_exact ? fp_step(f UNWIND_ENV_ARG) : DWARF_STEP_BOGUS;
 	}
 	m = &proc->mappings[idx & (UNWIND_MAX_PROC_MAPPINGS - 1)];
 	shard = m->shard;
 	if (shard == UNWIND_NO_TABLE)
-		return fp_step_norows(f UNWIND_ENV_ARG);
+		return fp_step(f UNWIND_ENV_ARG);
 	if (shard == UNWIND_EVICTED) {
 		unwind_count(PROFD_CNT_DWARF_TABLE_EVICTED);
 		f->flags |= PROFD_SAMPLE_UNWIND_MISSING;
-		return fp_step_norows(f UNWIND_ENV_ARG);
+		return fp_step(f UNWIND_ENV_ARG);
 	}
 	row = NULL;
 	if (pc >= m->pc_base && pc - m->pc_base <= 0xffffffffULL) {
@@ -260,7 +210,7 @@ int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV
 	}
 	if (!row) {
 		unwind_count(PROFD_CNT_DWARF_NO_ROW);
-		return fp_step_norows(f UNWIND_ENV_ARG);
+		return fp_step(f UNWIND_ENV_ARG);
 	}
 	r = *row;
 	cfa_type = UNWIND_ROW_CFA_TYPE(&r);
@@ -292,7 +242,7 @@ int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV
 	case UNWIND_CFA_END:
 		/* a gap no FDE covers: code without CFI, checked FP step */
 		unwind_count(PROFD_CNT_DWARF_NO_ROW);
-		return fp_step_norows(f UNWIND_ENV_ARG);
+		return fp_step(f UNWIND_ENV_ARG);
 	default:
 		unwind_count(PROFD_CNT_DWARF_UNSUPPORTED);
 		/* the code keeps a frame pointer (rbp saved at CFA - 16) */

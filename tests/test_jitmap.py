@@ -188,31 +188,6 @@ def test_c_perf_map(profd_bin, pprof, jitgen, tmp_path):
     assert re.search(r"\[jit\]", raw), raw[-2000:]
 
 
-def test_leaf_at_entry_keeps_its_caller(profd_bin, pprof, jitgen, tmp_path):
-    """JIT code has no unwind rows: profd walks it by frame pointers. A
-    leaf caught at its first instruction (push rbp), right after it
-    (mov rbp,rsp) or at its ret has not made its frame yet or has
-    dropped it: rbp is still its caller's, and a frame-pointer step would
-    skip the caller. jitgen's leaf is nothing but those instructions,
-    called in a loop by jitgen_outer: every sample in the leaf has
-    jitgen_outer as its caller, none skips it to outer's own caller
-    (run_for); the leaf's samples at entry are counted
-    (stat.unwind_leaf_entry)."""
-    work, err, paths = profile_perf_map_jitgen(profd_bin, jitgen, tmp_path, "entry")
-    ks = kernel_names()
-    callers = collections.Counter()
-    for s in of_pid(pprof, paths, work.pid):
-        if s["labels"].get("thread_name") != "jitrun":
-            continue
-        user = [f for f in s["frames"] if f not in ks]
-        if user and user[0] == "jitgen_leaf":
-            callers[user[1] if len(user) > 1 else None] += s["value"]
-    print(callers, counter(paths, pprof, "unwind_leaf_entry"))
-    assert sum(callers.values()) >= 20, f"{callers}\n{err}"
-    assert set(callers) == {"jitgen_outer"}, callers
-    assert counter(paths, pprof, "unwind_leaf_entry") >= 10, err
-
-
 def test_c_jitdump_reuse_and_move(profd_bin, pprof, jitgen, tmp_path):
     """jitdump: A runs at X (thread jitA), is unloaded; B is loaded at the
     same X (jitB), then moved to Y (jitM). Each thread's samples are named

@@ -44,26 +44,17 @@ struct unwind_walker {
 	struct unwind_proc proc;	/* the entry of the walk in hand */
 };
 
-/* The memory of one walk: the stack copy, and the code at its leaf's pc. */
+/* The memory of one walk: the stack copy. */
 struct walk_env {
 	struct unwind_walker *w;
 	uint64_t lo, hi;	/* the copy covers user addresses [lo, hi) */
 	const uint8_t *bytes;
-	uint64_t code_lo;	/* the code bytes cover [code_lo, code_lo + code_len) */
-	const uint8_t *code;
-	uint8_t code_len;
 	bool short_read;	/* a read past the copy's end */
 	bool go_cut;		/* cut at a Go stack switch */
 };
 
 static int env_read(struct walk_env *e, void *dst, uint64_t size, uint64_t addr)
 {
-	/* the leaf's instruction bytes BPF read with the copy */
-	if (addr >= e->code_lo && addr - e->code_lo <= e->code_len &&
-	    size <= e->code_len - (addr - e->code_lo)) {
-		memcpy(dst, e->code + (addr - e->code_lo), size);
-		return 0;
-	}
 	if (addr < e->lo || addr > e->hi || size > e->hi - addr) {
 		if (addr >= e->hi && addr - e->hi < SHORT_READ_SLACK)
 			e->short_read = true;
@@ -160,8 +151,7 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 {
 	struct walk_env env = {
 		.w = w, .lo = regs->sp, .hi = regs->sp + s->stack_len,
-		.bytes = stack, .code_lo = regs->ip - 1, .code = regs->code,
-		.code_len = regs->code_len <= sizeof(regs->code) ? regs->code_len : 0,
+		.bytes = stack,
 	};
 	struct unwind_frame f = {
 		.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .pc_exact = 1,
