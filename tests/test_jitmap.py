@@ -14,7 +14,6 @@ processes, read back with Google's pprof.
   a symlink to /dev/zero, another user's file, a file that grows
   throughout): counted, never a crash, hang or unbounded memory.
 Needs root, like profd."""
-import collections
 import os
 import re
 import shutil
@@ -164,22 +163,15 @@ def leaves_by_thread(samples):
     return out
 
 
-def profile_perf_map_jitgen(profd_bin, jitgen, tmp_path, mode):
-    """Profile jitgen @mode (one that writes its own /tmp/perf-PID.map) for
-    3 s: (its process, profd's stderr, the profiles)."""
-    work, go, _ = start_jitgen(jitgen, tmp_path, mode, 3)
+def test_c_perf_map(profd_bin, pprof, jitgen, tmp_path):
+    """Code in anonymous executable memory announced in /tmp/perf-PID.map
+    is named as written there, under the mapping "[jit]"."""
+    work, go, _ = start_jitgen(jitgen, tmp_path, "map", 3)
     try:
         err, paths = profile(profd_bin, tmp_path, work.pid, 3, go)
     finally:
         stop(work)
         os.unlink(f"/tmp/perf-{work.pid}.map")
-    return work, err, paths
-
-
-def test_c_perf_map(profd_bin, pprof, jitgen, tmp_path):
-    """Code in anonymous executable memory announced in /tmp/perf-PID.map
-    is named as written there, under the mapping "[jit]"."""
-    work, err, paths = profile_perf_map_jitgen(profd_bin, jitgen, tmp_path, "map")
     by = leaves_by_thread(of_pid(pprof, paths, work.pid)).get("jitrun", {})
     print(by)
     assert by.get("jitgen_map_fn", 0) * 10 >= sum(by.values()) * 8, f"{by}\n{err}"
