@@ -23,7 +23,9 @@
  *   --perturb  add DELTA to a layout member before the walk (a wrong
  *              offset must give no names, never wrong ones)
  *   --kill     SIGKILL the process after stopping it, before the walk
- *              (a process that exits mid-read)
+ *              (a process that exits mid-read); the stop is retried
+ *              until the process is caught in V8 code (not in GC or
+ *              another native leaf, whose walk would read no V8 frame)
  * Exit: 0 walked (even with errors), 2 usage or setup error.
  */
 #include <errno.h>
@@ -264,6 +266,22 @@ int main(int argc, char **argv)
 		die("waitpid");
 	if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
 		die("PTRACE_GETREGS");
+	for (int tries = 0; kill_it && tries < 200; tries++) {
+		enum v8_code code;
+		const char *sym;
+
+		if (classify(&maps, &o, regs.rip, &code, &sym))
+			break;	/* V8 code: its frame read must fail */
+		if (ptrace(PTRACE_CONT, pid, NULL, NULL))
+			die("PTRACE_CONT");
+		usleep(2000);
+		if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL))
+			die("PTRACE_INTERRUPT");
+		if (waitpid(pid, &st, __WALL) != pid)
+			die("waitpid");
+		if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
+			die("PTRACE_GETREGS");
+	}
 	if (kill_it) {
 		kill(pid, SIGKILL);
 		while (waitpid(pid, &st, __WALL) == pid && !WIFEXITED(st) && !WIFSIGNALED(st))
