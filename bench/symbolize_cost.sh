@@ -59,13 +59,18 @@ stat_cpu_ms() {
 		/proc/"$1"/stat
 }
 
+agent_port() { case $1 in on) echo 7191 ;; off) echo 7192 ;; *) echo 7193 ;; esac; }
+
 # start_agent NAME - start profd into $WORK/NAME (off, off2: without
 # lines); sets PID_NAME.
 start_agent() {
 	local flags=""
 	[ "$1" = on ] || flags=--no-symbolize-lines
 	mkdir -p "$WORK/$1"
-	"$PROFD" --output-dir "$WORK/$1" $flags ${SYM_FLAGS:-} >"$WORK/$1.log" 2>&1 &
+	local port
+	port=$(agent_port "$1")
+	"$PROFD" --output-dir "$WORK/$1" --http-address "127.0.0.1:$port" $flags ${SYM_FLAGS:-} \
+		>"$WORK/$1.log" 2>&1 &
 	eval "PID_$1=$!"
 	bg_add $!
 }
@@ -132,11 +137,26 @@ for r in $(seq 1 "$ROUNDS"); do
 			'BEGIN { printf "cpu_pct_%s=%.3f life_cpu_s_%s=%.2f", a, 100 * d / t, a, l / 1000 }')"
 	done
 	lined=$(lined_share on)
+	# where each agent's heap is, just before the stop (/metrics)
+	for a in $AGENTS; do
+		curl -s "http://127.0.0.1:$(agent_port "$a")/metrics" >"$WORK/$a.metrics.$r" 2>/dev/null
+		line="$line $(awk -v a="$a" '
+			/^profd_cache_bytes\{cache="symbols"\}/ { s = $2 }
+			/^profd_heap_bytes\{state="in_use"\}/ { u = $2 }
+			/^profd_heap_bytes\{state="free"\}/ { f = $2 }
+			END { printf "sym_mib_%s=%.1f heap_used_mib_%s=%.1f heap_free_mib_%s=%.1f",
+				a, s / 1048576, a, u / 1048576, a, f / 1048576 }' "$WORK/$a.metrics.$r")"
+	done
 	mapfile -t hwms < <(stop_agents $PID_on $PID_off $PID_off2)
 	line="$line $(awk -v a="${hwms[0]}" -v b="${hwms[1]}" -v c="${hwms[2]}" 'BEGIN {
 		printf "rss_mib_on=%.1f rss_mib_off=%.1f rss_mib_off2=%.1f", a / 1024, b / 1024, c / 1024 }')"
 	echo "$line lined_on=$lined" >>"$WORK/results"
 	log "  $(tail -n 1 "$WORK/results")"
+	# each cache's and the heap's bytes, on - off, at the stop
+	awk '/^profd_(cache_bytes|heap_bytes)\{/ { k = $1; if (FILENAME ~ /on\.metrics/) a[k] = $2; else b[k] = $2 }
+		END { for (k in a) if (a[k] - b[k] > 262144 || b[k] - a[k] > 262144)
+			printf "  on-off: %s %+.1f MiB\n", k, (a[k] - b[k]) / 1048576 }' \
+		"$WORK/on.metrics.$r" "$WORK/off.metrics.$r" >&2
 	grep -ho "lines_shed=[0-9]*\|lines_too_big=[0-9]*\|symbols_shed=[0-9]*" "$WORK/on.log" |
 		awk -F= '{ s[$1] += $2 } END { for (k in s) printf "  on: %s %d in the round\n", k, s[k] }' >&2
 done

@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "symbol/dwarf_lines.h"
+#include "symbol/dwarf_linetab.h"
 #include "symbol/dwarf_scopes.h"
 #include "symbol/dwarf_split.h"
 #include "symbol/elf_file.h"
@@ -63,6 +64,12 @@
  * walks every unit header before it.
  */
 #define CU_BYTES	1024
+/*
+ * Heap libdw keeps per unit whose DIEs were read (its abbreviations,
+ * parsed as DIEs use them; measured: libc's units, 1.5 KB each past
+ * CU_BYTES once their function index is built).
+ */
+#define UNIT_DIE_BYTES	1536
 /* Decoded state kept beyond the units' headers, at least (bytes)... */
 #define DECODED_MIN	(1u << 20)
 /* ... or this share of the sections read, whichever is more. */
@@ -78,6 +85,17 @@ struct cu_range {
 };
 
 #define NO_DWO	UINT32_MAX
+
+/* A unit whose line table profd cannot decode: libdw's is used. */
+static char tab_none;
+#define TAB_NONE	((struct unit_lines *)&tab_none)
+
+/* A unit's line table (dwarf_linetab.c) and when it was last used. */
+struct unit_lines {
+	struct dwarf_linetab *t;
+	uint64_t bytes;
+	uint64_t used;
+};
 
 /* A unit whose function index could not be built: lookups walk its DIEs. */
 static char fn_none;
@@ -107,6 +125,13 @@ struct dwarf_lines {
 	/* per unit (by its place), its function index; FN_NONE: none builds */
 	struct dwarf_fn_index **fns;
 	uint64_t fns_bytes;	/* the indexes and the array */
+	/* per unit (by its place), its line table; TAB_NONE: libdw's */
+	struct unit_lines **tabs;
+	uint64_t tabs_bytes;	/* the tables and the array */
+	uint64_t tabs_clock;	/* lookups through a table so far */
+	uint64_t tab_max;	/* the largest table built (bytes) */
+	struct dwarf_linetab_src lsrc;	/* borrowed from elf */
+	bool lsrc_ok;
 	uint64_t max_bytes;	/* the cap dwarf_lines_open() was given */
 	char *debugdir;		/* the skeleton file's directory, '/'-ended */
 };
@@ -468,6 +493,7 @@ static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 	d->section_bytes = debug_bytes(d->elf, true, &has_info);
 	/* everything libdw needs is in memory: no read of @fd from here on */
 	elf_cntl(d->elf, ELF_C_FDDONE);
+	d->lsrc_ok = !dwarf_linetab_src_of(d->elf, &d->lsrc);
 	if (max_bytes && d->section_bytes > max_bytes)
 		return -EFBIG;
 	d->max_bytes = max_bytes;
@@ -545,6 +571,12 @@ void dwarf_lines_free(struct dwarf_lines *d)
 		if (d->fns[i] != FN_NONE)
 			dwarf_fn_index_free(d->fns[i]);
 	free(d->fns);
+	for (uint32_t i = 0; d->tabs && i < d->units; i++)
+		if (d->tabs[i] && d->tabs[i] != TAB_NONE) {
+			dwarf_linetab_free(d->tabs[i]->t);
+			free(d->tabs[i]);
+		}
+	free(d->tabs);
 	free(d->cus);
 	free(d->ranges);
 	free(d);
@@ -556,6 +588,7 @@ uint64_t dwarf_lines_bytes(const struct dwarf_lines *d)
 	if (!d)
 		return 0;
 	return sizeof(*d) + d->section_bytes + d->decoded_bytes + d->fns_bytes +
+	       d->tabs_bytes +
 	       (uint64_t)d->units_walked * CU_BYTES +
 	       (uint64_t)d->cus_cap * sizeof(*d->cus) +
 	       (uint64_t)d->ranges_cap * sizeof(*d->ranges) +
@@ -635,9 +668,12 @@ static const char *die_name(Dwarf_Die *die)
 	return NULL;
 }
 
-/* The file @die's DW_AT_call_file names in @cu's file table, and its line. */
-static int call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file,
-		     uint32_t *line)
+/*
+ * The file @die's DW_AT_call_file names in @cu's file table (@tab's when
+ * not NULL, else libdw's), and its line.
+ */
+static int call_site(Dwarf_Die *cu, const struct dwarf_linetab *tab,
+		     Dwarf_Die *die, const char **file, uint32_t *line)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word cf, cl;
@@ -646,12 +682,99 @@ static int call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file,
 
 	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &cf) ||
 	    dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &cl) ||
-	    dwarf_getsrcfiles(cu, &files, &nfiles) || cf >= nfiles ||
 	    cl > UINT32_MAX)
 		return -EINVAL;
-	*file = dwarf_filesrc(files, cf, NULL, NULL);
+	if (tab) {
+		*file = dwarf_linetab_file(tab, cf);
+	} else {
+		if (dwarf_getsrcfiles(cu, &files, &nfiles) || cf >= nfiles)
+			return -EINVAL;
+		*file = dwarf_filesrc(files, cf, NULL, NULL);
+	}
+	if (!*file)
+		return -EINVAL;
 	*line = (uint32_t)cl;
 	return 0;
+}
+
+/* Free unit @i's line table. */
+static void tab_drop(struct dwarf_lines *d, uint32_t i)
+{
+	d->tabs_bytes -= d->tabs[i]->bytes + sizeof(*d->tabs[i]);
+	dwarf_linetab_free(d->tabs[i]->t);
+	free(d->tabs[i]);
+	d->tabs[i] = NULL;
+}
+
+/*
+ * Make room for a table of unit @keep's: while the tables pass half of
+ * what libdw's decoded state is let to (decoded_cap(); the other half
+ * is its units' abbreviations and DIEs) or twice the largest table (a file of one big unit and a few small ones, e.g.
+ * sqlite3's amalgamation, would else decode its big one again at each
+ * turn), free the least recently used one (never @keep's).
+ */
+static void tabs_trim(struct dwarf_lines *d, uint32_t keep)
+{
+	uint64_t cap = decoded_cap(d) / 2 > 2 * d->tab_max ? decoded_cap(d) / 2 :
+		       2 * d->tab_max;
+
+	while (d->tabs_bytes > cap) {
+		uint32_t lru = UINT32_MAX;
+
+		for (uint32_t i = 0; i < d->units; i++)
+			if (i != keep && d->tabs[i] && d->tabs[i] != TAB_NONE &&
+			    (lru == UINT32_MAX || d->tabs[i]->used < d->tabs[lru]->used))
+				lru = i;
+		if (lru == UINT32_MAX)
+			return;
+		tab_drop(d, lru);
+	}
+}
+
+/*
+ * Unit @unit's line table (CU DIE @cu), decoded by dwarf_linetab.c on
+ * its first lookup; NULL when it cannot be (a form or layout it does not
+ * read, no memory): the caller uses libdw's.
+ */
+static const struct dwarf_linetab *line_table(struct dwarf_lines *d,
+					      uint32_t unit, Dwarf_Die *cu)
+{
+	struct unit_lines *u;
+	Dwarf_Attribute a;
+	Dwarf_Word stmt;
+	uint64_t bytes;
+
+	if (!d->lsrc_ok || unit >= d->units)
+		return NULL;
+	if (!d->tabs) {
+		d->tabs = calloc(d->units, sizeof(*d->tabs));
+		if (!d->tabs)
+			return NULL;
+		d->tabs_bytes += (uint64_t)d->units * sizeof(*d->tabs);
+	}
+	u = d->tabs[unit];
+	if (u == TAB_NONE)
+		return NULL;
+	if (!u) {
+		if (dwarf_formudata(dwarf_attr(cu, DW_AT_stmt_list, &a), &stmt) ||
+		    !(u = calloc(1, sizeof(*u))))
+			return NULL;
+		if (dwarf_linetab_build(&d->lsrc, stmt,
+					dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)),
+					&u->t, &bytes)) {
+			free(u);
+			d->tabs[unit] = TAB_NONE;
+			return NULL;
+		}
+		u->bytes = bytes;
+		if (bytes > d->tab_max)
+			d->tab_max = bytes;
+		d->tabs[unit] = u;
+		d->tabs_bytes += bytes + sizeof(*u);
+		tabs_trim(d, unit);
+	}
+	u->used = ++d->tabs_clock;
+	return u->t;
 }
 
 /*
@@ -717,8 +840,9 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 {
 	Dwarf_Die cu_mem, *cu, dwo_mem, *dies, chain[DWARF_LINES_MAX_DEPTH];
 	const struct cu_range *range = NULL;
+	const struct dwarf_linetab *tab;
 	struct dwarf_split *split = NULL;
-	Dwarf_Addr row_addr;
+	uint64_t row_addr;
 	uint64_t start = 0;
 	const char *file;
 	Dwarf_Lines *rows;
@@ -750,19 +874,28 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 			return -EILSEQ;
 		}
 	}
-	count_cu_lines(d, cu);
-	/* a line table libdw cannot decode: corrupt, not "no row here" */
-	if (dwarf_getsrclines(cu, &rows, &nrows)) {
-		d->unreadable = true;
-		return -EILSEQ;
+	tab = line_table(d, range->unit, cu);
+	if (tab && !cu_seen(d, dwarf_dieoffset(cu), true))
+		d->decoded_bytes += UNIT_DIE_BYTES;
+	if (tab) {
+		if (dwarf_linetab_find(tab, vaddr, &row_addr, &file, &line) ||
+		    row_addr < start)
+			return -ENOENT;
+	} else {
+		count_cu_lines(d, cu);
+		/* a line table libdw cannot decode: corrupt, not "no row here" */
+		if (dwarf_getsrclines(cu, &rows, &nrows)) {
+			d->unreadable = true;
+			return -EILSEQ;
+		}
+		row = dwarf_getsrc_die(cu, vaddr);
+		/* a row below the unit's range: a dropped function's sequence */
+		if (!row || dwarf_lineaddr(row, &row_addr) || row_addr < start ||
+		    dwarf_lineno(row, &lineno) || lineno < 0 ||
+		    !(file = dwarf_linesrc(row, NULL, NULL)))
+			return -ENOENT;
+		line = (uint32_t)lineno;
 	}
-	row = dwarf_getsrc_die(cu, vaddr);
-	/* a row below the unit's range: a dropped function's sequence */
-	if (!row || dwarf_lineaddr(row, &row_addr) || row_addr < start ||
-	    dwarf_lineno(row, &lineno) || lineno < 0 ||
-	    !(file = dwarf_linesrc(row, NULL, NULL)))
-		return -ENOENT;
-	line = (uint32_t)lineno;
 	ret = split ? -ERANGE : fn_chain(d, range->unit, cu, vaddr, chain, &nchain);
 	if (ret == -ERANGE)
 		ret = dwarf_scope_walk(dies, vaddr, chain, &nchain,
@@ -785,7 +918,8 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 			sub = true;
 			break;
 		}
-		if (call_site(dies, &chain[i], &file, &line)) {
+		/* a .dwo's call files are in its own line table: libdw's */
+		if (call_site(dies, split ? NULL : tab, &chain[i], &file, &line)) {
 			d->unreadable = true;
 			return -EILSEQ;
 		}
