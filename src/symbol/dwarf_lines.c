@@ -12,19 +12,23 @@
  * (ELF_C_FDDONE), so everything after the open works from memory.
  *
  * Memory: only the sections a line or inline lookup reads are shown to
- * libdw (info, abbrev, line, line_str, str, str_offsets, addr, ranges,
- * rnglists); location lists, macros, .debug_frame, aranges, pubnames
- * and type units are never read (libc 2.36: 15 % less). What libdw
- * decodes later is never freed by it: a unit's header and abbreviation
- * hash for every unit up to the one looked up (CU_BYTES each), each
- * line table asked for (LINE_ROW_BYTES a row). Past DECODED_SHARE of the
+ * libdw (dwarf_sections.c). A unit's line table is decoded by profd
+ * (dwarf_linetab.c: 12 bytes a row) at the unit's first lookup and kept
+ * per unit, the least recently used dropped past half of DECODED_SHARE
+ * of the sections (or twice the largest table); libdw's own table (40
+ * bytes a row, LINE_ROW_BYTES counted) only where profd's decoder
+ * refuses a unit. What libdw decodes is never freed by it: a unit's
+ * header and abbreviation hash for every unit up to the one looked up
+ * (CU_BYTES each), the abbreviations of the units whose DIEs were read
+ * (UNIT_DIE_BYTES), libdw's line tables. Past DECODED_SHARE of the
  * sections that part is dropped whole (the Dwarf is ended and begun
  * again over the same sections, no file read); the chains the
  * symbolizer looked up stay cached (frames.c), so only new addresses
  * decode again. The range walk at open is followed by such a reset too.
  * The functions around an address are found through each unit's
  * function index (dwarf_scopes.c), built at the unit's first lookup and
- * kept across resets (DIE offsets, accounted in the handle's bytes).
+ * kept across resets (DIE offsets, accounted in the handle's bytes), as
+ * are profd's line tables.
  *
  * Input is untrusted: libdw checks every offset, size and form; a
  * failure is an error for the lookup, never a crash. The size cap is
@@ -46,6 +50,7 @@
 #include "symbol/dwarf_lines.h"
 #include "symbol/dwarf_linetab.h"
 #include "symbol/dwarf_scopes.h"
+#include "symbol/dwarf_sections.h"
 #include "symbol/dwarf_split.h"
 #include "symbol/elf_file.h"
 
@@ -87,8 +92,11 @@ struct cu_range {
 #define NO_DWO	UINT32_MAX
 
 /* A unit whose line table profd cannot decode: libdw's is used. */
-static char tab_none;
+static char tab_none, tab_big;
 #define TAB_NONE	((struct unit_lines *)&tab_none)
+/* ... or whose table is larger than the object's cap: no lines there. */
+#define TAB_BIG		((struct unit_lines *)&tab_big)
+#define TAB_BIG_T	((const struct dwarf_linetab *)&tab_big)
 
 /* A unit's line table (dwarf_linetab.c) and when it was last used. */
 struct unit_lines {
@@ -135,125 +143,6 @@ struct dwarf_lines {
 	uint64_t max_bytes;	/* the cap dwarf_lines_open() was given */
 	char *debugdir;		/* the skeleton file's directory, '/'-ended */
 };
-
-static bool is_debug_section(const char *name)
-{
-	return name && (!strncmp(name, ".debug_", 7) ||
-			!strncmp(name, ".zdebug_", 8));
-}
-
-/*
- * Whether debug section @name is read by a lookup: the units and their
- * DIEs' attributes (strings, addresses, range lists) and the line
- * tables. The rest (.debug_loc/loclists, macros, frame, aranges,
- * pubnames, types, names) is hidden from libdw, never read.
- */
-static bool is_needed_section(const char *name)
-{
-	static const char *const needed[] = {
-		"info", "abbrev", "line", "line_str", "str", "str_offsets",
-		"addr", "ranges", "rnglists",
-	};
-
-	name += name[1] == 'z' ? 8 : 7;
-	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
-		if (!strcmp(name, needed[i]))
-			return true;
-	return false;
-}
-
-/*
- * The uncompressed size a GNU .zdebug_* section announces: "ZLIB", then
- * the size as 8 big-endian bytes (the compressed bytes are read for it:
- * they count within the cap anyway). UINT64_MAX when it cannot be read,
- * so that an unreadable header is over any cap.
- */
-static uint64_t zdebug_size(Elf_Scn *scn)
-{
-	Elf_Data *d = elf_rawdata(scn, NULL);
-	const unsigned char *p;
-	uint64_t size = 0;
-
-	if (!d || !d->d_buf || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
-		return UINT64_MAX / 4;
-	p = (const unsigned char *)d->d_buf + 4;
-	for (int i = 0; i < 8; i++)
-		size = size << 8 | p[i];
-	return size < UINT64_MAX / 4 ? size : UINT64_MAX / 4;
-}
-
-/*
- * Bytes the .debug_* sections of @elf take once read: before (@loaded
- * false), from the headers: a compressed section's uncompressed size
- * (SHF_COMPRESSED's header, a .zdebug_'s "ZLIB" size), else its size;
- * after (@loaded), what libelf holds now (libdw replaced a compressed
- * section's data with its decompressed bytes). *@has_info: a
- * .debug_info with data.
- */
-static uint64_t debug_bytes(Elf *elf, bool loaded, bool *has_info)
-{
-	Elf_Scn *scn = NULL;
-	uint64_t sum = 0;
-	size_t shstrndx;
-
-	*has_info = false;
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return 0;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		const char *name;
-		GElf_Shdr sh;
-		GElf_Chdr ch;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
-		    !sh.sh_size)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!is_debug_section(name))
-			continue;
-		if (!is_needed_section(name))
-			continue;
-		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
-			*has_info = true;
-		if (loaded) {
-			Elf_Data *d = elf_getdata(scn, NULL);
-
-			sum += d ? d->d_size : sh.sh_size;
-		} else if (sh.sh_flags & SHF_COMPRESSED) {
-			sum += gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX / 4;
-		} else if (name[1] == 'z') {
-			sum += zdebug_size(scn);
-		} else {
-			sum += sh.sh_size;
-		}
-	}
-	return sum;
-}
-
-/*
- * Hide the debug sections no lookup reads from libdw: dwarf_begin_elf()
- * skips SHT_NOBITS sections without reading them. The header changed is
- * libelf's copy in heap (ELF_C_READ); the file is never written.
- */
-static void hide_unneeded(Elf *elf)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		const char *name;
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (is_debug_section(name) && !is_needed_section(name)) {
-			sh.sh_type = SHT_NOBITS;
-			gelf_update_shdr(scn, &sh);
-		}
-	}
-}
 
 static int range_cmp(const void *a, const void *b)
 {
@@ -481,8 +370,8 @@ static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 	d->elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF)
 		return -ENOEXEC;
-	hide_unneeded(d->elf);
-	bytes = debug_bytes(d->elf, false, &has_info);
+	dwarf_sections_hide_unneeded(d->elf);
+	bytes = dwarf_sections_bytes(d->elf, false, &has_info);
 	if (!has_info)
 		return -ENODATA;
 	if (max_bytes && bytes > max_bytes)
@@ -490,7 +379,7 @@ static int open_fd(struct dwarf_lines *d, int fd, uint64_t max_bytes)
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
 	if (!d->dw)
 		return -ENOEXEC;	/* a .debug_info libdw refuses: corrupt */
-	d->section_bytes = debug_bytes(d->elf, true, &has_info);
+	d->section_bytes = dwarf_sections_bytes(d->elf, true, &has_info);
 	/* everything libdw needs is in memory: no read of @fd from here on */
 	elf_cntl(d->elf, ELF_C_FDDONE);
 	d->lsrc_ok = !dwarf_linetab_src_of(d->elf, &d->lsrc);
@@ -572,7 +461,7 @@ void dwarf_lines_free(struct dwarf_lines *d)
 			dwarf_fn_index_free(d->fns[i]);
 	free(d->fns);
 	for (uint32_t i = 0; d->tabs && i < d->units; i++)
-		if (d->tabs[i] && d->tabs[i] != TAB_NONE) {
+		if (d->tabs[i] && d->tabs[i] != TAB_NONE && d->tabs[i] != TAB_BIG) {
 			dwarf_linetab_free(d->tabs[i]->t);
 			free(d->tabs[i]);
 		}
@@ -723,6 +612,7 @@ static void tabs_trim(struct dwarf_lines *d, uint32_t keep)
 
 		for (uint32_t i = 0; i < d->units; i++)
 			if (i != keep && d->tabs[i] && d->tabs[i] != TAB_NONE &&
+			    d->tabs[i] != TAB_BIG &&
 			    (lru == UINT32_MAX || d->tabs[i]->used < d->tabs[lru]->used))
 				lru = i;
 		if (lru == UINT32_MAX)
@@ -734,7 +624,8 @@ static void tabs_trim(struct dwarf_lines *d, uint32_t keep)
 /*
  * Unit @unit's line table (CU DIE @cu), decoded by dwarf_linetab.c on
  * its first lookup; NULL when it cannot be (a form or layout it does not
- * read, no memory): the caller uses libdw's.
+ * read, no memory): the caller uses libdw's; TAB_BIG_T when decoding it
+ * takes more than the object's cap: no lines in that unit.
  */
 static const struct dwarf_linetab *line_table(struct dwarf_lines *d,
 					      uint32_t unit, Dwarf_Die *cu)
@@ -743,6 +634,7 @@ static const struct dwarf_linetab *line_table(struct dwarf_lines *d,
 	Dwarf_Attribute a;
 	Dwarf_Word stmt;
 	uint64_t bytes;
+	int ret;
 
 	if (!d->lsrc_ok || unit >= d->units)
 		return NULL;
@@ -755,16 +647,20 @@ static const struct dwarf_linetab *line_table(struct dwarf_lines *d,
 	u = d->tabs[unit];
 	if (u == TAB_NONE)
 		return NULL;
+	if (u == TAB_BIG)
+		return TAB_BIG_T;
 	if (!u) {
 		if (dwarf_formudata(dwarf_attr(cu, DW_AT_stmt_list, &a), &stmt) ||
 		    !(u = calloc(1, sizeof(*u))))
 			return NULL;
-		if (dwarf_linetab_build(&d->lsrc, stmt,
-					dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)),
-					&u->t, &bytes)) {
+		ret = dwarf_linetab_build(&d->lsrc, stmt,
+					  dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)),
+					  d->max_bytes, &u->t, &bytes);
+		if (ret) {
 			free(u);
-			d->tabs[unit] = TAB_NONE;
-			return NULL;
+			/* over the object's cap: libdw's would take more */
+			d->tabs[unit] = ret == -EFBIG ? TAB_BIG : TAB_NONE;
+			return ret == -EFBIG ? TAB_BIG_T : NULL;
 		}
 		u->bytes = bytes;
 		if (bytes > d->tab_max)
@@ -875,6 +771,8 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		}
 	}
 	tab = line_table(d, range->unit, cu);
+	if (tab == TAB_BIG_T)
+		return -EFBIG;
 	if (tab && !cu_seen(d, dwarf_dieoffset(cu), true))
 		d->decoded_bytes += UNIT_DIE_BYTES;
 	if (tab) {

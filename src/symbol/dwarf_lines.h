@@ -81,8 +81,9 @@ uint32_t dwarf_lines_resets(const struct dwarf_lines *d);
  * on the way: a line table, a DIE or a call site libdw could not read,
  * or an address past a unit it could not read; @d is then unreadable),
  * -EOPNOTSUPP (@vaddr's unit is a skeleton of split DWARF whose .dwo was
- * not found or not readable, or is in a .dwp, not read), -EINVAL (bad
- * arguments). A skeleton unit whose .dwo was read (dwarf_split.h) gives
+ * not found or not readable, or is in a .dwp, not read), -EFBIG (decoding
+ * @vaddr's unit's line table takes more than the cap @d was opened with),
+ * -EINVAL (bad arguments). A skeleton unit whose .dwo was read (dwarf_split.h) gives
  * its chain like any other: its line rows are the skeleton's, its
  * functions and inlined calls the .dwo's.
  */

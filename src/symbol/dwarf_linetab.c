@@ -388,6 +388,7 @@ static int rd_header(struct reader *r, const struct dwarf_linetab_src *src,
 struct rows {
 	struct raw_row *v;
 	size_t n, cap;
+	size_t max;		/* rows at most (-EFBIG past it) */
 	uint64_t lo, hi;
 };
 
@@ -398,8 +399,10 @@ static int row_push(struct rows *rs, uint64_t addr, uint64_t file,
 		size_t ncap = rs->cap ? rs->cap * 2 : 256;
 		struct raw_row *v;
 
-		if (ncap > ROWS_MAX)
-			return -EOPNOTSUPP;
+		if (rs->n >= rs->max)
+			return -EFBIG;
+		if (ncap > rs->max)
+			ncap = rs->max;
 		v = realloc(rs->v, ncap * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
@@ -579,8 +582,8 @@ int dwarf_linetab_src_of(struct Elf *elf, struct dwarf_linetab_src *src)
 
 /* dwarf_linetab_build - see dwarf_linetab.h. */
 int dwarf_linetab_build(const struct dwarf_linetab_src *src, uint64_t off,
-			const char *comp_dir, struct dwarf_linetab **out,
-			uint64_t *bytes)
+			const char *comp_dir, uint64_t max_bytes,
+			struct dwarf_linetab **out, uint64_t *bytes)
 {
 	struct name_list dirs = { 0 }, files = { 0 };
 	struct rows rs = { 0 };
@@ -593,6 +596,9 @@ int dwarf_linetab_build(const struct dwarf_linetab_src *src, uint64_t off,
 	*bytes = 0;
 	if (!src->line || off >= src->line_size)
 		return -EINVAL;
+	rs.max = ROWS_MAX;
+	if (max_bytes && max_bytes / sizeof(struct raw_row) < rs.max)
+		rs.max = max_bytes / sizeof(struct raw_row);
 	r = (struct reader){ src->line + off, src->line + src->line_size, false };
 	ret = rd_header(&r, src, comp_dir, &h, &dirs, &files);
 	if (!ret)

@@ -54,18 +54,20 @@ int dwarf_linetab_src_of(struct Elf *elf, struct dwarf_linetab_src *src);
 /*
  * dwarf_linetab_build - decode the line program at offset @off of
  * @src->line (a unit's DW_AT_stmt_list), its directory 0 being
- * @comp_dir (the unit's DW_AT_comp_dir, or NULL) before DWARF 5.
+ * @comp_dir (the unit's DW_AT_comp_dir, or NULL) before DWARF 5, its
+ * working memory (24 bytes a row while decoding) within @max_bytes
+ * (0: no cap).
  * *@out: the table (owned by the caller: dwarf_linetab_free()), *@bytes:
  * its heap size.
  * Returns 0, -EINVAL (a header, form or opcode past the unit or the
  * section, a directory or file index out of range, a zero line range),
  * -EOPNOTSUPP (what libdw reads and this does not: a string form other
  * than string/strp/line_strp, a unit whose addresses span 4 GiB or
- * more), -ENOMEM.
+ * more), -EFBIG (more rows than @max_bytes holds), -ENOMEM.
  */
 int dwarf_linetab_build(const struct dwarf_linetab_src *src, uint64_t off,
-			const char *comp_dir, struct dwarf_linetab **out,
-			uint64_t *bytes);
+			const char *comp_dir, uint64_t max_bytes,
+			struct dwarf_linetab **out, uint64_t *bytes);
 
 /*
  * dwarf_linetab_find - the row for @addr: the last row at or below it

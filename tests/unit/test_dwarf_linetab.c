@@ -16,6 +16,12 @@
  * Prints "units=N rows=M files=F mismatches=K unsupported=U" and, for
  * the first mismatches, what differed. Exit 0: no mismatch, 1: some,
  * 2: the file could not be read.
+ *
+ *        test_dwarf_linetab --corrupt FILE
+ * Hostile input: the line programs of FILE's first 16 units cut at
+ * every length and with every byte replaced (0x00, 0xff, the byte + 1,
+ * a random one), each decoded and looked up in (run it built with
+ * ASan/UBSan). Prints "cases=N built=B refused=R"; exit 0 when it ends.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +77,95 @@ static void check_find(Dwarf_Die *cu, const struct dwarf_linetab *t,
 			 file ? file : "-", line);
 }
 
+/* One corrupt copy of @src decoded at @off, and looked up in. */
+static void corrupt_case(const struct dwarf_linetab_src *src, uint64_t off,
+			 unsigned long *built, unsigned long *refused)
+{
+	struct dwarf_linetab *t;
+	uint64_t bytes, a, ra;
+	const char *f;
+	uint32_t line, fi, ln;
+	int end;
+
+	if (dwarf_linetab_build(src, off, "/comp", 1 << 20, &t, &bytes)) {
+		(*refused)++;
+		return;
+	}
+	(*built)++;
+	for (size_t i = 0; i < dwarf_linetab_rows(t); i += 7) {
+		dwarf_linetab_row(t, i, &a, &fi, &ln, &end);
+		if (!dwarf_linetab_find(t, a, &ra, &f, &line) && (!f || ra > a))
+			abort();
+		dwarf_linetab_file(t, fi);
+	}
+	dwarf_linetab_free(t);
+}
+
+static int corrupt(const char *path)
+{
+	unsigned long cases = 0, built = 0, refused = 0;
+	struct dwarf_linetab_src src, bad;
+	uint64_t offs[16];
+	unsigned int noffs = 0, seed = 1;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	uint8_t *copy;
+	Dwarf *dw;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || !(dw = dwarf_begin(fd, DWARF_C_READ)) ||
+	    dwarf_linetab_src_of(dwarf_getelf(dw), &src)) {
+		fprintf(stderr, "%s: cannot read its DWARF\n", path);
+		return 2;
+	}
+	while (noffs < 16 &&
+	       !dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, NULL)) {
+		Dwarf_Attribute a;
+		Dwarf_Word stmt;
+
+		if (!dwarf_formudata(dwarf_attr(&cudie, DW_AT_stmt_list, &a), &stmt))
+			offs[noffs++] = stmt;
+	}
+	copy = malloc(src.line_size);
+	if (!copy)
+		return 2;
+	for (unsigned int u = 0; u < noffs; u++) {
+		uint64_t off = offs[u];
+		/* the program's own length, at most 4 KiB of it mutated */
+		uint64_t len = src.line_size - off < 4096 ? src.line_size - off : 4096;
+
+		bad = src;
+		bad.line = copy;
+		for (uint64_t cut = 0; cut < len; cut++) {	/* every length */
+			memcpy(copy, src.line, off + cut);
+			bad.line_size = off + cut;
+			corrupt_case(&bad, off, &built, &refused);
+			cases++;
+		}
+		bad.line_size = src.line_size;
+		memcpy(copy, src.line, src.line_size);
+		for (uint64_t i = 0; i < len; i++) {	/* every byte */
+			uint8_t was = copy[off + i];
+			uint8_t vals[4] = { 0, 0xff, (uint8_t)(was + 1),
+					    (uint8_t)rand_r(&seed) };
+
+			for (int v = 0; v < 4; v++) {
+				copy[off + i] = vals[v];
+				corrupt_case(&bad, off, &built, &refused);
+				cases++;
+			}
+			copy[off + i] = was;
+		}
+	}
+	printf("cases=%lu built=%lu refused=%lu\n", cases, built, refused);
+	free(copy);
+	dwarf_end(dw);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long units = 0, rows = 0, files = 0, unsupported = 0;
@@ -82,6 +177,8 @@ int main(int argc, char **argv)
 	Dwarf *dw;
 	int fd;
 
+	if (argc == 3 && !strcmp(argv[1], "--corrupt"))
+		return corrupt(argv[2]);
 	if (argc != 2) {
 		fprintf(stderr, "usage: test_dwarf_linetab FILE\n");
 		return 2;
@@ -110,7 +207,7 @@ int main(int argc, char **argv)
 		units++;
 		ret = dwarf_linetab_build(&src, stmt,
 					  dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &a)),
-					  &t, &bytes);
+					  0, &t, &bytes);
 		lret = dwarf_getsrclines(&cudie, &lines, &nlines);
 		if (ret == -EOPNOTSUPP) {
 			unsupported++;
