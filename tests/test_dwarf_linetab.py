@@ -71,6 +71,18 @@ def tool():
     return unit_program("test_dwarf_linetab")
 
 
+def build_program(tmp_path, build):
+    """SRC built as BUILDS[@build] says; its path (skips without the compiler)."""
+    cmd = BUILDS[build]
+    if not shutil.which(cmd[0]):
+        pytest.skip(f"no {cmd[0]}")
+    src = tmp_path / "a.cpp"
+    src.write_text(SRC)
+    out = tmp_path / "a.out"
+    subprocess.run([*cmd, "-o", str(out), str(src)], check=True, cwd=tmp_path)
+    return out
+
+
 def compare(tool, path):
     r = subprocess.run([tool, path], capture_output=True, text=True, timeout=300)
     m = re.search(r"units=(\d+) rows=(\d+) files=(\d+) mismatches=(\d+) unsupported=(\d+)",
@@ -85,13 +97,7 @@ def compare(tool, path):
 
 @pytest.mark.parametrize("build", sorted(BUILDS))
 def test_same_rows_as_libdw(tool, tmp_path, build):
-    cmd = BUILDS[build]
-    if not shutil.which(cmd[0]):
-        pytest.skip(f"no {cmd[0]}")
-    src = tmp_path / "a.cpp"
-    src.write_text(SRC)
-    out = tmp_path / "a.out"
-    subprocess.run([*cmd, "-o", str(out), str(src)], check=True, cwd=tmp_path)
+    out = build_program(tmp_path, build)
     _, rows = compare(tool, str(out))
     assert rows > 100
 
@@ -129,13 +135,7 @@ def test_corrupt_line_programs(tmp_path, build):
     of the decoder with ASan/UBSan: no crash, no read past the section;
     some decode (a changed line number is still a program), some are
     refused."""
-    cmd = BUILDS[build]
-    if not shutil.which(cmd[0]):
-        pytest.skip(f"no {cmd[0]}")
-    src = tmp_path / "a.cpp"
-    src.write_text(SRC)
-    out = tmp_path / "a.out"
-    subprocess.run([*cmd, "-o", str(out), str(src)], check=True, cwd=tmp_path)
+    out = build_program(tmp_path, build)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     exe = str(tmp_path / "test_dwarf_linetab_asan")
     subprocess.run(["gcc", "-O1", "-g", "-std=gnu11", "-D_GNU_SOURCE",

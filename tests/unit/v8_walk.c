@@ -212,6 +212,19 @@ static int dump_layout(const char *path)
 	return 0;
 }
 
+/* Stop seized @pid (PTRACE_INTERRUPT) and read its registers. */
+static void interrupt(pid_t pid, struct user_regs_struct *regs)
+{
+	int st;
+
+	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL))
+		die("PTRACE_INTERRUPT");
+	if (waitpid(pid, &st, __WALL) != pid)
+		die("waitpid");
+	if (ptrace(PTRACE_GETREGS, pid, NULL, regs))
+		die("PTRACE_GETREGS");
+}
+
 int main(int argc, char **argv)
 {
 	const char *perturb = NULL;
@@ -260,12 +273,7 @@ int main(int argc, char **argv)
 	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL))
 		die("PTRACE_SEIZE");
 	seized = 1;
-	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL))
-		die("PTRACE_INTERRUPT");
-	if (waitpid(pid, &st, __WALL) != pid)
-		die("waitpid");
-	if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
-		die("PTRACE_GETREGS");
+	interrupt(pid, &regs);
 	for (int tries = 0; kill_it && tries < 200; tries++) {
 		enum v8_code code;
 		const char *sym;
@@ -275,12 +283,7 @@ int main(int argc, char **argv)
 		if (ptrace(PTRACE_CONT, pid, NULL, NULL))
 			die("PTRACE_CONT");
 		usleep(2000);
-		if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL))
-			die("PTRACE_INTERRUPT");
-		if (waitpid(pid, &st, __WALL) != pid)
-			die("waitpid");
-		if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
-			die("PTRACE_GETREGS");
+		interrupt(pid, &regs);
 	}
 	if (kill_it) {
 		kill(pid, SIGKILL);
