@@ -119,6 +119,13 @@ struct profd_stack_copy {
 	__u64 ip;
 	__u64 sp;
 	__u64 bp;
+	/*
+	 * The code at the pc: bytes [ip - 1, ip + 6] (the leaf's instruction,
+	 * bpf/unwind_step.h leaf_entry_step()); code_len 0 when they could not
+	 * be read.
+	 */
+	__u8 code[7];
+	__u8 code_len;
 };
 
 /* Most bytes of user stack one sample carries (--stack-copy-bytes). */
@@ -305,6 +312,10 @@ enum profd_counter {
 	PROFD_CNT_OFFCPU_END_LOST,	/* off-CPU end dropped: ringbuf full */
 	PROFD_CNT_OFFCPU_IN_UNSEEN,	/* off-CPU end whose switch-in no sched_switch
 					 * showed: ended at the next switch-out */
+	PROFD_CNT_UNWIND_LEAF_ENTRY,	/* leaf at a function's entry or return
+					 * in code without rows: caller from sp */
+	PROFD_CNT_UNWIND_LEAF_ENTRY_UNVERIFIED,	/* such a leaf whose word at sp is
+						 * no return address: walk cut */
 	PROFD_CNT_RUNTIME_FIRST,	/* then PROFD_RUNTIME_COUNTERS per runtime */
 	PROFD_CNT_MAX = PROFD_CNT_RUNTIME_FIRST +
 			PROFD_RUNTIME_COUNT * PROFD_RUNTIME_COUNTERS,

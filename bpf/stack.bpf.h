@@ -218,7 +218,13 @@ static __always_inline __u64 copy_stack(struct profd_unwind_state *st, __u64 nip
 	st->ips[nips] = st->start.ip;
 	st->ips[nips + 1] = st->start.sp;
 	st->ips[nips + 2] = st->start.bp;
+	/* code[7] and code_len: the leaf's instruction bytes, or none */
 	dst = (__u8 *)&st->ips[nips + 3];
+	if (bpf_probe_read_user(dst, 7, (void *)(st->start.ip - 1)))
+		st->ips[nips + 3] = 0;
+	else
+		dst[7] = 7;
+	dst = (__u8 *)&st->ips[nips + 4];
 	for (int i = 0; i < PROFD_STACK_COPY_MAX / 4096 + 1; i++) {
 		want = 4096 - ((sp + got) & 4095);
 		if (want > len - got)

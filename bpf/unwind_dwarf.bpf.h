@@ -193,7 +193,13 @@ static __always_inline int unwind_dwarf_step(void *ctx, void *progs, __u32 slot)
 			done = true;
 			break;
 		}
-		ret = dwarf_step(&st->f, proc);
+		/*
+		 * The leaf's caller from the stack top (leaf_entry_step()),
+		 * unless a runtime's walker owns the process: V8's merge puts
+		 * back a frameless leaf's caller itself from the same word
+		 * (src/v8/merge.c), which would then be there twice.
+		 */
+		ret = dwarf_step(&st->f, proc, st->rt_id ? 0 : UNWIND_STEP_LEAF_ENTRY);
 		st->sample.flags |= st->f.flags;
 		if (ret == DWARF_STEP_NEXT && st->f.pc_exact)
 			/* a sigreturn step: the frame just recorded is the

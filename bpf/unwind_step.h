@@ -6,8 +6,9 @@
  * stack copy the sample carried), so that both walk with one set of rules
  * over one table format (unwind_table.h).
  *
- * Owns: the two binary searches (range of a pc, row of a pc) and
- * dwarf_step().
+ * Owns: the two binary searches (range of a pc, row of a pc),
+ * dwarf_step() and the leaf's step at a function's entry or return
+ * (leaf_entry_step()).
  *
  * The includer defines, before including this file:
  *   UNWIND_ENV_PARAM / UNWIND_ENV_ARG  an extra trailing parameter and
@@ -19,7 +20,10 @@
  *   UNWIND_GLOBAL                      the linkage of the searches and of
  *       dwarf_step() (BPF: global noinline functions, verified once);
  *   unwind_go_thread_g(), UNWIND_GO_NO_THREAD  the thread's Go g
- *       (unwind_go.h).
+ *       (unwind_go.h);
+ *   UNWIND_CALLS_CHECKED_LATER         (optional) the code before a return
+ *       address cannot be read here: leaf_entry_step() leaves the call
+ *       check to the includer's caller (user space: callsite_verify()).
  *
  * The rules, frame by frame:
  *   - a pc in a range with rows: the row's CFA rule; the return address
@@ -31,7 +35,11 @@
  *   - a range without rows (JIT, objects without CFI) or a pc no FDE
  *     covers: a frame-pointer step, checked: the next pc must lie in a
  *     known range (else the frame is dropped, DWARF_STEP_BOGUS), and user
- *     space checks each return address for a call before it;
+ *     space checks each return address for a call before it. For the
+ *     leaf, when the caller asks (UNWIND_STEP_LEAF_ENTRY), first the
+ *     instruction at the pc: at a function's entry or return the frame
+ *     is not made or already gone, the caller's return address is at the
+ *     stack top (leaf_entry_step());
  *   - a pc outside every range: the leaf (where the CPU was) steps by
  *     frame pointer, a return address is dropped (DWARF_STEP_BOGUS); both
  *     ask user space for the process's maps (PROFD_SAMPLE_UNWIND_MISSING);
@@ -140,6 +148,95 @@ static inline int fp_step(struct unwind_frame *f UNWIND_ENV_PARAM)
 	return DWARF_STEP_NEXT;
 }
 
+/* dwarf_step()'s @opts */
+#define UNWIND_STEP_LEAF_ENTRY	1u	/* leaf_entry_step() for a leaf without rows */
+
+/*
+ * after_call - whether the 7 bytes @b before a return address end in an
+ * x86-64 near call: `E8 rel32`, or `FF /2` through a register, [reg],
+ * [reg + disp8], [reg + disp32], [rip + disp32] or their SIB forms
+ * (callsite_x86_after_call() in user space is the full decoder; this is
+ * the BPF side's first check, without prefixes beyond one REX).
+ */
+static inline bool after_call(const __u8 *b)
+{
+#define CALL_RM(m, mod) (((m) & 0x38) == 0x10 && ((m) >> 6) == (mod))
+	return b[2] == 0xe8 ||						/* call rel32 */
+	       (b[5] == 0xff && (CALL_RM(b[6], 3) ||			/* call reg */
+				 (CALL_RM(b[6], 0) && (b[6] & 7) != 4 &&
+				  (b[6] & 7) != 5))) ||			/* [reg] */
+	       (b[4] == 0xff && CALL_RM(b[5], 0) && (b[5] & 7) == 4 &&
+		(b[6] & 7) != 5) ||					/* [sib] */
+	       (b[4] == 0xff && CALL_RM(b[5], 1) && (b[5] & 7) != 4) ||	/* [reg + disp8] */
+	       (b[3] == 0xff && CALL_RM(b[4], 1) && (b[4] & 7) == 4) ||	/* [sib + disp8] */
+	       (b[1] == 0xff && ((CALL_RM(b[2], 2) && (b[2] & 7) != 4) ||	/* [reg + disp32] */
+				 (CALL_RM(b[2], 0) && (b[2] & 7) == 5))) ||	/* [rip + disp32] */
+	       (b[0] == 0xff && CALL_RM(b[1], 2) && (b[1] & 7) == 4);	/* [sib + disp32] */
+#undef CALL_RM
+}
+
+/* Whether the bytes before return address @ra are a call (after_call()). */
+static inline bool call_before(__u64 ra UNWIND_ENV_PARAM)
+{
+#ifdef UNWIND_CALLS_CHECKED_LATER
+	return true;
+#else
+	__u8 b[7];
+
+	return !unwind_read(b, sizeof(b), ra - sizeof(b)) && after_call(b);
+#endif
+}
+
+/*
+ * leaf_entry_step - the leaf (@f->pc_exact: where the CPU was, or where a
+ * signal interrupted it) in code without unwind rows (JIT code, objects
+ * without CFI) may be at a function's first instruction or at its
+ * return, where rbp is still (or again) the caller's and the return
+ * address is on top of the stack: a frame-pointer step from there would
+ * skip the caller. The instruction at the pc tells (x86-64 opcodes, the
+ * pc being an instruction's first byte): `push %rbp` (55: nothing pushed
+ * yet, the return address at [sp]); `mov %rsp,%rbp` (48 89 e5, 48 8b ec)
+ * right after a `push %rbp` whose word at [sp] is rbp (the return
+ * address at [sp + 8]); `ret` / `ret imm16` (c3, c2: rbp restored, the
+ * return address at [sp]). The word found must be a return address: in
+ * a range of @proc, the bytes before it a call (call_before(); user
+ * space checks that of every caller again, callsite_verify()); else the
+ * walk is cut there (DWARF_STEP_CUT, counted
+ * unwind_leaf_entry_unverified): a frame-pointer step would skip the
+ * caller all the same. Returns DWARF_STEP_NEXT with @f moved to the
+ * caller (counted unwind_leaf_entry), DWARF_STEP_CUT, or -1 when the pc
+ * is at none of these instructions or its code is unreadable (a stack
+ * copy holds no code): the caller takes a frame-pointer step.
+ */
+UNWIND_GLOBAL
+int leaf_entry_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV_PARAM)
+{
+	__u8 code[4];
+	__u64 top[2], ra;
+	bool pushed;
+
+	if (!f || !proc || unwind_read(code, sizeof(code), f->ip - 1))
+		return -1;
+	pushed = code[0] == 0x55 && code[1] == 0x48 &&
+		 ((code[2] == 0x89 && code[3] == 0xe5) || (code[2] == 0x8b && code[3] == 0xec));
+	if (!pushed && code[1] != 0x55 && code[1] != 0xc3 && code[1] != 0xc2)
+		return -1;
+	if (unwind_read(top, sizeof(top), f->sp))
+		return -1;
+	if (pushed && top[0] != f->bp)
+		return -1;	/* the 55 before is no `push %rbp` just run */
+	ra = pushed ? top[1] : top[0];
+	if (ra < 8 || proc_find_mapping(proc, ra - 1) < 0 || !call_before(ra UNWIND_ENV_ARG)) {
+		unwind_count(PROFD_CNT_UNWIND_LEAF_ENTRY_UNVERIFIED);
+		return DWARF_STEP_CUT;
+	}
+	f->ip = ra;
+	f->sp += pushed ? 16 : 8;
+	f->pc_exact = 0;
+	unwind_count(PROFD_CNT_UNWIND_LEAF_ENTRY);
+	return DWARF_STEP_NEXT;
+}
+
 /* Continue from the ucontext the kernel saved for a signal handler. */
 static inline int signal_step(struct unwind_frame *f UNWIND_ENV_PARAM)
 {
@@ -159,13 +256,14 @@ static inline int signal_step(struct unwind_frame *f UNWIND_ENV_PARAM)
 
 /*
  * dwarf_step - move @f from the current frame to its caller's, using
- * @proc's tables (the rules above). Sets PROFD_SAMPLE_UNWIND_MISSING in
- * f->flags for a pc outside every known range or in an evicted table, so
- * user space refreshes the process; PROFD_SAMPLE_USER_COMPLETE at the
- * outermost frame.
+ * @proc's tables (the rules above); @opts: UNWIND_STEP_* (0: none). Sets
+ * PROFD_SAMPLE_UNWIND_MISSING in f->flags for a pc outside every known
+ * range or in an evicted table, so user space refreshes the process;
+ * PROFD_SAMPLE_USER_COMPLETE at the outermost frame.
  */
 UNWIND_GLOBAL
-int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV_PARAM)
+int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc,
+	       __u32 opts UNWIND_ENV_PARAM)
 {
 	const struct unwind_mapping *m;
 	const struct unwind_row *row;
@@ -189,16 +287,18 @@ int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV
 		 * every executable range is garbage from a frame-pointer
 		 * step through code that has neither frame pointers nor CFI.
 		 */
-		return f->pc_exact ? fp_step(f UNWIND_ENV_ARG) : DWARF_STEP_BOGUS;
+		if (!f->pc_exact)
+			return DWARF_STEP_BOGUS;
+		goto no_rows;
 	}
 	m = &proc->mappings[idx & (UNWIND_MAX_PROC_MAPPINGS - 1)];
 	shard = m->shard;
 	if (shard == UNWIND_NO_TABLE)
-		return fp_step(f UNWIND_ENV_ARG);
+		goto no_rows;
 	if (shard == UNWIND_EVICTED) {
 		unwind_count(PROFD_CNT_DWARF_TABLE_EVICTED);
 		f->flags |= PROFD_SAMPLE_UNWIND_MISSING;
-		return fp_step(f UNWIND_ENV_ARG);
+		goto no_rows;
 	}
 	row = NULL;
 	if (pc >= m->pc_base && pc - m->pc_base <= 0xffffffffULL) {
@@ -210,7 +310,7 @@ int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV
 	}
 	if (!row) {
 		unwind_count(PROFD_CNT_DWARF_NO_ROW);
-		return fp_step(f UNWIND_ENV_ARG);
+		goto no_rows;
 	}
 	r = *row;
 	cfa_type = UNWIND_ROW_CFA_TYPE(&r);
@@ -242,7 +342,7 @@ int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV
 	case UNWIND_CFA_END:
 		/* a gap no FDE covers: code without CFI, checked FP step */
 		unwind_count(PROFD_CNT_DWARF_NO_ROW);
-		return fp_step(f UNWIND_ENV_ARG);
+		goto no_rows;
 	default:
 		unwind_count(PROFD_CNT_DWARF_UNSUPPORTED);
 		/* the code keeps a frame pointer (rbp saved at CFA - 16) */
@@ -279,6 +379,14 @@ int dwarf_step(struct unwind_frame *f, const struct unwind_proc *proc UNWIND_ENV
 	f->ip = ra;
 	f->pc_exact = 0;
 	return ra ? DWARF_STEP_NEXT : DWARF_STEP_DONE;
+no_rows:
+	/* code without rows: the leaf's instruction first (one call site) */
+	if ((opts & UNWIND_STEP_LEAF_ENTRY) && f->pc_exact) {
+		idx = leaf_entry_step(f, proc UNWIND_ENV_ARG);
+		if (idx >= 0)
+			return idx;
+	}
+	return fp_step(f UNWIND_ENV_ARG);
 }
 
 #endif /* PROFD_BPF_UNWIND_STEP_H */

@@ -14,6 +14,7 @@ processes, read back with Google's pprof.
   a symlink to /dev/zero, another user's file, a file that grows
   throughout): counted, never a crash, hang or unbounded memory.
 Needs root, like profd."""
+import collections
 import os
 import re
 import shutil
@@ -178,6 +179,39 @@ def test_c_perf_map(profd_bin, pprof, jitgen, tmp_path):
     raw = subprocess.run([pprof, "-raw", "-symbolize=none", *paths], capture_output=True,
                          text=True, check=True).stdout
     assert re.search(r"\[jit\]", raw), raw[-2000:]
+
+
+def test_leaf_at_entry_keeps_its_caller(profd_bin, pprof, jitgen, tmp_path):
+    """JIT code has no unwind rows: profd walks it by frame pointers. A
+    leaf caught at its first instruction (push rbp), right after it
+    (mov rbp,rsp) or at its ret has not made its frame yet or has
+    dropped it: rbp is still its caller's, and a frame-pointer step would
+    skip the caller. jitgen's leaf is nothing but those instructions,
+    called in a loop by jitgen_outer: every sample in the leaf has
+    jitgen_outer as its caller, none skips it to outer's own caller
+    (run_for); the leaf's samples at entry are counted
+    (stat.unwind_leaf_entry), none of their callers failed the check
+    (partial.unwind_leaf_entry_unverified)."""
+    work, go, _ = start_jitgen(jitgen, tmp_path, "entry", 3)
+    try:
+        err, paths = profile(profd_bin, tmp_path, work.pid, 3, go)
+    finally:
+        stop(work)
+        os.unlink(f"/tmp/perf-{work.pid}.map")
+    ks = kernel_names()
+    callers = collections.Counter()
+    for s in of_pid(pprof, paths, work.pid):
+        if s["labels"].get("thread_name") != "jitrun":
+            continue
+        user = [f for f in s["frames"] if f not in ks]
+        if user and user[0] == "jitgen_leaf":
+            callers[user[1] if len(user) > 1 else None] += s["value"]
+    entry = counter(paths, pprof, "unwind_leaf_entry")
+    print(callers, entry, counter(paths, pprof, "stack_copies"))
+    assert sum(callers.values()) >= 20, f"{callers}\n{err}"
+    assert set(callers) == {"jitgen_outer"}, callers
+    assert entry >= 10, err
+    assert counter(paths, pprof, "unwind_leaf_entry_unverified") == 0, err
 
 
 def test_c_jitdump_reuse_and_move(profd_bin, pprof, jitgen, tmp_path):

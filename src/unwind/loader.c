@@ -31,6 +31,15 @@ COUNTER_DEFINE_BPF(dwarf_unsupported_rule, COUNTER_STAT, PROFD_CNT_DWARF_UNSUPPO
 COUNTER_DEFINE_BPF(dwarf_unfollowable, COUNTER_PARTIAL, PROFD_CNT_DWARF_UNFOLLOWABLE,
 		   "CFA rule that cannot be followed in code without a frame pointer: "
 		   "walk cut, [truncated]");
+COUNTER_DEFINE_BPF(unwind_leaf_entry, COUNTER_STAT, PROFD_CNT_UNWIND_LEAF_ENTRY,
+		   "leaf frames in code without unwind rows (JIT code) at a function's "
+		   "first instruction or its return: the caller read from the stack "
+		   "top (a checked return address), not skipped by a frame-pointer step");
+COUNTER_DEFINE_BPF(unwind_leaf_entry_unverified, COUNTER_PARTIAL,
+		   PROFD_CNT_UNWIND_LEAF_ENTRY_UNVERIFIED,
+		   "leaf frames in code without unwind rows at a function's entry or "
+		   "return whose word at the stack top is no return address (outside "
+		   "the known code, or no call before it): walk cut, [truncated]");
 COUNTER_DEFINE_BPF(dwarf_pc_unknown, COUNTER_STAT, PROFD_CNT_DWARF_PC_UNKNOWN,
 		   "pc outside the process's known ranges");
 COUNTER_DEFINE_BPF(dwarf_bad_frame, COUNTER_PARTIAL, PROFD_CNT_DWARF_BAD_FRAME,

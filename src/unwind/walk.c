@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * walk.c - the user-space walker of stack copies (see walk.h): the frame
- * step of bpf/unwind_step.h compiled over a stack copy instead of live
- * user memory, and over the shards mapped read-only.
+ * step of bpf/unwind_step.h compiled over a stack copy (and the leaf's
+ * instruction bytes BPF copied with it) instead of live user memory, and
+ * over the shards mapped read-only.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -44,17 +45,26 @@ struct unwind_walker {
 	struct unwind_proc proc;	/* the entry of the walk in hand */
 };
 
-/* The memory of one walk: the stack copy. */
+/* The memory of one walk: the stack copy, and the code at its leaf's pc. */
 struct walk_env {
 	struct unwind_walker *w;
 	uint64_t lo, hi;	/* the copy covers user addresses [lo, hi) */
 	const uint8_t *bytes;
+	uint64_t code_lo;	/* the code bytes cover [code_lo, code_lo + code_len) */
+	const uint8_t *code;
+	uint8_t code_len;
 	bool short_read;	/* a read past the copy's end */
 	bool go_cut;		/* cut at a Go stack switch */
 };
 
 static int env_read(struct walk_env *e, void *dst, uint64_t size, uint64_t addr)
 {
+	/* the leaf's instruction bytes BPF read with the copy */
+	if (addr >= e->code_lo && addr - e->code_lo < e->code_len &&
+	    size <= e->code_len - (addr - e->code_lo)) {
+		memcpy(dst, e->code + (addr - e->code_lo), size);
+		return 0;
+	}
 	if (addr < e->lo || addr > e->hi || size > e->hi - addr) {
 		if (addr >= e->hi && addr - e->hi < SHORT_READ_SLACK)
 			e->short_read = true;
@@ -105,6 +115,8 @@ static void walker_unmap(struct unwind_walker *w)
 #define unwind_read(dst, size, addr)	env_read(env, (dst), (size), (addr))
 #define unwind_count(c)			((void)0)
 #define unwind_shard_rows(shard)	walker_rows(env->w, (shard))
+/* the copy holds no code before a return address: callsite_verify() reads it */
+#define UNWIND_CALLS_CHECKED_LATER
 /*
  * Go's switches (bpf/unwind_go.h): a copy holds one stack and not the
  * thread's registers, so its g is unknown and the walk is cut there.
@@ -151,7 +163,8 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 {
 	struct walk_env env = {
 		.w = w, .lo = regs->sp, .hi = regs->sp + s->stack_len,
-		.bytes = stack,
+		.bytes = stack, .code_lo = regs->ip - 1, .code = regs->code,
+		.code_len = regs->code_len <= sizeof(regs->code) ? regs->code_len : 0,
 	};
 	struct unwind_frame f = {
 		.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .pc_exact = 1,
@@ -174,7 +187,8 @@ enum unwind_walk_status unwind_walker_walk(struct unwind_walker *w,
 		}
 		ip = f.ip | (n && f.pc_exact ? PROFD_IP_EXACT : 0);
 		ips[n++] = ip;
-		ret = dwarf_step(&f, &w->proc, &env);
+		/* as in BPF (bpf/unwind_dwarf.bpf.h): not where a runtime's walker ran */
+		ret = dwarf_step(&f, &w->proc, s->runtime ? 0 : UNWIND_STEP_LEAF_ENTRY, &env);
 		if (ret == DWARF_STEP_NEXT && f.pc_exact)
 			ips[n - 1] = ip | PROFD_IP_EXACT;	/* sigreturn trampoline */
 		if (ret == DWARF_STEP_NEXT)

@@ -13,6 +13,12 @@
  *                         at the same X (a new LOAD record);
  *                         phase 3 (thread "jitM"): B moved to Y (a MOVE
  *                         record), X unmapped; SECONDS each
+ *   jitgen entry SECONDS  two functions with frame pointers, announced in
+ *                         /tmp/perf-PID.map: "jitgen_outer" calls
+ *                         "jitgen_leaf" (push rbp; mov rbp,rsp; pop rbp;
+ *                         ret) 20 million times a call, so most samples
+ *                         in the leaf are at its first instructions or
+ *                         its return, where rbp is still the caller's
  *   jitgen anon SECONDS   code in anonymous memory, no file written (the
  *                         test writes /tmp/perf-PID.map itself)
  *   jitgen late SECONDS   a buffering JIT (V8's jitdump is a stdio stream
@@ -66,6 +72,34 @@ static void emit(unsigned char *p)
 	memcpy(p, code, sizeof(code));
 }
 
+/*
+ * jitgen_outer at @p, jitgen_leaf at @p + CODE_SIZE: the outer function
+ * keeps a frame pointer and calls the leaf in a loop; the leaf is only
+ * its prologue and epilogue.
+ */
+static void emit_entry(unsigned char *p)
+{
+	static const unsigned char outer[] = {
+		0x55,				/* push rbp */
+		0x48, 0x89, 0xe5,		/* mov rbp, rsp */
+		0xb9, 0x00, 0x2d, 0x31, 0x01,	/* mov ecx, 20000000 */
+		0xe8, CODE_SIZE - 14, 0, 0, 0,	/* 9: call leaf (p + CODE_SIZE) */
+		0xff, 0xc9,			/* 14: dec ecx */
+		0x75, 0xf7,			/* jnz 9 */
+		0x5d,				/* pop rbp */
+		0xc3,				/* ret */
+	};
+	static const unsigned char leaf[] = {
+		0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3,	/* push; mov; pop; ret */
+	};
+
+	memset(p, 0xcc, 2 * CODE_SIZE);
+	memcpy(p, outer, sizeof(outer));
+	memcpy(p + CODE_SIZE, leaf, sizeof(leaf));
+}
+
+static int entry_code;	/* map_code() writes emit_entry()'s functions */
+
 /* Anonymous executable memory at @want (0: anywhere) holding the loop. */
 static unsigned char *map_code(void *want)
 {
@@ -77,7 +111,10 @@ static unsigned char *map_code(void *want)
 		perror("mmap code");
 		exit(1);
 	}
-	emit(p);
+	if (entry_code)
+		emit_entry(p);
+	else
+		emit(p);
 	if (mprotect(p, 4096, PROT_READ | PROT_EXEC)) {
 		perror("mprotect");
 		exit(1);
@@ -214,6 +251,26 @@ int main(int argc, char **argv)
 	unsigned char *x, *y;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(mode, "entry")) {
+		char path[64];
+		FILE *f;
+
+		entry_code = 1;
+		x = map_code(NULL);
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+		f = fopen(path, "w");
+		if (!f) {
+			perror(path);
+			return 1;
+		}
+		fprintf(f, "%lx %x jitgen_outer\n%lx %x jitgen_leaf\n", (unsigned long)x,
+			CODE_SIZE, (unsigned long)x + CODE_SIZE, CODE_SIZE);
+		fclose(f);
+		printf("ready %d %lx\n", getpid(), (unsigned long)x);
+		wait_go(go);
+		phase(x, secs, "jitrun");
+		return 0;
+	}
 	if (!strcmp(mode, "map") || !strcmp(mode, "anon")) {
 		x = map_code(NULL);
 		if (!strcmp(mode, "map")) {
@@ -280,7 +337,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(mode, "dump")) {
-		fprintf(stderr, "usage: jitgen map|dump|anon|late|flood SECONDS\n");
+		fprintf(stderr, "usage: jitgen map|dump|anon|entry|late|flood SECONDS\n");
 		return 2;
 	}
 	dump_open();
