@@ -16,7 +16,7 @@ helper A): real profd, whole machine, real binaries.
    gives on the debug file, in every interval, and lines_shed stays 0.
 3. Whole machine, default flags, a -g python3 (pyenv's libpython3.11:
    13 MiB of DWARF), gcc and xz: python's frames in its interpreter and
-   in libc keep their lines in every interval (DWARF's own 32 MiB part
+   in libc keep their lines in every interval (DWARF's own 28 MiB part
    of the default --memory-limit 160; before, at most half of the 25.6
    MiB symbol budget: both shed in the first interval).
 

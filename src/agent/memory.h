@@ -41,15 +41,17 @@
  * With lines on (DWARF read for source lines and inlined frames), what
  * the limit gives past the base and a share of AGENT_LINES_FROM_MIB, up
  * to AGENT_LINES_MIB more, is the symbolizer's for DWARF alone (struct
- * agent_budgets' lines): at the default --memory-limit 160, 32 MiB, which
- * holds libc6-dbg's debug file (8.6 MiB read) beside a -g interpreter's
- * (libpython3.11: 13 MiB) and their decoded line tables, so an ordinary
- * machine's processes keep their lines; the share stays what it was at
- * 128. A smaller limit gives the lines no part of their own: DWARF then
- * takes at most half of the symbolizer's budget, as before.
+ * agent_budgets' lines), and DWARF never holds more (budget.c): at the
+ * default --memory-limit 160, 28 MiB, which holds libc6-dbg's debug file
+ * (8.6 MiB read) beside a -g interpreter's (libpython3.11: 13 MiB) and
+ * their line tables, so an ordinary machine's processes keep their
+ * lines, and keeps what lines cost within issue 18's +32 MiB with the
+ * caches' overhead. A smaller limit gives the lines no part of their
+ * own: DWARF then takes at most half of the symbolizer's budget, and
+ * only while the budget is full is it shed for that.
  */
 #define AGENT_LINES_FROM_MIB	56u
-#define AGENT_LINES_MIB		32u
+#define AGENT_LINES_MIB		28u
 
 struct agent_budgets {
 	uint64_t symbols;	/* bytes: symbol tables, caches and DWARF */

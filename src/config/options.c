@@ -112,7 +112,7 @@ static const struct option_def table[] = {
 	{ "memory-limit", OPT_MEMORY_LIMIT, "MIB", OPTION_VALUE, true, 2,
 	  "RSS ceiling, 80-65536 MiB (default 160): past a fixed base of 72 MiB "
 	  "(BPF maps, code, fixed heap, one big file's build) and, with lines, up "
-	  "to 32 MiB for DWARF beyond the first 56, half goes to the symbolizer (at most "
+	  "to 28 MiB for DWARF beyond the first 56, half goes to the symbolizer (at most "
 	  "--symbol-cache-limit), a quarter to the flame graph; caches past "
 	  "their share shed" },
 	{ "max-processes", OPT_MAX_PROCESSES, "N", OPTION_VALUE, true, 2,

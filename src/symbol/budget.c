@@ -191,15 +191,17 @@ static void shed(struct symbolizer *s)
 }
 
 /*
- * While the cache is over the budget and DWARF holds more than @cap of
- * it, free DWARF, least recently needed object first, pending or not:
- * lines never push symbol tables out of the budget's other part (an
- * active program's table shed for libc's lines is read back at its next
- * sample, again and again).
+ * While DWARF holds more than @cap, free DWARF, least recently needed
+ * object first, pending or not: with a part of its own (lines_budget:
+ * --memory-limit's lines part) always, so that what lines cost is that
+ * part at most however little the symbol tables take; else while the
+ * cache is over the budget: lines never push symbol tables out of the
+ * budget's other part (an active program's table shed for libc's lines
+ * is read back at its next sample, again and again).
  */
 static void shed_dwarf_over(struct symbolizer *s, uint64_t cap)
 {
-	while (s->budget && s->bytes > s->budget) {
+	while (s->budget && (s->lines_budget || s->bytes > s->budget)) {
 		struct sym_object *lru = NULL;
 		uint64_t dwarf = 0;
 

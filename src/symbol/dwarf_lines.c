@@ -127,6 +127,8 @@ struct dwarf_lines {
 	bool unreadable;	/* corrupt DWARF met (a unit, a line table, a DIE) */
 	bool units_cut;		/* the unit walk stopped at one it could not read */
 	bool unreadable_told;	/* dwarf_lines_unreadable() said so once */
+	bool too_big;		/* a unit's line table over the cap met */
+	bool too_big_told;	/* dwarf_lines_too_big() said so once */
 	uint32_t nsplit;	/* skeleton units whose .dwo was not read */
 	struct dwarf_split **splits;	/* the .dwo files read */
 	uint32_t nsplits, splits_cap;
@@ -624,8 +626,9 @@ static void tabs_trim(struct dwarf_lines *d, uint32_t keep)
 /*
  * Unit @unit's line table (CU DIE @cu), decoded by dwarf_linetab.c on
  * its first lookup; NULL when it cannot be (a form or layout it does not
- * read, no memory): the caller uses libdw's; TAB_BIG_T when decoding it
- * takes more than the object's cap: no lines in that unit.
+ * read, no memory): the caller uses libdw's; TAB_BIG_T when it would
+ * keep more than the object's cap (12 bytes a row; 24 while it is
+ * decoded): no lines in that unit.
  */
 static const struct dwarf_linetab *line_table(struct dwarf_lines *d,
 					      uint32_t unit, Dwarf_Die *cu)
@@ -655,7 +658,7 @@ static const struct dwarf_linetab *line_table(struct dwarf_lines *d,
 			return NULL;
 		ret = dwarf_linetab_build(&d->lsrc, stmt,
 					  dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)),
-					  d->max_bytes, &u->t, &bytes);
+					  2 * d->max_bytes, &u->t, &bytes);
 		if (ret) {
 			free(u);
 			/* over the object's cap: libdw's would take more */
@@ -771,8 +774,10 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		}
 	}
 	tab = line_table(d, range->unit, cu);
-	if (tab == TAB_BIG_T)
+	if (tab == TAB_BIG_T) {
+		d->too_big = true;
 		return -EFBIG;
+	}
 	if (tab && !cu_seen(d, dwarf_dieoffset(cu), true))
 		d->decoded_bytes += UNIT_DIE_BYTES;
 	if (tab) {
@@ -833,6 +838,15 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 		out[n++] = (struct dwarf_frame){ .file = file, .line = line };
 	}
 	return n;
+}
+
+/* dwarf_lines_too_big - see dwarf_lines.h. */
+bool dwarf_lines_too_big(struct dwarf_lines *d)
+{
+	if (!d || !d->too_big || d->too_big_told)
+		return false;
+	d->too_big_told = true;
+	return true;
 }
 
 /* dwarf_lines_unreadable - see dwarf_lines.h. */

@@ -81,8 +81,8 @@ uint32_t dwarf_lines_resets(const struct dwarf_lines *d);
  * on the way: a line table, a DIE or a call site libdw could not read,
  * or an address past a unit it could not read; @d is then unreadable),
  * -EOPNOTSUPP (@vaddr's unit is a skeleton of split DWARF whose .dwo was
- * not found or not readable, or is in a .dwp, not read), -EFBIG (decoding
- * @vaddr's unit's line table takes more than the cap @d was opened with),
+ * not found or not readable, or is in a .dwp, not read), -EFBIG (@vaddr's
+ * unit's line table would keep more than the cap @d was opened with),
  * -EINVAL (bad arguments). A skeleton unit whose .dwo was read (dwarf_split.h) gives
  * its chain like any other: its line rows are the skeleton's, its
  * functions and inlined calls the .dwo's.
@@ -96,6 +96,13 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
  * after: one count per object (lines_unreadable). NULL: false.
  */
 bool dwarf_lines_unreadable(struct dwarf_lines *d);
+
+/*
+ * dwarf_lines_too_big - true once, the first time after a lookup met a
+ * unit whose line table is over @d's cap (-EFBIG): the caller counts
+ * the object once, as for DWARF over the cap at open.
+ */
+bool dwarf_lines_too_big(struct dwarf_lines *d);
 
 /*
  * dwarf_lines_split_units - how many of @d's units are skeletons of

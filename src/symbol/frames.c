@@ -38,9 +38,9 @@ COUNTER_DEFINE(lines_split_dwarf, COUNTER_PARTIAL,
 	       "frames");
 COUNTER_DEFINE(lines_too_big, COUNTER_PARTIAL,
 	       "objects whose DWARF is larger than the symbol cache budget's part "
-	       "for DWARF (--memory-limit's lines part, or half the budget), and "
-	       "addresses in a unit whose line table alone takes more: "
-	       "their frames have no source lines or inlined frames");
+	       "for DWARF (--memory-limit's lines part, or half the budget), or "
+	       "with a unit whose line table alone takes more (once per object): "
+	       "their frames (there) have no source lines or inlined frames");
 COUNTER_DEFINE(lines_shed, COUNTER_PARTIAL,
 	       "objects whose DWARF was freed for the symbol cache budget: "
 	       "their frames have no source lines from then on");
@@ -350,7 +350,8 @@ static const struct frames_entry *chain_at(struct sym_object *o, uint64_t off,
 			v.e = entry_build(df, n, sym);
 		else if (n == -E2BIG)
 			counter_inc(&counter_lines_inline_too_deep);
-		else if (n == -EFBIG)	/* a unit's line table over the cap */
+		/* a unit's line table over the cap: the object counts once */
+		else if (n == -EFBIG && dwarf_lines_too_big(o->dwarf))
 			counter_inc(&counter_lines_too_big);
 		/* corrupt DWARF met first here: the object counts once */
 		else if (n == -EILSEQ && dwarf_lines_unreadable(o->dwarf))
