@@ -308,7 +308,7 @@ CHURN_MODES = {
 CHURN_NAME = re.compile(r"^churn(Inner|Outer)_(\d+)$")
 V8_PARTIAL = ("v8_frame_stale", "v8_frame_unmatched", "v8_leaf_unverified",
               "v8_leaf_unnamed", "v8_frame_unverified", "v8_name_unreadable",
-              "v8_read_errors", "v8_frames_full")
+              "v8_read_errors", "v8_frames_full", "v8_jit_frame_unnamed")
 
 
 @pytest.mark.parametrize("run", range(2))

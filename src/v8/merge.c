@@ -92,6 +92,10 @@ COUNTER_DEFINE(v8_callee_callers_restored, COUNTER_STAT,
 	       "compiled JS callers of a frameless leaf (a builtin, a stub) put back from the return address at sp");
 COUNTER_DEFINE(v8_leaf_unnamed, COUNTER_PARTIAL,
 	       "V8 leaves in JIT code left unnamed: not optimized code, its frame not recorded");
+COUNTER_DEFINE(v8_jit_frame_unnamed, COUNTER_PARTIAL,
+	       "frames below the leaf in V8's JIT code that no JS frame of the walk named "
+	       "(the native walk's return address, the walk's frames elsewhere): shown as "
+	       "the anonymous code they are in (a perf map node writes may still name them)");
 
 enum { V8_FRAME_TABLE_FULL = 1, V8_CALLER_UNVERIFIED = 2, V8_FIXED_FRAMES = 2 };
 
@@ -418,6 +422,26 @@ static bool leaf_optimized(struct v8 *v, struct v8proc *p, const struct v8_reade
 }
 
 /*
+ * Copy native IPs user[@from, @to) to @out after its @n entries (up to
+ * @cap); returns the entries now. One below the leaf in V8's JIT code
+ * (an anonymous mapping) is a JS frame no frame of the walk named: it
+ * stays, as the anonymous code it is, counted (v8_jit_frame_unnamed; an
+ * unnamed leaf is counted where it is met).
+ */
+static uint32_t copy_native(const struct v8proc *p, const uint64_t *user, uint32_t from,
+			    uint32_t to, uint64_t *out, uint32_t n, uint32_t cap)
+{
+	for (uint32_t i = from; i < to && n < cap; i++) {
+		uint64_t ip = user[i] & ~PROFD_IP_EXACT;
+
+		if (i && v8_classify(p, user[i] & PROFD_IP_EXACT ? ip : ip - 1) == V8_PC_JIT)
+			counter_inc(&counter_v8_jit_frame_unnamed);
+		out[n++] = user[i];
+	}
+	return n;
+}
+
+/*
  * The sample's leaf @pc when it is no JS code of its own (a builtin, a
  * stub: builtins' name or JIT code that is no optimized Code) and runs
  * without a frame (before its `push rbp`, after its `pop rbp`, or never
@@ -523,15 +547,12 @@ static uint32_t merge(struct v8 *v, struct v8proc *p, const uint64_t *user,
 		if (!nid)
 			continue;
 		/* the native IPs before it, then its frames in its place */
-		for (; copied < i && n < cap; copied++)
-			out[n++] = user[copied];
+		n = copy_native(p, user, copied, i, out, n, cap);
 		for (uint32_t j = 0; j < nid && n < cap; j++)
 			out[n++] = tag | ids[j];
 		copied = i + 1;
 	}
-	for (; copied < nuser && n < cap; copied++)
-		out[n++] = user[copied];
-	return n;
+	return copy_native(p, user, copied, nuser, out, n, cap);
 }
 
 uint32_t v8_merge_stack(struct v8 *v, pid_t pid, uint32_t flags,
