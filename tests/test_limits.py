@@ -235,9 +235,12 @@ def test_unwind_memory_limit_metric(profd_bin, tmp_path, factor, args, limit_mib
 
 
 def test_memory_cgroup_too_small_falls_back(profd_bin, pprof, chain_bin, tmp_path):
-    """Factor 8 asks for two 2 GiB ringbufs; in a 300 MiB memory cgroup the
-    kernel refuses (BPF memory is charged to the cgroup): profd warns, makes
-    the maps smaller, and profiles."""
+    """Factor 8 asks for two 2 GiB ringbufs and a 1 GiB unwind-table
+    default; in a 300 MiB memory cgroup (BPF memory is charged to it)
+    profd reads its cgroup's room, warns, makes the maps and the unwind
+    limit smaller, stays well under the limit (a cgroup filled to it by
+    maps the kernel still took got profd OOM-killed on its next page
+    fault, 1 run in 3) and profiles."""
     with cgroup_hierarchy(tmp_path / "cgroup-memory", False, "memory") as memory:
         memory_cgroup_too_small(profd_bin, pprof, chain_bin, tmp_path, memory)
 
@@ -264,23 +267,37 @@ def memory_cgroup_too_small(profd_bin, pprof, chain_bin, tmp_path, memory):
         _, err = profd.communicate(timeout=60)
         with open(os.path.join(cg, "memory.oom_control")) as f:
             oom = f.read()
+        with open(os.path.join(cg, "memory.max_usage_in_bytes")) as f:
+            peak = int(f.read())
     finally:
         stop(*[p for p in (profd, work) if p])
         os.rmdir(cg)
     assert profd.returncode == 0, err
     assert re.search(r"^oom_kill 0$", oom, re.M), oom
-    m = re.search(r"^profd: warning: BPF map events: 2048 MiB cannot be created "
-                  r"\(Cannot allocate memory\); using (\d+) MiB$", err, re.M)
+    # the cgroup's room beyond --memory-limit 160 and the unwind limit
+    # bounds the maps' growth (the kernel's refusal is the fallback where
+    # profd cannot read its cgroup)
+    why = (r"(is over the memory budget \(half of the memory cgroup's room "
+           r"beyond --memory-limit and --unwind-memory-limit\)|cannot be created "
+           r"\(Cannot allocate memory\))")
+    m = re.search(r"^profd: warning: BPF map events: 2048 MiB %s; using (\d+) MiB$"
+                  % why, err, re.M)
     assert m, err
-    got = int(m.group(1))
+    got = int(m.group(2))
     assert 8 <= got < 2048, err
     assert maps["events"] == got * MIB, (maps, err)
     # one line per map that got less, each naming both sizes
-    warned = re.findall(r"^profd: warning: BPF map (\w+): .* cannot be created "
-                        r"\(.*\); using .*$", err, re.M)
-    assert len(warned) == len(set(warned)), err
-    assert "cupti_events" in warned, err
+    warned = re.findall(r"^profd: warning: BPF map (\w+): .* %s; using .*$" % why,
+                        err, re.M)
+    assert len(warned) == len(set(x[0] for x in warned)), err
+    assert "cupti_events" in [x[0] for x in warned], err
     assert maps["cupti_events"] < 2048 * MIB, maps
+    m = re.search(r"^profd: warning: --unwind-memory-limit: 1024 MiB \(the default at "
+                  r"--bpf-map-scale-factor 8\) is over the memory cgroup's room "
+                  r"\((\d+) MiB beside --memory-limit 160\); using (\d+) MiB$", err, re.M)
+    assert m and 64 <= int(m.group(2)) <= (int(m.group(1)) - 160) // 2 + 1, err
+    # what profd took at its peak left the cgroup room to spare
+    assert peak < 250 * MIB, (peak >> 20, err)
     assert workload_samples(pprof, tmp_path, work.pid) >= 100, err
 
 

@@ -47,6 +47,7 @@
 #include "unwind/callsite.h"
 #include "unwind/loader.h"
 #include "util/clock.h"
+#include "util/memcg.h"
 
 /*
  * Return-address verdicts the reader keeps (32 bytes each: 512 KiB): far
@@ -364,6 +365,33 @@ static void debuginfod_setup(struct agent *ag)
 		(unsigned long long)(c->cache_bytes >> 20));
 }
 
+/*
+ * --unwind-memory-limit's default scaled to @mib (MiB) by
+ * --bpf-map-scale-factor, made to fit profd's memory cgroup: at most half
+ * of the cgroup's room beyond --memory-limit, never below the unscaled
+ * default; one warning line when it is cut. Unwind tables are BPF memory,
+ * charged to the cgroup: grown past its room they get profd OOM-killed.
+ */
+static uint64_t unwind_default_in_memcg(const struct agent_config *cfg, uint64_t mib)
+{
+	uint64_t room = memcg_room(), fit;
+
+	if (room == UINT64_MAX)
+		return mib;
+	room >>= 20;
+	fit = room > cfg->memory_limit_mib ? (room - cfg->memory_limit_mib) / 2 : 0;
+	if (fit < cfg->unwind_memory_mib)
+		fit = cfg->unwind_memory_mib;
+	if (mib <= fit)
+		return mib;
+	fprintf(stderr, "profd: warning: --unwind-memory-limit: %llu MiB (the default "
+		"at --bpf-map-scale-factor %u) is over the memory cgroup's room (%llu MiB "
+		"beside --memory-limit %u); using %llu MiB\n", (unsigned long long)mib,
+		cfg->bpf_map_scale_factor, (unsigned long long)room, cfg->memory_limit_mib,
+		(unsigned long long)fit);
+	return fit;
+}
+
 int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
@@ -407,6 +435,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	/* the shards: at most UNWIND_MAX_SHARDS of 1 MiB (--unwind-memory-limit's range) */
 	if (unwind_mib > UNWIND_MAX_SHARDS)
 		unwind_mib = UNWIND_MAX_SHARDS;
+	if (!cfg->unwind_memory_set && scale)
+		unwind_mib = unwind_default_in_memcg(cfg, unwind_mib);
+	to.memcg_reserve_bytes = ((uint64_t)cfg->memory_limit_mib +
+				  (cfg->dwarf_unwinding ? unwind_mib : 0)) << 20;
 
 	/* --bpf-map-scale-factor: x 2^N (tracer_open() makes a map that
 	 * cannot be created that big smaller, with a warning) */

@@ -20,7 +20,11 @@
  * Without a memory cgroup limit the kernel refuses nothing short of the
  * whole machine's memory, so the growth is also capped here: all the
  * scaled maps together grow by at most half of MemAvailable (read while
- * the unscaled maps and the headroom are held), in the same order.
+ * the unscaled maps and the headroom are held), in the same order. Under
+ * a memory cgroup limit (profd's own, util/memcg.h) they grow by at most
+ * half of the cgroup's room left after what the rest of profd may take
+ * (tracer_opts.memcg_reserve_bytes): a cgroup filled up to its limit by
+ * maps the kernel still took OOM-kills profd on its next page fault.
  *
  * The fill level of a ringbuf is producer position - consumer position,
  * read from read-only mappings of the ringbuf's first two pages (libbpf
@@ -36,6 +40,7 @@
 #include <bpf/libbpf.h>
 
 #include "profd.skel.h"
+#include "util/memcg.h"
 #include "tracer/tracer_internal.h"
 
 /*
@@ -215,7 +220,7 @@ static uint64_t map_bytes(const struct bpf_map *m, uint32_t entries)
 }
 
 /* Half of MemAvailable of /proc/meminfo (bytes); UINT64_MAX if unknown. */
-static uint64_t growth_budget(void)
+static uint64_t half_available(void)
 {
 	FILE *f = fopen("/proc/meminfo", "re");
 	uint64_t kib = 0;
@@ -228,6 +233,25 @@ static uint64_t growth_budget(void)
 		found = sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1;
 	fclose(f);
 	return found ? (kib << 10) / 2 : UINT64_MAX;
+}
+
+/*
+ * The bytes all scaled maps may grow by: the lesser of half of
+ * MemAvailable and half of the memory cgroup's room beyond @reserve.
+ * *@what: the bound that holds, for the warning.
+ */
+static uint64_t growth_budget(uint64_t reserve, const char **what)
+{
+	uint64_t mem = half_available(), room = memcg_room(), cg;
+
+	*what = "half of MemAvailable";
+	if (room == UINT64_MAX)
+		return mem;
+	cg = room > reserve ? (room - reserve) / 2 : 0;
+	if (cg < mem)
+		*what = "half of the memory cgroup's room beyond --memory-limit "
+			"and --unwind-memory-limit";
+	return cg < mem ? cg : mem;
 }
 
 /*
@@ -258,8 +282,9 @@ static uint32_t budget_size(const struct tracer_map_size *s, uint64_t *budget)
  * maps, in this order, rather than failing the load or leaving profd (or
  * the machine) no memory to run in.
  */
-int tracer_maps_create(struct tracer_map_size *v, unsigned int n)
+int tracer_maps_create(struct tracer_map_size *v, unsigned int n, uint64_t reserve)
 {
+	const char *bound = "half of MemAvailable";
 	int fds[TRACER_SIZED_MAPS], held = -1, err = 0;
 	uint64_t budget = UINT64_MAX;
 	char a[32], b[32];
@@ -283,7 +308,7 @@ int tracer_maps_create(struct tracer_map_size *v, unsigned int n)
 	for (i = 0; i < n && held < 0; i++)
 		if (scaled(&v[i])) {
 			held = hold_headroom();
-			budget = growth_budget();
+			budget = growth_budget(reserve, &bound);
 		}
 	for (i = 0; i < n; i++) {
 		struct tracer_map_size s;
@@ -304,9 +329,8 @@ int tracer_maps_create(struct tracer_map_size *v, unsigned int n)
 		}
 		if (v[i].got != v[i].want && !refused)
 			fprintf(stderr, "profd: warning: BPF map %s: %s is over the memory "
-				"budget (half of MemAvailable); using %s\n",
-				bpf_map__name(v[i].map),
-				size_str(v[i].map, v[i].want, a, sizeof(a)),
+				"budget (%s); using %s\n", bpf_map__name(v[i].map),
+				size_str(v[i].map, v[i].want, a, sizeof(a)), bound,
 				size_str(v[i].map, v[i].got, b, sizeof(b)));
 		else if (v[i].got != v[i].want)
 			fprintf(stderr, "profd: warning: BPF map %s: %s cannot be created "

@@ -225,7 +225,8 @@ static int load(struct tracer *t, const struct tracer_opts *o)
 	configure(t->skel, o);
 	set_autoload(t->skel->obj, o);
 	t->gpu_multi = tracer_gpu_configure(t->skel);
-	err = tracer_maps_create(sized, tracer_maps_plan(t->skel, o, sized));
+	err = tracer_maps_create(sized, tracer_maps_plan(t->skel, o, sized),
+				 o->memcg_reserve_bytes);
 	if (err)
 		return err;
 	err = tracer_load_logged(&l, o->verifier_log_level);

@@ -45,6 +45,10 @@ struct tracer_opts {
 					 * fall back to the unscaled size (tracer_scale_opts) */
 	bool off_cpu;			/* attach the sched_switch program (off-CPU) */
 	double off_cpu_threshold;	/* P(a blocking switch-out is recorded), 0..1 */
+	uint64_t memcg_reserve_bytes;	/* what the rest of profd may take in its memory
+					 * cgroup (RSS ceiling, unwind tables): the
+					 * scaled maps grow only into the cgroup's
+					 * room beyond it (util/memcg.h) */
 };
 
 /* Largest size tracer_scale_opts() gives a ringbuf (bytes). */

@@ -104,12 +104,14 @@ unsigned int tracer_maps_plan(struct profd_bpf *skel, const struct tracer_opts *
  * than its unscaled size: at the unscaled size first, then as large as
  * fits (halving on ENOMEM/E2BIG) while some memory is held back for the
  * rest of profd and the growth of all of them stays within half of
- * MemAvailable, with one "profd: warning: BPF map ..." line per map that
- * got less than asked; hand each to the skeleton (bpf_map__reuse_fd).
- * Others are left to libbpf. Returns 0 or a negative errno after one
- * "profd: error: ..." line (a map that cannot be created even unscaled).
+ * MemAvailable and, under a memory cgroup limit, half of the cgroup's
+ * room beyond @reserve bytes (what the rest of profd may take), with one
+ * "profd: warning: BPF map ..." line per map that got less than asked;
+ * hand each to the skeleton (bpf_map__reuse_fd). Others are left to
+ * libbpf. Returns 0 or a negative errno after one "profd: error: ..."
+ * line (a map that cannot be created even unscaled).
  */
-int tracer_maps_create(struct tracer_map_size *v, unsigned int n);
+int tracer_maps_create(struct tracer_map_size *v, unsigned int n, uint64_t reserve);
 
 /*
  * tracer_maps_unscaled - set each map of @v back to its unscaled size
