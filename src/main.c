@@ -150,6 +150,7 @@ static void warn_debug_pids(const struct agent_config *cfg)
 int main(int argc, char **argv)
 {
 	static struct options o;
+	static char **args;	/* argv as parsed; see argp_parse() below */
 	struct argp argp = { argp_options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	const struct option_def *table;
 	const char *config;
@@ -209,6 +210,18 @@ int main(int argc, char **argv)
 	 * for the parse: a workload profd starts does not inherit it.
 	 */
 	help_fmt = !getenv("ARGP_HELP_FMT") && !setenv("ARGP_HELP_FMT", "opt-doc-col=36", 0);
+	/*
+	 * getopt starts its messages (an unknown option, a missing argument)
+	 * with argv[0], the path profd was started by: parse a copy whose
+	 * argv[0] is "profd", as every other error line starts. The copy
+	 * lives as long as the run (the workload's argv points into it).
+	 */
+	args = calloc((size_t)argc + 1, sizeof(*args));
+	if (args) {
+		memcpy(args, argv, (size_t)argc * sizeof(*args));
+		args[0] = (char *)"profd";
+		argv = args;
+	}
 	ret = argp_parse(&argp, argc, argv, flags, NULL, &o);
 	if (help_fmt)
 		unsetenv("ARGP_HELP_FMT");

@@ -231,7 +231,11 @@ def test_string_options_reject_structures(profd_bin, tmp_path):
 
 
 @pytest.mark.parametrize("text,needle", [
-    ("samplng-frequency: 9\n", ":1: unknown key 'samplng-frequency'"),
+    ("samplng-frequency: 9\n", ":1: unknown key 'samplng-frequency'\n"),
+    ("sampling_frequency: 9\n",
+     ":1: unknown key 'sampling_frequency' (did you mean 'sampling-frequency'?)"),
+    ("--memory_limit: 100\n", "unknown key '--memory_limit' (did you mean 'memory-limit'?)"),
+    ("no_such_key: 1\n", ":1: unknown key 'no_such_key'\n"),
     ("config: other.yaml\n", ":1: command-line only key 'config'"),
     ("duration: 1\nduration: 2\n", ":2: duration: given twice"),
     ("sampling-frequency: [1\n", ": YAML syntax error"),
@@ -244,7 +248,8 @@ def test_malformed_files_are_one_line_errors(profd_bin, tmp_path, text, needle):
     r = run(profd_bin, "--config", str(cfg))
     assert r.returncode == 64, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], lines
+    # a needle ending in "\n" ends the line (no hint after it)
+    assert len(lines) == 1 and needle in lines[0] + "\n", lines
 
 
 def test_unreadable_file(profd_bin, tmp_path):

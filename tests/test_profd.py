@@ -239,11 +239,16 @@ def test_sigterm_writes_partial_interval(profd_bin, pprof, workloads, tmp_path):
     (["--max-stack-depth", "513"], "--max-stack-depth"),
     (["--no-such-flag"], "unrecognized option"),
     (["extra-argument"], "unexpected argument"),
+    (["--duration"], "requires an argument"),
 ])
 def test_bad_flags_give_usage_error(profd_bin, args, needle):
+    """Exit 64, the reason, a pointer to --help; the error line starts with
+    "profd: " as every other does, not the path profd was started by
+    (getopt's argv[0]; @profd_bin is a path)."""
     proc = subprocess.run([profd_bin, *args], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 64, proc.stderr
     assert needle in proc.stderr
+    assert proc.stderr.startswith("profd: "), proc.stderr
     assert "--help" in proc.stderr or "Usage" in proc.stderr
 
 

@@ -60,6 +60,29 @@ static int apply(struct options *o, const struct option_def *d, const char *valu
 	return ret;
 }
 
+
+/*
+ * The file option @key names with '_' or a leading "--" spelt as the
+ * option is ("sampling_frequency": sampling-frequency), for the hint of
+ * an unknown key; NULL if none.
+ */
+static const struct option_def *dashed(const char *key)
+{
+	const struct option_def *d;
+	char name[64];
+	size_t i;
+
+	if (!strncmp(key, "--", 2))
+		key += 2;
+	for (i = 0; key[i] && i + 1 < sizeof(name); i++)
+		name[i] = key[i] == '_' ? '-' : key[i];
+	name[i] = '\0';
+	if (key[i] || !strchr(key, '_'))
+		return NULL;
+	d = option_by_name(name);
+	return d && d->file ? d : NULL;
+}
+
 /* A plain `~`/`null` (YAML's empty value). */
 static bool yaml_null(const yaml_node_t *v)
 {
@@ -157,8 +180,12 @@ static int load_doc(struct options *o, yaml_document_t *doc, const char *path,
 		if (!d && !strncmp(scalar(k), "--", 2))
 			d = option_by_name(scalar(k) + 2);
 		if (!d || !d->file) {
-			snprintf(err, len, "%s:%zu: %s key '%s'", path, k->start_mark.line + 1,
-				 d ? "command-line only" : "unknown", scalar(k));
+			const struct option_def *like = d ? NULL : dashed(scalar(k));
+
+			snprintf(err, len, "%s:%zu: %s key '%s'%s%s%s", path,
+				 k->start_mark.line + 1, d ? "command-line only" : "unknown",
+				 scalar(k), like ? " (did you mean '" : "",
+				 like ? like->name : "", like ? "'?)" : "");
 			return OPTION_EUSAGE;
 		}
 		if (seen[d - table]) {
