@@ -155,8 +155,9 @@ static inline int fp_step(struct unwind_frame *f UNWIND_ENV_PARAM)
  * after_call - whether the 7 bytes @b before a return address end in an
  * x86-64 near call: `E8 rel32`, or `FF /2` through a register, [reg],
  * [reg + disp8], [reg + disp32], [rip + disp32] or their SIB forms
- * (callsite_x86_after_call() in user space is the full decoder; this is
- * the BPF side's first check, without prefixes beyond one REX).
+ * (callsite_x86_after_call() is user space's full decoder, V8's merge
+ * uses it too; this is the BPF side's first check, without prefixes
+ * beyond one REX).
  */
 static inline bool after_call(const __u8 *b)
 {

@@ -52,6 +52,7 @@
 #include "bpf/unwind_v8.h"
 #include "counters/counters.h"
 #include "proc/remote.h"
+#include "unwind/callsite.h"	/* callsite_x86_after_call() */
 #include "v8/code.h"
 #include "v8/v8.h"
 #include "v8/v8_internal.h"
@@ -315,8 +316,8 @@ static bool leaf_verified(const struct v8proc *p, enum v8_pc_kind kind, uint64_t
 /*
  * Whether @ra is a return address in V8's code (JIT code or the V8
  * object's, builtins included): an executable mapping of those, the
- * bytes before it a call (call rel32; call r/m64 with a register, a
- * disp8 or disp32 operand, with or without SIB).
+ * bytes before it a near call (src/unwind/callsite.h's decoder, the one
+ * the native walk's return addresses are checked by).
  */
 static bool return_address(const struct v8proc *p, const struct v8_reader *r, uint64_t ra)
 {
@@ -325,15 +326,7 @@ static bool return_address(const struct v8proc *p, const struct v8_reader *r, ui
 	if (ra < 8 || !v8_own_code(p, ra - 1) ||
 	    remote_read(r->rr, r->pid, ra - sizeof(b), b, sizeof(b)))
 		return false;
-#define CALL_RM(m, mod) (((m) & 0x38) == 0x10 && ((m) >> 6) == (mod))
-	return b[2] == 0xe8 ||						/* call rel32 */
-	       (b[5] == 0xff && CALL_RM(b[6], 3)) ||			/* call reg */
-	       (b[4] == 0xff && CALL_RM(b[5], 1) && (b[5] & 7) != 4) ||	/* [reg + disp8] */
-	       (b[3] == 0xff && CALL_RM(b[4], 1) && (b[4] & 7) == 4) ||	/* [sib + disp8] */
-	       (b[1] == 0xff && ((CALL_RM(b[2], 2) && (b[2] & 7) != 4) ||	/* [reg + disp32] */
-				 (CALL_RM(b[2], 0) && (b[2] & 7) == 5))) ||	/* [rip + disp32] */
-	       (b[0] == 0xff && CALL_RM(b[1], 2) && (b[1] & 7) == 4);	/* [sib + disp32] */
-#undef CALL_RM
+	return callsite_x86_after_call(b, sizeof(b), ra, NULL, NULL);
 }
 
 /* What leaf_optimized() did: out[] entries written, what the merge goes on with. */
