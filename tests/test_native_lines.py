@@ -581,3 +581,65 @@ def test_copies_keep_their_own_mapping(profd_bin, pprof, tmp_path, lines_build):
         assert files == {pid_of[pid]}, (pid, files)
         seen.add(pid)
     assert seen == set(pid_of), (seen, err)
+
+
+HOT_H = r"""
+static inline __attribute__((always_inline)) unsigned long hot(unsigned long x)
+{
+	for (int i = 0; i < 4000; i++)
+		x = x * 6364136223846793005UL + (unsigned long)i;	/* HOT_LINE */
+	return x;
+}
+"""
+
+REL_MAIN = r"""
+#include "hot.h"
+volatile unsigned long sink;
+__attribute__((noipa)) void spin(void)
+{
+	for (;;)
+		sink += hot(sink);
+}
+int main(void)
+{
+	spin();
+	return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("dwarf", ["-gdwarf-4", "-gdwarf-5"])
+def test_relative_include_directory_is_under_comp_dir(profd_bin, pprof, tmp_path, dwarf):
+    """A build with relative paths (`gcc -Iinc src/main.c`, as make runs
+    it) records "inc" and "src" as directories relative to DW_AT_comp_dir
+    (DWARF 5 6.2.4). Each location's file is the whole path addr2line
+    gives (comp_dir/inc/hot.h), not "inc/hot.h" (libdw's join, which
+    `pprof -list` cannot find without -source_path)."""
+    build = tmp_path / "build"
+    (build / "inc").mkdir(parents=True)
+    (build / "src").mkdir()
+    (build / "inc" / "hot.h").write_text(HOT_H.lstrip("\n"))
+    (build / "src" / "main.c").write_text(REL_MAIN.lstrip("\n"))
+    subprocess.run(["gcc", "-O2", dwarf, "-fno-pie", "-no-pie", "-Iinc", "-o", "rel",
+                    "src/main.c"], check=True,
+                   cwd=build)
+    binary = str(build / "rel")
+    out = tmp_path / "out"
+    out.mkdir()
+    samples, _, err = run_profd(profd_bin, pprof, out, binary)
+    files = collections.Counter()
+    addrs = set()
+    for s in samples:
+        for f in s["frames"]:
+            if f["mapping"] == binary and f["file"]:
+                files[f["file"]] += s["value"]
+                addrs.add(f["address"])
+    hot_h = str(build / "inc" / "hot.h")
+    assert files[hot_h] > 0, (files, err)
+    assert all(os.path.isabs(f) for f in files), files
+    # the oracle: addr2line's whole file names at the same addresses
+    r = subprocess.run(["addr2line", "-i", "-e", binary, *[hex(a) for a in addrs],
+                        *[hex(a - 1) for a in addrs]],
+                       check=True, capture_output=True, text=True).stdout
+    oracle = {re.sub(r":\d+( \(discriminator \d+\))?$", "", l) for l in r.splitlines()}
+    assert set(files) <= oracle, (files, oracle)

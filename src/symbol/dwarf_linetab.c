@@ -3,7 +3,8 @@
  * dwarf_linetab.c - a unit's line table, decoded by profd (see
  * dwarf_linetab.h). DWARF 5 section 6.2 (and DWARF 2-4's forms of the
  * header); libdw's dwarf_getsrclines() and dwarf_getsrc_die() are the
- * reference for the order of rows and the joined file names
+ * reference for the order of rows and the joined file names, a relative
+ * directory put under the compilation directory as libdw does not
  * (tests/unit/test_dwarf_linetab.c compares every row and file).
  */
 #include <errno.h>
@@ -253,24 +254,46 @@ static int rd_table5(struct reader *r, const struct dwarf_linetab_src *src,
 }
 
 /*
+ * The prefix of file @f in directory @d, 0 to 2 parts (@part): @f
+ * absolute: none; else @d; and before a relative @d, the unit's
+ * compilation directory @comp when that is absolute (DWARF 5 6.2.4:
+ * a relative include directory is relative to DW_AT_comp_dir; libdw
+ * leaves it relative, addr2line and llvm-symbolizer join it).
+ */
+static unsigned int prefix(const char *f, const char *d, const char *comp,
+			   const char *part[2])
+{
+	unsigned int n = 0;
+
+	if (f[0] == '/' || !d)
+		return 0;
+	if (d[0] != '/' && comp && comp[0] == '/')
+		part[n++] = comp;
+	part[n++] = d;
+	return n;
+}
+
+/*
  * The joined file names of @files (directories @dirs) into @t: an
- * absolute name as it is, else its directory (if known), '/', the name.
+ * absolute name as it is, else its directory (if known), '/', the name,
+ * a relative directory under @comp_dir (prefix()).
  */
 static int join_files(struct dwarf_linetab *t, const struct name_list *dirs,
-		      const struct name_list *files, bool dummy0)
+		      const struct name_list *files, bool dummy0, const char *comp_dir)
 {
 	size_t total = 0, at = 0;
 	uint32_t n = files->n + (dummy0 ? 1 : 0);
+	const char *part[2];
 
 	for (uint32_t i = 0; i < files->n; i++) {
-		const char *d;
+		unsigned int np;
 
 		if (files->dir[i] >= dirs->n)
 			return -EINVAL;
-		d = dirs->v[files->dir[i]];
+		np = prefix(files->v[i], dirs->v[files->dir[i]], comp_dir, part);
 		total += strlen(files->v[i]) + 1;
-		if (files->v[i][0] != '/' && d)
-			total += strlen(d) + 1;
+		for (unsigned int k = 0; k < np; k++)
+			total += strlen(part[k]) + 1;
 	}
 	total += 4;	/* "???" */
 	t->files = malloc((size_t)n * sizeof(*t->files));
@@ -284,15 +307,15 @@ static int join_files(struct dwarf_linetab *t, const struct name_list *dirs,
 	if (dummy0)
 		t->files[0] = t->names;
 	for (uint32_t i = 0; i < files->n; i++) {
-		const char *d = dirs->v[files->dir[i]], *f = files->v[i];
-		char *out = t->names + at;
+		const char *f = files->v[i];
+		unsigned int np = prefix(f, dirs->v[files->dir[i]], comp_dir, part);
 
-		t->files[i + (dummy0 ? 1 : 0)] = out;
-		if (f[0] != '/' && d) {
-			size_t dl = strlen(d);
+		t->files[i + (dummy0 ? 1 : 0)] = t->names + at;
+		for (unsigned int k = 0; k < np; k++) {
+			size_t dl = strlen(part[k]);
 
-			memcpy(out, d, dl);
-			out[dl] = '/';
+			memcpy(t->names + at, part[k], dl);
+			t->names[at + dl] = '/';
 			at += dl + 1;
 		}
 		memcpy(t->names + at, f, strlen(f) + 1);
@@ -609,7 +632,7 @@ int dwarf_linetab_build(const struct dwarf_linetab_src *src, uint64_t off,
 		ret = -ENOMEM;
 	if (!ret) {
 		t->bytes = sizeof(*t);
-		ret = join_files(t, &dirs, &files, h.version < 5);
+		ret = join_files(t, &dirs, &files, h.version < 5, comp_dir);
 	}
 	if (!ret) {
 		t->base = rs.lo;

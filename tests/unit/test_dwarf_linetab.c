@@ -44,8 +44,23 @@ static unsigned long mismatches;
 	}							\
 } while (0)
 
+/* The compilation directory of the unit being compared (DW_AT_comp_dir). */
+static const char *unit_comp_dir;
+
+/*
+ * Whether libdw's file name @a is profd's @b: profd puts a name libdw
+ * leaves relative (a relative include directory) under an absolute
+ * DW_AT_comp_dir, as addr2line does; libdw's "???" stays.
+ */
 static int same(const char *a, const char *b)
 {
+	char joined[8192];
+
+	if (a && a[0] != '/' && strcmp(a, "???") && unit_comp_dir &&
+	    unit_comp_dir[0] == '/' &&
+	    (size_t)snprintf(joined, sizeof(joined), "%s/%s", unit_comp_dir, a) <
+	    sizeof(joined))
+		a = joined;
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
@@ -205,9 +220,8 @@ int main(int argc, char **argv)
 		if (dwarf_formudata(dwarf_attr(&cudie, DW_AT_stmt_list, &a), &stmt))
 			continue;
 		units++;
-		ret = dwarf_linetab_build(&src, stmt,
-					  dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &a)),
-					  0, &t, &bytes);
+		unit_comp_dir = dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &a));
+		ret = dwarf_linetab_build(&src, stmt, unit_comp_dir, 0, &t, &bytes);
 		lret = dwarf_getsrclines(&cudie, &lines, &nlines);
 		if (ret == -EOPNOTSUPP) {
 			unsupported++;
