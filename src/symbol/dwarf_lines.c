@@ -821,8 +821,13 @@ int dwarf_lines_lookup(struct dwarf_lines *d, uint64_t vaddr,
 			sub = true;
 			break;
 		}
-		/* a .dwo's call files are in its own line table: libdw's */
-		if (call_site(dies, split ? NULL : tab, &chain[i], &file, &line)) {
+		/*
+		 * a .dwo's call files are in its own line table (gcc's
+		 * .debug_line.dwo: libdw's), else in the skeleton's (DWARF 5
+		 * 3.1.3: clang's .dwo has none)
+		 */
+		if (call_site(dies, split ? NULL : tab, &chain[i], &file, &line) &&
+		    (!split || call_site(cu, tab, &chain[i], &file, &line))) {
 			d->unreadable = true;
 			return -EILSEQ;
 		}
