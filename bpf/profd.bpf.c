@@ -3,7 +3,7 @@
  * profd.bpf.c - profd's BPF programs.
  *
  * Owns: the cpu-clock sampler (perf_event), the process lifecycle
- * tracepoints (tp_btf sched_process_exec / sched_process_exit), and the
+ * tracepoints (tp_btf sched_process_exec / exit / fork), and the
  * instantiation of the unwinder chain for perf_event and kprobe-type
  * (uprobe/USDT) programs. The GPU probes' programs live in gpu.bpf.h,
  * the off-CPU sched_switch program in offcpu.bpf.h.
@@ -80,6 +80,30 @@ static __always_inline void proc_event(__u32 type, struct task_struct *p)
 	bpf_ringbuf_submit(e, flags);
 }
 
+/*
+ * The fork record (struct profd_proc_fork): no wakeup of its own, like
+ * the exec and exit events, unless the ring buffer fills.
+ */
+static __always_inline void proc_fork_event(__u32 pid, __u32 ppid)
+{
+	struct profd_proc_fork *e;
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(PROFD_CNT_PROC_EVENT_LOST);
+		return;
+	}
+	e->type = PROFD_EVENT_PROC_FORK;
+	e->pid = pid;
+	e->ppid = ppid;
+	e->pad = 0;
+	e->ktime_ns = bpf_ktime_get_ns();
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > PROFD_WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 	     struct linux_binprm *bprm)
@@ -123,8 +147,10 @@ int BPF_PROG(profd_proc_exit, struct task_struct *p)
  * A new process: its ld.so hook calls are dlopens from the start (no
  * start-up to skip, see profd_dl_event), and under `profd exec` a child
  * of a process in the filter joins it, so the whole tree is profiled; the
- * child inherits its parent's unwind ranges (unwind_proc_inherit()).
- * Threads (same tgid) need nothing.
+ * child inherits its parent's unwind ranges (unwind_proc_inherit()) and,
+ * through the fork record, user space names its frames by the parent's
+ * mappings until it has read the child's own (a child living a
+ * millisecond is gone before that). Threads (same tgid) need nothing.
  */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(profd_proc_fork, struct task_struct *parent,
@@ -147,7 +173,10 @@ int BPF_PROG(profd_proc_fork, struct task_struct *parent,
 			count(PROFD_CNT_FOLLOWED_CHILDREN);
 	}
 	/* the child maps what its parent did: its tables from the start */
-	if (cfg_dwarf_unwinding && pid_wanted(pid))
+	if (!pid_wanted(pid))
+		return 0;
+	if (cfg_dwarf_unwinding)
 		unwind_proc_inherit(ppid, pid);
+	proc_fork_event(pid, ppid);
 	return 0;
 }

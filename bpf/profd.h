@@ -43,6 +43,7 @@ enum profd_event_type {
 	PROFD_EVENT_LIB_MAPPED = 4,	/* struct profd_proc_event: the process
 					 * loaded or closed a shared library (gpu.bpf.h) */
 	PROFD_EVENT_OFFCPU_END = 5,	/* struct profd_offcpu_end (offcpu.bpf.h) */
+	PROFD_EVENT_PROC_FORK = 6,	/* struct profd_proc_fork */
 	/* 16..: GPU events in the cupti_events ringbuf (gpu_events.h) */
 };
 
@@ -146,6 +147,20 @@ struct profd_proc_event {
 	__u32 pid;		/* thread group id */
 	__u64 ktime_ns;
 	char comm[PROFD_TASK_COMM_LEN];
+};
+
+/*
+ * A new process (sched_process_fork, not a thread): @pid starts with a
+ * copy of @ppid's address space, so until it execs, its mappings are its
+ * parent's as of the fork. Emitted before the child first runs: every
+ * record of the child follows it in the ringbuf.
+ */
+struct profd_proc_fork {
+	__u32 type;		/* PROFD_EVENT_PROC_FORK */
+	__u32 pid;		/* the child's thread group id */
+	__u32 ppid;		/* the forking process's thread group id */
+	__u32 pad;
+	__u64 ktime_ns;
 };
 
 /*

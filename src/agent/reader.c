@@ -8,7 +8,7 @@
  * object opened while the process lives), their runtime's merge of its
  * frames with the native ones (src/runtime/) and the interval's
  * aggregation table (or, for a GPU launch, to the GPU
- * correlation); process exec/exit events, library mappings, GPU records
+ * correlation); process fork/exec/exit events, library mappings, GPU records
  * and NVTX batches to their owners. Between polls the reader ticks the GPU
  * state, reaps exited processes (interval.c) and publishes the figures of
  * the other threads' parts into struct agent for the status line, the
@@ -192,7 +192,7 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 	ips = ag->merged;
 add:
 	/* a caller not after a call instruction ends the stack (callsite.h) */
-	verified = callsite_verify(ag->callsites, snap, ips + s->kernel_len, nuser,
+	verified = callsite_verify(ag->callsites, snap, s->pid, ips + s->kernel_len, nuser,
 				   s->flags & PROFD_SAMPLE_USER_COMPLETE);
 	if (verified < nuser) {
 		nuser = verified;
@@ -348,6 +348,14 @@ static int on_event(struct agent *ag, const void *data, size_t size)
 				gpu_process_exit(ag->gpu, e->pid, now);
 			agent_export_process_exit(ag->exp, e->pid);
 		}
+		return 0;
+	}
+	case PROFD_EVENT_PROC_FORK: {
+		const struct profd_proc_fork *f = data;
+
+		if (size < sizeof(*f))
+			goto malformed;
+		process_fork(ag->procs, f->pid, f->ppid, now, f->ktime_ns);
 		return 0;
 	}
 	case PROFD_EVENT_LIB_MAPPED: {

@@ -24,6 +24,7 @@
 
 #include "counters/counters.h"
 #include "proc/file_gate.h"
+#include "proc/fork_views.h"
 #include "proc/object_loader.h"
 #include "proc/process.h"
 #include "proc/process_jit.h"
@@ -31,6 +32,9 @@
 
 COUNTER_DEFINE(maps_read_error, COUNTER_PARTIAL,
 	       "processes gone before their /proc/PID/maps was read");
+COUNTER_DEFINE(maps_inherited_from_parent, COUNTER_STAT,
+	       "forked children gone before their maps were read: named by their "
+	       "parent's mappings at the fork");
 COUNTER_DEFINE(elf_open_error, COUNTER_PARTIAL,
 	       "mapped files unreadable or not ELF");
 COUNTER_DEFINE(object_queue_full, COUNTER_PARTIAL,
@@ -56,6 +60,7 @@ struct process_table {
 	struct process_listener listener;
 	struct file_gate *gate;		/* NULL: files are opened unchecked */
 	struct object_loader *loader;	/* NULL: jobs run on the reader */
+	struct fork_views *forks;	/* children's views of their parent's maps */
 	/* objects whose shed symbol table a JOB_RELOAD was queued for lately */
 	struct { const struct sym_object *o; uint64_t ns; } reload_asked[RELOAD_ASKED];
 	uint32_t reload_next;
@@ -158,6 +163,11 @@ struct process_table *process_table_new(struct symbolizer *sym,
 
 	if (!pt)
 		return NULL;
+	pt->forks = fork_views_new();
+	if (!pt->forks) {
+		free(pt);
+		return NULL;
+	}
 	pt->sym = sym;
 	pt->sym_lock = sym_lock;
 	return pt;
@@ -190,6 +200,7 @@ void process_table_free(struct process_table *pt)
 			process_free(p);
 		}
 	}
+	fork_views_free(pt->forks);
 	free(pt);
 }
 
@@ -471,7 +482,28 @@ static void tell_removed(struct process_table *pt, pid_t pid)
 		pt->listener.removed(pt->listener.ctx, pid);	/* no memory: now */
 }
 
-/* Read the maps into a new snapshot; keep the old one if the read fails. */
+/*
+ * @p, a forked child never read, is gone: its parent's mappings at the
+ * fork (fork_views.h) name its samples, if known (counted). The child
+ * did not exec since (an exec drops the view): its image is the parent's.
+ */
+static bool inherit(struct process_table *pt, struct process *p)
+{
+	struct proc_snapshot *view = fork_views_take(pt->forks, p->pid);
+
+	if (!view)
+		return false;
+	p->snap = view;
+	pt->stats.maps_inherited++;
+	counter_inc(&counter_maps_inherited_from_parent);
+	return true;
+}
+
+/*
+ * Read the maps into a new snapshot; keep the old one if the read fails.
+ * A first read that fails because the process is gone falls back to its
+ * fork view (inherit()).
+ */
 static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 {
 	struct proc_snapshot *s = calloc(1, sizeof(*s));
@@ -490,8 +522,10 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	ret = proc_maps_read(p->pid, &s->maps);
 	if (ret) {
 		free(s);
-		pt->stats.maps_read_errors++;
-		counter_inc(&counter_maps_read_error);
+		if ((ret != -ENOENT && ret != -ESRCH) || p->snap || !inherit(pt, p)) {
+			pt->stats.maps_read_errors++;
+			counter_inc(&counter_maps_read_error);
+		}
 		if ((ret == -ENOENT || ret == -ESRCH) && p->snap && !p->exited) {
 			/*
 			 * Read once, gone now: it exited (its exit event is on
@@ -565,6 +599,12 @@ void process_drop_remains(struct process_table *pt, struct process *p)
 	 */
 	proc_snapshot_put(s);
 	p->snap = NULL;
+	if (inherit(pt, p)) {
+		/* a forked child never read before: its parent's view, as exited */
+		p->exited = true;
+		p->exited_ns = p->exit_event_ns = p->refreshed_ns;
+		return;
+	}
 	p->gone = true;
 	pt->stats.maps_read_errors++;
 	counter_inc(&counter_maps_read_error);
@@ -601,6 +641,7 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 		proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
 	process_drop_remains(pt, p);
+	fork_views_drop(pt->forks, pid);	/* used, or its own maps read */
 	if (exiting && !p->exited) {
 		/* first seen exiting: its exit event may be read already */
 		p->exited = true;
@@ -728,10 +769,12 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 {
 	struct process *p = *slot_of(pt, pid);
 
+	/* a new image: its parent's mappings name none of it */
+	fork_views_drop(pt->forks, pid);
 	if (!p)
 		return;	/* read on first sample */
 	if (p->exited)
-		reset(p);
+		reset(p);	/* or an inherited view (inherit()): never after the exec */
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	p->stale = true;
 	drop_jit(p);
@@ -747,6 +790,7 @@ void process_exit(struct process_table *pt, pid_t pid, uint64_t now, uint64_t ev
 {
 	struct process *p = *slot_of(pt, pid);
 
+	fork_views_drop(pt->forks, pid);	/* never sampled: never read */
 	if (p && !p->exited) {
 		p->exited = true;
 		p->exited_ns = now;
@@ -754,10 +798,27 @@ void process_exit(struct process_table *pt, pid_t pid, uint64_t now, uint64_t ev
 	}
 }
 
+void process_fork(struct process_table *pt, pid_t pid, pid_t ppid, uint64_t now,
+		  uint64_t event_ns)
+{
+	struct process *p = *slot_of(pt, pid), *parent = *slot_of(pt, ppid);
+	bool current = parent && parent->snap && parent->snap->pid == ppid &&
+		       !parent->stale && !parent->exited && !parent->gone;
+
+	if (p && !p->exited) {
+		/* the PID is new: its last process's exit event was lost */
+		p->exited = true;
+		p->exited_ns = now;
+		p->exit_event_ns = event_ns;
+	}
+	fork_views_set(pt->forks, pid, current ? parent->snap : NULL, now);
+}
+
 void process_table_reap(struct process_table *pt, uint64_t now,
 			uint64_t idle_ns, uint64_t release_before,
 			uint64_t remove_before)
 {
+	fork_views_expire(pt->forks, now > FORK_VIEW_TTL_NS ? now - FORK_VIEW_TTL_NS : 0);
 	for (int b = 0; b < NBUCKETS; b++) {
 		struct process **pp = &pt->buckets[b];
 

@@ -120,6 +120,7 @@ struct process_table_stats {
 	uint64_t processes;		/* in the table now */
 	uint64_t maps_reads;		/* /proc/PID/maps reads */
 	uint64_t maps_read_errors;	/* process gone before its maps were read */
+	uint64_t maps_inherited;	/* ... a forked child: its parent's view used */
 	uint64_t elf_open_errors;	/* mappings whose file could not be opened */
 	uint64_t loader_dropped;	/* loader jobs not queued (queue full): done later */
 	uint64_t samples_after_exit;	/* exiting samples read after the exit event */
@@ -233,6 +234,22 @@ void process_request_unwind(struct process_table *pt, struct process *p,
  * for a first read; call it after a re-read (process_find_mapping()).
  */
 void process_drop_remains(struct process_table *pt, struct process *p);
+
+/*
+ * process_fork - fork record (PROFD_EVENT_PROC_FORK): process @pid was
+ * forked by @ppid at @event_ns (the record's time; @now_ns when it was
+ * read, both CLOCK_MONOTONIC). If @ppid's maps were read (its current
+ * image), the child keeps that snapshot as its view until its first
+ * maps read: a child gone by then (it lived a millisecond) is named by
+ * it and marked exited there, counted as maps_inherited_from_parent, not
+ * as a maps read error. Its exec (process_exec) or exit drops the view.
+ * A live entry of @pid is marked exited at @event_ns (its PID is new).
+ * The view shares the parent's snapshot (its pid is the parent's: the
+ * files and code are the parent's; nothing reads the child's memory
+ * through it, and JIT symbols are not looked for in it).
+ */
+void process_fork(struct process_table *pt, pid_t pid, pid_t ppid, uint64_t now_ns,
+		  uint64_t event_ns);
 
 /* process_exec - exec seen: new name, mappings to re-read; the listener
  * told the old image was removed (its removed(), before the new maps). */

@@ -26,8 +26,8 @@ uint32_t process_jit_bin(struct process_table *pt, struct process *p,
 	struct proc_snapshot *s = p->snap;
 	bool anon = false, outside = false;
 
-	if (!s)
-		return 0;
+	if (!s || s->pid != p->pid)
+		return 0;	/* none, or a forked child's view of its parent's */
 	for (uint32_t i = 0; i < n && !anon; i++) {
 		uint64_t ip = ips[i] & ~PROFD_IP_EXACT;
 		const struct proc_mapping *m;

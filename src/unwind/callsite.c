@@ -175,11 +175,11 @@ static bool in_exec_mapping(void *ctx, uint64_t addr)
  * The up to CALLSITE_WINDOW bytes before @ra in mapping @idx of @snap
  * (not before the mapping's start) into @buf: from the object's file when
  * it is open (from the page cache only: the reader never waits for
- * storage), else from the process's memory unless the file hung.
+ * storage), else from the memory of process @pid unless the file hung.
  * Returns the bytes read, or < 0.
  */
-static ssize_t read_code(const struct proc_snapshot *snap, int idx, uint64_t ra,
-			 uint8_t *buf)
+static ssize_t read_code(const struct proc_snapshot *snap, pid_t pid, int idx,
+			 uint64_t ra, uint8_t *buf)
 {
 	const struct proc_mapping *m = &snap->maps.v[idx];
 	uint64_t from = ra - m->start > CALLSITE_WINDOW ? ra - CALLSITE_WINDOW : m->start;
@@ -198,7 +198,7 @@ static ssize_t read_code(const struct proc_snapshot *snap, int idx, uint64_t ra,
 	}
 	if (state == PROC_OBJ_HUNG)
 		return -EIO;
-	n = process_vm_readv(snap->pid, &local, 1, &remote, 1, 0);
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	return n == (ssize_t)len ? n : -EFAULT;
 }
 
@@ -229,7 +229,7 @@ static enum verdict go_goexit(const struct proc_snapshot *snap, int idx, uint64_
 
 /* The verdict on return address @ra of @snap's process. */
 static enum verdict check(struct callsite_cache *c, const struct proc_snapshot *snap,
-			  uint64_t ra)
+			  pid_t pid, uint64_t ra)
 {
 	/* the call's last byte: a call may end its mapping */
 	const struct proc_mapping *m = proc_maps_find(&snap->maps, ra - 1);
@@ -247,7 +247,7 @@ static enum verdict check(struct callsite_cache *c, const struct proc_snapshot *
 	off = ra - m->start + m->offset;
 	if (cached && (v = cache_get(c, dev, m->inode, off)) != V_NONE)
 		return v;
-	n = read_code(snap, (int)(m - snap->maps.v), ra, buf);
+	n = read_code(snap, pid, (int)(m - snap->maps.v), ra, buf);
 	if (n < 0)
 		return V_UNCHECKED;	/* not cached: the file may open later */
 	v = callsite_x86_after_call(buf, (size_t)n, ra, in_exec_mapping,
@@ -261,7 +261,7 @@ static enum verdict check(struct callsite_cache *c, const struct proc_snapshot *
 
 /* callsite_verify - see callsite.h. */
 uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *snap,
-			 const uint64_t *ips, uint32_t nuser, bool outermost)
+			 pid_t pid, const uint64_t *ips, uint32_t nuser, bool outermost)
 {
 	for (uint32_t i = 1; i < nuser; i++) {
 		uint64_t ip = ips[i];
@@ -284,7 +284,7 @@ uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *s
 			counter_inc(&counter_unwind_unverified_caller);
 			return i;
 		}
-		switch (check(c, snap, ip)) {
+		switch (check(c, snap, pid, ip)) {
 		case V_BAD:
 		case V_BAD_FOR_NOW:
 			counter_inc(&counter_unwind_unverified_caller);

@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Bytes before a return address that can hold the call (the longest x86 instruction). */
 #define CALLSITE_WINDOW 15
@@ -90,9 +91,11 @@ void callsite_cache_free(struct callsite_cache *c);
  * frame's code outermost (PROFD_SAMPLE_USER_COMPLETE: _start, clone3,
  * Go's TOPFRAME runtime.goexit whose planted return address follows no
  * call): that last IP needs only lie in executable code.
- * Reads the process's files (pread) and memory; never opens a file.
+ * Reads the process's files (pread) and the memory of @pid, the
+ * sample's process (@snap's, or a forked child's with its parent's
+ * snapshot: process_fork()); never opens a file.
  */
 uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *snap,
-			 const uint64_t *ips, uint32_t nuser, bool outermost);
+			 pid_t pid, const uint64_t *ips, uint32_t nuser, bool outermost);
 
 #endif /* PROFD_UNWIND_CALLSITE_H */

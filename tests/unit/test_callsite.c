@@ -213,31 +213,31 @@ static void verify_own_process(uint64_t ra)
 		const char *how = pass ? "file" : "memory";
 		uint64_t ips[4] = { ra, ra, comment, ra };
 
-		CHECK(callsite_verify(c, &snap, ips, 2, false) == 2, "%s: a true caller stays", how);
-		CHECK(callsite_verify(c, &snap, ips, 4, false) == 2,
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 2, false) == 2, "%s: a true caller stays", how);
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 4, false) == 2,
 		      "%s: 0x2a2a... ends the stack, its callers go", how);
 		ips[1] = (uint64_t)&data_word[8];
-		CHECK(callsite_verify(c, &snap, ips, 2, false) == 1, "%s: a data address is cut", how);
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 2, false) == 1, "%s: a data address is cut", how);
 		ips[1] = (uint64_t)after_nops;
-		CHECK(callsite_verify(c, &snap, ips, 2, false) == 1,
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 2, false) == 1,
 		      "%s: code not after a call is cut", how);
-		CHECK(callsite_verify(c, &snap, ips, 2, true) == 2,
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 2, true) == 2,
 		      "%s: a bottom frame the tables call outermost needs no call", how);
 		ips[1] = (uint64_t)&data_word[8];
-		CHECK(callsite_verify(c, &snap, ips, 2, true) == 1,
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 2, true) == 1,
 		      "%s: an outermost frame in data is cut", how);
 		ips[1] = token;
 		ips[2] = ra;
-		CHECK(callsite_verify(c, &snap, ips, 3, false) == 3, "%s: a runtime token is left alone", how);
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 3, false) == 3, "%s: a runtime token is left alone", how);
 		ips[1] = (uint64_t)after_nops | PROFD_IP_EXACT;
-		CHECK(callsite_verify(c, &snap, ips, 3, false) == 3,
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 3, false) == 3,
 		      "%s: an exact IP in code needs no call", how);
 		ips[1] = (uint64_t)&data_word[8] | PROFD_IP_EXACT;
-		CHECK(callsite_verify(c, &snap, ips, 3, false) == 1,
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 3, false) == 1,
 		      "%s: an exact IP in data is cut", how);
 		ips[0] = comment;
 		ips[1] = ra;
-		CHECK(callsite_verify(c, &snap, ips, 2, false) == 2, "%s: the leaf is never judged", how);
+		CHECK(callsite_verify(c, &snap, snap.pid, ips, 2, false) == 2, "%s: the leaf is never judged", how);
 		if (pass)
 			break;
 		/* the second pass reads this binary's file through its object */
@@ -254,7 +254,7 @@ static void verify_own_process(uint64_t ra)
 	{
 		uint64_t ips[3] = { ra, comment, comment };
 
-		CHECK(callsite_verify(c, NULL, ips, 3, false) == 3, "no snapshot: nothing can be cut");
+		CHECK(callsite_verify(c, NULL, getpid(), ips, 3, false) == 3, "no snapshot: nothing can be cut");
 	}
 	for (size_t i = 0; i < snap.maps.n; i++)
 		sym_object_put(snap.objs[i]);
