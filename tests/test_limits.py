@@ -293,12 +293,42 @@ def memory_cgroup_too_small(profd_bin, pprof, chain_bin, tmp_path, memory):
     assert "cupti_events" in [x[0] for x in warned], err
     assert maps["cupti_events"] < 2048 * MIB, maps
     m = re.search(r"^profd: warning: --unwind-memory-limit: 1024 MiB \(the default at "
-                  r"--bpf-map-scale-factor 8\) is over the memory cgroup's room "
-                  r"\((\d+) MiB beside --memory-limit 160\); using (\d+) MiB$", err, re.M)
+                  r"--bpf-map-scale-factor 8\) is more than half of the memory cgroup's "
+                  r"room beyond --memory-limit \(room (\d+) MiB, --memory-limit 160 MiB\); "
+                  r"using (\d+) MiB$", err, re.M)
     assert m and 64 <= int(m.group(2)) <= (int(m.group(1)) - 160) // 2 + 1, err
+    # what is left fits: no warning that the limits are over the room
+    assert "more than the memory cgroup's room" not in err, err
     # what profd took at its peak left the cgroup room to spare
     assert peak < 250 * MIB, (peak >> 20, err)
     assert workload_samples(pprof, tmp_path, work.pid) >= 100, err
+
+
+def test_memory_limit_over_the_cgroup_is_warned(profd_bin, tmp_path):
+    """--memory-limit 400 in a 300 MiB memory cgroup: profd's caches would
+    shed only after the kernel OOM-killed it; one warning line says so,
+    naming the limits and the room, and profd runs."""
+    with cgroup_hierarchy(tmp_path / "cgroup-memory", False, "memory") as memory:
+        if not os.path.exists(os.path.join(memory, "memory.limit_in_bytes")):
+            pytest.skip("no cgroup-v1 memory controller at " + memory)
+        cg = os.path.join(memory, f"profd-test-over-{os.getpid()}")
+        os.mkdir(cg)
+        try:
+            with open(os.path.join(cg, "memory.limit_in_bytes"), "w") as f:
+                f.write("300M")
+            script = f'echo $$ > {cg}/cgroup.procs && exec "$0" "$@"'
+            r = subprocess.run(["sh", "-c", script, profd_bin, "--duration", "1",
+                                "--memory-limit", "400", "--output-dir", str(tmp_path / "o")],
+                               capture_output=True, text=True, timeout=60)
+        finally:
+            os.rmdir(cg)
+    assert r.returncode == 0, r.stderr
+    warned = [l for l in r.stderr.splitlines() if "more than the memory cgroup's room" in l]
+    assert len(warned) == 1, r.stderr
+    m = re.search(r"^profd: warning: --memory-limit 400 MiB, --unwind-memory-limit 64 MiB "
+                  r"and (\d+) MiB of ring buffers are more than the memory cgroup's room "
+                  r"\((\d+) MiB\)", warned[0])
+    assert m and 250 <= int(m.group(2)) <= 300, warned
 
 
 # --- --bpf-verifier-log-level ----------------------------------------------

@@ -608,21 +608,24 @@ int main(void)
 """
 
 
-@pytest.mark.parametrize("dwarf", ["-gdwarf-4", "-gdwarf-5"])
-def test_relative_include_directory_is_under_comp_dir(profd_bin, pprof, tmp_path, dwarf):
+@pytest.mark.parametrize("dwarf,comp", [("-gdwarf-4", None), ("-gdwarf-5", None),
+                                        ("-gdwarf-5", "rel/dir"), ("-gdwarf-4", ".")])
+def test_relative_include_directory_is_under_comp_dir(profd_bin, pprof, tmp_path, dwarf,
+                                                      comp):
     """A build with relative paths (`gcc -Iinc src/main.c`, as make runs
     it) records "inc" and "src" as directories relative to DW_AT_comp_dir
     (DWARF 5 6.2.4). Each location's file is the whole path addr2line
     gives (comp_dir/inc/hot.h), not "inc/hot.h" (libdw's join, which
-    `pprof -list` cannot find without -source_path)."""
+    `pprof -list` cannot find without -source_path); with a relative
+    DW_AT_comp_dir (-fdebug-prefix-map=$PWD=@comp) under that one."""
     build = tmp_path / "build"
     (build / "inc").mkdir(parents=True)
     (build / "src").mkdir()
     (build / "inc" / "hot.h").write_text(HOT_H.lstrip("\n"))
     (build / "src" / "main.c").write_text(REL_MAIN.lstrip("\n"))
-    subprocess.run(["gcc", "-O2", dwarf, "-fno-pie", "-no-pie", "-Iinc", "-o", "rel",
-                    "src/main.c"], check=True,
-                   cwd=build)
+    remap = [f"-fdebug-prefix-map={build}={comp}"] if comp else []
+    subprocess.run(["gcc", "-O2", dwarf, *remap, "-fno-pie", "-no-pie", "-Iinc", "-o", "rel",
+                    "src/main.c"], check=True, cwd=build)
     binary = str(build / "rel")
     out = tmp_path / "out"
     out.mkdir()
@@ -634,9 +637,9 @@ def test_relative_include_directory_is_under_comp_dir(profd_bin, pprof, tmp_path
             if f["mapping"] == binary and f["file"]:
                 files[f["file"]] += s["value"]
                 addrs.add(f["address"])
-    hot_h = str(build / "inc" / "hot.h")
+    hot_h = f"{comp}/inc/hot.h" if comp else str(build / "inc" / "hot.h")
     assert files[hot_h] > 0, (files, err)
-    assert all(os.path.isabs(f) for f in files), files
+    assert comp or all(os.path.isabs(f) for f in files), files
     # the oracle: addr2line's whole file names at the same addresses
     r = subprocess.run(["addr2line", "-i", "-e", binary, *[hex(a) for a in addrs],
                         *[hex(a - 1) for a in addrs]],

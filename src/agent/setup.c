@@ -367,14 +367,16 @@ static void debuginfod_setup(struct agent *ag)
 
 /*
  * --unwind-memory-limit's default scaled to @mib (MiB) by
- * --bpf-map-scale-factor, made to fit profd's memory cgroup: at most half
- * of the cgroup's room beyond --memory-limit, never below the unscaled
- * default; one warning line when it is cut. Unwind tables are BPF memory,
- * charged to the cgroup: grown past its room they get profd OOM-killed.
+ * --bpf-map-scale-factor, made to fit profd's memory cgroup (@room
+ * bytes, UINT64_MAX: none): at most half of the cgroup's room beyond
+ * --memory-limit, never below the unscaled default; one warning line
+ * when it is cut. Unwind tables are BPF memory, charged to the cgroup:
+ * grown past its room they get profd OOM-killed.
  */
-static uint64_t unwind_default_in_memcg(const struct agent_config *cfg, uint64_t mib)
+static uint64_t unwind_default_in_memcg(const struct agent_config *cfg, uint64_t mib,
+					uint64_t room)
 {
-	uint64_t room = memcg_room(), fit;
+	uint64_t fit;
 
 	if (room == UINT64_MAX)
 		return mib;
@@ -384,12 +386,33 @@ static uint64_t unwind_default_in_memcg(const struct agent_config *cfg, uint64_t
 		fit = cfg->unwind_memory_mib;
 	if (mib <= fit)
 		return mib;
-	fprintf(stderr, "profd: warning: --unwind-memory-limit: %llu MiB (the default "
-		"at --bpf-map-scale-factor %u) is over the memory cgroup's room (%llu MiB "
-		"beside --memory-limit %u); using %llu MiB\n", (unsigned long long)mib,
-		cfg->bpf_map_scale_factor, (unsigned long long)room, cfg->memory_limit_mib,
-		(unsigned long long)fit);
+	fprintf(stderr, "profd: warning: --unwind-memory-limit: %llu MiB (the default at "
+		"--bpf-map-scale-factor %u) is more than half of the memory cgroup's room "
+		"beyond --memory-limit (room %llu MiB, --memory-limit %u MiB); using %llu MiB\n",
+		(unsigned long long)mib, cfg->bpf_map_scale_factor, (unsigned long long)room,
+		cfg->memory_limit_mib, (unsigned long long)fit);
 	return fit;
+}
+
+/*
+ * Warn once when what profd may take by its limits (--memory-limit, the
+ * unwind tables' @unwind_mib, the ringbufs' @rings bytes) is more than its
+ * memory cgroup's @room bytes: the kernel would OOM-kill profd before
+ * its caches shed.
+ */
+static void warn_over_memcg(const struct agent_config *cfg, uint64_t unwind_mib,
+			    uint64_t rings, uint64_t room)
+{
+	uint64_t need = ((uint64_t)cfg->memory_limit_mib + unwind_mib) + (rings >> 20);
+
+	if (room == UINT64_MAX || need <= room >> 20)
+		return;
+	fprintf(stderr, "profd: warning: --memory-limit %u MiB, --unwind-memory-limit %llu "
+		"MiB and %llu MiB of ring buffers are more than the memory cgroup's room "
+		"(%llu MiB): the kernel may OOM-kill profd before its caches shed; lower "
+		"them or raise the cgroup's limit\n", cfg->memory_limit_mib,
+		(unsigned long long)unwind_mib, (unsigned long long)(rings >> 20),
+		(unsigned long long)(room >> 20));
 }
 
 int agent_setup(struct agent *ag, const char *inject_lib)
@@ -418,6 +441,7 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	};
 	uint64_t unwind_mib = cfg->unwind_memory_set ? cfg->unwind_memory_mib :
 			      (uint64_t)cfg->unwind_memory_mib << scale;
+	uint64_t room;
 	char why[128];
 	int err;
 
@@ -435,8 +459,9 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	/* the shards: at most UNWIND_MAX_SHARDS of 1 MiB (--unwind-memory-limit's range) */
 	if (unwind_mib > UNWIND_MAX_SHARDS)
 		unwind_mib = UNWIND_MAX_SHARDS;
+	room = memcg_room();
 	if (!cfg->unwind_memory_set && scale)
-		unwind_mib = unwind_default_in_memcg(cfg, unwind_mib);
+		unwind_mib = unwind_default_in_memcg(cfg, unwind_mib, room);
 	to.memcg_reserve_bytes = ((uint64_t)cfg->memory_limit_mib +
 				  (cfg->dwarf_unwinding ? unwind_mib : 0)) << 20;
 
@@ -445,6 +470,10 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	tracer_scale_opts(&to, scale, !cfg->max_processes_set);
 	if (!cfg->gpu)
 		to.gpu_ringbuf_bytes = 4096;	/* --no-gpu: nothing writes it */
+	/* the ringbufs' unscaled sizes: what a tight cgroup leaves them */
+	warn_over_memcg(cfg, cfg->dwarf_unwinding ? unwind_mib : 0,
+			(uint64_t)(to.ringbuf_bytes >> scale) +
+			(to.gpu_ringbuf_bytes >> (cfg->gpu ? scale : 0)), room);
 	/* /metrics reads it from its own thread */
 	__atomic_store_n(&ag->unwind_memory_limit,
 			 cfg->dwarf_unwinding ? unwind_mib << 20 : 0, __ATOMIC_RELAXED);

@@ -254,20 +254,22 @@ static int rd_table5(struct reader *r, const struct dwarf_linetab_src *src,
 }
 
 /*
- * The prefix of file @f in directory @d, 0 to 2 parts (@part): @f
- * absolute: none; else @d; and before a relative @d, the unit's
- * compilation directory @comp when that is absolute (DWARF 5 6.2.4:
- * a relative include directory is relative to DW_AT_comp_dir; libdw
- * leaves it relative, addr2line and llvm-symbolizer join it).
+ * The prefix of file @f in directory @d (index @di of the directory
+ * table), 0 to 2 parts (@part): @f absolute: none; else @d; and before a
+ * relative @d other than entry 0 (the compilation directory itself), the
+ * unit's compilation directory @comp when it has one (DWARF 5 6.2.4: a
+ * relative include directory is relative to DW_AT_comp_dir; libdw
+ * leaves it relative, addr2line and llvm-symbolizer join it, a relative
+ * DW_AT_comp_dir too, e.g. -fdebug-prefix-map=$PWD=rel).
  */
-static unsigned int prefix(const char *f, const char *d, const char *comp,
-			   const char *part[2])
+static unsigned int prefix(const char *f, const char *d, uint64_t di,
+			   const char *comp, const char *part[2])
 {
 	unsigned int n = 0;
 
 	if (f[0] == '/' || !d)
 		return 0;
-	if (d[0] != '/' && comp && comp[0] == '/')
+	if (di && d[0] != '/' && comp && comp[0])
 		part[n++] = comp;
 	part[n++] = d;
 	return n;
@@ -290,7 +292,8 @@ static int join_files(struct dwarf_linetab *t, const struct name_list *dirs,
 
 		if (files->dir[i] >= dirs->n)
 			return -EINVAL;
-		np = prefix(files->v[i], dirs->v[files->dir[i]], comp_dir, part);
+		np = prefix(files->v[i], dirs->v[files->dir[i]], files->dir[i], comp_dir,
+			    part);
 		total += strlen(files->v[i]) + 1;
 		for (unsigned int k = 0; k < np; k++)
 			total += strlen(part[k]) + 1;
@@ -308,7 +311,8 @@ static int join_files(struct dwarf_linetab *t, const struct name_list *dirs,
 		t->files[0] = t->names;
 	for (uint32_t i = 0; i < files->n; i++) {
 		const char *f = files->v[i];
-		unsigned int np = prefix(f, dirs->v[files->dir[i]], comp_dir, part);
+		unsigned int np = prefix(f, dirs->v[files->dir[i]], files->dir[i],
+					 comp_dir, part);
 
 		t->files[i + (dummy0 ? 1 : 0)] = t->names + at;
 		for (unsigned int k = 0; k < np; k++) {

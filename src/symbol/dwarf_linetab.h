@@ -12,9 +12,9 @@
  * directories as libdw joins them (an absolute name as it is, else its
  * directory, "/", the name; for DWARF < 5, directory 0 is the unit's
  * DW_AT_comp_dir and file 0 is libdw's "???"), except that a relative
- * directory is put under an absolute DW_AT_comp_dir, as DWARF 5 6.2.4
- * says and addr2line and llvm-symbolizer do (libdw leaves "inc/hot.h"
- * relative: pprof -list could not find it).
+ * include directory (not entry 0) is put under DW_AT_comp_dir, as DWARF
+ * 5 6.2.4 says and addr2line and llvm-symbolizer do (libdw leaves
+ * "inc/hot.h" relative: pprof -list could not find it).
  *
  * Why not libdw's dwarf_getsrclines(): it keeps 40 bytes a row plus
  * its file table until the whole Dwarf is ended, and builds the table

@@ -49,17 +49,18 @@ static const char *unit_comp_dir;
 
 /*
  * Whether libdw's file name @a is profd's @b: profd puts a name libdw
- * leaves relative (a relative include directory) under an absolute
- * DW_AT_comp_dir, as addr2line does; libdw's "???" stays.
+ * leaves relative (a relative include directory) under DW_AT_comp_dir,
+ * as addr2line does; libdw's "???" and names already under a relative
+ * DW_AT_comp_dir (directory 0's files) stay.
  */
 static int same(const char *a, const char *b)
 {
+	const char *c = unit_comp_dir;
 	char joined[8192];
 
-	if (a && a[0] != '/' && strcmp(a, "???") && unit_comp_dir &&
-	    unit_comp_dir[0] == '/' &&
-	    (size_t)snprintf(joined, sizeof(joined), "%s/%s", unit_comp_dir, a) <
-	    sizeof(joined))
+	if (a && a[0] != '/' && strcmp(a, "???") && c && c[0] &&
+	    !(c[0] != '/' && !strncmp(a, c, strlen(c)) && a[strlen(c)] == '/') &&
+	    (size_t)snprintf(joined, sizeof(joined), "%s/%s", c, a) < sizeof(joined))
 		a = joined;
 	return (!a && !b) || (a && b && !strcmp(a, b));
 }
