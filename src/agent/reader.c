@@ -47,6 +47,12 @@ COUNTER_DEFINE(aggregation_full, COUNTER_LOST,
 	       "samples dropped: the interval's stack table was full (or out of memory)");
 COUNTER_DEFINE(exited_unidentified, COUNTER_LOST,
 	       "samples of a process first seen exiting, its memory gone: dropped");
+COUNTER_DEFINE(user_frames_before_exec, COUNTER_PARTIAL,
+	       "samples taken before their process's exec, read after it, the image "
+	       "they ran unknown: user frames left unnamed, no labels");
+COUNTER_DEFINE(samples_before_exec_named, COUNTER_STAT,
+	       "samples taken before their process's exec, read after it: named by "
+	       "the image they ran (a forked child's parent's, or an earlier read)");
 
 #define REAP_EVERY_NS (1000ULL * 1000 * 1000)
 /* a sampled process's unwind tables are marked used at most this often */
@@ -107,6 +113,18 @@ struct process *agent_sample_process(struct agent *ag, const struct profd_sample
 		uint64_t read_at = p->refreshed_ns;
 
 		p->last_sample_ns = now;
+		snap = process_sample_snapshot(p, s->ktime_ns);
+		if (snap != p->snap) {
+			/* taken before the exec of the image read: no re-read for it */
+			for (uint32_t i = 0; snap && i < s->user_len; i++) {
+				uint64_t ip = ips[s->kernel_len + i];
+				bool exact = !i || (ip & PROFD_IP_EXACT);
+
+				ip &= ~PROFD_IP_EXACT;
+				process_snapshot_mapping(ag->procs, snap, exact ? ip : ip - 1, now);
+			}
+			return p;
+		}
 		/* Open every user frame's object while the process lives. */
 		for (int pass = 0; pass < 2; pass++) {
 			snap = p->snap;
@@ -147,10 +165,17 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 				     PROFD_SAMPLE_USER_TRUNCATED : 0);
 	bool cut = false;
 
-	snap = p ? p->snap : NULL;
+	snap = p ? process_sample_snapshot(p, s->ktime_ns) : NULL;
+	if (p && snap != p->snap) {
+		/* taken before the exec of the image p->snap describes */
+		if (snap)
+			counter_inc(&counter_samples_before_exec_named);
+		else
+			counter_inc(&counter_user_frames_before_exec);
+	}
 	if (p && p->exited && (s->flags & PROFD_SAMPLE_EXITING) &&
 	    !(s->flags & PROFD_SAMPLE_NO_USER) &&
-	    (!snap || !snap->meta.executable || !snap->maps.n)) {
+	    (!p->snap || !p->snap->meta.executable || !p->snap->maps.n)) {
 		/* first seen exiting, too late to tell what it was (its memory
 		 * gone): dropped, never given the labels of a zombie */
 		counter_inc(&counter_exited_unidentified);
@@ -233,8 +258,8 @@ add:
 		return;
 	}
 	/* JIT frames are named by the code there then: the time is kept */
-	time_bin = p ? process_jit_bin(ag->procs, p, ips + s->kernel_len, nuser,
-				       s->ktime_ns, now) : 0;
+	time_bin = p && snap == p->snap ? process_jit_bin(ag->procs, p, ips + s->kernel_len,
+							  nuser, s->ktime_ns, now) : 0;
 	if (s->origin == PROFD_ORIGIN_OFF_CPU) {
 		/* a blocked thread: its time comes with the period's end */
 		agent_offcpu_stack(ag, s, comm, snap, flags & PROFD_SAMPLE_USER_TRUNCATED,

@@ -415,6 +415,12 @@ static void warn_over_memcg(const struct agent_config *cfg, uint64_t unwind_mib,
 		(unsigned long long)(room >> 20));
 }
 
+/* The process table's image clock: BPF's exec times (exec_times). */
+static uint64_t image_clock(void *ctx, pid_t pid)
+{
+	return tracer_exec_ns(ctx, pid);
+}
+
 int agent_setup(struct agent *ag, const char *inject_lib)
 {
 	const struct agent_config *cfg = ag->cfg;
@@ -524,6 +530,8 @@ int agent_setup(struct agent *ag, const char *inject_lib)
 	ag->tracer = tracer_open(&to, agent_on_event, ag);
 	if (!ag->tracer)
 		return -1;
+	/* which image each maps read found: samples from before it are not its */
+	process_table_set_image_clock(ag->procs, image_clock, ag->tracer);
 	if (!ag->sampling_on) {
 		/* not profiling this probabilistic interval: drop the samples
 		 * taken while the events were being attached */

@@ -12,6 +12,7 @@ struct fork_view {
 	pid_t pid;			/* 0: empty */
 	struct proc_snapshot *snap;	/* a reference */
 	uint64_t ns;			/* when the fork record was read */
+	uint64_t fork_ns;		/* when the fork happened (the record's time) */
 };
 
 struct fork_views {
@@ -44,17 +45,18 @@ static struct fork_view *slot(struct fork_views *fv, pid_t pid)
 }
 
 void fork_views_set(struct fork_views *fv, pid_t pid, struct proc_snapshot *snap,
-		    uint64_t now)
+		    uint64_t now, uint64_t fork_ns)
 {
 	struct fork_view *v = slot(fv, pid);
 
 	clear(v);
 	if (snap)
 		*v = (struct fork_view){ .pid = pid, .snap = proc_snapshot_get(snap),
-					 .ns = now };
+					 .ns = now, .fork_ns = fork_ns };
 }
 
-struct proc_snapshot *fork_views_take(struct fork_views *fv, pid_t pid)
+struct proc_snapshot *fork_views_take(struct fork_views *fv, pid_t pid,
+				      uint64_t *fork_ns)
 {
 	struct fork_view *v = slot(fv, pid);
 	struct proc_snapshot *s;
@@ -62,6 +64,8 @@ struct proc_snapshot *fork_views_take(struct fork_views *fv, pid_t pid)
 	if (v->pid != pid || !v->snap)
 		return NULL;
 	s = v->snap;
+	if (fork_ns)
+		*fork_ns = v->fork_ns;
 	*v = (struct fork_view){ 0 };
 	return s;
 }

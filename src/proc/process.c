@@ -61,6 +61,8 @@ struct process_table {
 	struct file_gate *gate;		/* NULL: files are opened unchecked */
 	struct object_loader *loader;	/* NULL: jobs run on the reader */
 	struct fork_views *forks;	/* children's views of their parent's maps */
+	uint64_t (*exec_ns)(void *ctx, pid_t pid);	/* the image clock, or NULL */
+	void *exec_ctx;
 	/* objects whose shed symbol table a JOB_RELOAD was queued for lately */
 	struct { const struct sym_object *o; uint64_t ns; } reload_asked[RELOAD_ASKED];
 	uint32_t reload_next;
@@ -86,6 +88,19 @@ void process_table_set_loader(struct process_table *pt, struct object_loader *ol
 void process_table_set_gate(struct process_table *pt, struct file_gate *g)
 {
 	pt->gate = g;
+}
+
+void process_table_set_image_clock(struct process_table *pt,
+				   uint64_t (*exec_ns)(void *ctx, pid_t pid), void *ctx)
+{
+	pt->exec_ns = exec_ns;
+	pt->exec_ctx = ctx;
+}
+
+/* When @pid last exec'd (0: never, unknown, or no clock). */
+static uint64_t image_clock(const struct process_table *pt, pid_t pid)
+{
+	return pt->exec_ns ? pt->exec_ns(pt->exec_ctx, pid) : 0;
 }
 
 void process_table_set_listener(struct process_table *pt,
@@ -181,9 +196,18 @@ static void drop_jit(struct process *p)
 	p->jit_probe_ns = p->jit_read_ns = 0;
 }
 
+/* @s (a reference, taken) names @p's samples from @from_ns to its image's exec. */
+static void set_pre_exec(struct process *p, struct proc_snapshot *s, uint64_t from_ns)
+{
+	proc_snapshot_put(p->pre_exec);
+	p->pre_exec = s;
+	p->pre_exec_ns = from_ns;
+}
+
 static void process_free(struct process *p)
 {
 	proc_snapshot_put(p->snap);
+	proc_snapshot_put(p->pre_exec);
 	drop_jit(p);
 	free(p);
 }
@@ -489,11 +513,13 @@ static void tell_removed(struct process_table *pt, pid_t pid)
  */
 static bool inherit(struct process_table *pt, struct process *p)
 {
-	struct proc_snapshot *view = fork_views_take(pt->forks, p->pid);
+	struct proc_snapshot *view = fork_views_take(pt->forks, p->pid, NULL);
 
 	if (!view)
 		return false;
 	p->snap = view;
+	p->image_ns = 0;	/* the image at the fork: no exec record came since */
+	set_pre_exec(p, NULL, 0);
 	pt->stats.maps_inherited++;
 	counter_inc(&counter_maps_inherited_from_parent);
 	return true;
@@ -507,6 +533,8 @@ static bool inherit(struct process_table *pt, struct process *p)
 static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 {
 	struct proc_snapshot *s = calloc(1, sizeof(*s));
+	bool exec_seen = p->stale;
+	uint64_t before, after;
 	char *exe;
 	int ret;
 
@@ -518,8 +546,16 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	p->stale = false;
 	if (!s)
 		return -ENOMEM;
-	pt->stats.maps_reads++;
-	ret = proc_maps_read(p->pid, &s->maps);
+	for (int tries = 0;; tries++) {
+		/* the image read is the one exec'd at @after, unless it exec'd meanwhile */
+		before = image_clock(pt, p->pid);
+		pt->stats.maps_reads++;
+		ret = proc_maps_read(p->pid, &s->maps);
+		after = image_clock(pt, p->pid);
+		if (ret || before == after || tries)
+			break;
+		proc_maps_free(&s->maps);	/* either image: read again */
+	}
 	if (ret) {
 		free(s);
 		if ((ret != -ENOENT && ret != -ESRCH) || p->snap || !inherit(pt, p)) {
@@ -559,8 +595,14 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	exe = read_meta(s);
 	s->bytes = snapshot_size(s);
 	__atomic_add_fetch(&snapshot_bytes, s->bytes, __ATOMIC_RELAXED);
-	proc_snapshot_put(p->snap);
+	if (p->snap && !exec_seen && after > p->image_ns && p->snap->pid == p->pid)
+		/* an exec whose record is still to come: the old image names
+		 * the samples taken before it */
+		set_pre_exec(p, p->snap, p->image_ns);
+	else
+		proc_snapshot_put(p->snap);
 	p->snap = s;
+	p->image_ns = after;
 	if (pt->listener.maps_seen)
 		pt->listener.maps_seen(pt->listener.ctx, s->pid, &s->maps);
 	queue_snapshot(pt, s, exe);
@@ -575,6 +617,8 @@ static void reset(struct process *p)
 {
 	proc_snapshot_put(p->snap);
 	p->snap = NULL;
+	p->image_ns = 0;
+	set_pre_exec(p, NULL, 0);
 	drop_jit(p);
 	p->exited = false;
 	p->exited_ns = 0;
@@ -610,6 +654,25 @@ void process_drop_remains(struct process_table *pt, struct process *p)
 	counter_inc(&counter_maps_read_error);
 }
 
+/*
+ * @p's first read found an image exec'd after its fork: its fork view
+ * (the parent's image then) names its samples from before that exec,
+ * until the exec record comes. A read before the exec needs no view.
+ */
+static void keep_fork_view(struct process_table *pt, struct process *p)
+{
+	struct proc_snapshot *view;
+	uint64_t fork_ns = 0;
+
+	if (!p->snap || p->snap->pid != p->pid || !p->image_ns)
+		return;
+	view = fork_views_take(pt->forks, p->pid, &fork_ns);
+	if (view && fork_ns < p->image_ns)
+		set_pre_exec(p, view, fork_ns);
+	else
+		proc_snapshot_put(view);
+}
+
 struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 			    bool exiting, const char *comm, uint64_t sample_ns)
 {
@@ -641,6 +704,7 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 		proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
 	process_drop_remains(pt, p);
+	keep_fork_view(pt, p);
 	fork_views_drop(pt->forks, pid);	/* used, or its own maps read */
 	if (exiting && !p->exited) {
 		/* first seen exiting: its exit event may be read already */
@@ -749,6 +813,26 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 	return idx;
 }
 
+struct proc_snapshot *process_sample_snapshot(const struct process *p,
+					       uint64_t sample_ns)
+{
+	if (!sample_ns || sample_ns >= p->image_ns)
+		return p->snap;
+	return p->pre_exec && sample_ns >= p->pre_exec_ns ? p->pre_exec : NULL;
+}
+
+int process_snapshot_mapping(struct process_table *pt, struct proc_snapshot *s,
+			     uint64_t addr, uint64_t now)
+{
+	int idx = lookup(s, addr);
+
+	if (idx >= 0) {
+		ask_object(pt, s, idx);
+		note_sampled(pt, s, idx, now);
+	}
+	return idx;
+}
+
 void process_request_unwind(struct process_table *pt, struct process *p,
 			    uint64_t now)
 {
@@ -773,6 +857,8 @@ void process_exec(struct process_table *pt, pid_t pid, const char *comm)
 	fork_views_drop(pt->forks, pid);
 	if (!p)
 		return;	/* read on first sample */
+	/* every sample read from now on was taken after this exec */
+	set_pre_exec(p, NULL, 0);
 	if (p->exited)
 		reset(p);	/* or an inherited view (inherit()): never after the exec */
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
@@ -811,7 +897,7 @@ void process_fork(struct process_table *pt, pid_t pid, pid_t ppid, uint64_t now,
 		p->exited_ns = now;
 		p->exit_event_ns = event_ns;
 	}
-	fork_views_set(pt->forks, pid, current ? parent->snap : NULL, now);
+	fork_views_set(pt->forks, pid, current ? parent->snap : NULL, now, event_ns);
 }
 
 void process_table_reap(struct process_table *pt, uint64_t now,

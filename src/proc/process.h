@@ -10,6 +10,10 @@
  * re-reads, while ld.so maps its libraries, after PROCESS_QUICK_REFRESH_NS). The metadata (cgroup, container id,
  * executable and its build ID) is read with every maps read, so a
  * process moved to another cgroup shows it from its next re-read on.
+ * Each read records when the image it found was exec'd (image clock):
+ * a sample taken before that, read after it, is named by the image it
+ * ran if the table still knows it (process_sample_snapshot()), never by
+ * the later one.
  * With a file gate set (process_table_set_gate), every executable
  * mapping's file is read ahead with a deadline before anything opens it,
  * and the mappings of files found hung are neither opened nor offered to
@@ -99,6 +103,22 @@ struct process {
 	pid_t pid;
 	char comm[PROCESS_COMM_LEN];	/* process name: main thread's comm */
 	struct proc_snapshot *snap;	/* NULL until read; never NULL after a read succeeded */
+	/*
+	 * When the image @snap describes was exec'd (CLOCK_MONOTONIC, from
+	 * the table's image clock at the read; 0: never exec'd under profd,
+	 * or unknown). A sample taken before it ran an earlier image: see
+	 * process_sample_snapshot().
+	 */
+	uint64_t image_ns;
+	/*
+	 * The image before @image_ns, for samples taken from @pre_exec_ns
+	 * until @image_ns and read before the exec record: a forked child's
+	 * view of its parent's (its first read came after its exec), or the
+	 * snapshot a re-read replaced that found a later image. A reference,
+	 * or NULL; dropped at the exec record (a later sample is past it).
+	 */
+	struct proc_snapshot *pre_exec;
+	uint64_t pre_exec_ns;
 	uint64_t refreshed_ns;		/* CLOCK_MONOTONIC of the last read */
 	uint64_t unwind_requested_ns;	/* last process_request_unwind() served */
 	uint32_t refreshes;		/* maps re-reads since the first (or exec) */
@@ -147,6 +167,16 @@ struct process_listener {
 	void (*removed)(void *ctx, pid_t pid);
 	void *ctx;
 };
+
+/*
+ * process_table_set_image_clock - at each maps read, ask @exec_ns(@ctx,
+ * pid) when the process last exec'd (CLOCK_MONOTONIC ns; 0: never, or
+ * unknown): the exec time of the image read (struct process.image_ns).
+ * The agent passes BPF's `exec_times`. Without a clock every sample is
+ * named by the process's current snapshot.
+ */
+void process_table_set_image_clock(struct process_table *pt,
+				   uint64_t (*exec_ns)(void *ctx, pid_t pid), void *ctx);
 
 /* process_table_set_listener - install @l (copied; NULL removes it). */
 void process_table_set_listener(struct process_table *pt,
@@ -227,6 +257,27 @@ void process_request_unwind(struct process_table *pt, struct process *p,
 			    uint64_t now_ns);
 
 /*
+ * process_sample_snapshot - the snapshot that names the user frames of
+ * @p's sample taken at @sample_ns (CLOCK_MONOTONIC; 0: unknown, now):
+ * @p->snap, unless the sample predates the image it describes (@sample_ns
+ * < @p->image_ns: the process exec'd between the sample and the read).
+ * Such a sample gets @p->pre_exec, the image it ran, when held and the
+ * sample falls in its time; else NULL: its user frames are named by no
+ * image (a truncated stack rather than a wrong one). Never reads /proc.
+ */
+struct proc_snapshot *process_sample_snapshot(const struct process *p,
+					       uint64_t sample_ns);
+
+/*
+ * process_snapshot_mapping - index of the mapping of @s containing @addr
+ * (its object asked for on first use, as process_find_mapping() does),
+ * or -1. Never re-reads the maps: for a snapshot other than the
+ * process's current one (process_sample_snapshot()).
+ */
+int process_snapshot_mapping(struct process_table *pt, struct proc_snapshot *s,
+			     uint64_t addr, uint64_t now_ns);
+
+/*
  * process_drop_remains - @p's snapshot was read while it exited or as a
  * zombie (no mappings or no executable left, the process exiting): drop
  * it, so its samples get no labels rather than the remains' (cgroup "/");
@@ -242,7 +293,9 @@ void process_drop_remains(struct process_table *pt, struct process *p);
  * image), the child keeps that snapshot as its view until its first
  * maps read: a child gone by then (it lived a millisecond) is named by
  * it and marked exited there, counted as maps_inherited_from_parent, not
- * as a maps read error. Its exec (process_exec) or exit drops the view.
+ * as a maps read error. A first read that finds an image exec'd after the
+ * fork keeps the view as the child's pre_exec, for its samples from
+ * before the exec. Its exec (process_exec) or exit drops the view.
  * A live entry of @pid is marked exited at @event_ns (its PID is new).
  * The view shares the parent's snapshot (its pid is the parent's: the
  * files and code are the parent's; nothing reads the child's memory
@@ -252,7 +305,9 @@ void process_fork(struct process_table *pt, pid_t pid, pid_t ppid, uint64_t now_
 		  uint64_t event_ns);
 
 /* process_exec - exec seen: new name, mappings to re-read; the listener
- * told the old image was removed (its removed(), before the new maps). */
+ * told the old image was removed (its removed(), before the new maps);
+ * the view of the image before it (pre_exec) dropped: every sample read
+ * from now on was taken after this exec. */
 void process_exec(struct process_table *pt, pid_t pid, const char *comm);
 
 /*

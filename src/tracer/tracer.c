@@ -522,6 +522,16 @@ int tracer_pid_forget(struct tracer *t, uint32_t pid)
 	return bpf_map_delete_elem(fd, &pid) ? -errno : 0;
 }
 
+uint64_t tracer_exec_ns(const struct tracer *t, pid_t pid)
+{
+	__u32 key = pid;
+	__u64 ns = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.exec_times), &key, &ns))
+		return 0;
+	return ns;
+}
+
 void tracer_unwind_maps(const struct tracer *t, int *shards_fd, int *procs_fd,
 			int *exec_fd)
 {

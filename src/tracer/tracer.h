@@ -142,6 +142,13 @@ int tracer_ringbuf_usage(struct tracer *t, bool gpu, struct tracer_ringbuf_usage
 int tracer_pid_forget(struct tracer *t, uint32_t pid);
 
 /*
+ * tracer_exec_ns - when process @pid last exec'd (bpf_ktime_get_ns(), the
+ * CLOCK_MONOTONIC ns `exec_times` keeps), 0 if no exec of it was seen (or
+ * its entry was evicted). One map lookup; any thread.
+ */
+uint64_t tracer_exec_ns(const struct tracer *t, pid_t pid);
+
+/*
  * tracer_unwind_maps - fds of the `unwind_shards` (array of maps),
  * `unwind_procs` (tgid -> struct unwind_proc) and `exec_times` (tgid ->
  * ns of its last exec) maps, owned by @t.

@@ -4,10 +4,11 @@
  * main -> spawn -> child_work -> child_leaf, and _exit()s; the parent
  * waits for it and forks the next, for SECONDS. The children are gone
  * long before a profiler's reader reads /proc/CHILD/maps.
- * With EXEC (a path), each child execs EXEC (no arguments) at once,
- * without child_work: no sample of a child may carry child_work's or
- * child_leaf's names.
- * Usage: fork_children SECONDS MS PIDFILE [EXEC]
+ * With EXEC (a path), each child spins MS in child_work first, then
+ * execs EXEC with EXEC_MS (its spin, in milliseconds) as its argument:
+ * a child's samples before the exec are in child_work and child_leaf of
+ * this file, those after it in EXEC's own functions.
+ * Usage: fork_children SECONDS MS PIDFILE [EXEC [EXEC_MS]]
  * (PIDFILE: the parent's PID, written after its warm-up.)
  * Build: -O2 -g -fno-omit-frame-pointer.
  */
@@ -54,7 +55,8 @@ __attribute__((noinline)) static void parent_warm(double ms)
 	__asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) static int spawn(double ms, const char *exec)
+__attribute__((noinline)) static int spawn(double ms, const char *exec,
+					  const char *exec_ms)
 {
 	pid_t pid = fork();
 	int status;
@@ -62,10 +64,9 @@ __attribute__((noinline)) static int spawn(double ms, const char *exec)
 	if (pid < 0)
 		return -1;
 	if (!pid) {
+		child_work(ms);
 		if (exec)
-			execl(exec, exec, (char *)NULL);
-		else
-			child_work(ms);
+			execl(exec, exec, exec_ms, (char *)NULL);
 		_exit(0);
 	}
 	if (waitpid(pid, &status, 0) < 0)
@@ -78,7 +79,7 @@ int main(int argc, char **argv)
 {
 	struct timespec ts;
 	double end, ms;
-	const char *exec;
+	const char *exec, *exec_ms;
 	FILE *f;
 	long n = 0;
 
@@ -86,6 +87,7 @@ int main(int argc, char **argv)
 		return 2;
 	ms = atof(argv[2]);
 	exec = argc > 4 ? argv[4] : NULL;
+	exec_ms = argc > 5 ? argv[5] : "2";
 	parent_warm(300);
 	f = fopen(argv[3], "w");
 	if (!f)
@@ -95,7 +97,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	end = ts.tv_sec + ts.tv_nsec / 1e9 + atof(argv[1]);
 	do {
-		if (spawn(ms, exec))
+		if (spawn(ms, exec, exec_ms))
 			return 1;
 		n++;
 		clock_gettime(CLOCK_MONOTONIC, &ts);

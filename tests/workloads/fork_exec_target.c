@@ -1,13 +1,22 @@
 /*
  * fork_exec_target.c - what fork_children's children exec: spins MS
  * milliseconds (CPU time; argv[1], default 2) in exec_target_leaf and
- * exits. Its names are its own: none of fork_children's.
+ * exits. Its names are its own: none of fork_children's. exec_target_decoy
+ * is never called: 4 KiB of code placed where fork_children's functions
+ * lie in their file (both are PIE at the same base under setarch -R), so
+ * a sample of fork_children's code named by this file's mappings shows
+ * as exec_target_decoy, not as an address outside every function.
  * Build: -O2 -g -fno-omit-frame-pointer.
  */
 #include <stdlib.h>
 #include <time.h>
 
 static volatile unsigned long sink;
+
+__attribute__((noinline, used)) static void exec_target_decoy(void)
+{
+	__asm__ volatile(".skip 4096, 0x90");
+}
 
 __attribute__((noinline)) static void exec_target_leaf(double ms)
 {
