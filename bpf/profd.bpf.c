@@ -119,6 +119,29 @@ int BPF_PROG(profd_proc_exec, struct task_struct *p, pid_t old_pid,
 	return 0;
 }
 
+/*
+ * An exec past its point of no return renames the task (begin_new_exec()
+ * -> __set_task_comm(): the old address space is gone, the new image's
+ * file mappings come after it, long before sched_process_exec fires at
+ * the end of the load): exec_times says the image changed from here, so
+ * a maps read that finds the new image knows the samples taken before
+ * it are not the new image's (user space's image clock). A rename that
+ * is not an exec's (prctl, pthread_setname_np) is left alone; without
+ * task_struct.in_execve, the tracepoint's time alone.
+ */
+SEC("tp_btf/task_rename")
+int BPF_PROG(profd_exec_rename, struct task_struct *task, const char *comm)
+{
+	__u32 pid = task->tgid;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!bpf_core_field_exists(task->in_execve) ||
+	    !BPF_CORE_READ_BITFIELD(task, in_execve))
+		return 0;
+	bpf_map_update_elem(&exec_times, &pid, &now, BPF_ANY);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(profd_proc_exit, struct task_struct *p)
 {

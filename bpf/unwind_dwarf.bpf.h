@@ -65,7 +65,8 @@ struct {
 } unwind_procs SEC(".maps");
 
 /*
- * tgid -> bpf_ktime_get_ns() of its last exec (profd_proc_exec). Exec
+ * tgid -> bpf_ktime_get_ns() of its last exec (profd_exec_rename at
+ * begin_new_exec(), then profd_proc_exec at its end). Exec
  * events reach user space late (they do not wake the reader), so until
  * the new image's maps are read, the old image's unwind_procs entry
  * stays: an entry read before the exec is not used (unwind_proc_current).

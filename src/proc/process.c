@@ -222,19 +222,47 @@ static char *read_meta(struct proc_snapshot *s)
 	return strdup(exe);
 }
 
+/* The lowest mapping of a file in @s: the executable's first segment. */
+static const struct proc_mapping *first_file(const struct proc_snapshot *s)
+{
+	for (size_t i = 0; i < s->maps.n; i++)
+		if (!s->maps.v[i].special && s->maps.v[i].path[0] == '/')
+			return &s->maps.v[i];
+	return NULL;
+}
+
+/*
+ * Whether snapshots @a and @b map one image: their lowest file mappings
+ * are one file at one address (an exec maps another, or the same file
+ * elsewhere: ASLR; a read during an exec's load finds none).
+ */
+static bool same_image(const struct proc_snapshot *a, const struct proc_snapshot *b)
+{
+	const struct proc_mapping *x = first_file(a), *y = first_file(b);
+
+	return x && y && x->start == y->start && x->inode == y->inode &&
+	       x->dev_major == y->dev_major && x->dev_minor == y->dev_minor &&
+	       !strcmp(x->path, y->path);
+}
+
 /*
  * @p, a forked child never read, is gone: its parent's mappings at the
- * fork (fork_views.h) name its samples, if known (counted). The child
- * did not exec since (an exec drops the view): its image is the parent's.
+ * fork (fork_views.h) name its samples, if known (counted), from the fork
+ * until an exec the image clock shows (its record, which drops the view,
+ * still to come): samples after it are named by no image.
  */
 static bool inherit(struct process_table *pt, struct process *p)
 {
-	struct proc_snapshot *view = fork_views_take(pt->forks, p->pid, NULL);
+	uint64_t fork_ns = 0, exec_ns;
+	struct proc_snapshot *view = fork_views_take(pt->forks, p->pid, &fork_ns);
 
 	if (!view)
 		return false;
 	p->snap = view;
-	p->image_ns = 0;	/* the image at the fork: no exec record came since */
+	p->image_ns = fork_ns;	/* the parent's image, the child's from its fork */
+	/* an exec after the fork, its record not read yet: the view ends there */
+	exec_ns = image_clock(pt, p->pid);
+	p->image_end_ns = exec_ns > fork_ns ? exec_ns : 0;
 	set_pre_exec(p, NULL, 0);
 	pt->stats.maps_inherited++;
 	counter_inc(&counter_maps_inherited_from_parent);
@@ -262,15 +290,32 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	p->stale = false;
 	if (!s)
 		return -ENOMEM;
+	s->pid = p->pid;
 	for (int tries = 0;; tries++) {
-		/* the image read is the one exec'd at @after, unless it exec'd meanwhile */
+		/*
+		 * The maps and /proc/PID/exe read are of the image exec'd at
+		 * @after, unless it exec'd meanwhile: then read again, once;
+		 * an exec during that read leaves the executable unnamed (its
+		 * name would be the next image's, not these maps').
+		 */
 		before = image_clock(pt, p->pid);
 		pt->stats.maps_reads++;
 		ret = proc_maps_read(p->pid, &s->maps);
+		exe = ret ? NULL : read_meta(s);
 		after = image_clock(pt, p->pid);
 		if (ret || before == after || tries)
 			break;
-		proc_maps_free(&s->maps);	/* either image: read again */
+		proc_maps_free(&s->maps);
+		free(s->meta.cgroup);
+		free(s->meta.executable);
+		memset(&s->meta, 0, sizeof(s->meta));
+		free(exe);
+	}
+	if (!ret && before != after) {
+		free(s->meta.executable);
+		s->meta.executable = NULL;
+		free(exe);
+		exe = NULL;
 	}
 	if (ret) {
 		free(s);
@@ -278,6 +323,14 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 			pt->stats.maps_read_errors++;
 			counter_inc(&counter_maps_read_error);
 		}
+		/*
+		 * The snapshot kept describes the image before an exec seen
+		 * since (its record read, or the image clock past the
+		 * snapshot's image): no sample from that exec on is named by
+		 * it, nor by the image nobody read (image_end_ns).
+		 */
+		if (p->snap && (exec_seen || after > p->image_ns))
+			p->image_end_ns = after > p->image_ns ? after : 1;
 		if ((ret == -ENOENT || ret == -ESRCH) && p->snap && !p->exited) {
 			/*
 			 * Read once, gone now: it exited (its exit event is on
@@ -300,6 +353,9 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 		proc_maps_free(&s->maps);
 		free(s->objs);
 		free(s->obj_state);
+		free(s->meta.cgroup);
+		free(s->meta.executable);
+		free(exe);
 		free(s);
 		return -ENOMEM;
 	}
@@ -308,17 +364,22 @@ static int refresh(struct process_table *pt, struct process *p, uint64_t now)
 	s->sym = pt->sym;
 	s->sym_lock = pt->sym_lock;
 	s->jit = jit_syms_get(p->jit);
-	exe = read_meta(s);
 	s->bytes = snapshot_size(s);
 	__atomic_add_fetch(&snapshot_bytes, s->bytes, __ATOMIC_RELAXED);
-	if (p->snap && !exec_seen && after > p->image_ns && p->snap->pid == p->pid)
+	if (p->snap && !exec_seen && p->snap->pid == p->pid &&
+	    (after > p->image_ns || !same_image(p->snap, s))) {
 		/* an exec whose record is still to come: the old image names
-		 * the samples taken before it */
+		 * the samples taken before it; one whose tracepoint has not
+		 * fired yet (the clock did not move) is dated by this read */
 		set_pre_exec(p, p->snap, p->image_ns);
-	else
+		if (after <= p->image_ns)
+			after = now;
+	} else {
 		proc_snapshot_put(p->snap);
+	}
 	p->snap = s;
 	p->image_ns = after;
+	p->image_end_ns = 0;
 	if (pt->listener.maps_seen)
 		pt->listener.maps_seen(pt->listener.ctx, s->pid, &s->maps);
 	process_jobs_snapshot(pt, s, exe);
@@ -334,6 +395,7 @@ static void reset(struct process *p)
 	proc_snapshot_put(p->snap);
 	p->snap = NULL;
 	p->image_ns = 0;
+	p->image_end_ns = 0;
 	set_pre_exec(p, NULL, 0);
 	drop_jit(p);
 	p->exited = false;
@@ -375,15 +437,21 @@ void process_drop_remains(struct process_table *pt, struct process *p)
  * (the parent's image then) names its samples from before that exec,
  * until the exec record comes. A read before the exec needs no view.
  */
-static void keep_fork_view(struct process_table *pt, struct process *p)
+static void keep_fork_view(struct process_table *pt, struct process *p, uint64_t now)
 {
 	struct proc_snapshot *view;
 	uint64_t fork_ns = 0;
 
-	if (!p->snap || p->snap->pid != p->pid || !p->image_ns)
+	if (!p->snap || p->snap->pid != p->pid)
 		return;
 	view = fork_views_take(pt->forks, p->pid, &fork_ns);
-	if (view && fork_ns < p->image_ns)
+	if (!view)
+		return;
+	/* another image than the parent's, the clock still before the fork:
+	 * an exec under way (its tracepoint not fired yet), dated by the read */
+	if (p->image_ns <= fork_ns && !same_image(view, p->snap))
+		p->image_ns = now;
+	if (fork_ns < p->image_ns)
 		set_pre_exec(p, view, fork_ns);
 	else
 		proc_snapshot_put(view);
@@ -420,7 +488,7 @@ struct process *process_get(struct process_table *pt, pid_t pid, uint64_t now,
 		proc_read_comm(pid, 0, p->comm, sizeof(p->comm));
 	refresh(pt, p, now);
 	process_drop_remains(pt, p);
-	keep_fork_view(pt, p);
+	keep_fork_view(pt, p, now);
 	fork_views_drop(pt->forks, pid);	/* used, or its own maps read */
 	if (exiting && !p->exited) {
 		/* first seen exiting: its exit event may be read already */
@@ -492,6 +560,8 @@ int process_find_mapping(struct process_table *pt, struct process *p,
 struct proc_snapshot *process_sample_snapshot(const struct process *p,
 					       uint64_t sample_ns)
 {
+	if (p->image_end_ns && (!sample_ns || sample_ns >= p->image_end_ns))
+		return NULL;	/* after an exec whose image was never read */
 	if (!sample_ns || sample_ns >= p->image_ns)
 		return p->snap;
 	return p->pre_exec && sample_ns >= p->pre_exec_ns ? p->pre_exec : NULL;

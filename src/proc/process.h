@@ -111,6 +111,13 @@ struct process {
 	 */
 	uint64_t image_ns;
 	/*
+	 * When @snap's image ended, when known to have (an exec seen after
+	 * it, by its record or the image clock, whose image no read found:
+	 * the process was gone): samples from then on are named by no
+	 * image. 0: not ended; 1: ended, time unknown.
+	 */
+	uint64_t image_end_ns;
+	/*
 	 * The image before @image_ns, for samples taken from @pre_exec_ns
 	 * until @image_ns and read before the exec record: a forked child's
 	 * view of its parent's (its first read came after its exec), or the
@@ -263,7 +270,9 @@ void process_request_unwind(struct process_table *pt, struct process *p,
  * < @p->image_ns: the process exec'd between the sample and the read).
  * Such a sample gets @p->pre_exec, the image it ran, when held and the
  * sample falls in its time; else NULL: its user frames are named by no
- * image (a truncated stack rather than a wrong one). Never reads /proc.
+ * image (a truncated stack rather than a wrong one). NULL too for a
+ * sample at or after @p->image_end_ns (an exec whose image no read
+ * found). Never reads /proc.
  */
 struct proc_snapshot *process_sample_snapshot(const struct process *p,
 					       uint64_t sample_ns);

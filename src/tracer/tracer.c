@@ -378,6 +378,12 @@ struct tracer *tracer_open(const struct tracer_opts *o, tracer_event_fn fn,
 			strerror(errno));
 		goto fail;
 	}
+	/* the exec's start for the image clock: optional (tracer_exec_ns()) */
+	t->skel->links.profd_exec_rename =
+		bpf_program__attach(t->skel->progs.profd_exec_rename);
+	if (!t->skel->links.profd_exec_rename && o->verbose)
+		fprintf(stderr, "profd: note: no task_rename tracepoint (%s): a maps "
+			"read during an exec is dated by its end\n", strerror(errno));
 	if (o->off_cpu) {
 		err = link_chain(t->skel->obj, t->skel->maps.unwind_progs_sched, "sched");
 		if (err) {

@@ -143,8 +143,11 @@ int tracer_pid_forget(struct tracer *t, uint32_t pid);
 
 /*
  * tracer_exec_ns - when process @pid last exec'd (bpf_ktime_get_ns(), the
- * CLOCK_MONOTONIC ns `exec_times` keeps), 0 if no exec of it was seen (or
- * its entry was evicted). One map lookup; any thread.
+ * CLOCK_MONOTONIC ns `exec_times` keeps: the start of the exec's point of
+ * no return, its task_rename in begin_new_exec(), then its end,
+ * sched_process_exec), 0 if no
+ * exec of it was seen (or its entry was evicted). One map lookup; any
+ * thread.
  */
 uint64_t tracer_exec_ns(const struct tracer *t, pid_t pid);
 
