@@ -8,9 +8,11 @@
  * (process.h, struct process.pre_exec).
  *
  * A fixed table, one slot per PID modulo FORK_VIEWS (a newer fork in the
- * slot takes it); a view is dropped at the child's exec or exit record, at
- * its first read, and FORK_VIEW_TTL_NS after the fork (a child still alive
- * then is read). The reader thread only.
+ * slot takes it); a view is dropped at the child's exec record, at its
+ * first read, and FORK_VIEW_TTL_NS after the fork (a child still alive
+ * then is read); not at its exit record, which samples of its exit may
+ * follow (a fork storm's children: half their samples). The reader
+ * thread only.
  */
 #ifndef PROFD_PROC_FORK_VIEWS_H
 #define PROFD_PROC_FORK_VIEWS_H

@@ -622,7 +622,7 @@ void process_exit(struct process_table *pt, pid_t pid, uint64_t now, uint64_t ev
 {
 	struct process *p = *slot_of(pt, pid);
 
-	fork_views_drop(pt->forks, pid);	/* never sampled: never read */
+	/* its fork view stays: samples of its exit may follow this record */
 	if (p && !p->exited) {
 		p->exited = true;
 		p->exited_ns = now;

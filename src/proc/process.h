@@ -304,7 +304,8 @@ void process_drop_remains(struct process_table *pt, struct process *p);
  * it and marked exited there, counted as maps_inherited_from_parent, not
  * as a maps read error. A first read that finds an image exec'd after the
  * fork keeps the view as the child's pre_exec, for its samples from
- * before the exec. Its exec (process_exec) or exit drops the view.
+ * before the exec. Its exec (process_exec) drops the view, its exit
+ * record not (samples of the exit may follow it).
  * A live entry of @pid is marked exited at @event_ns (its PID is new).
  * The view shares the parent's snapshot (its pid is the parent's: the
  * files and code are the parent's; nothing reads the child's memory
