@@ -160,6 +160,7 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 	struct aggregate *table;
 	const char *comm;
 	uint32_t nuser, verified, time_bin;
+	pid_t code_pid;
 	/* a walk stopped by a read error was cut short: it ends in [truncated] */
 	uint32_t flags = s->flags | (s->flags & PROFD_SAMPLE_USER_ERROR ?
 				     PROFD_SAMPLE_USER_TRUNCATED : 0);
@@ -217,8 +218,16 @@ void agent_handle_sample(struct agent *ag, const struct profd_sample *s,
 	ips = ag->merged;
 add:
 	/* a caller not after a call instruction ends the stack (callsite.h) */
-	verified = callsite_verify(ag->callsites, snap, s->pid, ips + s->kernel_len, nuser,
-				   s->flags & PROFD_SAMPLE_USER_COMPLETE);
+	/*
+	 * Whose memory holds @snap's code: the sample's process for its
+	 * current image; the parent for a fork view (the same file-backed
+	 * code); nobody's for an image the process has left since (an exec:
+	 * its memory is the next image's): the files alone.
+	 */
+	code_pid = !p || snap == p->snap ? (pid_t)s->pid :
+		   snap && snap->pid != (pid_t)s->pid ? snap->pid : 0;
+	verified = callsite_verify(ag->callsites, snap, code_pid, ips + s->kernel_len,
+				   nuser, s->flags & PROFD_SAMPLE_USER_COMPLETE);
 	if (verified < nuser) {
 		nuser = verified;
 		flags |= PROFD_SAMPLE_USER_TRUNCATED;

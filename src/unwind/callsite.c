@@ -196,8 +196,8 @@ static ssize_t read_code(const struct proc_snapshot *snap, pid_t pid, int idx,
 		if (n == (ssize_t)len || n == -EAGAIN)
 			return n;	/* not cached: not mapped either, memory would wait too */
 	}
-	if (state == PROC_OBJ_HUNG)
-		return -EIO;
+	if (state == PROC_OBJ_HUNG || pid <= 0)
+		return -EIO;	/* hung, or no process holds this image's code */
 	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	return n == (ssize_t)len ? n : -EFAULT;
 }

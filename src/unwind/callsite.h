@@ -91,9 +91,11 @@ void callsite_cache_free(struct callsite_cache *c);
  * frame's code outermost (PROFD_SAMPLE_USER_COMPLETE: _start, clone3,
  * Go's TOPFRAME runtime.goexit whose planted return address follows no
  * call): that last IP needs only lie in executable code.
- * Reads the process's files (pread) and the memory of @pid, the
- * sample's process (@snap's, or a forked child's with its parent's
- * snapshot: process_fork()); never opens a file.
+ * Reads the process's files (pread) and the memory of @pid, a process
+ * whose memory holds @snap's code (the sample's for its current image,
+ * the parent's for a forked child's view of its parent's snapshot,
+ * process_fork()); 0: none (an image the process left by an exec): the
+ * files alone, code they do not hold unchecked. Never opens a file.
  */
 uint32_t callsite_verify(struct callsite_cache *c, const struct proc_snapshot *snap,
 			 pid_t pid, const uint64_t *ips, uint32_t nuser, bool outermost);
