@@ -132,6 +132,10 @@ def addr2line(binary, addrs):
         file, _, line = re.sub(r" \(discriminator \d+\)$", "", loc).rpartition(":")
         if file != "??" and line.isdigit() and int(line) > 0:
             res[cur].append((fn, os.path.basename(file), int(line)))
+        elif file != "??" and line == "?" and fn != "??":
+            # an inlined frame at a line-0 row (clang's compiler-made code):
+            # addr2line names it without a line, as profd does (line 0)
+            res[cur].append((fn, os.path.basename(file), 0))
     return res
 
 
